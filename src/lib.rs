@@ -1,0 +1,10 @@
+//! Lucille-rs: a search ETL framework. Connectors read sources, a pipeline of stages enriches
+//! each document, and an indexer batches documents into a search engine, while the Publisher
+//! accounts for every document until its terminal event.
+
+pub mod document;
+pub mod jsonata;
+#[cfg(feature = "python")]
+mod python;
+
+pub use document::{Document, DocumentError, UpdateMode};

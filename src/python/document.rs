@@ -1,0 +1,416 @@
+//! `lucille.Document` and `lucille.UpdateMode`: conversions around the Rust Document.
+
+use numpy::{PyArray1, PyArrayMethods};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use serde_json::Value;
+
+use super::convert::{doc_err, map_to_py, py_to_value, value_to_py};
+use crate::document::{Document, UpdateMode};
+use crate::jsonata::Expression;
+
+#[pyclass(
+    name = "UpdateMode",
+    module = "lucille._lucille",
+    eq,
+    eq_int,
+    frozen,
+    from_py_object
+)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[allow(clippy::upper_case_acronyms)]
+pub enum PyUpdateMode {
+    OVERWRITE,
+    APPEND,
+    SKIP,
+}
+
+impl From<PyUpdateMode> for UpdateMode {
+    fn from(m: PyUpdateMode) -> Self {
+        match m {
+            PyUpdateMode::OVERWRITE => UpdateMode::Overwrite,
+            PyUpdateMode::APPEND => UpdateMode::Append,
+            PyUpdateMode::SKIP => UpdateMode::Skip,
+        }
+    }
+}
+
+/// Accepts `UpdateMode.X` or its name as a string ("append", any case).
+fn update_mode(obj: &Bound<'_, PyAny>) -> PyResult<UpdateMode> {
+    if let Ok(m) = obj.extract::<PyUpdateMode>() {
+        return Ok(m.into());
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        let text = s.to_cow()?;
+        return UpdateMode::parse(&text).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "unknown update mode {text:?}: use OVERWRITE, APPEND or SKIP"
+            ))
+        });
+    }
+    Err(PyTypeError::new_err("mode must be an UpdateMode or a str"))
+}
+
+#[pyclass(name = "Document", module = "lucille._lucille", from_py_object)]
+#[derive(Clone)]
+pub struct PyDocument {
+    pub inner: Document,
+}
+
+impl PyDocument {
+    pub fn new_from(inner: Document) -> Self {
+        PyDocument { inner }
+    }
+}
+
+fn compile(expr: &str) -> PyResult<Expression> {
+    Expression::compile(expr).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+#[pymethods]
+impl PyDocument {
+    #[new]
+    #[pyo3(signature = (id, fields = None))]
+    fn py_new(id: &str, fields: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let mut inner = Document::new(id).map_err(doc_err)?;
+        if let Some(fields) = fields {
+            for (k, v) in fields.iter() {
+                let name: String = k
+                    .extract()
+                    .map_err(|_| PyTypeError::new_err("field names must be str"))?;
+                let value = py_to_value(&v, &name)?;
+                inner.set_field(&name, value).map_err(doc_err)?;
+            }
+        }
+        Ok(PyDocument { inner })
+    }
+
+    #[staticmethod]
+    fn from_json(json: &str) -> PyResult<Self> {
+        Document::from_json(json)
+            .map(Self::new_from)
+            .map_err(doc_err)
+    }
+
+    #[staticmethod]
+    fn from_dict(data: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let value = py_to_value(data.as_any(), "document")?;
+        Document::from_value(value)
+            .map(Self::new_from)
+            .map_err(doc_err)
+    }
+
+    #[getter]
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    #[getter]
+    fn run_id(&self) -> Option<&str> {
+        self.inner.run_id()
+    }
+
+    fn set_field(&mut self, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let v = py_to_value(value, name)?;
+        self.inner.set_field(name, v).map_err(doc_err)
+    }
+
+    fn add_to_field(&mut self, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let v = py_to_value(value, name)?;
+        self.inner.add_to_field(name, v).map_err(doc_err)
+    }
+
+    fn set_or_add(&mut self, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let v = py_to_value(value, name)?;
+        self.inner.set_or_add(name, v).map_err(doc_err)
+    }
+
+    #[pyo3(signature = (name, mode, *values))]
+    fn update(
+        &mut self,
+        name: &str,
+        mode: &Bound<'_, PyAny>,
+        values: &Bound<'_, PyTuple>,
+    ) -> PyResult<()> {
+        let mode = update_mode(mode)?;
+        let values = values
+            .iter()
+            .map(|v| py_to_value(&v, name))
+            .collect::<PyResult<Vec<_>>>()?;
+        self.inner.update(name, mode, values).map_err(doc_err)
+    }
+
+    fn get<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        match self.inner.get_first(name) {
+            Some(v) => value_to_py(py, v),
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+
+    fn get_string(&self, name: &str) -> PyResult<Option<String>> {
+        self.inner.get_as::<String>(name).map_err(doc_err)
+    }
+
+    fn get_int(&self, name: &str) -> PyResult<Option<i128>> {
+        self.inner.get_as::<i128>(name).map_err(doc_err)
+    }
+
+    fn get_float(&self, name: &str) -> PyResult<Option<f64>> {
+        self.inner.get_as::<f64>(name).map_err(doc_err)
+    }
+
+    fn get_bool(&self, name: &str) -> PyResult<Option<bool>> {
+        self.inner.get_as::<bool>(name).map_err(doc_err)
+    }
+
+    fn get_bytes<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        Ok(self
+            .inner
+            .get_bytes(name)
+            .map_err(doc_err)?
+            .map(|b| PyBytes::new(py, &b)))
+    }
+
+    fn get_list<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for v in self.inner.values(name) {
+            list.append(value_to_py(py, v)?)?;
+        }
+        Ok(list)
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.inner.has(name)
+    }
+
+    fn has_non_null(&self, name: &str) -> bool {
+        self.inner.has_non_null(name)
+    }
+
+    fn is_multivalued(&self, name: &str) -> bool {
+        self.inner.is_multivalued(name)
+    }
+
+    fn remove_field(&mut self, name: &str) -> PyResult<()> {
+        self.inner.remove_field(name).map(|_| ()).map_err(doc_err)
+    }
+
+    fn remove_from_array<'py>(
+        &mut self,
+        py: Python<'py>,
+        name: &str,
+        index: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let removed = self.inner.remove_from_array(name, index).map_err(doc_err)?;
+        value_to_py(py, &removed)
+    }
+
+    #[pyo3(signature = (name, target = None))]
+    fn remove_duplicate_values(&mut self, name: &str, target: Option<&str>) -> PyResult<()> {
+        self.inner
+            .remove_duplicate_values(name, target)
+            .map_err(doc_err)
+    }
+
+    #[pyo3(signature = (old, new, mode = None))]
+    fn rename_field(
+        &mut self,
+        old: &str,
+        new: &str,
+        mode: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let mode = match mode {
+            Some(m) => update_mode(m)?,
+            None => UpdateMode::Overwrite,
+        };
+        self.inner
+            .rename_field(old, new, mode)
+            .map(|_| ())
+            .map_err(doc_err)
+    }
+
+    fn set_or_add_all(&mut self, other: PyRef<'_, PyDocument>) {
+        self.inner.set_or_add_all(&other.inner);
+    }
+
+    fn get_nested<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+        match self.inner.get_nested(path).map_err(doc_err)? {
+            Some(v) => value_to_py(py, v),
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+
+    fn set_nested(&mut self, path: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let v = py_to_value(value, path)?;
+        self.inner.set_nested(path, v).map_err(doc_err)
+    }
+
+    fn remove_nested(&mut self, path: &str) -> PyResult<()> {
+        self.inner.remove_nested(path).map(|_| ()).map_err(doc_err)
+    }
+
+    fn field_names(&self) -> Vec<String> {
+        self.inner.field_names().map(str::to_string).collect()
+    }
+
+    fn add_child(&mut self, child: PyRef<'_, PyDocument>) {
+        self.inner.add_child(child.inner.clone());
+    }
+
+    fn children(&self) -> Vec<PyDocument> {
+        self.inner
+            .children()
+            .into_iter()
+            .map(PyDocument::new_from)
+            .collect()
+    }
+
+    fn has_children(&self) -> bool {
+        self.inner.has_children()
+    }
+
+    fn drop(&mut self) {
+        self.inner.set_dropped(true);
+    }
+
+    fn is_dropped(&self) -> bool {
+        self.inner.is_dropped()
+    }
+
+    fn skip(&mut self) {
+        self.inner.set_skipped(true);
+    }
+
+    fn is_skipped(&self) -> bool {
+        self.inner.is_skipped()
+    }
+
+    fn evaluate<'py>(&self, py: Python<'py>, jsonata: &str) -> PyResult<Bound<'py, PyAny>> {
+        let mut expr = compile(jsonata)?;
+        match self.inner.evaluate(&mut expr).map_err(doc_err)? {
+            Some(v) => value_to_py(py, &v),
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+
+    fn transform(&mut self, jsonata: &str) -> PyResult<()> {
+        let mut expr = compile(jsonata)?;
+        self.inner.transform(&mut expr).map_err(doc_err)
+    }
+
+    fn set_vector(&mut self, name: &str, vector: &Bound<'_, PyAny>) -> PyResult<()> {
+        let values: Vec<f32> = match vector.cast::<PyArray1<f32>>() {
+            Ok(arr) => arr.readonly().as_slice()?.to_vec(),
+            Err(_) => vector
+                .call_method0("tolist")
+                .unwrap_or(vector.clone())
+                .extract()
+                .map_err(|_| {
+                    PyTypeError::new_err(format!(
+                    "vector for {name:?} must be a 1-D numeric numpy array or a list of numbers"
+                ))
+                })?,
+        };
+        self.inner.set_vector(name, &values).map_err(doc_err)
+    }
+
+    fn get_vector<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+    ) -> PyResult<Option<Bound<'py, PyArray1<f32>>>> {
+        Ok(self
+            .inner
+            .get_vector(name)
+            .map_err(doc_err)?
+            .map(|v| PyArray1::from_vec(py, v)))
+    }
+
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        map_to_py(py, self.inner.as_map().iter())
+    }
+
+    fn copy(&self) -> Self {
+        self.clone()
+    }
+
+    fn __copy__(&self) -> Self {
+        self.clone()
+    }
+
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> Self {
+        self.clone()
+    }
+
+    /// Pickles through JSON.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
+        let from_json = slf.get_type().getattr("from_json")?;
+        Ok((from_json, (slf.borrow().inner.to_json(),)))
+    }
+
+    fn __eq__(&self, other: PyRef<'_, PyDocument>) -> bool {
+        self.inner == other.inner
+    }
+
+    fn __repr__(&self) -> String {
+        let mut fields = String::new();
+        for (i, (k, v)) in self.inner.fields().enumerate() {
+            if fields.len() > 60 {
+                let rest = self.inner.field_count() - i;
+                fields.push_str(&format!(", ... (+{rest} fields)"));
+                break;
+            }
+            if i > 0 {
+                fields.push_str(", ");
+            }
+            let mut text = v.to_string();
+            if text.chars().count() > 30 {
+                text = text.chars().take(27).collect::<String>() + "...";
+            }
+            fields.push_str(&format!("{k:?}: {text}"));
+        }
+        let id = Value::String(self.inner.id().to_string()).to_string();
+        if fields.is_empty() {
+            format!("Document({id})")
+        } else {
+            format!("Document({id}, {{{fields}}})")
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.field_count()
+    }
+
+    /// Membership over the mapping view: reserved fields are not part of it.
+    fn __contains__(&self, name: &str) -> bool {
+        self.inner.has(name) && !crate::document::is_reserved(name)
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let names = PyList::new(py, self.inner.field_names())?;
+        Ok(names.try_iter()?.into_any())
+    }
+
+    fn __getitem__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        match self.inner.get(name) {
+            Some(v) if !crate::document::is_reserved(name) => value_to_py(py, v),
+            _ => Err(PyKeyError::new_err(name.to_string())),
+        }
+    }
+
+    fn __setitem__(&mut self, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_field(name, value)
+    }
+
+    fn __delitem__(&mut self, name: &str) -> PyResult<()> {
+        match self.inner.remove_field(name).map_err(doc_err)? {
+            Some(_) => Ok(()),
+            None => Err(PyKeyError::new_err(name.to_string())),
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! PyO3 bindings: the private `lucille._lucille` module. Conversion and GIL handling only; the
+//! behaviour lives in the Rust core.
+
+mod convert;
+mod document;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _lucille(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<document::PyDocument>()?;
+    m.add_class::<document::PyUpdateMode>()?;
+    Ok(())
+}
