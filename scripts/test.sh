@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The one test command (README): installs what the tests need into .venv, builds the
+# extension, then runs the Rust checks and tests, the stub check and pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+VENV=".venv"
+
+if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --upgrade pip
+"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest numpy mypy typing_extensions jsonata-python
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --all-targets -- -D warnings
+cargo clippy --lib --features python -- -D warnings
+echo "== cargo test"
+cargo test
+
+echo "== maturin develop"
+VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop --quiet
+echo "== stubtest"
+"$VENV/bin/python" -m mypy.stubtest lucille._lucille
+echo "== pytest"
+"$VENV/bin/python" -m pytest tests/python "$@"

@@ -1,0 +1,41 @@
+"""The shipped examples and the command line, run as a user would."""
+
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_document_tour_runs():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "document_tour.py")],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    assert "document tour complete" in out
+    assert "['article-42-1', 'article-42-2']" in out
+    assert '"views":1200' in out
+
+
+def run_cli(*args, stdin=None):
+    return subprocess.run(
+        [sys.executable, "-m", "lucille.cli", *args],
+        capture_output=True, text=True, input=stdin,
+    )
+
+
+def test_cli_doc_normalises_valid_json():
+    r = run_cli("doc", '{ "id": "a",  "x": [1, 2.0] }')
+    assert r.returncode == 0
+    assert r.stdout.strip() == '{"id":"a","x":[1,2.0]}'
+
+
+def test_cli_doc_rejects_invalid_document():
+    r = run_cli("doc", "-", stdin='{"x": 1}')
+    assert r.returncode == 1
+    assert "id" in r.stderr
+
+
+def test_cli_version():
+    r = run_cli("--version")
+    assert r.returncode == 0 and "lucille-rs" in r.stdout
