@@ -2,9 +2,12 @@
 //! each document, and an indexer batches documents into a search engine, while the Publisher
 //! accounts for every document until its terminal event.
 
+pub mod config;
 pub mod document;
 pub mod jsonata;
+pub mod pipeline;
 #[cfg(feature = "python")]
 mod python;
+pub mod stage;
 
 pub use document::{Document, DocumentError, UpdateMode};

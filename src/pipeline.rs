@@ -1,0 +1,517 @@
+//! The pipeline: an ordered list of stages run as a pull-based, depth-first chain (spec §6.1).
+//!
+//! `Pipeline::process(doc)` returns a lazy iterator. Pulling it pulls the last stage, which
+//! pulls the one before it, down to the input document; a stage's output is its children first,
+//! then the parent, and a child made by stage *i* flows only through the stages after *i*.
+//! Nothing is processed until it is pulled, and at most one document per stage level is in
+//! flight, so memory is bounded by the pipeline's depth however many children a stage yields.
+//!
+//! The chain is kept as an explicit stack of per-stage levels rather than nested iterator
+//! objects, so the same lazy run can be resumed across calls from Python (`process_iter`).
+//!
+//! A document that is dropped stops being processed (it still comes out, flagged, so the worker
+//! can send DROP); a skipped one bypasses the remaining stages. A stage error or panic fails
+//! only the document it happened on: the document comes out carrying the error and the stages
+//! after skip it. A children iterator that breaks fails its parent.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors};
+use crate::document::Document;
+use crate::stage::condition::Conditions;
+use crate::stage::registry::{self, StageClass};
+use crate::stage::{panic_message, Children, Stage, StageError, StageFailure};
+
+/// Counters for one stage, summed over the documents it saw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StageMetrics {
+    pub name: String,
+    /// Documents passed to `process_document` (conditions held, not dropped/skipped/failed).
+    pub processed: u64,
+    pub children: u64,
+    pub errors: u64,
+    pub total_time: Duration,
+}
+
+impl StageMetrics {
+    pub fn mean_time(&self) -> Duration {
+        if self.processed == 0 {
+            Duration::ZERO
+        } else {
+            self.total_time / u32::try_from(self.processed).unwrap_or(u32::MAX)
+        }
+    }
+
+    fn merge(&mut self, other: &StageMetrics) {
+        self.processed += other.processed;
+        self.children += other.children;
+        self.errors += other.errors;
+        self.total_time += other.total_time;
+    }
+}
+
+/// A stage with what the pipeline wraps around it.
+pub struct StageSlot {
+    pub name: String,
+    stage: Box<dyn Stage>,
+    conditions: Conditions,
+    metrics: StageMetrics,
+}
+
+impl StageSlot {
+    pub fn new(name: impl Into<String>, stage: Box<dyn Stage>, conditions: Conditions) -> Self {
+        let name = name.into();
+        StageSlot {
+            metrics: StageMetrics {
+                name: name.clone(),
+                ..Default::default()
+            },
+            name,
+            stage,
+            conditions,
+        }
+    }
+}
+
+impl StageSlot {
+    /// The wrapped stage (for tests that drive a stage directly).
+    pub fn into_stage(self) -> Box<dyn Stage> {
+        self.stage
+    }
+}
+
+/// A document coming out of the pipeline.
+#[derive(Debug)]
+pub struct Output {
+    pub doc: Document,
+    /// True for a document a stage generated (the worker sends CREATE for it).
+    pub is_child: bool,
+    /// Set when a stage failed on this document (the worker sends FAIL).
+    pub error: Option<StageError>,
+}
+
+#[derive(Default)]
+struct Level {
+    children: Option<Children>,
+    /// The document whose children are being emitted; it follows them.
+    parent: Option<Output>,
+}
+
+/// One lazy run of a document through a pipeline; see the module comment.
+pub struct Run {
+    input: Option<Output>,
+    levels: Vec<Level>,
+}
+
+impl Run {
+    pub fn new(doc: Document, stages: usize) -> Self {
+        Run {
+            input: Some(Output {
+                doc,
+                is_child: false,
+                error: None,
+            }),
+            levels: (0..stages).map(|_| Level::default()).collect(),
+        }
+    }
+
+    /// The next output document, or `None` when the run is complete.
+    pub fn next(&mut self, pipeline: &mut Pipeline) -> Option<Output> {
+        let n = pipeline.stages.len();
+        if n == 0 {
+            return self.input.take();
+        }
+        self.pull(pipeline, n - 1)
+    }
+
+    /// The next document out of stage `i`.
+    fn pull(&mut self, pipeline: &mut Pipeline, i: usize) -> Option<Output> {
+        loop {
+            if let Some(out) = self.next_child(pipeline, i) {
+                return Some(out);
+            }
+            let input = if i == 0 {
+                self.input.take()?
+            } else {
+                self.pull(pipeline, i - 1)?
+            };
+            let slot = &mut pipeline.stages[i];
+            if input.error.is_some()
+                || input.doc.is_dropped()
+                || input.doc.is_skipped()
+                || !slot.conditions.hold(&input.doc)
+            {
+                return Some(input);
+            }
+            let mut input = input;
+            let started = Instant::now();
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                slot.stage.process_document(&mut input.doc)
+            }));
+            slot.metrics.total_time += started.elapsed();
+            slot.metrics.processed += 1;
+            match result {
+                Ok(Ok(None)) => return Some(input),
+                Ok(Ok(Some(children))) => {
+                    let level = &mut self.levels[i];
+                    level.children = Some(children);
+                    level.parent = Some(input);
+                    // Loop: emit the children, then the parent.
+                }
+                Ok(Err(failure)) => {
+                    slot.metrics.errors += 1;
+                    input.error = Some(process_error(&slot.name, input.doc.id(), failure));
+                    return Some(input);
+                }
+                Err(payload) => {
+                    slot.metrics.errors += 1;
+                    input.error = Some(StageError::Panic {
+                        stage: slot.name.clone(),
+                        doc_id: input.doc.id().to_string(),
+                        message: panic_message(payload.as_ref()),
+                    });
+                    return Some(input);
+                }
+            }
+        }
+    }
+
+    /// The next pending child of stage `i` (or its parent once the children are exhausted).
+    fn next_child(&mut self, pipeline: &mut Pipeline, i: usize) -> Option<Output> {
+        let level = &mut self.levels[i];
+        let children = level.children.as_mut()?;
+        let slot = &mut pipeline.stages[i];
+        let started = Instant::now();
+        let next = catch_unwind(AssertUnwindSafe(|| children.next()));
+        slot.metrics.total_time += started.elapsed();
+        let failure = match next {
+            Ok(Some(Ok(mut child))) => {
+                slot.metrics.children += 1;
+                if let (None, Some(parent)) = (child.run_id(), level.parent.as_ref()) {
+                    if let Some(run_id) = parent.doc.run_id() {
+                        let run_id = run_id.to_string();
+                        // A fresh child has no run id, so this cannot fail.
+                        let _ = child.initialize_run_id(&run_id);
+                    }
+                }
+                return Some(Output {
+                    doc: child,
+                    is_child: true,
+                    error: None,
+                });
+            }
+            Ok(None) => None,
+            Ok(Some(Err(failure))) => Some(failure.to_string()),
+            Err(payload) => Some(format!(
+                "panicked while producing children: {}",
+                panic_message(payload.as_ref())
+            )),
+        };
+        level.children = None;
+        let mut parent = level.parent.take()?;
+        if let Some(message) = failure {
+            slot.metrics.errors += 1;
+            parent.error = Some(StageError::Process {
+                stage: slot.name.clone(),
+                doc_id: parent.doc.id().to_string(),
+                message,
+            });
+        }
+        Some(parent)
+    }
+}
+
+fn process_error(stage: &str, doc_id: &str, failure: StageFailure) -> StageError {
+    StageError::Process {
+        stage: stage.to_string(),
+        doc_id: doc_id.to_string(),
+        message: failure.to_string(),
+    }
+}
+
+/// A lazy iterator over one document's outputs.
+pub struct Outputs<'p> {
+    pipeline: &'p mut Pipeline,
+    run: Run,
+}
+
+impl Iterator for Outputs<'_> {
+    type Item = Output;
+    fn next(&mut self) -> Option<Output> {
+        self.run.next(self.pipeline)
+    }
+}
+
+pub struct Pipeline {
+    name: String,
+    stages: Vec<StageSlot>,
+    started: bool,
+}
+
+impl Pipeline {
+    pub fn new(name: impl Into<String>, stages: Vec<StageSlot>) -> Self {
+        Pipeline {
+            name: name.into(),
+            stages,
+            started: false,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn stage_names(&self) -> Vec<&str> {
+        self.stages.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// Starts every stage (once); a failure names the stage.
+    pub fn start(&mut self) -> Result<(), StageError> {
+        if self.started {
+            return Ok(());
+        }
+        for slot in &mut self.stages {
+            lifecycle(slot, "start", |s| s.start())?;
+        }
+        self.started = true;
+        Ok(())
+    }
+
+    /// Stops every stage, even after one fails; returns the first failure.
+    pub fn stop(&mut self) -> Result<(), StageError> {
+        let mut first = None;
+        for slot in &mut self.stages {
+            if let Err(e) = lifecycle(slot, "stop", |s| s.stop()) {
+                first.get_or_insert(e);
+            }
+        }
+        self.started = false;
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Runs a document through the pipeline lazily (starting the stages if needed is the
+    /// caller's job: see [`Pipeline::start`]).
+    pub fn process(&mut self, doc: Document) -> Outputs<'_> {
+        let run = Run::new(doc, self.stages.len());
+        Outputs {
+            pipeline: self,
+            run,
+        }
+    }
+
+    pub fn stage_count(&self) -> usize {
+        self.stages.len()
+    }
+
+    pub fn metrics(&self) -> Vec<StageMetrics> {
+        self.stages.iter().map(|s| s.metrics.clone()).collect()
+    }
+
+    /// Adds another instance's metrics into `totals` (one entry per stage, by position).
+    pub fn accumulate_metrics(&self, totals: &mut Vec<StageMetrics>) {
+        if totals.is_empty() {
+            *totals = self
+                .stages
+                .iter()
+                .map(|s| StageMetrics {
+                    name: s.name.clone(),
+                    ..Default::default()
+                })
+                .collect();
+        }
+        for (t, s) in totals.iter_mut().zip(&self.stages) {
+            t.merge(&s.metrics);
+        }
+    }
+}
+
+fn lifecycle(
+    slot: &mut StageSlot,
+    phase: &'static str,
+    f: impl FnOnce(&mut dyn Stage) -> Result<(), StageFailure>,
+) -> Result<(), StageError> {
+    let name = slot.name.clone();
+    match catch_unwind(AssertUnwindSafe(|| f(slot.stage.as_mut()))) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(StageError::Lifecycle {
+            stage: name,
+            phase,
+            message: e.to_string(),
+        }),
+        Err(payload) => Err(StageError::Lifecycle {
+            stage: name,
+            phase,
+            message: format!("panicked: {}", panic_message(payload.as_ref())),
+        }),
+    }
+}
+
+/// A validated stage config from which any number of instances can be built.
+#[derive(Clone)]
+pub struct StagePlan {
+    pub name: String,
+    class: PlanClass,
+    config: ComponentConfig,
+    conditions: Conditions,
+}
+
+#[derive(Clone)]
+enum PlanClass {
+    Builtin(&'static crate::stage::StageDescriptor),
+    Python(String),
+}
+
+impl StagePlan {
+    pub fn instantiate(&self) -> Result<StageSlot, ConfigError> {
+        let stage = match &self.class {
+            PlanClass::Builtin(d) => (d.build)(&self.config)?,
+            PlanClass::Python(class) => {
+                registry::python_factory(&self.config)?.build(class, &self.name, &self.config)?
+            }
+        };
+        Ok(StageSlot::new(
+            self.name.clone(),
+            stage,
+            self.conditions.clone(),
+        ))
+    }
+}
+
+/// A validated pipeline config: instantiate once per worker thread.
+#[derive(Clone)]
+pub struct PipelinePlan {
+    pub name: String,
+    pub stages: Vec<StagePlan>,
+}
+
+impl PipelinePlan {
+    /// Validates every stage config of a pipeline (`stages` is the list under
+    /// `pipelines[i].stages`), building one instance of each to catch what a spec cannot
+    /// (bad regexes, unreadable files). Every error is returned at once.
+    pub fn from_config(
+        name: &str,
+        stages: &[Value],
+        path: &str,
+        base_dir: Option<&std::path::Path>,
+    ) -> Result<Self, ConfigErrors> {
+        let mut errors = Vec::new();
+        let mut plans = Vec::new();
+        let mut seen_names: Vec<String> = Vec::new();
+        for (i, raw) in stages.iter().enumerate() {
+            let stage_path = format!("{path}[{i}]");
+            let Value::Object(map) = raw else {
+                errors.push(ConfigError::new(stage_path, "a stage must be an object"));
+                continue;
+            };
+            match plan_stage(map.clone(), i, &stage_path, base_dir) {
+                Ok(Some(plan)) => {
+                    if seen_names.contains(&plan.name) {
+                        errors.push(ConfigError::new(
+                            format!("{stage_path}.name"),
+                            format!("duplicate stage name {:?} in pipeline {name:?}", plan.name),
+                        ));
+                    }
+                    seen_names.push(plan.name.clone());
+                    plans.push(plan);
+                }
+                Ok(None) => {}
+                Err(mut e) => errors.append(&mut e),
+            }
+        }
+        if errors.is_empty() {
+            Ok(PipelinePlan {
+                name: name.to_string(),
+                stages: plans,
+            })
+        } else {
+            Err(ConfigErrors(errors))
+        }
+    }
+
+    pub fn instantiate(&self) -> Result<Pipeline, ConfigErrors> {
+        let mut slots = Vec::with_capacity(self.stages.len());
+        let mut errors = Vec::new();
+        for plan in &self.stages {
+            match plan.instantiate() {
+                Ok(slot) => slots.push(slot),
+                Err(e) => errors.push(e),
+            }
+        }
+        if errors.is_empty() {
+            Ok(Pipeline::new(self.name.clone(), slots))
+        } else {
+            Err(ConfigErrors(errors))
+        }
+    }
+}
+
+/// Validates one stage config. `Ok(None)` for a stage with `enabled: false` (validated, then
+/// left out).
+pub fn plan_stage(
+    mut map: Map<String, Value>,
+    index: usize,
+    path: &str,
+    base_dir: Option<&std::path::Path>,
+) -> Result<Option<StagePlan>, Vec<ConfigError>> {
+    let base = ComponentConfig::new(map.clone(), path).with_base_dir(base_dir.map(Into::into));
+    let class = match base.require_string("class") {
+        Ok(c) => c,
+        Err(e) => return Err(vec![e]),
+    };
+    let name = match base.string("name") {
+        Ok(Some(n)) if !n.is_empty() => n,
+        Ok(_) => format!("stage_{}", index + 1),
+        Err(e) => return Err(vec![e]),
+    };
+    let resolved = registry::resolve(&class).map_err(|m| vec![base.error("class", m)])?;
+    let mut errors = Vec::new();
+    let plan_class = match resolved {
+        StageClass::Builtin(d) => {
+            let spec = (d.spec)();
+            spec.normalize(&mut map);
+            errors.extend(spec.validate(&map, path));
+            PlanClass::Builtin(d)
+        }
+        StageClass::Python(class) => {
+            if let Err(e) = registry::python_factory(&base).and_then(|f| f.check(&class, &base)) {
+                errors.push(e);
+            }
+            PlanClass::Python(class)
+        }
+    };
+    let config = ComponentConfig::new(map, path).with_base_dir(base_dir.map(Into::into));
+    let conditions = match Conditions::from_stage_config(&config) {
+        Ok(c) => c,
+        Err(mut e) => {
+            errors.append(&mut e);
+            Conditions::default()
+        }
+    };
+    let enabled = match config.bool_or("enabled", true) {
+        Ok(b) => b,
+        Err(e) => {
+            errors.push(e);
+            true
+        }
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let plan = StagePlan {
+        name,
+        class: plan_class,
+        config,
+        conditions,
+    };
+    // Build one instance now so constructor-time problems are reported with the rest.
+    if let PlanClass::Builtin(_) = plan.class {
+        plan.instantiate().map_err(|e| vec![e])?;
+    }
+    Ok(enabled.then_some(plan))
+}
+
+#[cfg(test)]
+mod tests;

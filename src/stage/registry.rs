@@ -1,0 +1,143 @@
+//! Resolves a stage config's `class`: a built-in name (`CopyFields`), Lucille's full class
+//! name (`com.kmwllc.lucille.stage.CopyFields`), or a Python object (`module:Class` or
+//! `path/to/file.py:Class`), which the Python bindings build when they are loaded.
+
+use std::sync::OnceLock;
+
+use super::{Stage, StageDescriptor};
+use crate::config::{ComponentConfig, ConfigError};
+
+/// Lucille's package for its stages; a class given with it resolves to the built-in.
+pub const LUCILLE_STAGE_PACKAGE: &str = "com.kmwllc.lucille.stage.";
+
+/// Every built-in stage. Grouped by area; each group is kept in sorted order.
+pub fn builtins() -> &'static [&'static StageDescriptor] {
+    use super::*;
+    static ALL: &[&StageDescriptor] = &[
+        // -- field manipulation --
+        &copy_fields::DESCRIPTOR,
+        &set_static_values::DESCRIPTOR,
+        // -- parsing and extraction --
+        // -- dictionaries and matching --
+        // -- control flow and children --
+        &drop_document::DESCRIPTOR,
+        // -- test data --
+    ];
+    ALL
+}
+
+/// How a `class` value resolved.
+pub enum StageClass {
+    Builtin(&'static StageDescriptor),
+    /// `module:Class` or `file.py:Class`.
+    Python(String),
+}
+
+pub fn resolve(class: &str) -> Result<StageClass, String> {
+    let class = class.trim();
+    if is_python_reference(class) {
+        return Ok(StageClass::Python(class.to_string()));
+    }
+    let short = class.strip_prefix(LUCILLE_STAGE_PACKAGE).unwrap_or(class);
+    if let Some(d) = builtins().iter().find(|d| d.name == short) {
+        return Ok(StageClass::Builtin(d));
+    }
+    let mut message = format!("unknown stage class {class:?}");
+    if let Some(d) = builtins()
+        .iter()
+        .find(|d| d.name.eq_ignore_ascii_case(short))
+    {
+        message.push_str(&format!(" (did you mean {:?}?)", d.name));
+    } else {
+        message.push_str(
+            "; use a built-in stage name, Lucille's full class name, or a Python class as \
+             \"module:Class\" or \"path/to/file.py:Class\"",
+        );
+    }
+    Err(message)
+}
+
+/// `module:Class` / `dir/file.py:Class`; a Java-style dotted name has no colon.
+pub fn is_python_reference(class: &str) -> bool {
+    match class.rsplit_once(':') {
+        Some((module, object)) => !module.is_empty() && !object.is_empty() && !object.contains('/'),
+        None => false,
+    }
+}
+
+/// Builds Python stages; installed by the Python bindings, absent in a pure-Rust build.
+pub trait PythonStageFactory: Send + Sync {
+    /// Imports the class and checks it is a stage class, without instantiating it.
+    fn check(&self, class: &str, config: &ComponentConfig) -> Result<(), ConfigError>;
+    fn build(
+        &self,
+        class: &str,
+        name: &str,
+        config: &ComponentConfig,
+    ) -> Result<Box<dyn Stage>, ConfigError>;
+}
+
+static PYTHON_FACTORY: OnceLock<Box<dyn PythonStageFactory>> = OnceLock::new();
+
+pub fn install_python_factory(factory: Box<dyn PythonStageFactory>) {
+    // A second install (module re-imported in a sub-interpreter) keeps the first.
+    let _ = PYTHON_FACTORY.set(factory);
+}
+
+pub fn python_factory(
+    config: &ComponentConfig,
+) -> Result<&'static dyn PythonStageFactory, ConfigError> {
+    PYTHON_FACTORY.get().map(|b| b.as_ref()).ok_or_else(|| {
+        config.error(
+            "class",
+            "Python stages need the lucille Python package (run through `lucille` or `import lucille`)",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_builtin_full_and_python_names() {
+        assert!(
+            matches!(resolve("CopyFields"), Ok(StageClass::Builtin(d)) if d.name == "CopyFields")
+        );
+        assert!(matches!(
+            resolve("com.kmwllc.lucille.stage.CopyFields"),
+            Ok(StageClass::Builtin(d)) if d.name == "CopyFields"
+        ));
+        assert!(
+            matches!(resolve("mystages:Enrich"), Ok(StageClass::Python(p)) if p == "mystages:Enrich")
+        );
+        assert!(matches!(
+            resolve("lib/stages.py:Enrich"),
+            Ok(StageClass::Python(_))
+        ));
+        let err = resolve("copyfields").err().unwrap();
+        assert!(err.contains("did you mean \"CopyFields\""), "{err}");
+        assert!(resolve("NoSuchStage").is_err());
+        assert!(!is_python_reference("C:/path/file"));
+        assert!(!is_python_reference(":Class"));
+    }
+
+    #[test]
+    fn builtin_names_are_unique_and_specs_include_common_keys() {
+        let mut names: Vec<_> = builtins().iter().map(|d| d.name).collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n, "duplicate stage names");
+        for d in builtins() {
+            let spec = (d.spec)();
+            for common in ["name", "class", "enabled", "conditions", "conditionPolicy"] {
+                assert!(
+                    spec.properties().iter().any(|p| p.name == common),
+                    "{} spec lacks {common}",
+                    d.name
+                );
+            }
+        }
+    }
+}
