@@ -15,11 +15,16 @@ use crate::config::ConfigError;
 use crate::config::Spec;
 use crate::document::{Document, DocumentError};
 
-// ---- built-in stages (one file each); catalogs in registry.rs ----
+// ---- built-in stages (one file each); listed in registry.rs ----
+// group: field manipulation
 pub mod copy_fields;
-pub mod drop_document;
 pub mod set_static_values;
-// ---- end built-in stages ----
+// end group: field manipulation
+// group: parsing and extraction
+// end group: parsing and extraction
+// group: dictionaries, control flow, children, test data
+pub mod drop_document;
+// end group: dictionaries, control flow, children, test data
 
 /// Why a stage could not process a document. The pipeline adds the stage name and document
 /// id to make a [`StageError`].

@@ -14,14 +14,15 @@ pub const LUCILLE_STAGE_PACKAGE: &str = "com.kmwllc.lucille.stage.";
 pub fn builtins() -> &'static [&'static StageDescriptor] {
     use super::*;
     static ALL: &[&StageDescriptor] = &[
-        // -- field manipulation --
+        // group: field manipulation
         &copy_fields::DESCRIPTOR,
         &set_static_values::DESCRIPTOR,
-        // -- parsing and extraction --
-        // -- dictionaries and matching --
-        // -- control flow and children --
+        // end group: field manipulation
+        // group: parsing and extraction
+        // end group: parsing and extraction
+        // group: dictionaries, control flow, children, test data
         &drop_document::DESCRIPTOR,
-        // -- test data --
+        // end group: dictionaries, control flow, children, test data
     ];
     ALL
 }
