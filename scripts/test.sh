@@ -24,6 +24,6 @@ cargo test
 echo "== maturin develop"
 VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop --quiet
 echo "== stubtest"
-"$VENV/bin/python" -m mypy.stubtest lucille._lucille
+"$VENV/bin/python" -m mypy.stubtest lucille._lucille lucille.stages
 echo "== pytest"
 "$VENV/bin/python" -m pytest tests/python "$@"

@@ -212,6 +212,18 @@ impl Run {
         };
         level.children = None;
         let mut parent = level.parent.take()?;
+        let restored = catch_unwind(AssertUnwindSafe(|| {
+            slot.stage.children_done(&mut parent.doc)
+        }));
+        let failure = match restored {
+            Ok(()) => failure,
+            Err(payload) => failure.or_else(|| {
+                Some(format!(
+                    "panicked after its children: {}",
+                    panic_message(payload.as_ref())
+                ))
+            }),
+        };
         if let Some(message) = failure {
             slot.metrics.errors += 1;
             parent.error = Some(StageError::Process {

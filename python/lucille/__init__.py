@@ -4,6 +4,8 @@ Connectors read sources, a pipeline of stages enriches each document, and an ind
 documents into a search engine, while the Publisher accounts for every document.
 """
 
-from lucille._lucille import Document, UpdateMode, __version__
+from lucille._lucille import Document, Pipeline, StageError, UpdateMode, __version__
+from lucille.stage import Stage
+from lucille import stages
 
-__all__ = ["Document", "UpdateMode", "__version__"]
+__all__ = ["Document", "Pipeline", "Stage", "StageError", "UpdateMode", "stages", "__version__"]

@@ -85,6 +85,13 @@ impl Document {
         Document { data }
     }
 
+    /// An empty stand-in left behind while a document is lent out (to Python code); never
+    /// published, indexed or returned to users.
+    #[cfg_attr(not(feature = "python"), allow(dead_code))]
+    pub(crate) fn placeholder() -> Self {
+        Document { data: Map::new() }
+    }
+
     /// Builds a document from a JSON object that has a non-empty string `id`. Reserved fields
     /// present in the object (`run_id`, `___children`, flags) are kept, so a serialised
     /// document round-trips.

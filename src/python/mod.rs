@@ -3,6 +3,8 @@
 
 mod convert;
 mod document;
+mod pipeline;
+mod stage;
 
 use pyo3::prelude::*;
 
@@ -11,5 +13,7 @@ fn _lucille(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<document::PyDocument>()?;
     m.add_class::<document::PyUpdateMode>()?;
+    pipeline::register(m)?;
+    crate::stage::registry::install_python_factory(Box::new(stage::PyStageFactory));
     Ok(())
 }

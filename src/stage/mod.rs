@@ -101,6 +101,11 @@ pub trait Stage: Send {
     fn stop(&mut self) -> Result<(), StageFailure> {
         Ok(())
     }
+
+    /// Called when the children returned for `parent` are exhausted or have failed, before
+    /// the parent moves on. A stage that lends the document elsewhere while its children are
+    /// produced (a Python generator reads its parent lazily) puts it back here.
+    fn children_done(&mut self, _parent: &mut Document) {}
 }
 
 /// A built-in stage: its Lucille class name, its config spec and its constructor.

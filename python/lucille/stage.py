@@ -1,0 +1,33 @@
+"""The base class for stages written in Python."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+from lucille._lucille import Document
+
+
+class Stage:
+    """Subclass this and implement :meth:`process_document`.
+
+    One instance is made per pipeline instance (one per worker thread), so a stage may keep
+    state between documents without locks. ``self.config`` is the stage's config block as a
+    dict and ``self.name`` its configured name (``stage_N`` by position once in a pipeline).
+    """
+
+    def __init__(self, config: Optional[dict[str, Any]] = None, name: Optional[str] = None) -> None:
+        self.config: dict[str, Any] = dict(config or {})
+        self.name: Optional[str] = name if name is not None else self.config.get("name")
+
+    def start(self) -> None:
+        """Called once before the first document."""
+
+    def process_document(self, doc: Document) -> Optional[Iterable[Document]]:
+        """Modify ``doc`` in place; return None, or an iterable (list, generator) of children.
+
+        The document object is only valid during this call: keep its values, not the object.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement process_document")
+
+    def stop(self) -> None:
+        """Called once after the last document."""

@@ -1,0 +1,18 @@
+"""Python stages named from configs in the tests."""
+
+import lucille
+
+
+class Shout(lucille.Stage):
+    def process_document(self, doc):
+        doc.set_field("shout", (doc.get_string(self.config.get("field", "text")) or "").upper())
+        doc.set_field("stage_name", self.name)
+
+
+class NotAStage:
+    pass
+
+
+class FailsInInit(lucille.Stage):
+    def __init__(self, config):
+        raise RuntimeError("cannot start")
