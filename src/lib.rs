@@ -2,9 +2,11 @@
 //! each document, and an indexer batches documents into a search engine, while the Publisher
 //! accounts for every document until its terminal event.
 
+pub mod accounting;
 pub mod config;
 pub mod document;
 pub mod jsonata;
+pub mod messaging;
 pub mod pipeline;
 #[cfg(feature = "python")]
 mod python;

@@ -1,0 +1,203 @@
+//! The Publisher's ledger (publisher-accounting.txt): which document ids are in flight and what
+//! became of every document. Pure data, so every rule is unit-tested without threads.
+//!
+//! - `pending` is a multiset: the same id may be in flight more than once (duplicates, CDC),
+//!   and each copy needs its own terminal event.
+//! - A terminal event for an id that is not pending (a child whose FINISH beat its CREATE) is
+//!   remembered in `early`; the late CREATE then cancels it instead of tracking the child.
+//! - `track` happens before a document is sent; `rollback` undoes it if the send fails.
+
+use rustc_hash::FxHashMap;
+
+use super::event::{Event, EventType};
+
+/// Counts kept for the run summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Documents the connector's documents were sent for processing (after collapsing).
+    pub published: u64,
+    /// Children registered by CREATE events.
+    pub created: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub dropped: u64,
+}
+
+#[derive(Debug, Default)]
+struct Multiset {
+    counts: FxHashMap<String, u32>,
+    total: usize,
+}
+
+impl Multiset {
+    fn add(&mut self, id: &str) {
+        if let Some(n) = self.counts.get_mut(id) {
+            *n += 1;
+        } else {
+            self.counts.insert(id.to_string(), 1);
+        }
+        self.total += 1;
+    }
+
+    /// Removes one occurrence; false if the id was not there.
+    fn remove_one(&mut self, id: &str) -> bool {
+        match self.counts.get_mut(id) {
+            Some(n) if *n > 1 => *n -= 1,
+            Some(_) => {
+                self.counts.remove(id);
+            }
+            None => return false,
+        }
+        self.total -= 1;
+        true
+    }
+
+    fn count(&self, id: &str) -> u32 {
+        self.counts.get(id).copied().unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Ledger {
+    pending: Multiset,
+    early: Multiset,
+    counts: Counts,
+}
+
+impl Ledger {
+    pub fn new() -> Self {
+        Ledger::default()
+    }
+
+    /// Registers a document about to be sent for processing.
+    pub fn track(&mut self, id: &str) {
+        self.pending.add(id);
+        self.counts.published += 1;
+    }
+
+    /// Undoes `track` after a failed send.
+    pub fn rollback(&mut self, id: &str) {
+        if self.pending.remove_one(id) {
+            self.counts.published = self.counts.published.saturating_sub(1);
+        }
+    }
+
+    pub fn handle(&mut self, event: &Event) {
+        match event.kind {
+            EventType::Create => {
+                self.counts.created += 1;
+                if !self.early.remove_one(&event.doc_id) {
+                    self.pending.add(&event.doc_id);
+                }
+            }
+            kind => {
+                match kind {
+                    EventType::Finish => self.counts.succeeded += 1,
+                    EventType::Fail => self.counts.failed += 1,
+                    EventType::Drop => self.counts.dropped += 1,
+                    EventType::Create => {}
+                }
+                if !self.pending.remove_one(&event.doc_id) {
+                    self.early.add(&event.doc_id);
+                }
+            }
+        }
+    }
+
+    /// Documents (and children) still in flight.
+    pub fn pending(&self) -> usize {
+        self.pending.total
+    }
+
+    pub fn has_pending(&self) -> bool {
+        self.pending.total > 0
+    }
+
+    pub fn pending_count(&self, id: &str) -> u32 {
+        self.pending.count(id)
+    }
+
+    /// Terminal events still waiting for their CREATE.
+    pub fn early(&self) -> usize {
+        self.early.total
+    }
+
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn ev(id: &str, kind: EventType) -> Event {
+        Event::new(id, Arc::from("run"), kind)
+    }
+
+    #[test]
+    fn duplicates_need_one_terminal_event_each() {
+        let mut l = Ledger::new();
+        l.track("doc-1");
+        l.track("doc-1");
+        assert_eq!(l.pending_count("doc-1"), 2);
+        l.handle(&ev("doc-1", EventType::Finish));
+        assert_eq!(l.pending(), 1);
+        assert!(l.has_pending());
+        l.handle(&ev("doc-1", EventType::Fail));
+        assert!(!l.has_pending());
+        assert_eq!(
+            l.counts(),
+            Counts {
+                published: 2,
+                succeeded: 1,
+                failed: 1,
+                ..Default::default()
+            }
+        );
+    }
+
+    #[test]
+    fn terminal_before_create_is_reconciled() {
+        let mut l = Ledger::new();
+        l.track("parent");
+        l.handle(&ev("child", EventType::Finish)); // beats its CREATE
+        assert_eq!(l.early(), 1);
+        assert_eq!(l.pending(), 1);
+        l.handle(&ev("child", EventType::Create));
+        assert_eq!(l.early(), 0);
+        assert_eq!(
+            l.pending(),
+            1,
+            "the late CREATE does not start tracking a finished child"
+        );
+        l.handle(&ev("parent", EventType::Finish));
+        assert!(!l.has_pending());
+        assert_eq!(l.counts().succeeded, 2);
+        assert_eq!(l.counts().created, 1);
+    }
+
+    #[test]
+    fn create_then_terminal_in_order() {
+        let mut l = Ledger::new();
+        l.track("p");
+        l.handle(&ev("c", EventType::Create));
+        assert_eq!(l.pending(), 2);
+        l.handle(&ev("c", EventType::Drop));
+        l.handle(&ev("p", EventType::Finish));
+        assert!(!l.has_pending());
+        assert_eq!((l.counts().dropped, l.counts().succeeded), (1, 1));
+    }
+
+    #[test]
+    fn rollback_undoes_track() {
+        let mut l = Ledger::new();
+        l.track("a");
+        l.rollback("a");
+        assert!(!l.has_pending());
+        assert_eq!(l.counts().published, 0);
+        l.rollback("never-tracked");
+        assert_eq!(l.counts().published, 0);
+    }
+}

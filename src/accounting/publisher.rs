@@ -1,0 +1,280 @@
+//! The Publisher (spec §3, publisher-accounting.txt): stamps the run id on each document,
+//! tracks it before sending it for processing (rolling back if the send fails), consumes the
+//! events workers and the indexer send, and decides when a connector's run is complete.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::event::Event;
+use super::ledger::{Counts, Ledger};
+use crate::document::Document;
+use crate::messaging::{MessagingError, Messenger};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PublishError {
+    #[error("the run is stopping; document {0:?} was not published")]
+    Stopped(String),
+    #[error("document {id:?} already carries run id {run_id:?}; publish a fresh document")]
+    AlreadyStamped { id: String, run_id: String },
+    #[error("could not send document {id:?} for processing: {source}")]
+    Send { id: String, source: MessagingError },
+}
+
+/// Publisher settings (`publisher { queueCapacity, maxPendingDocs }` and the connector's
+/// `collapse`).
+#[derive(Debug, Clone, Default)]
+pub struct PublisherSettings {
+    pub max_pending_docs: Option<usize>,
+    pub collapse: bool,
+}
+
+/// How `wait_for_completion` ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublisherResult {
+    pub ok: bool,
+    pub message: Option<String>,
+}
+
+/// What the main thread needs to know about the connector thread.
+pub trait ConnectorStatus {
+    fn is_finished(&self) -> bool;
+}
+
+impl<T> ConnectorStatus for std::thread::JoinHandle<T> {
+    fn is_finished(&self) -> bool {
+        std::thread::JoinHandle::is_finished(self)
+    }
+}
+
+pub struct Publisher {
+    run_id: Arc<str>,
+    messenger: Arc<dyn Messenger>,
+    ledger: Mutex<Ledger>,
+    below_max: Condvar,
+    max_pending: Option<usize>,
+    collapsing: Option<Mutex<Option<Document>>>,
+    paused: AtomicBool,
+    pause_lock: Mutex<()>,
+    resumed: Condvar,
+    stopping: Arc<AtomicBool>,
+    num_received: AtomicU64,
+}
+
+/// How long a blocked `publish` sleeps before re-checking its condition (a safety net for a
+/// missed wake-up, as in Lucille).
+const RECHECK: Duration = Duration::from_millis(200);
+/// How long `wait_for_completion` waits for an event before re-checking completion.
+const EVENT_POLL: Duration = Duration::from_millis(50);
+
+impl Publisher {
+    pub fn new(
+        run_id: Arc<str>,
+        messenger: Arc<dyn Messenger>,
+        settings: PublisherSettings,
+        stopping: Arc<AtomicBool>,
+    ) -> Self {
+        Publisher {
+            run_id,
+            messenger,
+            ledger: Mutex::new(Ledger::new()),
+            below_max: Condvar::new(),
+            max_pending: settings.max_pending_docs,
+            collapsing: settings.collapse.then(|| Mutex::new(None)),
+            paused: AtomicBool::new(false),
+            pause_lock: Mutex::new(()),
+            resumed: Condvar::new(),
+            stopping,
+            num_received: AtomicU64::new(0),
+        }
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Hands a document to the run. Blocks while the publisher is paused, while
+    /// `maxPendingDocs` documents are in flight, or while the source queue is full.
+    pub fn publish(&self, doc: Document) -> Result<(), PublishError> {
+        if self.stopping.load(Ordering::Relaxed) {
+            return Err(PublishError::Stopped(doc.id().to_string()));
+        }
+        if let Some(run_id) = doc.run_id() {
+            return Err(PublishError::AlreadyStamped {
+                id: doc.id().to_string(),
+                run_id: run_id.to_string(),
+            });
+        }
+        self.wait_while_paused(doc.id())?;
+        self.num_received.fetch_add(1, Ordering::Relaxed);
+        match &self.collapsing {
+            None => self.send_for_processing(doc),
+            Some(previous) => {
+                let mut held = previous.lock();
+                match held.as_mut() {
+                    Some(prev) if prev.id() == doc.id() => {
+                        prev.set_or_add_all(&doc);
+                        Ok(())
+                    }
+                    _ => match held.replace(doc) {
+                        Some(prev) => self.send_for_processing(prev),
+                        None => Ok(()),
+                    },
+                }
+            }
+        }
+    }
+
+    /// Sends a document held back by collapsing. Called after the connector's `execute`.
+    pub fn flush(&self) -> Result<(), PublishError> {
+        if let Some(previous) = &self.collapsing {
+            if let Some(doc) = previous.lock().take() {
+                return self.send_for_processing(doc);
+            }
+        }
+        Ok(())
+    }
+
+    fn send_for_processing(&self, mut doc: Document) -> Result<(), PublishError> {
+        self.wait_below_max(doc.id())?;
+        // A fresh document (checked in publish) has no run id, so this cannot fail.
+        let _ = doc.initialize_run_id(&self.run_id);
+        let id = doc.id().to_string();
+        // Track first: a fast worker's terminal event must find the id already pending.
+        self.ledger.lock().track(&id);
+        if let Err(source) = self.messenger.send_for_processing(doc) {
+            self.ledger.lock().rollback(&id);
+            return Err(PublishError::Send { id, source });
+        }
+        Ok(())
+    }
+
+    fn wait_below_max(&self, id: &str) -> Result<(), PublishError> {
+        let Some(max) = self.max_pending else {
+            return Ok(());
+        };
+        let mut ledger = self.ledger.lock();
+        while ledger.pending() >= max {
+            if self.stopping.load(Ordering::Relaxed) {
+                return Err(PublishError::Stopped(id.to_string()));
+            }
+            self.below_max.wait_for(&mut ledger, RECHECK);
+        }
+        Ok(())
+    }
+
+    fn wait_while_paused(&self, id: &str) -> Result<(), PublishError> {
+        if !self.paused.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut guard = self.pause_lock.lock();
+        while self.paused.load(Ordering::Acquire) {
+            if self.stopping.load(Ordering::Relaxed) {
+                return Err(PublishError::Stopped(id.to_string()));
+            }
+            self.resumed.wait_for(&mut guard, RECHECK);
+        }
+        Ok(())
+    }
+
+    /// Makes `publish` block until `resume`.
+    pub fn pause(&self) {
+        let _guard = self.pause_lock.lock();
+        self.paused.store(true, Ordering::Release);
+    }
+
+    pub fn resume(&self) {
+        let _guard = self.pause_lock.lock();
+        self.paused.store(false, Ordering::Release);
+        self.resumed.notify_all();
+    }
+
+    /// Applies one event to the ledger (normally done by `wait_for_completion`).
+    pub fn handle_event(&self, event: &Event) {
+        self.handle_events(std::slice::from_ref(event));
+    }
+
+    fn handle_events(&self, events: &[Event]) {
+        let mut ledger = self.ledger.lock();
+        for e in events {
+            ledger.handle(e);
+        }
+        if let Some(max) = self.max_pending {
+            if ledger.pending() < max {
+                self.below_max.notify_all();
+            }
+        }
+    }
+
+    /// Blocks until the run of this connector is complete: the connector thread has finished,
+    /// nothing is pending, and the last poll found no event in transit. `timeout` is
+    /// `runner.connectorTimeout` (`None` or zero: no limit). `on_tick` runs between polls (for
+    /// progress lines).
+    pub fn wait_for_completion(
+        &self,
+        connector: &dyn ConnectorStatus,
+        timeout: Option<Duration>,
+        mut on_tick: impl FnMut(&Publisher),
+    ) -> PublisherResult {
+        let start = Instant::now();
+        let mut batch = Vec::with_capacity(1024);
+        loop {
+            let first = self.messenger.poll_event(EVENT_POLL);
+            let got_event = first.is_some();
+            if let Some(e) = first {
+                batch.push(e);
+                // Drain what is already queued in one pass over the ledger lock.
+                while batch.len() < 4096 {
+                    match self.messenger.try_poll_event() {
+                        Some(e) => batch.push(e),
+                        None => break,
+                    }
+                }
+                self.handle_events(&batch);
+                batch.clear();
+            }
+            on_tick(self);
+            if connector.is_finished() && !got_event && !self.has_pending() {
+                return PublisherResult {
+                    ok: true,
+                    message: None,
+                };
+            }
+            if let Some(limit) = timeout.filter(|t| !t.is_zero()) {
+                if start.elapsed() > limit {
+                    return PublisherResult {
+                        ok: false,
+                        message: Some("Connector timeout.".into()),
+                    };
+                }
+            }
+        }
+    }
+
+    pub fn has_pending(&self) -> bool {
+        self.ledger.lock().has_pending()
+    }
+
+    pub fn pending(&self) -> usize {
+        self.ledger.lock().pending()
+    }
+
+    pub fn counts(&self) -> Counts {
+        self.ledger.lock().counts()
+    }
+
+    /// Calls to `publish` (before collapsing).
+    pub fn num_received(&self) -> u64 {
+        self.num_received.load(Ordering::Relaxed)
+    }
+
+    /// Documents sent for processing (after collapsing).
+    pub fn num_published(&self) -> u64 {
+        self.counts().published
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,231 @@
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use super::*;
+use crate::accounting::EventType;
+use crate::messaging::LocalMessenger;
+
+struct Done(bool);
+impl ConnectorStatus for Done {
+    fn is_finished(&self) -> bool {
+        self.0
+    }
+}
+
+fn publisher(settings: PublisherSettings) -> (Arc<Publisher>, Arc<LocalMessenger>) {
+    let m = Arc::new(LocalMessenger::new(100));
+    let p = Arc::new(Publisher::new(
+        Arc::from("run-1"),
+        m.clone(),
+        settings,
+        Arc::new(AtomicBool::new(false)),
+    ));
+    (p, m)
+}
+
+fn doc(id: &str) -> Document {
+    Document::new(id).unwrap()
+}
+
+fn finish(m: &LocalMessenger, id: &str, kind: EventType) {
+    m.send_event(Event::new(id, Arc::from("run-1"), kind))
+        .unwrap();
+}
+
+#[test]
+fn stamps_run_id_and_tracks_before_sending() {
+    let (p, m) = publisher(PublisherSettings::default());
+    p.publish(doc("a")).unwrap();
+    assert_eq!(p.pending(), 1);
+    let sent = m.poll_doc_to_process(Duration::from_millis(10)).unwrap();
+    assert_eq!(sent.run_id(), Some("run-1"));
+    let mut stamped = doc("b");
+    stamped.initialize_run_id("other").unwrap();
+    assert!(matches!(
+        p.publish(stamped),
+        Err(PublishError::AlreadyStamped { .. })
+    ));
+    assert_eq!(p.pending(), 1);
+}
+
+#[test]
+fn completion_needs_connector_done_nothing_pending_no_event_in_transit() {
+    let (p, m) = publisher(PublisherSettings::default());
+    p.publish(doc("a")).unwrap();
+    // Connector still running: not complete even when nothing is pending.
+    finish(&m, "a", EventType::Finish);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p2 = p.clone();
+    let h = thread::spawn(move || {
+        let flag = Arc::new(AtomicBool::new(false));
+        struct Flag(Arc<AtomicBool>);
+        impl ConnectorStatus for Flag {
+            fn is_finished(&self) -> bool {
+                self.0.load(Ordering::SeqCst)
+            }
+        }
+        tx.send(flag.clone()).unwrap();
+        p2.wait_for_completion(&Flag(flag), None, |_| {})
+    });
+    let flag = rx.recv().unwrap();
+    thread::sleep(Duration::from_millis(150));
+    assert!(!h.is_finished(), "must wait for the connector");
+    flag.store(true, Ordering::SeqCst);
+    let r = h.join().unwrap();
+    assert!(r.ok);
+    assert_eq!(p.counts().succeeded, 1);
+}
+
+#[test]
+fn children_created_mid_run_are_waited_for() {
+    let (p, m) = publisher(PublisherSettings::default());
+    p.publish(doc("p")).unwrap();
+    finish(&m, "p-1", EventType::Create);
+    finish(&m, "p", EventType::Finish);
+    let p2 = p.clone();
+    let h = thread::spawn(move || p2.wait_for_completion(&Done(true), None, |_| {}));
+    thread::sleep(Duration::from_millis(150));
+    assert!(!h.is_finished(), "child p-1 is still pending");
+    finish(&m, "p-1", EventType::Finish);
+    assert!(h.join().unwrap().ok);
+    assert_eq!(p.counts().succeeded, 2);
+}
+
+#[test]
+fn timeout_fails_the_connector() {
+    let (p, _m) = publisher(PublisherSettings::default());
+    p.publish(doc("a")).unwrap();
+    let r = p.wait_for_completion(&Done(true), Some(Duration::from_millis(120)), |_| {});
+    assert_eq!(
+        r,
+        PublisherResult {
+            ok: false,
+            message: Some("Connector timeout.".into())
+        }
+    );
+}
+
+#[test]
+fn collapse_merges_consecutive_same_id_documents() {
+    let (p, m) = publisher(PublisherSettings {
+        collapse: true,
+        ..Default::default()
+    });
+    for (id, v) in [("a", 1), ("a", 2), ("b", 3), ("a", 4)] {
+        let mut d = doc(id);
+        d.set_field("v", v).unwrap();
+        p.publish(d).unwrap();
+    }
+    p.flush().unwrap();
+    assert_eq!(p.num_received(), 4);
+    assert_eq!(p.num_published(), 3);
+    let got: Vec<_> = (0..3)
+        .map(|_| m.poll_doc_to_process(Duration::from_millis(10)).unwrap())
+        .collect();
+    assert_eq!(got[0].get("v"), Some(&serde_json::json!([1, 2])));
+    assert_eq!((got[1].id(), got[2].id()), ("b", "a"));
+}
+
+#[test]
+fn max_pending_docs_blocks_publish_until_events_arrive() {
+    let (p, m) = publisher(PublisherSettings {
+        max_pending_docs: Some(2),
+        ..Default::default()
+    });
+    p.publish(doc("1")).unwrap();
+    p.publish(doc("2")).unwrap();
+    let p2 = p.clone();
+    let h = thread::spawn(move || p2.publish(doc("3")));
+    thread::sleep(Duration::from_millis(100));
+    assert!(
+        !h.is_finished(),
+        "third publish must block at maxPendingDocs"
+    );
+    assert_eq!(p.pending(), 2);
+    p.handle_event(&Event::new("1", Arc::from("run-1"), EventType::Finish));
+    h.join().unwrap().unwrap();
+    assert_eq!(p.pending(), 2);
+    let _ = m;
+}
+
+#[test]
+fn pause_blocks_until_resume() {
+    let (p, _m) = publisher(PublisherSettings::default());
+    p.pause();
+    let p2 = p.clone();
+    let h = thread::spawn(move || p2.publish(doc("a")));
+    thread::sleep(Duration::from_millis(100));
+    assert!(!h.is_finished());
+    assert_eq!(p.pending(), 0);
+    p.resume();
+    h.join().unwrap().unwrap();
+    assert_eq!(p.pending(), 1);
+}
+
+#[test]
+fn stopping_refuses_new_documents_and_unblocks_waiters() {
+    let m = Arc::new(LocalMessenger::new(10));
+    let stop = Arc::new(AtomicBool::new(false));
+    let p = Arc::new(Publisher::new(
+        Arc::from("r"),
+        m,
+        PublisherSettings {
+            max_pending_docs: Some(1),
+            ..Default::default()
+        },
+        stop.clone(),
+    ));
+    p.publish(doc("1")).unwrap();
+    let p2 = p.clone();
+    let h = thread::spawn(move || p2.publish(doc("2")));
+    thread::sleep(Duration::from_millis(50));
+    stop.store(true, Ordering::SeqCst);
+    assert!(matches!(h.join().unwrap(), Err(PublishError::Stopped(_))));
+    assert!(matches!(p.publish(doc("3")), Err(PublishError::Stopped(_))));
+    assert_eq!(p.pending(), 1);
+}
+
+#[test]
+fn failed_send_rolls_back() {
+    struct Closed;
+    impl Messenger for Closed {
+        fn send_for_processing(&self, _: Document) -> Result<(), MessagingError> {
+            Err(MessagingError::Closed("source"))
+        }
+        fn poll_doc_to_process(&self, _: Duration) -> Option<Document> {
+            None
+        }
+        fn send_for_indexing(&self, _: Document) -> Result<(), MessagingError> {
+            Ok(())
+        }
+        fn poll_doc_to_index(&self, _: Duration) -> Option<Document> {
+            None
+        }
+        fn send_event(&self, _: Event) -> Result<(), MessagingError> {
+            Ok(())
+        }
+        fn poll_event(&self, _: Duration) -> Option<Event> {
+            None
+        }
+        fn try_poll_event(&self) -> Option<Event> {
+            None
+        }
+        fn queued(&self) -> (usize, usize) {
+            (0, 0)
+        }
+    }
+    let p = Publisher::new(
+        Arc::from("r"),
+        Arc::new(Closed),
+        PublisherSettings::default(),
+        Arc::new(AtomicBool::new(false)),
+    );
+    assert!(matches!(
+        p.publish(doc("a")),
+        Err(PublishError::Send { .. })
+    ));
+    assert_eq!(p.pending(), 0);
+    assert_eq!(p.num_published(), 0);
+}

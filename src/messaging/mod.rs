@@ -1,0 +1,204 @@
+//! How documents and events move between the Publisher, workers and the indexer. Local mode
+//! uses bounded in-memory queues (`publisher.queueCapacity` bounds the source and destination
+//! queues, so a fast connector blocks instead of filling memory); test mode records every
+//! document and event on top of that; distributed mode (Kafka) plugs in behind the same trait.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
+use parking_lot::Mutex;
+
+use crate::accounting::Event;
+use crate::document::Document;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MessagingError {
+    #[error("the {0} queue is closed")]
+    Closed(&'static str),
+}
+
+/// The three channels of a run, as Lucille's messengers.
+pub trait Messenger: Send + Sync {
+    fn send_for_processing(&self, doc: Document) -> Result<(), MessagingError>;
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<Document>;
+    fn send_for_indexing(&self, doc: Document) -> Result<(), MessagingError>;
+    fn poll_doc_to_index(&self, timeout: Duration) -> Option<Document>;
+    fn send_event(&self, event: Event) -> Result<(), MessagingError>;
+    fn poll_event(&self, timeout: Duration) -> Option<Event>;
+    fn try_poll_event(&self) -> Option<Event>;
+    /// Documents waiting in the source and destination queues.
+    fn queued(&self) -> (usize, usize);
+}
+
+pub const DEFAULT_QUEUE_CAPACITY: usize = 10_000;
+
+/// In-memory queues for a local run.
+pub struct LocalMessenger {
+    source: (Sender<Document>, Receiver<Document>),
+    destination: (Sender<Document>, Receiver<Document>),
+    events: (Sender<Event>, Receiver<Event>),
+}
+
+impl LocalMessenger {
+    pub fn new(queue_capacity: usize) -> Self {
+        let capacity = queue_capacity.max(1);
+        LocalMessenger {
+            source: bounded(capacity),
+            destination: bounded(capacity),
+            // Events are small and drained by the main thread; a roomy bound keeps a stalled
+            // main thread from growing memory without ever blocking a healthy run.
+            events: bounded(capacity.saturating_mul(4).max(1024)),
+        }
+    }
+}
+
+fn recv<T>(rx: &Receiver<T>, timeout: Duration) -> Option<T> {
+    match rx.recv_timeout(timeout) {
+        Ok(v) => Some(v),
+        Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
+    }
+}
+
+impl Messenger for LocalMessenger {
+    fn send_for_processing(&self, doc: Document) -> Result<(), MessagingError> {
+        self.source
+            .0
+            .send(doc)
+            .map_err(|_| MessagingError::Closed("source"))
+    }
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<Document> {
+        recv(&self.source.1, timeout)
+    }
+    fn send_for_indexing(&self, doc: Document) -> Result<(), MessagingError> {
+        self.destination
+            .0
+            .send(doc)
+            .map_err(|_| MessagingError::Closed("destination"))
+    }
+    fn poll_doc_to_index(&self, timeout: Duration) -> Option<Document> {
+        recv(&self.destination.1, timeout)
+    }
+    fn send_event(&self, event: Event) -> Result<(), MessagingError> {
+        self.events
+            .0
+            .send(event)
+            .map_err(|_| MessagingError::Closed("event"))
+    }
+    fn poll_event(&self, timeout: Duration) -> Option<Event> {
+        recv(&self.events.1, timeout)
+    }
+    fn try_poll_event(&self) -> Option<Event> {
+        self.events.1.try_recv().ok()
+    }
+    fn queued(&self) -> (usize, usize) {
+        (self.source.1.len(), self.destination.1.len())
+    }
+}
+
+/// What a test-mode run saw, per connector.
+#[derive(Debug, Default, Clone)]
+pub struct History {
+    pub sent_for_processing: Vec<Document>,
+    pub sent_for_indexing: Vec<Document>,
+    pub events: Vec<Event>,
+}
+
+/// Local queues that also record every document and event (test mode).
+pub struct TestMessenger {
+    inner: LocalMessenger,
+    history: Arc<Mutex<History>>,
+}
+
+impl TestMessenger {
+    pub fn new(queue_capacity: usize) -> Self {
+        TestMessenger {
+            inner: LocalMessenger::new(queue_capacity),
+            history: Arc::new(Mutex::new(History::default())),
+        }
+    }
+
+    pub fn history(&self) -> History {
+        self.history.lock().clone()
+    }
+}
+
+impl Messenger for TestMessenger {
+    fn send_for_processing(&self, doc: Document) -> Result<(), MessagingError> {
+        self.history.lock().sent_for_processing.push(doc.clone());
+        self.inner.send_for_processing(doc)
+    }
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<Document> {
+        self.inner.poll_doc_to_process(timeout)
+    }
+    fn send_for_indexing(&self, doc: Document) -> Result<(), MessagingError> {
+        self.history.lock().sent_for_indexing.push(doc.clone());
+        self.inner.send_for_indexing(doc)
+    }
+    fn poll_doc_to_index(&self, timeout: Duration) -> Option<Document> {
+        self.inner.poll_doc_to_index(timeout)
+    }
+    fn send_event(&self, event: Event) -> Result<(), MessagingError> {
+        self.history.lock().events.push(event.clone());
+        self.inner.send_event(event)
+    }
+    fn poll_event(&self, timeout: Duration) -> Option<Event> {
+        self.inner.poll_event(timeout)
+    }
+    fn try_poll_event(&self) -> Option<Event> {
+        self.inner.try_poll_event()
+    }
+    fn queued(&self) -> (usize, usize) {
+        self.inner.queued()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accounting::EventType;
+
+    #[test]
+    fn queues_are_bounded_and_fifo() {
+        let m = LocalMessenger::new(2);
+        m.send_for_processing(Document::new("a").unwrap()).unwrap();
+        m.send_for_processing(Document::new("b").unwrap()).unwrap();
+        assert_eq!(m.queued(), (2, 0));
+        assert!(
+            m.source.0.try_send(Document::new("c").unwrap()).is_err(),
+            "full at capacity"
+        );
+        assert_eq!(
+            m.poll_doc_to_process(Duration::from_millis(1))
+                .unwrap()
+                .id(),
+            "a"
+        );
+        assert_eq!(
+            m.poll_doc_to_process(Duration::from_millis(1))
+                .unwrap()
+                .id(),
+            "b"
+        );
+        assert!(m.poll_doc_to_process(Duration::from_millis(1)).is_none());
+    }
+
+    #[test]
+    fn test_messenger_records_everything() {
+        let m = TestMessenger::new(10);
+        m.send_for_processing(Document::new("a").unwrap()).unwrap();
+        m.send_for_indexing(Document::new("a").unwrap()).unwrap();
+        m.send_event(Event::new("a", Arc::from("r"), EventType::Finish))
+            .unwrap();
+        let h = m.history();
+        assert_eq!(
+            (
+                h.sent_for_processing.len(),
+                h.sent_for_indexing.len(),
+                h.events.len()
+            ),
+            (1, 1, 1)
+        );
+        assert_eq!(m.try_poll_event().unwrap().kind, EventType::Finish);
+    }
+}
