@@ -5,6 +5,7 @@
 pub mod accounting;
 pub mod config;
 pub mod document;
+pub mod indexer;
 pub mod jsonata;
 pub mod messaging;
 pub mod pipeline;

@@ -1,0 +1,484 @@
+//! The indexer (spec §8): one thread per run takes processed documents from the destination
+//! queue, batches them by `indexer.batchSize` / `indexer.batchTimeout`, turns each into an
+//! upsert or a delete (id and index overrides, whitelist / blacklist, deletion markers), hands
+//! the batch to a backend, and sends FINISH or FAIL for every document by the backend's
+//! per-document result.
+//!
+//! Backends implement [`Backend`]; each lives in its own file.
+
+pub mod jsonl;
+pub mod nop;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::accounting::{Event, EventType};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::{is_reserved, Document};
+use crate::messaging::Messenger;
+
+pub const DEFAULT_BATCH_SIZE: usize = 100;
+pub const DEFAULT_BATCH_TIMEOUT_MS: u64 = 100;
+
+/// One operation for the backend, in the order the documents arrived.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IndexOp {
+    Upsert {
+        /// The id in the index (`idOverrideField` applied).
+        id: String,
+        /// The destination index (`indexOverrideField`), if overridden.
+        index: Option<String>,
+        /// The document's fields, filtered, without reserved fields.
+        fields: Map<String, Value>,
+    },
+    DeleteById {
+        id: String,
+        index: Option<String>,
+    },
+    /// Delete every indexed document whose `field` equals `value`.
+    DeleteByField {
+        field: String,
+        value: String,
+        index: Option<String>,
+    },
+}
+
+/// Why a whole batch could not be sent (every document in it FAILs with this message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct BackendError {
+    pub message: String,
+}
+
+impl BackendError {
+    pub fn new(message: impl Into<String>) -> Self {
+        BackendError {
+            message: message.into(),
+        }
+    }
+}
+
+/// A search backend (or file) that documents are written to.
+pub trait Backend: Send {
+    /// Checked once before the run starts; a failure fails the connector up front.
+    fn validate_connection(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    /// Applies the operations in order. Returns one entry per op: `None` for success,
+    /// `Some(reason)` when the backend rejected that document; `Err` when the whole batch failed.
+    fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError>;
+
+    /// Makes writes durable (end of run).
+    fn close(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+}
+
+/// The generic `indexer { ... }` keys.
+#[derive(Debug, Clone, Default)]
+pub struct IndexerSettings {
+    pub kind: String,
+    pub batch_size: usize,
+    pub batch_timeout: Duration,
+    pub id_override_field: Option<String>,
+    pub index_override_field: Option<String>,
+    pub whitelist: Option<Vec<String>>,
+    pub blacklist: Option<Vec<String>>,
+    pub deletion_marker_field: Option<String>,
+    pub deletion_marker_field_value: Option<String>,
+    pub delete_by_field_field: Option<String>,
+    pub delete_by_field_value: Option<String>,
+    /// `sendEnabled: false` skips the backend (documents still FINISH), as Lucille.
+    pub send_enabled: bool,
+}
+
+pub fn indexer_spec() -> Spec {
+    Spec::new()
+        .optional("type", Kind::String)
+        .optional("class", Kind::String)
+        .optional("batchSize", Kind::Integer)
+        .optional("batchTimeout", Kind::Integer)
+        .optional("idOverrideField", Kind::String)
+        .optional("indexOverrideField", Kind::String)
+        .optional("routingField", Kind::String)
+        .optional("versionType", Kind::String)
+        .optional("versionField", Kind::String)
+        .optional("whitelist", Kind::StringList)
+        .optional("blacklist", Kind::StringList)
+        .optional("ignoreFields", Kind::StringList)
+        .optional("deletionMarkerField", Kind::String)
+        .optional("deletionMarkerFieldValue", Kind::String)
+        .optional("deleteByFieldField", Kind::String)
+        .optional("deleteByFieldValue", Kind::String)
+        .optional("maxRetries", Kind::Integer)
+        .optional("retryWaitDurationMs", Kind::Integer)
+        .optional("retryMaxWaitDurationMs", Kind::Integer)
+        .optional("retryRandomizationFactor", Kind::Number)
+        .optional("retryableStatusCodes", Kind::List)
+        .optional("sendEnabled", Kind::Bool)
+        .optional("indexerConnectionTimeout", Kind::Integer)
+        .alias("ignoreFields", "blacklist")
+}
+
+impl IndexerSettings {
+    /// Reads and checks the `indexer` block (`path` is `indexer`). Every error at once.
+    pub fn from_config(config: &ComponentConfig) -> Result<Self, Vec<ConfigError>> {
+        let mut map = config.map().clone();
+        let spec = indexer_spec();
+        spec.normalize(&mut map);
+        let mut errors = spec.validate(&map, config.path());
+        let c = ComponentConfig::new(map, config.path());
+        let mut take = |r: Result<Option<String>, ConfigError>| match r {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
+        let kind = take(c.string("type")).unwrap_or_else(|| "nop".into());
+        let id_override_field = take(c.string("idOverrideField"));
+        let index_override_field = take(c.string("indexOverrideField"));
+        let deletion_marker_field = take(c.string("deletionMarkerField"));
+        let deletion_marker_field_value = take(c.string("deletionMarkerFieldValue"));
+        let delete_by_field_field = take(c.string("deleteByFieldField"));
+        let delete_by_field_value = take(c.string("deleteByFieldValue"));
+        let pairs = [
+            (
+                "deletionMarkerField",
+                &deletion_marker_field,
+                "deletionMarkerFieldValue",
+                &deletion_marker_field_value,
+            ),
+            (
+                "deleteByFieldField",
+                &delete_by_field_field,
+                "deleteByFieldValue",
+                &delete_by_field_value,
+            ),
+        ];
+        for (a, va, b, vb) in pairs {
+            if va.is_some() != vb.is_some() {
+                errors.push(c.error(a, format!("{a:?} and {b:?} must be set together")));
+            }
+        }
+        if delete_by_field_field.is_some() && deletion_marker_field.is_none() {
+            errors.push(c.error("deleteByFieldField", "delete by field needs deletionMarkerField / deletionMarkerFieldValue to mark deletions"));
+        }
+        let batch_size = match c.usize("batchSize") {
+            Ok(Some(0)) => {
+                errors.push(c.error("batchSize", "must be at least 1"));
+                DEFAULT_BATCH_SIZE
+            }
+            Ok(v) => v.unwrap_or(DEFAULT_BATCH_SIZE),
+            Err(e) => {
+                errors.push(e);
+                DEFAULT_BATCH_SIZE
+            }
+        };
+        let batch_timeout = match c.usize("batchTimeout") {
+            Ok(v) => Duration::from_millis(v.map_or(DEFAULT_BATCH_TIMEOUT_MS, |v| v as u64)),
+            Err(e) => {
+                errors.push(e);
+                Duration::from_millis(DEFAULT_BATCH_TIMEOUT_MS)
+            }
+        };
+        let mut list = |key: &str| match c.string_list(key) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
+        let whitelist = list("whitelist");
+        let blacklist = list("blacklist");
+        let send_enabled = match c.bool_or("sendEnabled", true) {
+            Ok(b) => b,
+            Err(e) => {
+                errors.push(e);
+                true
+            }
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(IndexerSettings {
+            kind: kind.to_ascii_lowercase(),
+            batch_size,
+            batch_timeout,
+            id_override_field,
+            index_override_field,
+            whitelist,
+            blacklist,
+            deletion_marker_field,
+            deletion_marker_field_value,
+            delete_by_field_field,
+            delete_by_field_value,
+            send_enabled,
+        })
+    }
+
+    fn is_deletion(&self, doc: &Document) -> bool {
+        match (
+            &self.deletion_marker_field,
+            &self.deletion_marker_field_value,
+        ) {
+            (Some(f), Some(v)) => {
+                doc.has_non_null(f)
+                    && doc.get_string(f).ok().flatten().as_deref() == Some(v.as_str())
+            }
+            _ => false,
+        }
+    }
+
+    fn override_value(&self, doc: &Document, field: &Option<String>) -> Option<String> {
+        field
+            .as_deref()
+            .and_then(|f| doc.get_string(f).ok().flatten())
+            .filter(|s| !s.is_empty())
+    }
+
+    /// The operation for one processed document.
+    pub fn op_for(&self, doc: &Document) -> IndexOp {
+        let id = self
+            .override_value(doc, &self.id_override_field)
+            .unwrap_or_else(|| doc.id().to_string());
+        let index = self.override_value(doc, &self.index_override_field);
+        if self.is_deletion(doc) {
+            if let (Some(ff), Some(fv)) = (&self.delete_by_field_field, &self.delete_by_field_value)
+            {
+                if let (Some(field), Some(value)) = (
+                    doc.get_string(ff).ok().flatten(),
+                    doc.get_string(fv).ok().flatten(),
+                ) {
+                    return IndexOp::DeleteByField {
+                        field,
+                        value,
+                        index,
+                    };
+                }
+            }
+            return IndexOp::DeleteById { id, index };
+        }
+        let mut fields = Map::new();
+        for (k, v) in doc.fields() {
+            if is_reserved(k) {
+                continue;
+            }
+            if let Some(w) = &self.whitelist {
+                if !w.iter().any(|x| x == k) {
+                    continue;
+                }
+            }
+            if let Some(b) = &self.blacklist {
+                if b.iter().any(|x| x == k) {
+                    continue;
+                }
+            }
+            fields.insert(k.to_string(), v.clone());
+        }
+        IndexOp::Upsert { id, index, fields }
+    }
+}
+
+/// Counters the indexer exposes for progress lines and logs.
+#[derive(Debug, Default)]
+pub struct IndexerStats {
+    pub indexed: AtomicU64,
+    pub failed: AtomicU64,
+    pub batches: AtomicU64,
+}
+
+/// The running indexer thread.
+pub struct IndexerHandle {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<(), BackendError>>>,
+    pub stats: Arc<IndexerStats>,
+}
+
+impl IndexerHandle {
+    /// Starts the indexer thread. `bypass` (test mode) skips the backend: every document
+    /// FINISHes as if indexed.
+    pub fn start(
+        settings: IndexerSettings,
+        backend: Box<dyn Backend>,
+        messenger: Arc<dyn Messenger>,
+        run_id: Arc<str>,
+        bypass: bool,
+    ) -> std::io::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(IndexerStats::default());
+        let (s2, st2) = (stop.clone(), stats.clone());
+        let thread = std::thread::Builder::new()
+            .name("lucille-indexer".into())
+            .spawn(move || {
+                let mut loop_ = IndexerLoop {
+                    settings,
+                    backend,
+                    messenger,
+                    run_id,
+                    bypass,
+                    stats: st2,
+                };
+                loop_.run(&s2)
+            })?;
+        Ok(IndexerHandle {
+            stop,
+            thread: Some(thread),
+            stats,
+        })
+    }
+
+    /// Asks the thread to flush what it has and exit; waits for it.
+    pub fn terminate(mut self) -> Result<(), BackendError> {
+        self.stop.store(true, Ordering::SeqCst);
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(BackendError::new("the indexer thread panicked")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for IndexerHandle {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct IndexerLoop {
+    settings: IndexerSettings,
+    backend: Box<dyn Backend>,
+    messenger: Arc<dyn Messenger>,
+    run_id: Arc<str>,
+    bypass: bool,
+    stats: Arc<IndexerStats>,
+}
+
+impl IndexerLoop {
+    fn run(&mut self, stop: &AtomicBool) -> Result<(), BackendError> {
+        let mut batch: Vec<Document> = Vec::with_capacity(self.settings.batch_size);
+        let mut last_flush = Instant::now();
+        let poll = self
+            .settings
+            .batch_timeout
+            .clamp(Duration::from_millis(1), Duration::from_millis(50));
+        loop {
+            let stopping = stop.load(Ordering::SeqCst);
+            match self
+                .messenger
+                .poll_doc_to_index(if stopping { Duration::ZERO } else { poll })
+            {
+                Some(doc) => {
+                    batch.push(doc);
+                    if batch.len() >= self.settings.batch_size {
+                        self.flush(&mut batch);
+                        last_flush = Instant::now();
+                    }
+                }
+                None if stopping => break,
+                None => {}
+            }
+            if !batch.is_empty() && last_flush.elapsed() >= self.settings.batch_timeout {
+                self.flush(&mut batch);
+                last_flush = Instant::now();
+            }
+        }
+        self.flush(&mut batch);
+        if self.bypass {
+            Ok(())
+        } else {
+            self.backend.close()
+        }
+    }
+
+    fn event(&self, doc: &Document, kind: EventType, message: Option<String>) {
+        let mut e = Event::new(doc.id(), self.run_id.clone(), kind);
+        e.message = message;
+        if let Err(err) = self.messenger.send_event(e) {
+            tracing::error!(doc_id = doc.id(), "could not send {kind} event: {err}");
+        }
+    }
+
+    fn flush(&mut self, batch: &mut Vec<Document>) {
+        if batch.is_empty() {
+            return;
+        }
+        self.stats.batches.fetch_add(1, Ordering::Relaxed);
+        let results: Result<Vec<Option<String>>, BackendError> = if self.bypass
+            || !self.settings.send_enabled
+        {
+            Ok(vec![None; batch.len()])
+        } else {
+            let ops: Vec<IndexOp> = batch.iter().map(|d| self.settings.op_for(d)).collect();
+            let backend = &mut self.backend;
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.send(&ops))) {
+                Ok(Ok(r)) if r.len() == ops.len() => Ok(r),
+                Ok(Ok(r)) => Err(BackendError::new(format!(
+                    "backend returned {} results for {} documents",
+                    r.len(),
+                    ops.len()
+                ))),
+                Ok(Err(e)) => Err(e),
+                Err(p) => Err(BackendError::new(format!(
+                    "backend panicked: {}",
+                    crate::stage::panic_message(p.as_ref())
+                ))),
+            }
+        };
+        match results {
+            Ok(results) => {
+                for (doc, result) in batch.iter().zip(results) {
+                    match result {
+                        None => {
+                            self.stats.indexed.fetch_add(1, Ordering::Relaxed);
+                            self.event(doc, EventType::Finish, None);
+                        }
+                        Some(reason) => {
+                            self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                            tracing::warn!(
+                                doc_id = doc.id(),
+                                "backend rejected document: {reason}"
+                            );
+                            self.event(doc, EventType::Fail, Some(reason));
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::error!("indexing a batch of {} documents failed: {e}", batch.len());
+                for doc in batch.iter() {
+                    self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                    self.event(doc, EventType::Fail, Some(e.message.clone()));
+                }
+            }
+        }
+        batch.clear();
+    }
+}
+
+/// Builds the backend named by `indexer.type`; `backend_config` is its own block (`jsonl { }`).
+pub fn build_backend(
+    settings: &IndexerSettings,
+    backend_config: &ComponentConfig,
+) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
+    match settings.kind.as_str() {
+        "nop" | "none" => Ok(Box::new(nop::NopBackend)),
+        "jsonl" => jsonl::JsonlBackend::from_config(backend_config)
+            .map(|b| Box::new(b) as Box<dyn Backend>),
+        other => Err(vec![ConfigError::new(
+            "indexer.type",
+            format!("unknown indexer type {other:?}; available here: nop, jsonl"),
+        )]),
+    }
+}
+
+#[cfg(test)]
+mod tests;
