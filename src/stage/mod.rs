@@ -17,8 +17,15 @@ use crate::document::{Document, DocumentError};
 
 // ---- built-in stages (one file each); listed in registry.rs ----
 // group: field manipulation
+pub mod concatenate;
 pub mod copy_fields;
+pub mod delete_fields;
+pub mod rename_fields;
 pub mod set_static_values;
+pub mod split_field_values;
+pub mod trim_whitespace;
+pub mod truncate_field;
+pub(crate) mod field_util;
 // end group: field manipulation
 // group: parsing and extraction
 // end group: parsing and extraction

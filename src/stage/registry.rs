@@ -15,8 +15,14 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
     use super::*;
     static ALL: &[&StageDescriptor] = &[
         // group: field manipulation
+        &concatenate::DESCRIPTOR,
         &copy_fields::DESCRIPTOR,
+        &delete_fields::DESCRIPTOR,
+        &rename_fields::DESCRIPTOR,
         &set_static_values::DESCRIPTOR,
+        &split_field_values::DESCRIPTOR,
+        &trim_whitespace::DESCRIPTOR,
+        &truncate_field::DESCRIPTOR,
         // end group: field manipulation
         // group: parsing and extraction
         // end group: parsing and extraction
