@@ -132,6 +132,18 @@ pub(crate) fn map_text_field(
     Ok(Some(mapped))
 }
 
+/// Every value of the field with `f` applied to its strings (see [`map_text_field`]), as a list.
+pub(crate) fn map_text_values(
+    doc: &Document,
+    field: &str,
+    f: impl Fn(&str) -> String,
+) -> Result<Vec<Value>, StageFailure> {
+    doc.values(field)
+        .iter()
+        .map(|v| map_scalar(doc, field, v, &f))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +165,7 @@ mod tests {
         let err = map_text_field(&doc, "o", up).unwrap_err().to_string();
         assert!(err.contains("an object") && err.contains("\"o\""), "{err}");
         assert!(map_text_field(&doc, "n", up).is_err());
+        assert_eq!(map_text_values(&doc, "a", up).unwrap(), vec![json!("X")]);
+        assert!(map_text_values(&doc, "missing", up).unwrap().is_empty());
     }
 }
