@@ -17,8 +17,26 @@ use crate::document::{Document, DocumentError};
 
 // ---- built-in stages (one file each); listed in registry.rs ----
 // group: field manipulation
+pub mod compute_field_size;
+pub mod concatenate;
 pub mod copy_fields;
+pub mod delete_fields;
+pub mod drop_values;
+pub mod extract_first_character;
+pub(crate) mod field_util;
+pub mod hash_field_value_to_bucket;
+pub mod length;
+pub mod normalize_field_names;
+pub mod normalize_text;
+pub mod remove_diacritics;
+pub mod remove_duplicate_values;
+pub mod remove_empty_fields;
+pub mod rename_fields;
 pub mod set_static_values;
+pub mod split_field_values;
+pub mod timestamp;
+pub mod trim_whitespace;
+pub mod truncate_field;
 // end group: field manipulation
 // group: parsing and extraction
 // end group: parsing and extraction

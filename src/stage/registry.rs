@@ -15,8 +15,25 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
     use super::*;
     static ALL: &[&StageDescriptor] = &[
         // group: field manipulation
+        &compute_field_size::DESCRIPTOR,
+        &concatenate::DESCRIPTOR,
         &copy_fields::DESCRIPTOR,
+        &delete_fields::DESCRIPTOR,
+        &drop_values::DESCRIPTOR,
+        &extract_first_character::DESCRIPTOR,
+        &hash_field_value_to_bucket::DESCRIPTOR,
+        &length::DESCRIPTOR,
+        &normalize_field_names::DESCRIPTOR,
+        &normalize_text::DESCRIPTOR,
+        &remove_diacritics::DESCRIPTOR,
+        &remove_duplicate_values::DESCRIPTOR,
+        &remove_empty_fields::DESCRIPTOR,
+        &rename_fields::DESCRIPTOR,
         &set_static_values::DESCRIPTOR,
+        &split_field_values::DESCRIPTOR,
+        &timestamp::DESCRIPTOR,
+        &trim_whitespace::DESCRIPTOR,
+        &truncate_field::DESCRIPTOR,
         // end group: field manipulation
         // group: parsing and extraction
         // end group: parsing and extraction
