@@ -23,7 +23,10 @@ pub mod set_static_values;
 // group: parsing and extraction
 // end group: parsing and extraction
 // group: dictionaries, control flow, children, test data
+pub mod contains;
+pub mod dictionary_lookup;
 pub mod drop_document;
+pub mod extract_entities;
 // end group: dictionaries, control flow, children, test data
 
 /// Why a stage could not process a document. The pipeline adds the stage name and document

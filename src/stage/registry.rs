@@ -21,7 +21,10 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         // group: parsing and extraction
         // end group: parsing and extraction
         // group: dictionaries, control flow, children, test data
+        &contains::DESCRIPTOR,
+        &dictionary_lookup::DESCRIPTOR,
         &drop_document::DESCRIPTOR,
+        &extract_entities::DESCRIPTOR,
         // end group: dictionaries, control flow, children, test data
     ];
     ALL
