@@ -21,10 +21,15 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         // group: parsing and extraction
         // end group: parsing and extraction
         // group: dictionaries, control flow, children, test data
+        &collapse_children_documents::DESCRIPTOR,
         &contains::DESCRIPTOR,
+        &create_children_stage::DESCRIPTOR,
         &dictionary_lookup::DESCRIPTOR,
         &drop_document::DESCRIPTOR,
+        &emit_nested_children::DESCRIPTOR,
         &extract_entities::DESCRIPTOR,
+        &print::DESCRIPTOR,
+        &skip_document::DESCRIPTOR,
         // end group: dictionaries, control flow, children, test data
     ];
     ALL
