@@ -23,6 +23,11 @@ pub mod set_static_values;
 // group: parsing and extraction
 // end group: parsing and extraction
 // group: dictionaries, control flow, children, test data
+pub mod add_random_boolean;
+pub mod add_random_date;
+pub mod add_random_double;
+pub mod add_random_int;
+pub mod add_random_string;
 pub mod collapse_children_documents;
 pub mod contains;
 pub mod create_children_stage;
@@ -31,6 +36,7 @@ pub mod drop_document;
 pub mod emit_nested_children;
 pub mod extract_entities;
 pub mod print;
+pub mod random_vector;
 pub mod skip_document;
 // end group: dictionaries, control flow, children, test data
 

@@ -21,6 +21,11 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         // group: parsing and extraction
         // end group: parsing and extraction
         // group: dictionaries, control flow, children, test data
+        &add_random_boolean::DESCRIPTOR,
+        &add_random_date::DESCRIPTOR,
+        &add_random_double::DESCRIPTOR,
+        &add_random_int::DESCRIPTOR,
+        &add_random_string::DESCRIPTOR,
         &collapse_children_documents::DESCRIPTOR,
         &contains::DESCRIPTOR,
         &create_children_stage::DESCRIPTOR,
@@ -29,6 +34,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &emit_nested_children::DESCRIPTOR,
         &extract_entities::DESCRIPTOR,
         &print::DESCRIPTOR,
+        &random_vector::DESCRIPTOR,
         &skip_document::DESCRIPTOR,
         // end group: dictionaries, control flow, children, test data
     ];
