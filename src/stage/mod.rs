@@ -28,6 +28,7 @@ pub mod add_random_date;
 pub mod add_random_double;
 pub mod add_random_int;
 pub mod add_random_string;
+pub mod chunk_text;
 pub mod collapse_children_documents;
 pub mod contains;
 pub mod create_children_stage;

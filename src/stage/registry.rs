@@ -26,6 +26,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &add_random_double::DESCRIPTOR,
         &add_random_int::DESCRIPTOR,
         &add_random_string::DESCRIPTOR,
+        &chunk_text::DESCRIPTOR,
         &collapse_children_documents::DESCRIPTOR,
         &contains::DESCRIPTOR,
         &create_children_stage::DESCRIPTOR,
