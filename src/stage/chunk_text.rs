@@ -1018,6 +1018,42 @@ mod tests {
     }
 
     #[test]
+    fn chunks_flow_through_later_stages_in_a_pipeline() {
+        let stages = [
+            json!({"class": "ChunkText", "source": "body", "dropParent": true}),
+            json!({"class": "Contains", "contains": "dog", "fields": "text",
+                "output": "about", "value": "dogs"}),
+        ];
+        let plan =
+            crate::pipeline::PipelinePlan::from_config("p", &stages, "stages", None).unwrap();
+        let mut pipeline = plan.instantiate().unwrap();
+        pipeline.start().unwrap();
+        let doc =
+            Document::from_value(json!({"id": "d", "body": "A cat sat. A dog ran."})).unwrap();
+        let outputs: Vec<_> = pipeline.process(doc).collect();
+        let summary: Vec<_> = outputs
+            .iter()
+            .map(|o| {
+                (
+                    o.doc.id().to_string(),
+                    o.is_child,
+                    o.doc.is_dropped(),
+                    o.doc.get("about").cloned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("d-1".to_string(), true, false, None),
+                ("d-2".to_string(), true, false, Some(json!("dogs"))),
+                ("d".to_string(), false, true, None),
+            ]
+        );
+        pipeline.stop().unwrap();
+    }
+
+    #[test]
     fn paragraph_breaks() {
         assert_eq!(paragraph_break("a\r\nb"), None);
         assert_eq!(paragraph_break("a\n\nb"), Some((1, 3)));
