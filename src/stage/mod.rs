@@ -41,7 +41,22 @@ pub mod truncate_field;
 // group: parsing and extraction
 // end group: parsing and extraction
 // group: dictionaries, control flow, children, test data
+pub mod add_random_boolean;
+pub mod add_random_date;
+pub mod add_random_double;
+pub mod add_random_int;
+pub mod add_random_string;
+pub mod chunk_text;
+pub mod collapse_children_documents;
+pub mod contains;
+pub mod create_children_stage;
+pub mod dictionary_lookup;
 pub mod drop_document;
+pub mod emit_nested_children;
+pub mod extract_entities;
+pub mod print;
+pub mod random_vector;
+pub mod skip_document;
 // end group: dictionaries, control flow, children, test data
 
 /// Why a stage could not process a document. The pipeline adds the stage name and document

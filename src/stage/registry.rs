@@ -38,7 +38,22 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         // group: parsing and extraction
         // end group: parsing and extraction
         // group: dictionaries, control flow, children, test data
+        &add_random_boolean::DESCRIPTOR,
+        &add_random_date::DESCRIPTOR,
+        &add_random_double::DESCRIPTOR,
+        &add_random_int::DESCRIPTOR,
+        &add_random_string::DESCRIPTOR,
+        &chunk_text::DESCRIPTOR,
+        &collapse_children_documents::DESCRIPTOR,
+        &contains::DESCRIPTOR,
+        &create_children_stage::DESCRIPTOR,
+        &dictionary_lookup::DESCRIPTOR,
         &drop_document::DESCRIPTOR,
+        &emit_nested_children::DESCRIPTOR,
+        &extract_entities::DESCRIPTOR,
+        &print::DESCRIPTOR,
+        &random_vector::DESCRIPTOR,
+        &skip_document::DESCRIPTOR,
         // end group: dictionaries, control flow, children, test data
     ];
     ALL

@@ -1,0 +1,113 @@
+//! AddRandomBoolean: test data; sets a field to a random boolean.
+//!
+//! Keys: `fieldName` (default `data`), `percentTrue` (0–100, default 50: the chance of true).
+
+use rand::RngExt;
+
+use super::{Stage, StageDescriptor, StageResult};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::Document;
+
+pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
+    name: "AddRandomBoolean",
+    spec,
+    build,
+};
+
+fn spec() -> Spec {
+    Spec::stage()
+        .optional("fieldName", Kind::String)
+        .optional("percentTrue", Kind::Integer)
+}
+
+struct AddRandomBoolean {
+    field: String,
+    percent_true: u32,
+}
+
+/// `fieldName` (default `data`), checked to be writable. Shared by the AddRandom* stages.
+pub(crate) fn field_name(config: &ComponentConfig) -> Result<String, ConfigError> {
+    let field = config
+        .string("fieldName")?
+        .unwrap_or_else(|| "data".to_string());
+    if field.is_empty() || crate::document::is_reserved(&field) {
+        return Err(config.error(
+            "fieldName",
+            format!("{field:?} cannot be written: it is reserved or empty"),
+        ));
+    }
+    Ok(field)
+}
+
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+    let percent = config.i64("percentTrue")?.unwrap_or(50);
+    let percent_true = u32::try_from(percent)
+        .ok()
+        .filter(|p| *p <= 100)
+        .ok_or_else(|| {
+            config.error(
+                "percentTrue",
+                format!("must be between 0 and 100, found {percent}"),
+            )
+        })?;
+    Ok(Box::new(AddRandomBoolean {
+        field: field_name(config)?,
+        percent_true,
+    }))
+}
+
+impl Stage for AddRandomBoolean {
+    fn process_document(&mut self, doc: &mut Document) -> StageResult {
+        let value = rand::rng().random_range(0..100u32) < self.percent_true;
+        doc.set_field(&self.field, value)?;
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::stage::testing::{build_err, build_stage, process};
+    use serde_json::json;
+
+    fn trues(config: serde_json::Value, field: &str) -> usize {
+        let mut s = build_stage(config);
+        (0..1000)
+            .filter(|_| {
+                let out = process(&mut s, json!({"id": "d", field: "old"}));
+                out.get(field).and_then(|v| v.as_bool()).expect("a boolean")
+            })
+            .count()
+    }
+
+    #[test]
+    fn rates_and_field_name() {
+        assert_eq!(
+            trues(
+                json!({"class": "AddRandomBoolean", "percentTrue": 0}),
+                "data"
+            ),
+            0
+        );
+        assert_eq!(
+            trues(
+                json!({"class": "AddRandomBoolean", "percentTrue": 100, "fieldName": "b"}),
+                "b"
+            ),
+            1000
+        );
+        let half = trues(json!({"class": "AddRandomBoolean"}), "data");
+        assert!((350..650).contains(&half), "{half}");
+    }
+
+    #[test]
+    fn bad_configs() {
+        for p in [101, -1] {
+            let err = build_err(json!({"class": "AddRandomBoolean", "percentTrue": p}));
+            assert!(err.contains("percentTrue"), "{err}");
+        }
+        assert!(
+            build_err(json!({"class": "AddRandomBoolean", "fieldName": "id"}))
+                .contains("fieldName")
+        );
+    }
+}

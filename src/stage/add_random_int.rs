@@ -1,0 +1,111 @@
+//! AddRandomInt: test data; sets a field to a random integer in `[rangeStart, rangeEnd)`.
+//!
+//! Keys: `fieldName` (default `data`), `rangeStart` (default 0), `rangeEnd` (default
+//! 1,000,000, exclusive). Equal bounds always give `rangeStart` (Lucille fails on them);
+//! 64-bit integers are accepted (Lucille's are 32-bit).
+
+use rand::distr::Uniform;
+use rand::RngExt;
+
+use super::add_random_boolean::field_name;
+use super::{Stage, StageDescriptor, StageResult};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::Document;
+
+pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
+    name: "AddRandomInt",
+    spec,
+    build,
+};
+
+fn spec() -> Spec {
+    Spec::stage()
+        .optional("fieldName", Kind::String)
+        .optional("rangeStart", Kind::Integer)
+        .optional("rangeEnd", Kind::Integer)
+}
+
+struct AddRandomInt {
+    field: String,
+    start: i64,
+    /// `None` when the range is a single value.
+    range: Option<Uniform<i64>>,
+}
+
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+    let start = config.i64("rangeStart")?.unwrap_or(0);
+    let end = config.i64("rangeEnd")?.unwrap_or(1_000_000);
+    if start > end {
+        return Err(config.error(
+            "rangeStart",
+            format!("must not be greater than rangeEnd ({start} > {end})"),
+        ));
+    }
+    let range = if start == end {
+        None
+    } else {
+        Some(
+            Uniform::new(start, end)
+                .map_err(|e| config.error("rangeEnd", format!("invalid range: {e}")))?,
+        )
+    };
+    Ok(Box::new(AddRandomInt {
+        field: field_name(config)?,
+        start,
+        range,
+    }))
+}
+
+impl Stage for AddRandomInt {
+    fn process_document(&mut self, doc: &mut Document) -> StageResult {
+        let value = match &self.range {
+            Some(r) => rand::rng().sample(r),
+            None => self.start,
+        };
+        doc.set_field(&self.field, value)?;
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::stage::testing::{build_err, build_stage, process};
+    use serde_json::json;
+
+    #[test]
+    fn values_stay_in_range() {
+        let mut s = build_stage(json!({"class": "AddRandomInt", "fieldName": "n",
+            "rangeStart": -3, "rangeEnd": 3}));
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..500 {
+            let v = process(&mut s, json!({"id": "d"}))
+                .get_i64("n")
+                .unwrap()
+                .unwrap();
+            assert!((-3..3).contains(&v), "{v}");
+            seen.insert(v);
+        }
+        assert_eq!(seen.len(), 6, "every value in range appears: {seen:?}");
+        let mut s = build_stage(json!({"class": "AddRandomInt"}));
+        let v = process(&mut s, json!({"id": "d"}))
+            .get_i64("data")
+            .unwrap()
+            .unwrap();
+        assert!((0..1_000_000).contains(&v));
+        let mut s = build_stage(json!({"class": "AddRandomInt", "rangeStart": 7, "rangeEnd": "7"}));
+        assert_eq!(
+            process(&mut s, json!({"id": "d"})).get("data"),
+            Some(&json!(7))
+        );
+    }
+
+    #[test]
+    fn bad_configs() {
+        assert!(
+            build_err(json!({"class": "AddRandomInt", "rangeStart": 5, "rangeEnd": 1}))
+                .contains("rangeStart")
+        );
+        assert!(build_err(json!({"class": "AddRandomInt", "rangeEnd": 1.5})).contains("rangeEnd"));
+        assert!(build_err(json!({"class": "AddRandomInt", "fieldName": ""})).contains("fieldName"));
+    }
+}

@@ -1,0 +1,1110 @@
+//! ChunkText: splits the text of a field into chunks and emits one child document per chunk,
+//! lazily: chunks are computed as the pipeline pulls the children, so a huge text never has all
+//! its chunks in memory at once.
+//!
+//! Keys: `source` (the field to chunk; its first value), `dest` (the children's text field,
+//! default `text`), `chunkingMethod` (`sentence`, the default; `paragraph`; `fixed`; `custom`),
+//! `lengthToSplit` (characters per chunk, required and positive for `fixed`), `regex` (the
+//! separator pattern, required for `custom`; `regEx` is accepted too), `cleanChunks` (default
+//! false: replace every run of whitespace containing a line break by one space, then trim),
+//! `preMergeMinChunkLen` (join a chunk shorter than this many characters with the ones after
+//! it; a short last chunk joins the one before), `preMergeMaxChunkLen` (cut chunks longer
+//! than this before merging), `chunksToMerge` (default 1: join this many consecutive chunks
+//! into one), `chunksToOverlap` (with `chunksToMerge`: consecutive merged chunks share this many
+//! chunks, so it must be smaller than `chunksToMerge`), `overlapPercentage` (instead of
+//! `chunksToOverlap`: each chunk also takes this percentage of its own length in characters
+//! from the end of the chunk before it and the start of the chunk after it), `characterLimit`
+//! (cut final chunks to this many characters), `dropParent` (default false; see below).
+//! A zero or negative `preMergeMinChunkLen` / `preMergeMaxChunkLen`, and a `characterLimit` of
+//! 0 or -1, mean "off", as in Lucille. Order: split, clean, pre-merge join, pre-merge cut,
+//! merge/overlap, character limit. Joined chunks are separated by one space; cut chunks are
+//! trimmed.
+//!
+//! Splitting: `paragraph` splits at every run of whitespace holding two or more line breaks
+//! (`\r\n` counts as one); `fixed` every `lengthToSplit` characters; `custom` at every match of
+//! `regex` (Rust regex syntax); `sentence` at Unicode (UAX #29) sentence boundaries, each
+//! sentence trimmed.
+//!
+//! Each child has `id` `<parentId>-<N>` (N from 1), `parent_id`, `chunk_number`,
+//! `total_chunks`, `offset` (in characters, where the chunk's own text starts in the source
+//! text; text borrowed from neighbours by `overlapPercentage` is not counted), `length` (the
+//! chunk's length in characters) and `dest`. A missing, null or blank source gives no children.
+//!
+//! Where we differ from Lucille:
+//! - Lucille attaches the chunks to the parent (`___children`) and needs EmitNestedChildren to
+//!   emit them; here they are emitted directly (an EmitNestedChildren after this stage finds
+//!   nothing attached and leaves the parent alone). Lucille configs that emitted with
+//!   `dropParent: true` should set `dropParent: true` here instead: the parent is then marked
+//!   dropped when it has chunks.
+//! - `total_chunks` is known before the first child is emitted, so the chunks are computed
+//!   twice (once to count them) rather than stored.
+//! - Sentences come from UAX #29 rules rather than OpenNLP's English model: close for ordinary
+//!   prose, but an abbreviation followed by a capitalised word ("Mr. Smith") ends a sentence.
+//! - Lengths, offsets and cuts count Unicode characters (Lucille counts UTF-16 units), and
+//!   Lucille's `offset` is the sum of the previous chunks' lengths, which drifts from the text
+//!   as soon as separators are dropped; ours is the real position.
+//! - Empty chunks (e.g. between two adjacent `custom` separators) are dropped; an unknown
+//!   `chunkingMethod` is a config error (Lucille falls back to sentences); merging with
+//!   `chunksToOverlap` never loses text (Lucille emits nothing when there are no more chunks
+//!   than `chunksToOverlap`); a chunk is long enough for `preMergeMinChunkLen` when it has at
+//!   least that many characters.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use regex::Regex;
+use unicode_segmentation::UnicodeSegmentation;
+
+use super::{Stage, StageDescriptor, StageFailure, StageResult};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::ids::child_id;
+use crate::document::Document;
+
+pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
+    name: "ChunkText",
+    spec,
+    build,
+};
+
+fn spec() -> Spec {
+    Spec::stage()
+        .required("source", Kind::String)
+        .optional("dest", Kind::String)
+        .optional(
+            "chunkingMethod",
+            Kind::OneOf(&["sentence", "paragraph", "fixed", "custom"]),
+        )
+        .optional("lengthToSplit", Kind::Integer)
+        .optional("regex", Kind::String)
+        .alias("regEx", "regex")
+        .optional("cleanChunks", Kind::Bool)
+        .optional("preMergeMinChunkLen", Kind::Integer)
+        .optional("preMergeMaxChunkLen", Kind::Integer)
+        .optional("chunksToMerge", Kind::Integer)
+        .optional("chunksToOverlap", Kind::Integer)
+        .optional("overlapPercentage", Kind::Integer)
+        .optional("characterLimit", Kind::Integer)
+        .optional("dropParent", Kind::Bool)
+}
+
+enum Method {
+    Sentence,
+    Paragraph,
+    Fixed(usize),
+    Custom(Regex),
+}
+
+struct Chunking {
+    method: Method,
+    clean: bool,
+    pre_min: Option<usize>,
+    pre_max: Option<usize>,
+    merge: usize,
+    overlap_chunks: Option<usize>,
+    overlap_percent: usize,
+    limit: Option<usize>,
+}
+
+struct ChunkText {
+    source: String,
+    dest: String,
+    drop_parent: bool,
+    chunking: Arc<Chunking>,
+}
+
+/// A positive integer, or `None` when the key is absent or not positive (Lucille's "off").
+fn positive_or_off(config: &ComponentConfig, key: &str) -> Result<Option<usize>, ConfigError> {
+    Ok(config
+        .i64(key)?
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| *n > 0))
+}
+
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+    let source = config.require_string("source")?;
+    let dest = config.string("dest")?.unwrap_or_else(|| "text".to_string());
+    if dest.is_empty() || crate::document::is_reserved(&dest) {
+        return Err(config.error(
+            "dest",
+            format!("{dest:?} cannot be written: it is reserved or empty"),
+        ));
+    }
+    let method_name = config
+        .string("chunkingMethod")?
+        .unwrap_or_else(|| "sentence".to_string())
+        .to_ascii_lowercase();
+    let method = match method_name.as_str() {
+        "paragraph" => Method::Paragraph,
+        "fixed" => match config.i64("lengthToSplit")? {
+            Some(n) if n > 0 => Method::Fixed(usize::try_from(n).unwrap_or(usize::MAX)),
+            _ => {
+                return Err(config.error(
+                    "lengthToSplit",
+                    "must be a positive integer for fixed chunking",
+                ))
+            }
+        },
+        "custom" => {
+            let pattern = config.string("regex")?.unwrap_or_default();
+            if pattern.is_empty() {
+                return Err(
+                    config.error("regex", "must be a non-empty pattern for custom chunking")
+                );
+            }
+            Method::Custom(
+                Regex::new(&pattern)
+                    .map_err(|e| config.error("regex", format!("invalid pattern: {e}")))?,
+            )
+        }
+        _ => Method::Sentence,
+    };
+    let merge = match config.i64("chunksToMerge")? {
+        None => 1,
+        Some(n) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
+        Some(n) => {
+            return Err(config.error("chunksToMerge", format!("must be at least 1, found {n}")))
+        }
+    };
+    let overlap_chunks = config.usize("chunksToOverlap")?;
+    let overlap_percent = match config.i64("overlapPercentage")? {
+        None => 0,
+        Some(n) => usize::try_from(n).map_err(|_| {
+            config.error(
+                "overlapPercentage",
+                format!("must not be negative, found {n}"),
+            )
+        })?,
+    };
+    if let Some(o) = overlap_chunks {
+        if overlap_percent > 0 {
+            return Err(config.error(
+                "chunksToOverlap",
+                "give either chunksToOverlap or overlapPercentage, not both",
+            ));
+        }
+        if o >= merge {
+            return Err(config.error(
+                "chunksToOverlap",
+                format!("must be smaller than chunksToMerge ({o} >= {merge})"),
+            ));
+        }
+    }
+    let limit = match config.i64("characterLimit")? {
+        None | Some(-1) | Some(0) => None,
+        Some(n) if n > 0 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+        Some(n) => {
+            return Err(config.error(
+                "characterLimit",
+                format!("must be a positive integer (or -1 for none), found {n}"),
+            ))
+        }
+    };
+    Ok(Box::new(ChunkText {
+        source,
+        dest,
+        drop_parent: config.bool_or("dropParent", false)?,
+        chunking: Arc::new(Chunking {
+            method,
+            clean: config.bool_or("cleanChunks", false)?,
+            pre_min: positive_or_off(config, "preMergeMinChunkLen")?,
+            pre_max: positive_or_off(config, "preMergeMaxChunkLen")?,
+            merge,
+            overlap_chunks,
+            overlap_percent,
+            limit,
+        }),
+    }))
+}
+
+impl Stage for ChunkText {
+    fn process_document(&mut self, doc: &mut Document) -> StageResult {
+        let text = match doc.get_string(&self.source)? {
+            Some(t) if !t.trim().is_empty() => Arc::<str>::from(t),
+            _ => return Ok(None),
+        };
+        let source = Source::new(&self.chunking, text);
+        let total = chunks(&self.chunking, source.clone()).count();
+        if total == 0 {
+            return Ok(None);
+        }
+        if self.drop_parent {
+            doc.set_dropped(true);
+        }
+        let parent = doc.id().to_string();
+        let dest = self.dest.clone();
+        let children = chunks(&self.chunking, source).enumerate().map(
+            move |(i, chunk)| -> Result<Document, StageFailure> {
+                let number = i + 1;
+                let mut child = Document::new(child_id(&parent, number))?;
+                child.set_field("parent_id", parent.as_str())?;
+                child.set_field("chunk_number", number)?;
+                child.set_field("total_chunks", total)?;
+                child.set_field("offset", chunk.offset)?;
+                child.set_field("length", chunk.chars)?;
+                child.set_field(&dest, chunk.text)?;
+                Ok(child)
+            },
+        );
+        Ok(Some(Box::new(children)))
+    }
+}
+
+/// A chunk on its way through the steps: its text, where it starts in the source (characters)
+/// and its length in characters.
+#[derive(Debug, Clone, PartialEq)]
+struct Piece {
+    offset: usize,
+    text: String,
+    chars: usize,
+}
+
+impl Piece {
+    fn new(offset: usize, text: String) -> Self {
+        let chars = text.chars().count();
+        Piece {
+            offset,
+            text,
+            chars,
+        }
+    }
+
+    fn trimmed(self) -> Piece {
+        let lead = self.text.len() - self.text.trim_start().len();
+        let lead_chars = self.text[..lead].chars().count();
+        let text = self.text.trim().to_string();
+        Piece::new(self.offset + lead_chars, text)
+    }
+
+    /// The first `max` characters, trimmed (unchanged if not longer).
+    fn cut(self, max: usize) -> Piece {
+        if self.chars <= max {
+            return self;
+        }
+        let text: String = self.text.chars().take(max).collect();
+        Piece::new(self.offset, text).trimmed()
+    }
+
+    /// Pieces joined by single spaces, trimmed; the offset is the first's.
+    fn join<'a>(pieces: impl IntoIterator<Item = &'a Piece>) -> Option<Piece> {
+        let mut iter = pieces.into_iter();
+        let first = iter.next()?;
+        let mut text = first.text.clone();
+        for p in iter {
+            text.push(' ');
+            text.push_str(&p.text);
+        }
+        Some(Piece::new(first.offset, text).trimmed())
+    }
+}
+
+type Pieces = Box<dyn Iterator<Item = Piece> + Send>;
+
+/// The chunks of `text`, lazily, after every configured step.
+fn chunks(cfg: &Arc<Chunking>, source: Source) -> Pieces {
+    let mut it: Pieces = Box::new(
+        Splitter {
+            cfg: cfg.clone(),
+            text: source.text,
+            view: source.view,
+            byte: 0,
+            chars: 0,
+            search: 0,
+            done: false,
+        }
+        .filter(|p| !p.text.is_empty()),
+    );
+    if cfg.clean {
+        it = Box::new(it.map(clean).filter(|p| !p.text.is_empty()));
+    }
+    if let Some(min) = cfg.pre_min {
+        it = Box::new(JoinShort {
+            inner: it,
+            min,
+            held: None,
+        });
+    }
+    if let Some(max) = cfg.pre_max {
+        it = Box::new(it.map(move |p| p.cut(max)).filter(|p| !p.text.is_empty()));
+    }
+    if let Some(overlap) = cfg.overlap_chunks {
+        it = Box::new(Windows {
+            inner: it,
+            size: cfg.merge,
+            step: cfg.merge - overlap,
+            buf: VecDeque::new(),
+            started: false,
+        });
+    } else {
+        if cfg.merge > 1 {
+            let size = cfg.merge;
+            let mut inner = it;
+            it = Box::new(std::iter::from_fn(move || {
+                let group: Vec<Piece> = inner.by_ref().take(size).collect();
+                Piece::join(&group)
+            }));
+        }
+        if cfg.overlap_percent > 0 {
+            it = Box::new(Overlap {
+                inner: it.peekable(),
+                percent: cfg.overlap_percent,
+                prev: None,
+            });
+        }
+    }
+    if let Some(limit) = cfg.limit {
+        it = Box::new(it.map(move |p| p.cut(limit)));
+    }
+    Box::new(it.filter(|p| !p.text.is_empty()))
+}
+
+/// Splits the source text by the chunking method, one piece at a time.
+/// The text to chunk and, for sentences, the copy that sentence boundaries are found in.
+#[derive(Clone)]
+struct Source {
+    text: Arc<str>,
+    view: Option<Arc<str>>,
+}
+
+impl Source {
+    fn new(cfg: &Chunking, text: Arc<str>) -> Self {
+        let view = matches!(cfg.method, Method::Sentence).then(|| Arc::from(sentence_view(&text)));
+        Source { text, view }
+    }
+}
+
+/// A copy of `text` in which every whitespace run holding exactly one line break has its line
+/// break characters replaced by as many bytes of spaces, so UAX #29 (which ends a sentence at
+/// every line break) does not split hard-wrapped sentences, while byte offsets stay the same.
+fn sentence_view(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut run = String::new();
+    let mut breaks = 0usize;
+    let mut prev_cr = false;
+    let flush = |out: &mut String, run: &mut String, breaks: usize| {
+        if breaks == 1 {
+            for c in run.chars() {
+                if is_line_break(c) {
+                    out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+                } else {
+                    out.push(c);
+                }
+            }
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for c in text.chars() {
+        if c.is_whitespace() {
+            if is_line_break(c) && !(c == '\n' && prev_cr) {
+                breaks += 1;
+            }
+            prev_cr = c == '\r';
+            run.push(c);
+        } else {
+            flush(&mut out, &mut run, breaks);
+            breaks = 0;
+            prev_cr = false;
+            out.push(c);
+        }
+    }
+    flush(&mut out, &mut run, breaks);
+    out
+}
+
+struct Splitter {
+    cfg: Arc<Chunking>,
+    text: Arc<str>,
+    /// For sentences: [`sentence_view`] of `text`.
+    view: Option<Arc<str>>,
+    /// Start of the rest of the text (bytes), and the same position in characters.
+    byte: usize,
+    chars: usize,
+    /// Where the next `custom` separator search starts (bytes).
+    search: usize,
+    done: bool,
+}
+
+impl Splitter {
+    /// Takes the piece `[self.byte, end)` and moves past the separator up to `next`.
+    fn take(&mut self, end: usize, next: usize) -> Piece {
+        #[cfg(test)]
+        tests::SPLITS.with(|n| n.set(n.get() + 1));
+        let piece = Piece::new(self.chars, self.text[self.byte..end].to_string());
+        self.chars += piece.chars + self.text[end..next].chars().count();
+        self.byte = next;
+        piece
+    }
+}
+
+impl Iterator for Splitter {
+    type Item = Piece;
+
+    fn next(&mut self) -> Option<Piece> {
+        let len = self.text.len();
+        if self.done || self.byte >= len {
+            return None;
+        }
+        match &self.cfg.method {
+            Method::Fixed(n) => {
+                let rest = &self.text[self.byte..];
+                let end = rest
+                    .char_indices()
+                    .nth(*n)
+                    .map_or(len, |(i, _)| self.byte + i);
+                Some(self.take(end, end))
+            }
+            Method::Sentence => {
+                let view = self.view.as_deref().unwrap_or(&self.text);
+                let rest = view.get(self.byte..).unwrap_or("");
+                let mut end = self.byte
+                    + rest
+                        .split_sentence_bounds()
+                        .next()
+                        .map_or(rest.len(), str::len);
+                while end < len && !self.text.is_char_boundary(end) {
+                    end += 1;
+                }
+                Some(self.take(end.min(len), end.min(len)).trimmed())
+            }
+            Method::Paragraph => match paragraph_break(&self.text[self.byte..]) {
+                Some((start, end)) => {
+                    let (start, end) = (self.byte + start, self.byte + end);
+                    Some(self.take(start, end))
+                }
+                None => Some(self.take(len, len)),
+            },
+            Method::Custom(_) => self.next_custom(),
+        }
+    }
+}
+
+impl Splitter {
+    fn next_custom(&mut self) -> Option<Piece> {
+        let cfg = self.cfg.clone();
+        let Method::Custom(re) = &cfg.method else {
+            return None;
+        };
+        let len = self.text.len();
+        loop {
+            let found = re
+                .find_at(&self.text, self.search)
+                .map(|m| (m.start(), m.end()));
+            match found {
+                None => {
+                    self.done = true;
+                    return Some(self.take(len, len));
+                }
+                // An empty match where the piece starts separates nothing: look further on.
+                Some((start, end)) if start == end && start == self.byte => {
+                    match self.text[start..].chars().next() {
+                        Some(c) => self.search = start + c.len_utf8(),
+                        None => {
+                            self.done = true;
+                            return None;
+                        }
+                    }
+                }
+                Some((start, end)) => {
+                    self.search = end;
+                    return Some(self.take(start, end));
+                }
+            }
+        }
+    }
+}
+
+fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// The first run of whitespace holding at least two line breaks (`\r\n` is one), as a byte
+/// range.
+fn paragraph_break(text: &str) -> Option<(usize, usize)> {
+    let mut run: Option<(usize, usize)> = None; // (start, breaks)
+    let mut prev_cr = false;
+    for (i, c) in text.char_indices() {
+        if c.is_whitespace() {
+            let (_, breaks) = run.get_or_insert((i, 0));
+            if is_line_break(c) && !(c == '\n' && prev_cr) {
+                *breaks += 1;
+            }
+            prev_cr = c == '\r';
+        } else {
+            if let Some((start, breaks)) = run.take() {
+                if breaks >= 2 {
+                    return Some((start, i));
+                }
+            }
+            prev_cr = false;
+        }
+    }
+    match run {
+        Some((start, breaks)) if breaks >= 2 => Some((start, text.len())),
+        _ => None,
+    }
+}
+
+/// `cleanChunks`: whitespace runs holding a line break become one space; then trim.
+fn clean(piece: Piece) -> Piece {
+    let mut out = String::with_capacity(piece.text.len());
+    let mut run = String::new();
+    let mut run_breaks = false;
+    let flush = |out: &mut String, run: &mut String, breaks: bool| {
+        if breaks {
+            out.push(' ');
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for c in piece.text.chars() {
+        if c.is_whitespace() {
+            run.push(c);
+            run_breaks |= is_line_break(c);
+        } else {
+            flush(&mut out, &mut run, run_breaks);
+            run_breaks = false;
+            out.push(c);
+        }
+    }
+    flush(&mut out, &mut run, run_breaks);
+    let lead = piece.text.chars().take_while(|c| c.is_whitespace()).count();
+    Piece::new(piece.offset + lead, out.trim().to_string())
+}
+
+/// `preMergeMinChunkLen`: joins pieces until they reach `min` characters; a short remainder at
+/// the end joins the chunk before it. Holds back one finished chunk for that.
+struct JoinShort {
+    inner: Pieces,
+    min: usize,
+    held: Option<Piece>,
+}
+
+impl Iterator for JoinShort {
+    type Item = Piece;
+
+    fn next(&mut self) -> Option<Piece> {
+        loop {
+            let mut acc: Option<Piece> = None;
+            for p in self.inner.by_ref() {
+                let joined = match acc.take() {
+                    None => p,
+                    Some(a) => Piece::join([&a, &p])?,
+                };
+                let long_enough = joined.chars >= self.min;
+                acc = Some(joined);
+                if long_enough {
+                    break;
+                }
+            }
+            match (acc, self.held.take()) {
+                (None, held) => return held,
+                (Some(a), held) if a.chars >= self.min => {
+                    self.held = Some(a);
+                    if held.is_some() {
+                        return held;
+                    }
+                }
+                (Some(a), Some(h)) => return Piece::join([&h, &a]),
+                (Some(a), None) => return Some(a),
+            }
+        }
+    }
+}
+
+/// `chunksToMerge` with `chunksToOverlap`: windows of `size` pieces moving by `step`; a window
+/// is emitted only if it brings a piece the previous one did not have.
+struct Windows {
+    inner: Pieces,
+    size: usize,
+    step: usize,
+    buf: VecDeque<Piece>,
+    started: bool,
+}
+
+impl Iterator for Windows {
+    type Item = Piece;
+
+    fn next(&mut self) -> Option<Piece> {
+        if self.started {
+            if self.buf.len() < self.size {
+                return None;
+            }
+            for _ in 0..self.step {
+                self.buf.pop_front();
+            }
+        }
+        self.started = true;
+        let mut added = 0;
+        while self.buf.len() < self.size {
+            match self.inner.next() {
+                Some(p) => {
+                    self.buf.push_back(p);
+                    added += 1;
+                }
+                None => break,
+            }
+        }
+        if added == 0 {
+            return None;
+        }
+        Piece::join(&self.buf)
+    }
+}
+
+/// `overlapPercentage`: each chunk takes `percent`% of its own length from the end of the
+/// previous chunk and the start of the next.
+struct Overlap {
+    inner: std::iter::Peekable<Pieces>,
+    percent: usize,
+    prev: Option<Piece>,
+}
+
+impl Iterator for Overlap {
+    type Item = Piece;
+
+    fn next(&mut self) -> Option<Piece> {
+        let current = self.inner.next()?;
+        let n = current.chars.saturating_mul(self.percent) / 100;
+        let mut text = String::new();
+        if let Some(prev) = &self.prev {
+            let skip = prev.chars.saturating_sub(n);
+            text.extend(prev.text.chars().skip(skip));
+            text.push(' ');
+        }
+        let own_start = text.chars().count();
+        text.push_str(&current.text);
+        if let Some(next) = self.inner.peek() {
+            text.push(' ');
+            text.extend(next.text.chars().take(n));
+        }
+        let trimmed_lead = text.chars().take_while(|c| c.is_whitespace()).count();
+        let offset = current.offset + trimmed_lead.saturating_sub(own_start);
+        let out = Piece::new(offset, text.trim().to_string());
+        self.prev = Some(current);
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::paragraph_break;
+    use crate::document::Document;
+    use crate::stage::testing::{build_err, build_stage, process, process_children, process_err};
+    use serde_json::{json, Value};
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Pieces split off the source so far on this thread.
+        pub(super) static SPLITS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    const THIRTEEN: &str = "The sun is bright. The sky is clear. Birds are singing. A dog barks. \
+        Children play. Trees sway. Leaves rustle. A car drives by. The breeze is cool. \
+        Flowers bloom. A cat sleeps. The clock ticks. The phone rings.";
+
+    fn texts(config: Value, text: &str) -> Vec<String> {
+        let mut config = config;
+        config["class"] = json!("ChunkText");
+        config["source"] = json!("text");
+        let mut s = build_stage(config);
+        let (_, children) = process_children(&mut s, json!({"id": "id", "text": text}));
+        children
+            .iter()
+            .map(|c| c.get_str("text").unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn sentence_children_carry_ids_numbers_offsets() {
+        let mut s = build_stage(json!({"class": "ChunkText", "source": "text"}));
+        let text = "This is a sentence. This is the second sentence. This is the third sentence.";
+        let (parent, children) = process_children(&mut s, json!({"id": "id", "text": text}));
+        assert!(!parent.is_dropped());
+        let ids: Vec<_> = children.iter().map(Document::id).collect();
+        assert_eq!(ids, ["id-1", "id-2", "id-3"]);
+        let c = &children[1];
+        assert_eq!(
+            c.to_json(),
+            r#"{"id":"id-2","parent_id":"id","chunk_number":2,"total_chunks":3,"offset":20,"length":28,"text":"This is the second sentence."}"#
+        );
+        for c in &children {
+            let offset = c.get_i64("offset").unwrap().unwrap() as usize;
+            let len = c.get_i64("length").unwrap().unwrap() as usize;
+            let from_source: String = text.chars().skip(offset).take(len).collect();
+            assert_eq!(from_source, c.get_str("text").unwrap());
+        }
+    }
+
+    #[test]
+    fn children_are_lazy() {
+        let text = "word ".repeat(200_000);
+        let mut s = build_stage(json!({"class": "ChunkText", "source": "t",
+            "chunkingMethod": "fixed", "lengthToSplit": 5}));
+        let mut doc = Document::from_value(json!({"id": "big", "t": text})).unwrap();
+        SPLITS.with(|n| n.set(0));
+        let mut children = s.process_document(&mut doc).unwrap().unwrap();
+        assert_eq!(SPLITS.with(Cell::get), 200_000, "one counting pass");
+        let first = children.next().unwrap().unwrap();
+        assert_eq!(
+            SPLITS.with(Cell::get),
+            200_001,
+            "the first child needs only the first chunk"
+        );
+        assert_eq!(first.get("total_chunks"), Some(&json!(200_000)));
+        assert_eq!(first.get_str("text"), Some("word "));
+        assert_eq!(children.count(), 199_999);
+    }
+
+    #[test]
+    fn clean_fixed_paragraph_custom() {
+        assert_eq!(
+            texts(
+                json!({"cleanChunks": true, "characterLimit": 100}),
+                "This is\na sentence.   \n\n This is the second sentence. This is the \nthird sentence.     "
+            ),
+            [
+                "This is a sentence.",
+                "This is the second sentence.",
+                "This is the third sentence."
+            ]
+        );
+        assert_eq!(
+            texts(
+                json!({"chunkingMethod": "fixed", "lengthToSplit": 15}),
+                "This is the\nfirst paragraph.\n\nThis is the second paragraph"
+            ),
+            [
+                "This is the\nfir",
+                "st paragraph.\n\n",
+                "This is the sec",
+                "ond paragraph"
+            ]
+        );
+        assert_eq!(
+            texts(
+                json!({"chunkingMethod": "paragraph", "characterLimit": 60}),
+                "This is the first\nparagraph of the document.\n\n This is the second paragraph of the document.\n \nThis is the third paragraph of the document. \n \n This is the fourth paragraph of the document."
+            ),
+            [
+                "This is the first\nparagraph of the document.",
+                "This is the second paragraph of the document.",
+                "This is the third paragraph of the document.",
+                "This is the fourth paragraph of the document."
+            ]
+        );
+        assert_eq!(
+            texts(
+                json!({"chunkingMethod": "paragraph"}),
+                "\r\n\r\nOne\r\ntwo\r\n\r\nThree\n\n\n"
+            ),
+            ["One\r\ntwo", "Three"]
+        );
+        assert_eq!(
+            texts(
+                json!({"chunkingMethod": "custom", "regex": ","}),
+                "This is the first sentence, with a comma. This is the second sentence, with another comma"
+            ),
+            [
+                "This is the first sentence",
+                " with a comma. This is the second sentence",
+                " with another comma"
+            ]
+        );
+        assert_eq!(
+            texts(json!({"chunkingMethod": "custom", "regEx": ";+"}), ";a;;b;"),
+            ["a", "b"],
+            "empty pieces are dropped"
+        );
+    }
+
+    #[test]
+    fn character_limit_and_pre_merge() {
+        assert_eq!(
+            texts(
+                json!({"characterLimit": 40}),
+                "This is a sentence. This is a sentence so long that it passes the character limit."
+            ),
+            [
+                "This is a sentence.",
+                "This is a sentence so long that it passe"
+            ]
+        );
+        assert_eq!(
+            texts(
+                json!({"preMergeMinChunkLen": 10}),
+                "The sun is bright. 3.\n The phone rings."
+            ),
+            ["The sun is bright.", "3. The phone rings."]
+        );
+        assert_eq!(
+            texts(
+                json!({"preMergeMinChunkLen": 10}),
+                "The sun is bright. The phone rings. 3. \n"
+            ),
+            ["The sun is bright.", "The phone rings. 3."]
+        );
+        assert_eq!(
+            texts(
+                json!({"preMergeMinChunkLen": 100}),
+                "The sun is bright. The phone rings. The trees sway."
+            ),
+            ["The sun is bright. The phone rings. The trees sway."]
+        );
+        assert_eq!(
+            texts(
+                json!({"preMergeMaxChunkLen": 30, "chunksToMerge": 3}),
+                "This is the first sentence. This sentence is too long and will be truncated before merging. This is the other sentence."
+            ),
+            ["This is the first sentence. This sentence is too long and This is the other sentence."]
+        );
+    }
+
+    #[test]
+    fn merging_and_overlaps() {
+        assert_eq!(
+            texts(json!({"chunksToMerge": 3}), THIRTEEN),
+            [
+                "The sun is bright. The sky is clear. Birds are singing.",
+                "A dog barks. Children play. Trees sway.",
+                "Leaves rustle. A car drives by. The breeze is cool.",
+                "Flowers bloom. A cat sleeps. The clock ticks.",
+                "The phone rings."
+            ]
+        );
+        assert_eq!(
+            texts(
+                json!({"chunksToMerge": 3}),
+                "The sun is bright. The sky is clear."
+            ),
+            ["The sun is bright. The sky is clear."]
+        );
+        let six = "The sun is bright. The sky is clear. Birds are singing. A dog barks. Children play. Trees sway.";
+        assert_eq!(
+            texts(json!({"chunksToMerge": 2, "chunksToOverlap": 1}), six),
+            [
+                "The sun is bright. The sky is clear.",
+                "The sky is clear. Birds are singing.",
+                "Birds are singing. A dog barks.",
+                "A dog barks. Children play.",
+                "Children play. Trees sway."
+            ]
+        );
+        assert_eq!(
+            texts(json!({"chunksToMerge": 3, "chunksToOverlap": 1}), six),
+            [
+                "The sun is bright. The sky is clear. Birds are singing.",
+                "Birds are singing. A dog barks. Children play.",
+                "Children play. Trees sway."
+            ]
+        );
+        assert_eq!(
+            texts(json!({"chunksToMerge": 4, "chunksToOverlap": 2}), THIRTEEN).len(),
+            6
+        );
+        let five_three = texts(json!({"chunksToMerge": 5, "chunksToOverlap": 3}), THIRTEEN);
+        assert_eq!(five_three.len(), 5);
+        assert_eq!(
+            five_three[4],
+            "The breeze is cool. Flowers bloom. A cat sleeps. The clock ticks. The phone rings."
+        );
+        assert_eq!(
+            texts(
+                json!({"chunksToMerge": 3, "chunksToOverlap": 2}),
+                "One. Two."
+            ),
+            ["One. Two."],
+            "no text is lost when there are few chunks"
+        );
+        assert_eq!(
+            texts(
+                json!({"overlapPercentage": 20}),
+                "The sun is bright, The sky is clear. Birds are singing, a dog barks, children play. Trees sway, leaves rustle, a car drives by. The breeze is cool, flowers bloom, a cat sleeps. The clock ticks, the phone rings."
+            ),
+            [
+                "The sun is bright, The sky is clear. Birds a",
+                "is clear. Birds are singing, a dog barks, children play. Trees swa",
+                "en play. Trees sway, leaves rustle, a car drives by. The bree",
+                "rives by. The breeze is cool, flowers bloom, a cat sleeps. The clock",
+                "leeps. The clock ticks, the phone rings."
+            ]
+        );
+        let merged = texts(
+            json!({"chunksToMerge": 3, "overlapPercentage": 20}),
+            THIRTEEN,
+        );
+        assert_eq!(
+            merged[0],
+            "The sun is bright. The sky is clear. Birds are singing. A dog barks"
+        );
+        assert_eq!(merged[4], "ks. The phone rings.");
+    }
+
+    #[test]
+    fn overlap_offsets_point_at_own_text() {
+        let mut s = build_stage(json!({"class": "ChunkText", "source": "t",
+            "chunkingMethod": "fixed", "lengthToSplit": 10, "overlapPercentage": 50}));
+        let (_, children) = process_children(
+            &mut s,
+            json!({"id": "d", "t": "aaaaaaaaaabbbbbbbbbbcccccccccc"}),
+        );
+        let offsets: Vec<_> = children
+            .iter()
+            .map(|c| c.get("offset").cloned().unwrap())
+            .collect();
+        assert_eq!(offsets, [json!(0), json!(10), json!(20)]);
+        assert_eq!(children[1].get_str("text"), Some("aaaaa bbbbbbbbbb ccccc"));
+    }
+
+    #[test]
+    fn missing_blank_drop_parent_and_dest() {
+        let mut s = build_stage(json!({"class": "ChunkText", "source": "t", "dest": "chunk",
+            "dropParent": true}));
+        for doc in [
+            json!({"id": "d"}),
+            json!({"id": "d", "t": null}),
+            json!({"id": "d", "t": "  \n "}),
+        ] {
+            let out = process(&mut s, doc);
+            assert!(!out.is_dropped());
+        }
+        let (parent, children) =
+            process_children(&mut s, json!({"id": "d", "t": ["Hi there.", "ignored"]}));
+        assert!(parent.is_dropped());
+        assert_eq!(children.len(), 1);
+        assert_eq!(children[0].get("chunk"), Some(&json!("Hi there.")));
+        let (_, children) = process_children(&mut s, json!({"id": "n", "t": 12.5}));
+        assert_eq!(children[0].get("chunk"), Some(&json!("12.5")));
+        let err = process_err(&mut s, json!({"id": "d", "t": {"o": 1}}));
+        assert!(err.contains("\"t\""), "{err}");
+    }
+
+    #[test]
+    fn unicode_counts_characters() {
+        let mut s = build_stage(json!({"class": "ChunkText", "source": "t",
+            "chunkingMethod": "fixed", "lengthToSplit": 2}));
+        let (_, children) = process_children(&mut s, json!({"id": "d", "t": "äöü€😀"}));
+        let t: Vec<_> = children
+            .iter()
+            .map(|c| c.get_str("text").unwrap().to_string())
+            .collect();
+        assert_eq!(t, ["äö", "ü€", "😀"]);
+        assert_eq!(children[2].get("offset"), Some(&json!(4)));
+    }
+
+    #[test]
+    fn sentences_span_single_line_breaks_but_not_blank_lines() {
+        assert_eq!(
+            texts(
+                json!({}),
+                "A hard-wrapped\nsentence here. Next one.\r\nStill next.\n\nHeading\n\nBody"
+            ),
+            [
+                "A hard-wrapped\nsentence here.",
+                "Next one.",
+                "Still next.",
+                "Heading",
+                "Body"
+            ]
+        );
+        assert_eq!(
+            super::sentence_view("a\u{2028}b\n\nc\r\nd"),
+            "a   b\n\nc  d"
+        );
+    }
+
+    #[test]
+    fn chunks_flow_through_later_stages_in_a_pipeline() {
+        let stages = [
+            json!({"class": "ChunkText", "source": "body", "dropParent": true}),
+            json!({"class": "Contains", "contains": "dog", "fields": "text",
+                "output": "about", "value": "dogs"}),
+        ];
+        let plan =
+            crate::pipeline::PipelinePlan::from_config("p", &stages, "stages", None).unwrap();
+        let mut pipeline = plan.instantiate().unwrap();
+        pipeline.start().unwrap();
+        let doc =
+            Document::from_value(json!({"id": "d", "body": "A cat sat. A dog ran."})).unwrap();
+        let outputs: Vec<_> = pipeline.process(doc).collect();
+        let summary: Vec<_> = outputs
+            .iter()
+            .map(|o| {
+                (
+                    o.doc.id().to_string(),
+                    o.is_child,
+                    o.doc.is_dropped(),
+                    o.doc.get("about").cloned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("d-1".to_string(), true, false, None),
+                ("d-2".to_string(), true, false, Some(json!("dogs"))),
+                ("d".to_string(), false, true, None),
+            ]
+        );
+        pipeline.stop().unwrap();
+    }
+
+    #[test]
+    fn paragraph_breaks() {
+        assert_eq!(paragraph_break("a\r\nb"), None);
+        assert_eq!(paragraph_break("a\n\nb"), Some((1, 3)));
+        assert_eq!(paragraph_break("a \n \n b"), Some((1, 6)));
+        assert_eq!(paragraph_break("a\n b\n\n"), Some((4, 6)));
+    }
+
+    #[test]
+    fn bad_configs() {
+        let base = json!({"class": "ChunkText", "source": "t"});
+        let with = |pairs: Value| {
+            let mut c = base.clone();
+            c.as_object_mut()
+                .unwrap()
+                .extend(pairs.as_object().unwrap().clone());
+            c
+        };
+        for (extra, key) in [
+            (json!({"chunkingMethod": "custom"}), "regex"),
+            (json!({"chunkingMethod": "custom", "regex": ""}), "regex"),
+            (
+                json!({"chunkingMethod": "custom", "regex": "(unclosed"}),
+                "regex",
+            ),
+            (json!({"chunkingMethod": "fixed"}), "lengthToSplit"),
+            (
+                json!({"chunkingMethod": "fixed", "lengthToSplit": 0}),
+                "lengthToSplit",
+            ),
+            (json!({"chunkingMethod": "words"}), "chunkingMethod"),
+            (json!({"characterLimit": -24}), "characterLimit"),
+            (json!({"chunksToMerge": 0}), "chunksToMerge"),
+            (
+                json!({"chunksToMerge": 2, "chunksToOverlap": 2}),
+                "chunksToOverlap",
+            ),
+            (
+                json!({"chunksToMerge": 3, "chunksToOverlap": 1, "overlapPercentage": 50}),
+                "chunksToOverlap",
+            ),
+            (json!({"overlapPercentage": -5}), "overlapPercentage"),
+            (json!({"dest": "id"}), "dest"),
+            (json!({"regex": "a", "regEx": "b"}), "regEx"),
+        ] {
+            let err = build_err(with(extra.clone()));
+            assert!(err.contains(key), "{extra}: {err}");
+        }
+        assert!(build_err(json!({"class": "ChunkText"})).contains("source"));
+        // Off values accepted as in Lucille.
+        build_stage(with(
+            json!({"characterLimit": -1, "preMergeMinChunkLen": -3, "preMergeMaxChunkLen": 0}),
+        ));
+    }
+}
