@@ -11,7 +11,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest numpy mypy typing_extensions jsonata-python
+"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest numpy mypy typing_extensions jsonata-python pyhocon
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -19,7 +19,8 @@ echo "== cargo clippy"
 cargo clippy --all-targets -- -D warnings
 cargo clippy --lib --features python -- -D warnings
 echo "== cargo test"
-cargo test
+# The HOCON oracle test runs python3 with pyhocon from the venv.
+PATH="$PWD/$VENV/bin:$PATH" cargo test
 
 echo "== maturin develop"
 VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop --quiet

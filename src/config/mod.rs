@@ -1,5 +1,8 @@
-//! Configuration: component specs and typed reads (`spec`); the HOCON loader joins here.
+//! Configuration: the HOCON loader (`hocon`, hand-written because the available crates get
+//! optional substitution over an earlier value wrong or panic on it), component specs and typed
+//! reads (`spec`).
 
+pub mod hocon;
 pub mod spec;
 
 pub use spec::{

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::accounting::Event;
@@ -54,10 +54,8 @@ impl LocalMessenger {
 }
 
 fn recv<T>(rx: &Receiver<T>, timeout: Duration) -> Option<T> {
-    match rx.recv_timeout(timeout) {
-        Ok(v) => Some(v),
-        Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-    }
+    // A timeout and a closed queue both mean "nothing to take now".
+    rx.recv_timeout(timeout).ok()
 }
 
 impl Messenger for LocalMessenger {
