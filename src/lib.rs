@@ -12,5 +12,6 @@ pub mod pipeline;
 #[cfg(feature = "python")]
 mod python;
 pub mod stage;
+pub mod worker;
 
 pub use document::{Document, DocumentError, UpdateMode};

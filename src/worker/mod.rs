@@ -1,0 +1,434 @@
+//! The worker pool (spec §7): `worker.threads` threads, each with its own pipeline instance,
+//! pull documents from the source queue, run them through the pipeline, send CREATE for every
+//! child, FAIL for what a stage failed on, DROP for what was dropped, and hand everything else
+//! to the indexer.
+//!
+//! `worker.maxRetries`: a document whose processing fails is run again from a fresh copy up
+//! to that many more times; when it still fails it is FAILed and written to the dead-letter
+//! file (`worker.deadLetterPath`, default `{pipeline}_fail.jsonl`), so a poison document stops
+//! being retried and is never silently lost. Children an earlier attempt already emitted are
+//! emitted again by the retry (ids are deterministic, so the index sees an upsert; the
+//! accounting tracks each emission). Every FAIL is written to the dead-letter file when one is
+//! configured.
+
+pub mod meter;
+
+use std::fs::OpenOptions;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde_json::json;
+
+use crate::accounting::{Event, EventType};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::Document;
+use crate::messaging::Messenger;
+use crate::pipeline::{PipelinePlan, StageMetrics};
+use meter::Meter;
+
+const POLL: Duration = Duration::from_millis(50);
+
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    pub threads: usize,
+    pub max_retries: Option<u32>,
+    pub dead_letter_path: Option<PathBuf>,
+    pub enable_heartbeat: bool,
+    pub heartbeat_path: PathBuf,
+    pub log_interval: Duration,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        WorkerSettings {
+            threads: 1,
+            max_retries: None,
+            dead_letter_path: None,
+            enable_heartbeat: false,
+            heartbeat_path: PathBuf::from("heartbeat.log"),
+            log_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+pub fn worker_spec() -> Spec {
+    Spec::new()
+        .optional("threads", Kind::Integer)
+        .optional("maxRetries", Kind::Integer)
+        .optional("deadLetterPath", Kind::String)
+        .optional("enableHeartbeat", Kind::Bool)
+        .optional("heartbeatPath", Kind::String)
+        .optional("maxProcessingSecs", Kind::Integer)
+        .optional("exitOnTimeout", Kind::Bool)
+        .optional("pipeline", Kind::String)
+}
+
+impl WorkerSettings {
+    /// Reads `worker { }` and `log.seconds`.
+    pub fn from_config(
+        worker: &ComponentConfig,
+        log_seconds: Option<u64>,
+    ) -> Result<Self, Vec<ConfigError>> {
+        let mut errors = worker_spec().validate(worker.map(), worker.path());
+        let mut s = WorkerSettings::default();
+        match worker.usize("threads") {
+            Ok(Some(0)) => errors.push(worker.error("threads", "must be at least 1")),
+            Ok(Some(n)) => s.threads = n,
+            Ok(None) => {}
+            Err(e) => errors.push(e),
+        }
+        match worker.usize("maxRetries") {
+            Ok(v) => s.max_retries = v.map(|v| u32::try_from(v).unwrap_or(u32::MAX)),
+            Err(e) => errors.push(e),
+        }
+        match worker.string("deadLetterPath") {
+            Ok(v) => s.dead_letter_path = v.map(|p| worker.resolve_path(&p)),
+            Err(e) => errors.push(e),
+        }
+        match worker.bool_or("enableHeartbeat", false) {
+            Ok(b) => s.enable_heartbeat = b,
+            Err(e) => errors.push(e),
+        }
+        match worker.string("heartbeatPath") {
+            Ok(Some(p)) => s.heartbeat_path = PathBuf::from(p),
+            Ok(None) => {}
+            Err(e) => errors.push(e),
+        }
+        if let Some(secs) = log_seconds {
+            s.log_interval = Duration::from_secs(secs.max(1));
+        }
+        if errors.is_empty() {
+            Ok(s)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// Shared counters of a pool, for logs, progress lines and the heartbeat.
+#[derive(Debug, Default)]
+pub struct PoolStats {
+    pub processed: AtomicU64,
+    pub latency_ns: AtomicU64,
+    pub failed: AtomicU64,
+    pub meter: Meter,
+}
+
+impl PoolStats {
+    pub fn mean_latency_ms(&self) -> f64 {
+        let n = self.processed.load(Ordering::Relaxed);
+        if n == 0 {
+            0.0
+        } else {
+            self.latency_ns.load(Ordering::Relaxed) as f64 / n as f64 / 1e6
+        }
+    }
+}
+
+struct DeadLetter {
+    path: PathBuf,
+    out: Mutex<Option<BufWriter<std::fs::File>>>,
+}
+
+impl DeadLetter {
+    fn write(&self, doc: &Document, pipeline: &str, error: &str, attempts: u32) {
+        let mut out = self.out.lock();
+        if out.is_none() {
+            if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            match OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+            {
+                Ok(f) => *out = Some(BufWriter::new(f)),
+                Err(e) => {
+                    tracing::error!("cannot open dead-letter file {}: {e}", self.path.display());
+                    return;
+                }
+            }
+        }
+        let line = json!({
+            "id": doc.id(), "run_id": doc.run_id(), "pipeline": pipeline,
+            "error": error, "attempts": attempts, "document": doc.as_map(),
+        });
+        if let Some(w) = out.as_mut() {
+            let r = serde_json::to_writer(&mut *w, &line)
+                .map_err(std::io::Error::other)
+                .and_then(|_| w.write_all(b"\n"))
+                .and_then(|_| w.flush());
+            if let Err(e) = r {
+                tracing::error!(
+                    doc_id = doc.id(),
+                    "writing to the dead-letter file failed: {e}"
+                );
+            }
+        }
+    }
+}
+
+pub struct WorkerPool {
+    running: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<Vec<StageMetrics>>>,
+    logger: Option<JoinHandle<()>>,
+    pub stats: Arc<PoolStats>,
+}
+
+struct WorkerContext {
+    plan: PipelinePlan,
+    settings: WorkerSettings,
+    messenger: Arc<dyn Messenger>,
+    run_id: Arc<str>,
+    running: Arc<AtomicBool>,
+    stats: Arc<PoolStats>,
+    dead_letter: Option<Arc<DeadLetter>>,
+}
+
+impl WorkerPool {
+    pub fn start(
+        plan: PipelinePlan,
+        settings: WorkerSettings,
+        messenger: Arc<dyn Messenger>,
+        run_id: Arc<str>,
+    ) -> std::io::Result<Self> {
+        let running = Arc::new(AtomicBool::new(true));
+        let stats = Arc::new(PoolStats::default());
+        let dead_letter_path = settings.dead_letter_path.clone().or_else(|| {
+            settings
+                .max_retries
+                .map(|_| PathBuf::from(format!("{}_fail.jsonl", plan.name)))
+        });
+        let dead_letter = dead_letter_path.map(|path| {
+            Arc::new(DeadLetter {
+                path,
+                out: Mutex::new(None),
+            })
+        });
+        let mut threads = Vec::with_capacity(settings.threads);
+        for i in 0..settings.threads {
+            let ctx = WorkerContext {
+                plan: plan.clone(),
+                settings: settings.clone(),
+                messenger: messenger.clone(),
+                run_id: run_id.clone(),
+                running: running.clone(),
+                stats: stats.clone(),
+                dead_letter: dead_letter.clone(),
+            };
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("lucille-worker-{}", i + 1))
+                    .spawn(move || ctx.run())?,
+            );
+        }
+        let logger = {
+            let (running, stats, settings) = (running.clone(), stats.clone(), settings.clone());
+            Some(
+                std::thread::Builder::new()
+                    .name("lucille-worker-pool".into())
+                    .spawn(move || log_loop(&running, &stats, &settings))?,
+            )
+        };
+        Ok(WorkerPool {
+            running,
+            threads,
+            logger,
+            stats,
+        })
+    }
+
+    /// Stops the workers after their current document and returns the summed stage metrics.
+    pub fn stop(mut self) -> Vec<StageMetrics> {
+        self.running.store(false, Ordering::SeqCst);
+        let mut totals: Vec<StageMetrics> = Vec::new();
+        for t in self.threads.drain(..) {
+            if let Ok(metrics) = t.join() {
+                if totals.is_empty() {
+                    totals = metrics;
+                } else {
+                    for (t, m) in totals.iter_mut().zip(metrics) {
+                        t.processed += m.processed;
+                        t.children += m.children;
+                        t.errors += m.errors;
+                        t.total_time += m.total_time;
+                    }
+                }
+            }
+        }
+        if let Some(l) = self.logger.take() {
+            let _ = l.join();
+        }
+        totals
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        self.running.store(false, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        if let Some(l) = self.logger.take() {
+            let _ = l.join();
+        }
+    }
+}
+
+fn log_loop(running: &AtomicBool, stats: &PoolStats, settings: &WorkerSettings) {
+    let mut last_log = Instant::now();
+    let mut last_tick = Instant::now();
+    while running.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+        if last_tick.elapsed() >= meter::TICK {
+            stats.meter.tick();
+            last_tick = Instant::now();
+        }
+        if last_log.elapsed() >= settings.log_interval {
+            last_log = Instant::now();
+            let n = stats.processed.load(Ordering::Relaxed);
+            tracing::info!(
+                "{n} docs processed. One minute rate: {:.2} docs/sec. Mean pipeline latency: {:.2} ms/doc.",
+                stats.meter.one_minute_rate(),
+                stats.mean_latency_ms()
+            );
+            if settings.enable_heartbeat {
+                write_heartbeat(&settings.heartbeat_path, n);
+            }
+        }
+    }
+}
+
+fn write_heartbeat(path: &std::path::Path, processed: u64) {
+    let line = format!(
+        "{} heartbeat: {processed} docs processed\n",
+        chrono::Utc::now().to_rfc3339()
+    );
+    let r = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = r {
+        tracing::warn!("cannot write heartbeat to {}: {e}", path.display());
+    }
+}
+
+impl WorkerContext {
+    fn event(&self, id: &str, kind: EventType, message: Option<String>) {
+        let mut e = Event::new(id, self.run_id.clone(), kind);
+        e.message = message;
+        if let Err(err) = self.messenger.send_event(e) {
+            tracing::error!(doc_id = id, "could not send {kind} event: {err}");
+        }
+    }
+
+    fn fail(&self, doc: &Document, message: String, attempts: u32) {
+        tracing::error!(doc_id = doc.id(), "Document FAILED: {message}");
+        self.stats.failed.fetch_add(1, Ordering::Relaxed);
+        if let Some(dl) = &self.dead_letter {
+            dl.write(doc, &self.plan.name, &message, attempts);
+        }
+        self.event(doc.id(), EventType::Fail, Some(message));
+    }
+
+    fn run(self) -> Vec<StageMetrics> {
+        let mut pipeline = match self.plan.instantiate() {
+            Ok(p) => Ok(p),
+            Err(e) => Err(format!(
+                "the worker could not build pipeline {:?}: {}",
+                self.plan.name,
+                e.to_string().trim_end()
+            )),
+        };
+        if let Ok(p) = &mut pipeline {
+            if let Err(e) = p.start() {
+                pipeline = Err(format!(
+                    "the worker could not start pipeline {:?}: {e}",
+                    self.plan.name
+                ));
+            }
+        }
+        if let Err(message) = &pipeline {
+            tracing::error!("{message}; every document this worker takes will FAIL");
+        }
+        while self.running.load(Ordering::SeqCst) {
+            let Some(doc) = self.messenger.poll_doc_to_process(POLL) else {
+                continue;
+            };
+            match &mut pipeline {
+                Ok(p) => self.process(p, doc),
+                Err(message) => self.fail(&doc, message.clone(), 1),
+            }
+        }
+        match pipeline {
+            Ok(mut p) => {
+                if let Err(e) = p.stop() {
+                    tracing::error!("{e}");
+                }
+                p.metrics()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
+    fn process(&self, pipeline: &mut crate::pipeline::Pipeline, doc: Document) {
+        let started = Instant::now();
+        let max_retries = self.settings.max_retries.unwrap_or(0);
+        let original = (max_retries > 0).then(|| doc.clone());
+        let mut doc = doc;
+        let mut attempt = 1;
+        loop {
+            let mut parent_failure = None;
+            for out in pipeline.process(doc) {
+                if out.is_child {
+                    self.event(out.doc.id(), EventType::Create, None);
+                }
+                match out.error {
+                    Some(e) if !out.is_child => parent_failure = Some((out.doc, e.to_string())),
+                    Some(e) => self.fail(&out.doc, e.to_string(), attempt),
+                    None if out.doc.is_dropped() => self.event(out.doc.id(), EventType::Drop, None),
+                    None => {
+                        let id = out.doc.id().to_string();
+                        if let Err(e) = self.messenger.send_for_indexing(out.doc) {
+                            self.event(
+                                &id,
+                                EventType::Fail,
+                                Some(format!("could not send for indexing: {e}")),
+                            );
+                        }
+                    }
+                }
+            }
+            match (parent_failure, &original) {
+                (Some(_), Some(fresh)) if attempt <= max_retries => {
+                    tracing::warn!(doc_id = fresh.id(), "attempt {attempt} failed; retrying");
+                    attempt += 1;
+                    doc = fresh.clone();
+                }
+                (Some((failed, message)), _) => {
+                    let message = if attempt > 1 {
+                        format!("{message} (after {attempt} attempts)")
+                    } else {
+                        message
+                    };
+                    self.fail(original.as_ref().unwrap_or(&failed), message, attempt);
+                    break;
+                }
+                (None, _) => break,
+            }
+        }
+        self.stats.processed.fetch_add(1, Ordering::Relaxed);
+        self.stats.meter.mark(1);
+        let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.stats.latency_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests;

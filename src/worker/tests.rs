@@ -1,0 +1,133 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::messaging::LocalMessenger;
+
+fn plan(stages: Value) -> PipelinePlan {
+    let Value::Array(stages) = stages else {
+        panic!()
+    };
+    PipelinePlan::from_config("main", &stages, "pipelines[0].stages", None).unwrap()
+}
+
+fn drain_events(m: &LocalMessenger, want: usize) -> Vec<Event> {
+    let mut events = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while events.len() < want && Instant::now() < deadline {
+        if let Some(e) = m.poll_event(Duration::from_millis(20)) {
+            events.push(e);
+        }
+    }
+    events
+}
+
+#[test]
+fn workers_emit_create_drop_fail_and_index() {
+    let m = Arc::new(LocalMessenger::new(100));
+    let p = plan(json!([
+        {"class": "DropDocument", "conditions": [{"fields": ["kind"], "values": ["drop"]}]},
+        {"class": "CopyFields", "fieldMapping": {"a": "id"}, "conditions": [{"fields": ["kind"], "values": ["bad"]}]},
+        {"class": "CreateChildrenStage", "numChildren": 2, "conditions": [{"fields": ["kind"], "values": ["kids"]}]}
+    ]));
+    let pool = WorkerPool::start(
+        p,
+        WorkerSettings {
+            threads: 2,
+            ..Default::default()
+        },
+        m.clone(),
+        Arc::from("r"),
+    )
+    .unwrap();
+    for (id, kind) in [("1", "drop"), ("2", "bad"), ("3", "kids"), ("4", "plain")] {
+        let mut d = Document::new(id).unwrap();
+        d.set_field("kind", kind).unwrap();
+        d.set_field("a", "x").unwrap();
+        m.send_for_processing(d).unwrap();
+    }
+    // 1 DROP, 1 FAIL, 2 CREATE for 3's children; 3, its children and 4 go to the indexer.
+    let events = drain_events(&m, 4);
+    let stats = pool.stats.clone();
+    let metrics = pool.stop();
+    let mut kinds: Vec<_> = events.iter().map(|e| (e.doc_id.clone(), e.kind)).collect();
+    kinds.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(kinds.iter().filter(|k| k.1 == EventType::Create).count(), 2);
+    assert!(kinds.contains(&("1".into(), EventType::Drop)));
+    assert!(kinds.contains(&("2".into(), EventType::Fail)));
+    let fail = events.iter().find(|e| e.kind == EventType::Fail).unwrap();
+    assert!(
+        fail.message.as_deref().unwrap().contains("reserved"),
+        "{fail:?}"
+    );
+    let mut indexed = Vec::new();
+    while let Some(d) = m.poll_doc_to_index(Duration::from_millis(10)) {
+        indexed.push(d.id().to_string());
+    }
+    indexed.sort();
+    assert_eq!(indexed.len(), 4, "{indexed:?}");
+    assert!(indexed.contains(&"3".to_string()) && indexed.contains(&"4".to_string()));
+    assert_eq!(stats.processed.load(Ordering::Relaxed), 4);
+    assert_eq!(metrics.len(), 3);
+    // Summed over both workers; a stage counts only documents its conditions let in.
+    assert_eq!(
+        (
+            metrics[0].processed,
+            metrics[1].processed,
+            metrics[2].processed
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(metrics[1].errors, 1);
+    assert_eq!(metrics[2].children, 2);
+}
+
+#[test]
+fn retries_then_dead_letters_a_poison_document() {
+    let dir = std::env::temp_dir().join(format!("lucille-dlq-{}", std::process::id()));
+    let dl = dir.join("dead.jsonl");
+    let m = Arc::new(LocalMessenger::new(10));
+    // Fails every time: writing to a reserved field.
+    let p = plan(json!([{"class": "CopyFields", "fieldMapping": {"a": "id"}}]));
+    let settings = WorkerSettings {
+        max_retries: Some(2),
+        dead_letter_path: Some(dl.clone()),
+        ..Default::default()
+    };
+    let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r")).unwrap();
+    let mut d = Document::new("poison").unwrap();
+    d.set_field("a", "x").unwrap();
+    m.send_for_processing(d).unwrap();
+    let events = drain_events(&m, 1);
+    pool.stop();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kind, EventType::Fail);
+    assert!(events[0]
+        .message
+        .as_deref()
+        .unwrap()
+        .contains("after 3 attempts"));
+    let text = std::fs::read_to_string(&dl).unwrap();
+    let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(line["id"], "poison");
+    assert_eq!(line["attempts"], 3);
+    assert_eq!(line["document"]["a"], "x");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_stage_error_fails_the_document_and_the_worker_goes_on() {
+    let m = Arc::new(LocalMessenger::new(10));
+    let p = plan(json!([{"class": "Print", "outputFile": "/proc/definitely/not/writable.json"}]));
+    let pool = WorkerPool::start(p, WorkerSettings::default(), m.clone(), Arc::from("r")).unwrap();
+    m.send_for_processing(Document::new("a").unwrap()).unwrap();
+    m.send_for_processing(Document::new("b").unwrap()).unwrap();
+    let events = drain_events(&m, 2);
+    pool.stop();
+    assert_eq!(
+        events.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        [EventType::Fail, EventType::Fail]
+    );
+}
