@@ -4,6 +4,7 @@
 
 pub mod accounting;
 pub mod config;
+pub mod connector;
 pub mod document;
 pub mod indexer;
 pub mod jsonata;

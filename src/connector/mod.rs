@@ -1,0 +1,206 @@
+//! Connectors (spec §2): read a source and publish documents. The runner drives the lifecycle:
+//! `pre_execute(run_id)`, `execute(publisher)`, `post_execute(run_id)` only after `execute`
+//! succeeded, and `close()` always.
+//!
+//! Common keys: `name`, `class`, `pipeline`, `docIdPrefix`, `collapse`. Each built-in
+//! connector lives in its own file and exposes a `DESCRIPTOR`.
+
+pub mod sequence;
+
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Map, Value};
+
+use crate::accounting::{PublishError, Publisher};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConnectorError(pub String);
+
+impl ConnectorError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ConnectorError(message.into())
+    }
+}
+
+impl From<PublishError> for ConnectorError {
+    fn from(e: PublishError) -> Self {
+        ConnectorError(e.to_string())
+    }
+}
+
+pub trait Connector: Send {
+    fn pre_execute(&mut self, _run_id: &str) -> Result<(), ConnectorError> {
+        Ok(())
+    }
+
+    /// Reads the source and publishes every document.
+    fn execute(&mut self, publisher: &Arc<Publisher>) -> Result<(), ConnectorError>;
+
+    fn post_execute(&mut self, _run_id: &str) -> Result<(), ConnectorError> {
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), ConnectorError> {
+        Ok(())
+    }
+}
+
+/// The keys every connector accepts.
+pub fn connector_spec() -> Spec {
+    Spec::new()
+        .required("name", Kind::String)
+        .required("class", Kind::String)
+        .optional("pipeline", Kind::String)
+        .optional("docIdPrefix", Kind::String)
+        .optional("collapse", Kind::Bool)
+}
+
+/// A built-in connector: its Lucille class name, spec and constructor.
+pub struct ConnectorDescriptor {
+    pub name: &'static str,
+    pub spec: fn() -> Spec,
+    pub build: fn(&ComponentConfig, &Common) -> Result<Box<dyn Connector>, ConfigError>,
+}
+
+/// The common keys, read.
+#[derive(Debug, Clone, Default)]
+pub struct Common {
+    pub name: String,
+    pub pipeline: Option<String>,
+    pub doc_id_prefix: Option<String>,
+    pub collapse: bool,
+}
+
+impl Common {
+    pub fn doc_id(&self, id: &str) -> String {
+        crate::document::ids::with_prefix(self.doc_id_prefix.as_deref(), id)
+    }
+}
+
+pub const LUCILLE_CONNECTOR_PACKAGE: &str = "com.kmwllc.lucille.connector.";
+
+pub fn builtins() -> &'static [&'static ConnectorDescriptor] {
+    static ALL: &[&ConnectorDescriptor] = &[&sequence::DESCRIPTOR];
+    ALL
+}
+
+/// Builds Python connectors (`module:Class`); installed by the Python bindings.
+pub trait PythonConnectorFactory: Send + Sync {
+    fn check(&self, class: &str, config: &ComponentConfig) -> Result<(), ConfigError>;
+    fn build(
+        &self,
+        class: &str,
+        config: &ComponentConfig,
+        common: &Common,
+    ) -> Result<Box<dyn Connector>, ConfigError>;
+}
+
+static PYTHON_FACTORY: OnceLock<Box<dyn PythonConnectorFactory>> = OnceLock::new();
+
+pub fn install_python_factory(factory: Box<dyn PythonConnectorFactory>) {
+    let _ = PYTHON_FACTORY.set(factory);
+}
+
+#[derive(Clone)]
+enum Class {
+    Builtin(&'static ConnectorDescriptor),
+    Python(String),
+}
+
+/// A validated connector config; `instantiate` makes the connector for a run.
+#[derive(Clone)]
+pub struct ConnectorPlan {
+    pub common: Common,
+    class: Class,
+    config: ComponentConfig,
+}
+
+fn python_factory(
+    config: &ComponentConfig,
+) -> Result<&'static dyn PythonConnectorFactory, ConfigError> {
+    PYTHON_FACTORY.get().map(|b| b.as_ref()).ok_or_else(|| {
+        config.error("class", "Python connectors need the lucille Python package (run through `lucille` or `import lucille`)")
+    })
+}
+
+impl ConnectorPlan {
+    pub fn from_config(
+        mut map: Map<String, Value>,
+        path: &str,
+        base_dir: Option<&std::path::Path>,
+    ) -> Result<Self, Vec<ConfigError>> {
+        let base = ComponentConfig::new(map.clone(), path).with_base_dir(base_dir.map(Into::into));
+        let class_name = base.require_string("class").map_err(|e| vec![e])?;
+        let mut errors = Vec::new();
+        let class = if crate::stage::registry::is_python_reference(&class_name) {
+            if let Err(e) = python_factory(&base).and_then(|f| f.check(&class_name, &base)) {
+                errors.push(e);
+            }
+            Class::Python(class_name)
+        } else {
+            let short = class_name
+                .strip_prefix(LUCILLE_CONNECTOR_PACKAGE)
+                .unwrap_or(&class_name);
+            match builtins().iter().find(|d| d.name == short) {
+                Some(d) => {
+                    let spec = (d.spec)();
+                    spec.normalize(&mut map);
+                    errors.extend(spec.validate(&map, path));
+                    Class::Builtin(d)
+                }
+                None => {
+                    let known: Vec<_> = builtins().iter().map(|d| d.name).collect();
+                    return Err(vec![base.error(
+                        "class",
+                        format!("unknown connector class {class_name:?}; built-in connectors: {}, or a Python class as \"module:Class\"", known.join(", ")),
+                    )]);
+                }
+            }
+        };
+        let config = ComponentConfig::new(map, path).with_base_dir(base_dir.map(Into::into));
+        let mut read = |key: &str| match config.string(key) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
+        let common = Common {
+            name: read("name").unwrap_or_default(),
+            pipeline: read("pipeline"),
+            doc_id_prefix: read("docIdPrefix"),
+            collapse: false,
+        };
+        let collapse = match config.bool_or("collapse", false) {
+            Ok(b) => b,
+            Err(e) => {
+                errors.push(e);
+                false
+            }
+        };
+        let common = Common { collapse, ..common };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let plan = ConnectorPlan {
+            common,
+            class,
+            config,
+        };
+        if let Class::Builtin(_) = plan.class {
+            plan.instantiate().map_err(|e| vec![e])?;
+        }
+        Ok(plan)
+    }
+
+    pub fn instantiate(&self) -> Result<Box<dyn Connector>, ConfigError> {
+        match &self.class {
+            Class::Builtin(d) => (d.build)(&self.config, &self.common),
+            Class::Python(class) => {
+                python_factory(&self.config)?.build(class, &self.config, &self.common)
+            }
+        }
+    }
+}

@@ -1,0 +1,904 @@
+//! Native JSONata functions that jsonata-rs 0.3.4 lacks or gets wrong for our purposes.
+
+use bumpalo::Bump;
+use jsonata_rs::{ArrayFlags, Error, FunctionContext, Value};
+
+use super::order::KeyOrderer;
+use super::with_scope;
+
+mod format_number;
+
+/// The type of a jsonata-rs native function.
+pub(crate) type Native = for<'a, 'e, 'b> fn(
+    FunctionContext<'a, 'e>,
+    &'b [&'a Value<'a>],
+) -> jsonata_rs::Result<&'a Value<'a>>;
+
+type Res<'a> = jsonata_rs::Result<&'a Value<'a>>;
+
+/// Functions missing from jsonata-rs: (name, arity, implementation). The arity counts the
+/// mandatory parameters only: higher-order functions such as `$map` pass that many arguments.
+pub(crate) const SUPPLIED: &[(&str, usize, Native)] = &[
+    ("average", 1, fn_average),
+    ("type", 1, fn_type),
+    ("spread", 1, fn_spread),
+    ("sift", 2, fn_sift),
+    ("shuffle", 1, fn_shuffle),
+    ("formatBase", 1, fn_format_base),
+    ("formatNumber", 2, format_number::fn_format_number),
+    ("encodeUrlComponent", 1, fn_encode_url_component),
+    ("encodeUrl", 1, fn_encode_url),
+    ("decodeUrlComponent", 1, fn_decode_url_component),
+    ("decodeUrl", 1, fn_decode_url),
+];
+
+/// Replacements for jsonata-rs builtins (bound over them in each evaluation's frame).
+/// `$map`, `$filter`, `$single` and `$sort` are re-implemented so that the tail-call thunks
+/// their function arguments return are evaluated (jsonata-rs's `$filter`, `$single` and
+/// `$sort` ignore them) and recorded for freeing.
+pub(crate) const OVERRIDES: &[(&str, usize, Native)] = &[
+    ("map", 2, fn_map),
+    ("filter", 2, fn_filter),
+    ("single", 2, fn_single),
+    ("sort", 1, fn_sort),
+    ("keys", 1, fn_keys),
+    ("each", 2, fn_each),
+    ("string", 1, fn_string),
+];
+
+/// jsonata-rs builtins wrapped so that the function, regex and transform values passed to
+/// them are recorded, and freed once unreachable (see `gc_hook`): (name, jsonata-rs arity,
+/// wrapper). The wrapper's index in this table selects the original builtin.
+pub(crate) const WRAPPED: &[(&str, usize, Native)] = &[
+    ("reduce", 3, wrap_reduce),
+    ("replace", 4, wrap_replace),
+    ("match", 2, wrap_match),
+    ("contains", 2, wrap_contains),
+    ("split", 3, wrap_split),
+];
+
+/// The type of a jsonata-rs builtin for one arena lifetime.
+type Builtin<'a> = for<'e, 'b> fn(FunctionContext<'a, 'e>, &'b [&'a Value<'a>]) -> Res<'a>;
+
+macro_rules! wrapper {
+    ($($name:ident = $index:expr),* $(,)?) => {$(
+        fn $name<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+            call_original($index, ctx, args)
+        }
+    )*};
+}
+
+wrapper!(
+    wrap_reduce = 0,
+    wrap_replace = 1,
+    wrap_match = 2,
+    wrap_contains = 3,
+    wrap_split = 4,
+);
+
+fn call_original<'a>(
+    index: usize,
+    ctx: FunctionContext<'a, '_>,
+    args: &[&'a Value<'a>],
+) -> Res<'a> {
+    record_disposables(args);
+    let Some(ptr) = with_scope(|scope| scope.original(index)).flatten() else {
+        return Err(Error::T1006InvokedNonFunction(ctx.char_index));
+    };
+    // SAFETY: `ptr` is the `func` of the builtin `Value::NativeFn` that jsonata-rs bound for
+    // `WRAPPED[index]` in this evaluation (read by `gc_hook`), i.e. one of jsonata-rs's
+    // `pub fn fn_x<'a>(FunctionContext<'a, '_>, &[&'a Value<'a>]) -> Result<&'a Value<'a>>`,
+    // which is generic over the arena lifetime; it is called with values of this arena.
+    let original = unsafe { std::mem::transmute::<*const (), Builtin<'a>>(ptr) };
+    original(ctx, args)
+}
+
+/// Records the function, regex and transform values among `args` for freeing later.
+fn record_disposables(args: &[&Value<'_>]) {
+    let mut found = args
+        .iter()
+        .filter(|v| {
+            matches!(
+                v,
+                Value::Lambda { .. } | Value::Regex(_) | Value::Transformer { .. }
+            )
+        })
+        .map(|v| *v as *const Value as usize)
+        .peekable();
+    if found.peek().is_some() {
+        with_scope(|scope| scope.record_disposables(found));
+    }
+}
+
+fn arg<'a>(args: &[&'a Value<'a>], i: usize) -> &'a Value<'a> {
+    args.get(i).copied().unwrap_or_else(Value::undefined)
+}
+
+/// The context value, unwrapped from the array jsonata-rs wraps array inputs in.
+fn context_value<'a>(ctx: &FunctionContext<'a, '_>) -> &'a Value<'a> {
+    let input = ctx.input;
+    if input.has_flags(ArrayFlags::WRAPPED) {
+        input.get_member(0)
+    } else {
+        input
+    }
+}
+
+/// The first argument, or the context value when the function was called without arguments.
+fn arg_or_context<'a>(ctx: &FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> &'a Value<'a> {
+    if args.is_empty() {
+        context_value(ctx)
+    } else {
+        args[0]
+    }
+}
+
+fn bad_arg(ctx: &FunctionContext<'_, '_>, index: usize) -> Error {
+    Error::T0410ArgumentNotValid(ctx.char_index, index, ctx.name.to_string())
+}
+
+fn max_args(ctx: &FunctionContext<'_, '_>, args: &[&Value<'_>], max: usize) -> Result<(), Error> {
+    if args.len() > max {
+        Err(bad_arg(ctx, max + 1))
+    } else {
+        Ok(())
+    }
+}
+
+/// An error with a JSONata code that jsonata-rs has no variant for.
+pub(super) fn custom_error(ctx: &FunctionContext<'_, '_>, code: &str, message: &str) -> Error {
+    let mark = super::ERROR_MARK;
+    Error::D3137Error(format!("{mark}{code} @ {}: {message}", ctx.char_index))
+}
+
+fn sequence<'a>(arena: &'a Bump) -> &'a mut Value<'a> {
+    Value::array(arena, ArrayFlags::SEQUENCE)
+}
+
+/// The keys of an object in this module's order (see "Key order").
+fn ordered_keys<'a>(map_value: &'a Value<'a>) -> Vec<&'a str> {
+    let Value::Object(map) = map_value else {
+        return Vec::new();
+    };
+    let mut keys: Vec<&'a str> = map.keys().map(|k| k.as_str()).collect();
+    let ordered = with_scope(|scope| scope.orderer.order(&mut keys));
+    if ordered.is_none() {
+        keys.sort_unstable();
+    }
+    keys
+}
+
+fn is_function(v: &Value<'_>) -> bool {
+    matches!(
+        v,
+        Value::Lambda { .. } | Value::NativeFn { .. } | Value::Transformer { .. }
+    )
+}
+
+/// Calls `func` with as many of (value, key/index, container) as its arity asks for.
+fn call_with_arity<'a>(
+    ctx: &FunctionContext<'a, '_>,
+    func: &'a Value<'a>,
+    all: [&'a Value<'a>; 3],
+) -> Res<'a> {
+    let arity = func.arity().clamp(1, 3);
+    let result = ctx.evaluate_function(func, &all[..arity])?;
+    // A tail call in a lambda body comes back as a thunk lambda owning heap memory.
+    record_disposables(&[result]);
+    ctx.trampoline_evaluate_value(result)
+}
+
+/// The array argument of `$map`/`$filter`/`$single` and its function, after recording it.
+fn array_and_function<'a>(
+    ctx: &FunctionContext<'a, '_>,
+    args: &[&'a Value<'a>],
+) -> Result<Option<(&'a Value<'a>, &'a Value<'a>)>, Error> {
+    max_args(ctx, args, 2)?;
+    record_disposables(args);
+    let array = arg(args, 0);
+    let func = arg(args, 1);
+    if array.is_undefined() {
+        return Ok(None);
+    }
+    if !is_function(func) {
+        return Err(bad_arg(ctx, 2));
+    }
+    Ok(Some((
+        Value::wrap_in_array_if_needed(ctx.arena, array, ArrayFlags::empty()),
+        func,
+    )))
+}
+
+/// `$map(array, function)`.
+fn fn_map<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    let Some((array, func)) = array_and_function(&ctx, args)? else {
+        return Ok(Value::undefined());
+    };
+    let out = sequence(ctx.arena);
+    for (i, item) in array.members().enumerate() {
+        let index = Value::number(ctx.arena, i as f64);
+        let mapped = call_with_arity(&ctx, func, [item, index, array])?;
+        if !mapped.is_undefined() {
+            out.push(mapped);
+        }
+    }
+    Ok(out)
+}
+
+/// `$filter(array, function)`.
+fn fn_filter<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    let Some((array, func)) = array_and_function(&ctx, args)? else {
+        return Ok(Value::undefined());
+    };
+    let out = sequence(ctx.arena);
+    for (i, item) in array.members().enumerate() {
+        let index = Value::number(ctx.arena, i as f64);
+        if call_with_arity(&ctx, func, [item, index, array])?.is_truthy() {
+            out.push(item);
+        }
+    }
+    Ok(out)
+}
+
+/// `$sort(array [, function])`: stable merge sort; `function($a, $b)` returns true when `$a`
+/// belongs after `$b`. Without a function, the items must be all numbers or all strings.
+fn fn_sort<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    max_args(&ctx, args, 2)?;
+    record_disposables(args);
+    let array = arg(args, 0);
+    if array.is_undefined() {
+        return Ok(Value::undefined());
+    }
+    let items: Vec<&'a Value<'a>> = match array {
+        Value::Array(..) | Value::Range(..) => array.members().collect(),
+        other => return Ok(other),
+    };
+    if items.len() <= 1 {
+        return Ok(array);
+    }
+    let func = arg(args, 1);
+    let sorted = if func.is_undefined() {
+        let mut items = items;
+        if items.iter().all(|v| matches!(v, Value::Number(_))) {
+            items.sort_by(|a, b| a.as_f64().total_cmp(&b.as_f64()));
+        } else if items.iter().all(|v| matches!(v, Value::String(_))) {
+            items.sort_by(|a, b| match (a, b) {
+                (Value::String(x), Value::String(y)) => x.as_str().cmp(y.as_str()),
+                _ => std::cmp::Ordering::Equal,
+            });
+        } else {
+            return Err(Error::D3070InvalidDefaultSort(ctx.char_index));
+        }
+        items
+    } else if is_function(func) {
+        merge_sort(items, &mut |a, b| {
+            let result = ctx.evaluate_function(func, &[a, b])?;
+            record_disposables(&[result]);
+            Ok(ctx.trampoline_evaluate_value(result)?.is_truthy())
+        })?
+    } else {
+        return Err(bad_arg(&ctx, 2));
+    };
+    let out = Value::array_with_capacity(ctx.arena, sorted.len(), ArrayFlags::empty());
+    for item in sorted {
+        out.push(item);
+    }
+    Ok(out)
+}
+
+/// Stable merge sort where `after(a, b)` says that `a` must come after `b`.
+fn merge_sort<'a>(
+    items: Vec<&'a Value<'a>>,
+    after: &mut dyn FnMut(&'a Value<'a>, &'a Value<'a>) -> Result<bool, Error>,
+) -> Result<Vec<&'a Value<'a>>, Error> {
+    if items.len() <= 1 {
+        return Ok(items);
+    }
+    let mut left = items;
+    let right = left.split_off(left.len() / 2);
+    let left = merge_sort(left, after)?;
+    let right = merge_sort(right, after)?;
+    let mut merged = Vec::with_capacity(left.len() + right.len());
+    let (mut l, mut r) = (left.into_iter().peekable(), right.into_iter().peekable());
+    while let (Some(&a), Some(&b)) = (l.peek(), r.peek()) {
+        if after(a, b)? {
+            merged.push(b);
+            r.next();
+        } else {
+            merged.push(a);
+            l.next();
+        }
+    }
+    merged.extend(l);
+    merged.extend(r);
+    Ok(merged)
+}
+
+/// `$single(array [, function])`: the one item that matches, else error D3138/D3139.
+fn fn_single<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    max_args(&ctx, args, 2)?;
+    record_disposables(args);
+    let array = arg(args, 0);
+    if array.is_undefined() {
+        return Ok(Value::undefined());
+    }
+    let func = arg(args, 1);
+    let func = if func.is_undefined() {
+        None
+    } else if is_function(func) {
+        Some(func)
+    } else {
+        return Err(bad_arg(&ctx, 2));
+    };
+    let array = Value::wrap_in_array_if_needed(ctx.arena, array, ArrayFlags::empty());
+    let mut found = None;
+    for (i, item) in array.members().enumerate() {
+        let matched = match func {
+            None => true,
+            Some(func) => {
+                let index = Value::number(ctx.arena, i as f64);
+                call_with_arity(&ctx, func, [item, index, array])?.is_truthy()
+            }
+        };
+        if matched {
+            if found.is_some() {
+                return Err(Error::D3138Error(format!(
+                    "More than one value matched the predicate at index {i}"
+                )));
+            }
+            found = Some(item);
+        }
+    }
+    found.ok_or_else(|| Error::D3139Error("No values matched the predicate.".to_string()))
+}
+
+/// `$average(array)`: mean of an array of numbers; undefined for an empty array.
+fn fn_average<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    max_args(&ctx, args, 1)?;
+    let value = arg(args, 0);
+    let mut sum = 0.0;
+    let mut count = 0usize;
+    match value {
+        Value::Undefined => return Ok(Value::undefined()),
+        Value::Number(n) => return Ok(Value::number(ctx.arena, *n)),
+        Value::Array(..) | Value::Range(..) => {
+            for member in value.members() {
+                match member {
+                    Value::Number(n) => {
+                        sum += n;
+                        count += 1;
+                    }
+                    _ => {
+                        return Err(Error::T0412ArgumentMustBeArrayOfType(
+                            ctx.char_index,
+                            1,
+                            ctx.name.to_string(),
+                            "number".to_string(),
+                        ));
+                    }
+                }
+            }
+        }
+        _ => return Err(bad_arg(&ctx, 1)),
+    }
+    if count == 0 {
+        return Ok(Value::undefined());
+    }
+    Ok(Value::number(ctx.arena, sum / count as f64))
+}
+
+/// `$type(value)`: "null", "number", "string", "boolean", "array", "object" or "function".
+fn fn_type<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    max_args(&ctx, args, 1)?;
+    let name = match arg(args, 0) {
+        Value::Undefined => return Ok(Value::undefined()),
+        Value::Null => "null",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Bool(_) => "boolean",
+        Value::Array(..) | Value::Range(..) => "array",
+        Value::Object(_) => "object",
+        Value::Lambda { .. }
+        | Value::NativeFn { .. }
+        | Value::Transformer { .. }
+        | Value::Regex(_) => "function",
+    };
+    Ok(Value::string(ctx.arena, name))
+}
+
+/// `$spread(object)`: an array of single-key objects, one per key.
+fn fn_spread<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    max_args(&ctx, args, 1)?;
+    let value = arg_or_context(&ctx, args);
+    fn spread_into<'a>(arena: &'a Bump, value: &'a Value<'a>, out: &mut Value<'a>) {
+        match value {
+            Value::Array(..) | Value::Range(..) => {
+                for member in value.members() {
+                    spread_into(arena, member, out);
+                }
+            }
+            Value::Object(map) => {
+                for key in ordered_keys(value) {
+                    if let Some(v) = map.get(key) {
+                        let single = Value::object_with_capacity(arena, 1);
+                        single.insert(key, v);
+                        out.push(single);
+                    }
+                }
+            }
+            Value::Undefined => {}
+            other => out.push(other),
+        }
+    }
+    match value {
+        Value::Array(..) | Value::Range(..) | Value::Object(_) => {
+            let out = sequence(ctx.arena);
+            spread_into(ctx.arena, value, out);
+            Ok(out)
+        }
+        other => Ok(other),
+    }
+}
+
+/// `$sift(object, function)`: the entries for which `function(value, key, object)` is truthy.
+fn fn_sift<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    max_args(&ctx, args, 2)?;
+    record_disposables(args);
+    let (object, func) = if args.len() == 1 {
+        (context_value(&ctx), args[0])
+    } else {
+        (arg(args, 0), arg(args, 1))
+    };
+    if object.is_undefined() {
+        return Ok(Value::undefined());
+    }
+    let Value::Object(map) = object else {
+        return Err(bad_arg(&ctx, 1));
+    };
+    if !is_function(func) {
+        return Err(bad_arg(&ctx, 2));
+    }
+    let result = Value::object(ctx.arena);
+    let mut any = false;
+    for key in ordered_keys(object) {
+        let Some(value) = map.get(key) else { continue };
+        let key_value = Value::string(ctx.arena, key);
+        if call_with_arity(&ctx, func, [value, key_value, object])?.is_truthy() {
+            result.insert(key, value);
+            any = true;
+        }
+    }
+    Ok(if any { result } else { Value::undefined() })
+}
+
+/// A random `u64` without a `rand` dependency (std's per-instance random hash keys).
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(0x9e37_79b9_7f4a_7c15);
+    hasher.finish()
+}
+
+/// `$shuffle(array)`: the items in random order.
+fn fn_shuffle<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    max_args(&ctx, args, 1)?;
+    let value = arg(args, 0);
+    if value.is_undefined() {
+        return Ok(Value::undefined());
+    }
+    let mut items: Vec<&'a Value<'a>> = match value {
+        Value::Array(..) | Value::Range(..) => value.members().collect(),
+        other => vec![other],
+    };
+    // Fisher-Yates with a splitmix64 stream.
+    let mut state = random_u64();
+    for i in (1..items.len()).rev() {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let j = (z % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+    let out = Value::array_with_capacity(ctx.arena, items.len(), ArrayFlags::empty());
+    for item in items {
+        out.push(item);
+    }
+    Ok(out)
+}
+
+/// JSONata's rounding: half to even, at `dp` decimal places (decimal, not binary, halves).
+pub(super) fn round_half_even(value: f64, dp: i32) -> f64 {
+    let shifted: f64 = format!("{value:e}")
+        .split_once('e')
+        .and_then(|(m, e)| {
+            let e: i32 = e.parse().ok()?;
+            format!("{m}e{}", e + dp).parse().ok()
+        })
+        .unwrap_or(value);
+    let mut rounded = shifted.round();
+    if (shifted - shifted.trunc()).abs() == 0.5 && rounded % 2.0 != 0.0 {
+        rounded -= shifted.signum();
+    }
+    format!("{rounded:e}")
+        .split_once('e')
+        .and_then(|(m, e)| {
+            let e: i32 = e.parse().ok()?;
+            format!("{m}e{}", e - dp).parse().ok()
+        })
+        .unwrap_or(rounded)
+}
+
+/// `$formatBase(number, radix)`: the integer part (rounded) in base 2..36.
+fn fn_format_base<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    max_args(&ctx, args, 2)?;
+    let value = match arg_or_context(&ctx, args) {
+        Value::Undefined => return Ok(Value::undefined()),
+        Value::Number(n) => *n,
+        _ => return Err(bad_arg(&ctx, 1)),
+    };
+    let radix = match arg(args, 1) {
+        Value::Undefined => 10.0,
+        Value::Number(n) => *n,
+        _ => return Err(bad_arg(&ctx, 2)),
+    };
+    if !(2.0..=36.0).contains(&radix) || radix.fract() != 0.0 {
+        return Err(custom_error(
+            &ctx,
+            "D3100",
+            &format!(
+                "The radix of the formatBase function must be between 2 and 36.  It was given {}",
+                js_number_to_string(radix)
+            ),
+        ));
+    }
+    let rounded = round_half_even(value, 0);
+    if rounded.abs() >= 1e38 || !rounded.is_finite() {
+        return Err(bad_arg(&ctx, 1));
+    }
+    let mut n = rounded.abs() as u128;
+    let radix = radix as u128;
+    let mut digits = Vec::new();
+    loop {
+        let d = (n % radix) as u32;
+        digits.push(char::from_digit(d, 36).unwrap_or('?'));
+        n /= radix;
+        if n == 0 {
+            break;
+        }
+    }
+    if rounded < 0.0 {
+        digits.push('-');
+    }
+    let s: String = digits.into_iter().rev().collect();
+    Ok(Value::string(ctx.arena, &s))
+}
+
+fn string_arg<'a>(
+    ctx: &FunctionContext<'a, '_>,
+    args: &[&'a Value<'a>],
+) -> Result<Option<&'a str>, Error> {
+    max_args(ctx, args, 1)?;
+    match arg_or_context(ctx, args) {
+        Value::Undefined => Ok(None),
+        Value::String(s) => Ok(Some(s.as_str())),
+        _ => Err(bad_arg(ctx, 1)),
+    }
+}
+
+/// Percent-encodes every byte of `s` except ASCII alphanumerics and `keep`.
+fn percent_encode(s: &str, keep: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        if ch.is_ascii_alphanumeric() || keep.contains(ch) {
+            out.push(ch);
+        } else {
+            let mut buf = [0u8; 4];
+            for b in ch.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    out
+}
+
+/// Decodes `%XX` escapes (UTF-8); escapes of characters in `reserved` are left as they are.
+fn percent_decode(s: &str, reserved: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    while i < bytes.len() {
+        if bytes[i] != b'%' {
+            out.push(bytes[i]);
+            i += 1;
+            continue;
+        }
+        let byte = hex(*bytes.get(i + 1)?)? << 4 | hex(*bytes.get(i + 2)?)?;
+        if byte < 0x80 {
+            if reserved.as_bytes().contains(&byte) {
+                out.extend_from_slice(&bytes[i..i + 3]);
+            } else {
+                out.push(byte);
+            }
+            i += 3;
+            continue;
+        }
+        // A multi-byte UTF-8 sequence: all of its bytes must be escaped.
+        let len = match byte {
+            0xc2..=0xdf => 2,
+            0xe0..=0xef => 3,
+            0xf0..=0xf4 => 4,
+            _ => return None,
+        };
+        let mut seq = vec![byte];
+        for k in 1..len {
+            let at = i + 3 * k;
+            if bytes.get(at) != Some(&b'%') {
+                return None;
+            }
+            seq.push(hex(*bytes.get(at + 1)?)? << 4 | hex(*bytes.get(at + 2)?)?);
+        }
+        std::str::from_utf8(&seq).ok()?;
+        out.extend_from_slice(&seq);
+        i += 3 * len;
+    }
+    String::from_utf8(out).ok()
+}
+
+const URI_UNRESERVED: &str = "-_.!~*'()";
+const URI_RESERVED: &str = ";/?:@&=+$,#";
+
+fn fn_encode_url_component<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    Ok(match string_arg(&ctx, args)? {
+        None => Value::undefined(),
+        Some(s) => Value::string(ctx.arena, &percent_encode(s, URI_UNRESERVED)),
+    })
+}
+
+fn fn_encode_url<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    let keep = format!("{URI_UNRESERVED}{URI_RESERVED}");
+    Ok(match string_arg(&ctx, args)? {
+        None => Value::undefined(),
+        Some(s) => Value::string(ctx.arena, &percent_encode(s, &keep)),
+    })
+}
+
+fn decode<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>], reserved: &str) -> Res<'a> {
+    let Some(s) = string_arg(&ctx, args)? else {
+        return Ok(Value::undefined());
+    };
+    match percent_decode(s, reserved) {
+        Some(decoded) => Ok(Value::string(ctx.arena, &decoded)),
+        None => Err(custom_error(
+            &ctx,
+            "D3140",
+            &format!("Malformed URL passed to ${}(): {s:?}", ctx.name),
+        )),
+    }
+}
+
+fn fn_decode_url_component<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    decode(ctx, args, "")
+}
+
+fn fn_decode_url<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    decode(ctx, args, URI_RESERVED)
+}
+
+/// `$keys(object | array of objects)`, in this module's key order.
+fn fn_keys<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    max_args(&ctx, args, 1)?;
+    let value = arg_or_context(&ctx, args);
+    let mut keys: Vec<&'a str> = Vec::new();
+    match value {
+        Value::Object(_) => keys = ordered_keys(value),
+        Value::Array(..) => {
+            for member in value.members() {
+                for key in ordered_keys(member) {
+                    if !keys.contains(&key) {
+                        keys.push(key);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    let out = sequence(ctx.arena);
+    for key in keys {
+        out.push(Value::string(ctx.arena, key));
+    }
+    Ok(out)
+}
+
+/// `$each(object, function)`: `function(value, key, object)` for each entry, in key order.
+fn fn_each<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    max_args(&ctx, args, 2)?;
+    record_disposables(args);
+    let (object, func) = if args.len() == 1 {
+        (context_value(&ctx), args[0])
+    } else {
+        (arg(args, 0), arg(args, 1))
+    };
+    if object.is_undefined() {
+        return Ok(Value::undefined());
+    }
+    let Value::Object(map) = object else {
+        return Err(bad_arg(&ctx, 1));
+    };
+    if !is_function(func) {
+        return Err(bad_arg(&ctx, 2));
+    }
+    let out = sequence(ctx.arena);
+    for key in ordered_keys(object) {
+        let Some(value) = map.get(key) else { continue };
+        let key_value = Value::string(ctx.arena, key);
+        let mapped = call_with_arity(&ctx, func, [value, key_value, object])?;
+        if !mapped.is_undefined() {
+            out.push(mapped);
+        }
+    }
+    Ok(out)
+}
+
+/// `$string(value, prettify)`, serializing like JSONata (`JSON.stringify` with numbers at 15
+/// significant digits, functions as `""`) and listing keys in this module's order.
+fn fn_string<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    max_args(&ctx, args, 2)?;
+    let value = arg_or_context(&ctx, args);
+    let pretty = match arg(args, 1) {
+        Value::Undefined => false,
+        Value::Bool(b) => *b,
+        _ => return Err(bad_arg(&ctx, 2)),
+    };
+    match value {
+        Value::Undefined => Ok(Value::undefined()),
+        Value::String(_) => Ok(value),
+        v if is_function(v) || matches!(v, Value::Regex(_)) => Ok(Value::string(ctx.arena, "")),
+        Value::Number(n) if !n.is_finite() => Err(Error::D3001StringNotFinite(ctx.char_index)),
+        _ => {
+            let mut out = String::new();
+            with_scope(|scope| stringify(value, pretty, Some(&scope.orderer), 0, &mut out))
+                .unwrap_or_else(|| stringify(value, pretty, None, 0, &mut out));
+            Ok(Value::string(ctx.arena, &out))
+        }
+    }
+}
+
+fn push_json_string(s: &str, out: &mut String) {
+    match serde_json::to_string(s) {
+        Ok(quoted) => out.push_str(&quoted),
+        Err(_) => out.push_str("\"\""),
+    }
+}
+
+fn newline(pretty: bool, indent: usize, out: &mut String) {
+    if pretty {
+        out.push('\n');
+        for _ in 0..indent {
+            out.push_str("  ");
+        }
+    }
+}
+
+/// `JSON.stringify(value, jsonata's replacer, pretty ? 2 : 0)`.
+fn stringify<'a>(
+    value: &'a Value<'a>,
+    pretty: bool,
+    orderer: Option<&KeyOrderer<'_>>,
+    indent: usize,
+    out: &mut String,
+) {
+    match value {
+        Value::Undefined | Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) if n.is_finite() => {
+            out.push_str(&js_number_to_string(to_precision_15(*n)))
+        }
+        Value::Number(_) => out.push_str("null"),
+        Value::String(s) => push_json_string(s.as_str(), out),
+        Value::Lambda { .. }
+        | Value::NativeFn { .. }
+        | Value::Transformer { .. }
+        | Value::Regex(_) => out.push_str("\"\""),
+        Value::Array(..) | Value::Range(..) => {
+            if value.is_empty() {
+                out.push_str("[]");
+                return;
+            }
+            out.push('[');
+            for (i, member) in value.members().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(pretty, indent + 1, out);
+                stringify(member, pretty, orderer, indent + 1, out);
+            }
+            newline(pretty, indent, out);
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&str> = map
+                .iter()
+                .filter(|(_, v)| !v.is_undefined())
+                .map(|(k, _)| k.as_str())
+                .collect();
+            match orderer {
+                Some(o) => o.order(&mut keys),
+                None => keys.sort_unstable(),
+            }
+            if keys.is_empty() {
+                out.push_str("{}");
+                return;
+            }
+            out.push('{');
+            for (i, key) in keys.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(pretty, indent + 1, out);
+                push_json_string(key, out);
+                out.push(':');
+                if pretty {
+                    out.push(' ');
+                }
+                if let Some(v) = map.get(*key) {
+                    stringify(v, pretty, orderer, indent + 1, out);
+                }
+            }
+            newline(pretty, indent, out);
+            out.push('}');
+        }
+    }
+}
+
+/// `Number(x.toPrecision(15))`.
+pub(super) fn to_precision_15(x: f64) -> f64 {
+    format!("{x:.14e}").parse().unwrap_or(x)
+}
+
+/// JavaScript's `Number.prototype.toString()` for finite numbers (ECMA-262 Number::toString).
+pub(super) fn js_number_to_string(x: f64) -> String {
+    if x == 0.0 {
+        return "0".to_string();
+    }
+    if x.is_nan() {
+        return "NaN".to_string();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
+    }
+    // Shortest round-trip digits and exponent: x = 0.d1d2... * 10^n.
+    let sci = format!("{:e}", x.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
+    let k = digits.len() as i64;
+    let n = exp.parse::<i64>().unwrap_or(0) + 1;
+    let mut out = String::new();
+    if x < 0.0 {
+        out.push('-');
+    }
+    if k <= n && n <= 21 {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', (n - k) as usize));
+    } else if 0 < n && n <= 21 {
+        out.push_str(&digits[..n as usize]);
+        out.push('.');
+        out.push_str(&digits[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-n) as usize));
+        out.push_str(&digits);
+    } else {
+        out.push_str(&digits[..1]);
+        if k > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if n > 0 { '+' } else { '-' });
+        out.push_str(&(n - 1).abs().to_string());
+    }
+    out
+}

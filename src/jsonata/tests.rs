@@ -1,0 +1,525 @@
+use super::*;
+use serde_json::json;
+
+type J = serde_json::Value;
+
+fn eval(expr: &str, input: &J) -> Option<J> {
+    match evaluate(expr, input) {
+        Ok(v) => v,
+        Err(e) => panic!("{expr}: {e}"),
+    }
+}
+
+fn eval_err(expr: &str, input: &J) -> String {
+    match evaluate(expr, input) {
+        Ok(v) => panic!("{expr}: expected an error, got {v:?}"),
+        Err(JsonataError::Evaluate { expr: e, message }) => {
+            assert_eq!(e, expr);
+            message
+        }
+        Err(other) => panic!("{expr}: expected an evaluation error, got {other}"),
+    }
+}
+
+/// Serialized, so that key order is compared too.
+fn text(v: &Option<J>) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+fn doc() -> J {
+    json!({
+        "name": "Ada Lovelace",
+        "tags": ["math", "poetry", "engines"],
+        "orders": [
+            {"id": 3, "product": "gear", "price": 2.5, "qty": 4},
+            {"id": 1, "product": "lever", "price": 10, "qty": 1},
+            {"id": 2, "product": "cog", "price": 1.25, "qty": 8}
+        ],
+        "address": {"street": "St James's Sq", "city": "London", "zip": "SW1"}
+    })
+}
+
+#[test]
+fn common_expressions() {
+    let d = doc();
+    assert_eq!(eval("$uppercase(name)", &d), Some(json!("ADA LOVELACE")));
+    assert_eq!(
+        eval("orders[price > 2].product", &d),
+        Some(json!(["gear", "lever"]))
+    );
+    assert_eq!(eval("orders[0].id", &d), Some(json!(3)));
+    assert_eq!(eval("$sum(orders.(price * qty))", &d), Some(json!(30)));
+    assert_eq!(
+        eval("$map(tags, function($t){ $length($t) })", &d),
+        Some(json!([4, 6, 7]))
+    );
+    assert_eq!(
+        eval("orders^(id).product", &d),
+        Some(json!(["lever", "cog", "gear"]))
+    );
+    assert_eq!(
+        eval("$sort(tags)", &d),
+        Some(json!(["engines", "math", "poetry"]))
+    );
+    assert_eq!(
+        eval("$count(orders) & ' orders'", &d),
+        Some(json!("3 orders"))
+    );
+    assert_eq!(eval("name ? 'yes' : 'no'", &d), Some(json!("yes")));
+    assert_eq!(
+        eval("$join(tags, ', ')", &d),
+        Some(json!("math, poetry, engines"))
+    );
+    assert_eq!(eval("[1..3]", &d), Some(json!([1, 2, 3])));
+    assert_eq!(eval("$$.address.city", &d), Some(json!("London")));
+}
+
+#[test]
+fn object_constructors_keep_written_key_order() {
+    let d = doc();
+    let out = eval(
+        r#"{"zeta": name, "alpha": $count(tags), "mid": {"y": 1, "b": 2, "x": [{"k2": 1, "k1": 2}]}}"#,
+        &d,
+    );
+    assert_eq!(
+        text(&out),
+        r#"{"zeta":"Ada Lovelace","alpha":3,"mid":{"y":1,"b":2,"x":[{"k2":1,"k1":2}]}}"#
+    );
+    // A key whose value is undefined is left out; the others keep their order.
+    let out = eval(r#"{"c": 1, "b": missing, "a": 2}"#, &d);
+    assert_eq!(text(&out), r#"{"c":1,"a":2}"#);
+    // Per-item constructors.
+    let out = eval(r#"orders.{"qty": qty, "id": id}"#, &d);
+    assert_eq!(
+        text(&out),
+        r#"[{"qty":4,"id":3},{"qty":1,"id":1},{"qty":8,"id":2}]"#
+    );
+}
+
+#[test]
+fn input_objects_keep_document_order() {
+    let d = doc();
+    assert_eq!(
+        text(&eval("address", &d)),
+        text(&Some(d["address"].clone()))
+    );
+    assert_eq!(text(&eval("$", &d)), text(&Some(d.clone())));
+    let out = eval(r#"$ ~> |address|{"country": "UK"}, ["zip"]|"#, &d);
+    assert_eq!(
+        text(&out.map(|v| v["address"].clone())),
+        r#"{"street":"St James's Sq","city":"London","country":"UK"}"#
+    );
+    assert_eq!(
+        eval("$keys(address)", &d),
+        Some(json!(["street", "city", "zip"]))
+    );
+    assert_eq!(
+        eval("$string(address)", &d),
+        Some(json!(
+            r#"{"street":"St James's Sq","city":"London","zip":"SW1"}"#
+        ))
+    );
+    assert_eq!(
+        eval(r#"$each(address, function($v, $k){ $k })"#, &d),
+        Some(json!(["street", "city", "zip"]))
+    );
+    assert_eq!(
+        text(&eval(r#"$merge([address, {"a": 1}])"#, &d)),
+        r#"{"street":"St James's Sq","city":"London","zip":"SW1","a":1}"#
+    );
+}
+
+#[test]
+fn transform_operator() {
+    let d = json!({"a": 1, "b": {"c": 2, "d": 3}});
+    assert_eq!(
+        text(&eval(r#"$ ~> |b|{"c": 20, "e": 5}, "d"|"#, &d)),
+        r#"{"a":1,"b":{"c":20,"e":5}}"#
+    );
+}
+
+#[test]
+fn undefined_results_are_none() {
+    let d = doc();
+    assert_eq!(eval("nothing.here", &d), None);
+    assert_eq!(eval("orders[price > 100]", &d), None);
+    assert_eq!(eval("$lookup(address, 'nope')", &d), None);
+    assert_eq!(eval("$average([])", &d), None);
+    assert_eq!(eval("missing", &json!(null)), None);
+}
+
+#[test]
+fn numbers_stay_integers_when_integral() {
+    let d = json!({"n": [1, 2], "f": 1.5, "big": 12345678901_i64});
+    let sum = eval("$sum(n)", &d).unwrap();
+    assert!(sum.is_i64(), "{sum:?}");
+    assert_eq!(sum, json!(3));
+    assert_eq!(eval("f * 2", &d), Some(json!(3)));
+    assert!(eval("f * 2", &d).unwrap().is_i64());
+    assert_eq!(eval("f + 1", &d), Some(json!(2.5)));
+    assert_eq!(eval("big", &d), Some(json!(12345678901_i64)));
+    assert_eq!(eval("-0", &d), Some(json!(0)));
+    assert!(eval("1e20", &d).unwrap().is_f64());
+    assert!(eval("-9007199254740993", &d).unwrap().is_i64());
+    assert_eq!(eval("0.1 + 0.2", &d), Some(json!(0.30000000000000004)));
+}
+
+#[test]
+fn non_finite_and_function_results_are_errors() {
+    let d = json!({});
+    assert!(eval_err("1/0", &d).contains("cannot represent"));
+    assert!(eval_err("0/0", &d).contains("cannot represent"));
+    assert!(eval_err("$uppercase", &d).contains("function"));
+    assert!(eval_err(r#"{"f": function($x){$x}}"#, &d).contains("function"));
+}
+
+#[test]
+fn unicode_is_kept() {
+    let d = json!({"s": "héllo ✓ 😀 \u{0} \"q\" \\ \n"});
+    assert_eq!(eval("s", &d), Some(d["s"].clone()));
+    assert_eq!(
+        eval("$uppercase(s)", &d),
+        Some(json!("HÉLLO ✓ 😀 \u{0} \"Q\" \\ \n"))
+    );
+    assert_eq!(eval("$length('😀é')", &d), Some(json!(2)));
+    assert_eq!(eval(r#""\u00e9\ud83d\ude00""#, &d), Some(json!("é😀")));
+    assert_eq!(
+        eval(r#"{"ключ": "значение"}"#, &d),
+        Some(json!({"ключ": "значение"}))
+    );
+}
+
+#[test]
+fn compile_errors() {
+    for bad in [
+        "(",
+        "a.",
+        "$f(",
+        "\"unterminated",
+        "{\"a\": }",
+        "1 +* 2",
+        "]",
+    ] {
+        match Expression::compile(bad) {
+            Err(JsonataError::Compile { expr, message }) => {
+                assert_eq!(expr, bad);
+                assert!(message.starts_with('S'), "{bad}: {message}");
+            }
+            Err(other) => panic!("{bad}: wrong error {other}"),
+            Ok(_) => panic!("{bad}: compiled"),
+        }
+    }
+    let err = Expression::compile("a + ").err().map(|e| e.to_string());
+    assert!(
+        err.as_deref()
+            .is_some_and(|e| e.starts_with("invalid JSONata expression \"a + \": ")),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn evaluation_errors_have_positions_in_the_written_expression() {
+    let d = json!({});
+    assert_eq!(
+        eval_err(r#"1 + "a""#, &d),
+        "T2002 @ 2: The right side of the `+` operator must evaluate to a number"
+    );
+    assert!(eval_err(r#"$error("boom")"#, &d).contains("boom"));
+    assert!(eval_err(r#"$average(["a"])"#, &d).starts_with("T0412 @ "));
+    let malformed = eval_err("$decodeUrlComponent('%E0%A4%A')", &d);
+    assert!(
+        malformed.starts_with("D3140 @ 0: Malformed URL"),
+        "{malformed}"
+    );
+    let e = Expression::compile("$nosuch(1)")
+        .and_then(|mut e| e.evaluate(&d))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        e.starts_with("JSONata expression \"$nosuch(1)\" failed: T1006"),
+        "{e}"
+    );
+}
+
+#[test]
+fn panics_become_errors_and_the_expression_recovers() {
+    // jsonata-rs 0.3.4 indexes args[0] unchecked in $round.
+    let mut e = Expression::compile("x = 1 ? $round() : x + 1").unwrap();
+    let msg = e
+        .evaluate(&json!({"x": 1}))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(msg.contains("internal error in jsonata-rs"), "{msg}");
+    assert_eq!(e.recycle_count(), 1);
+    assert_eq!(e.evaluate(&json!({"x": 2})).ok(), Some(Some(json!(3))));
+}
+
+#[test]
+fn runaway_recursion_is_an_error() {
+    let d = json!({});
+    let msg = eval_err("($f := function($n){ 1 + $f($n + 1) }; $f(0))", &d);
+    assert!(msg.starts_with("U1001"), "{msg}");
+    // Moderate recursion is fine.
+    assert_eq!(
+        eval(
+            "($f := function($n){ $n = 0 ? 0 : 1 + $f($n - 1) }; $f(20))",
+            &d
+        ),
+        Some(json!(20))
+    );
+    let mut e = Expression::compile("($f := function($n){ $f($n + 1) }; $f(0))").unwrap();
+    e.set_time_limit(Some(Duration::from_millis(200)));
+    let msg = e
+        .evaluate(&d)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(msg.contains("timeout"), "{msg}");
+}
+
+#[test]
+fn too_deep_input_is_rejected() {
+    let mut v = json!(1);
+    for _ in 0..MAX_INPUT_DEPTH + 1 {
+        v = json!([v]);
+    }
+    assert!(eval_err("$", &v).contains("nested deeper"));
+    let mut v = json!(1);
+    for _ in 0..MAX_INPUT_DEPTH {
+        v = json!({ "a": v });
+    }
+    assert_eq!(eval("$", &v), Some(v.clone()));
+}
+
+#[test]
+fn evaluations_are_independent() {
+    let mut e = Expression::compile("$x := ($exists($x) ? $x + 1 : 0)").unwrap();
+    for _ in 0..3 {
+        assert_eq!(e.evaluate(&json!({})).ok(), Some(Some(json!(0))));
+    }
+}
+
+#[test]
+fn array_input() {
+    let d = json!([{"a": 1}, {"a": 2}]);
+    assert_eq!(eval("a", &d), Some(json!([1, 2])));
+    assert_eq!(eval("$count($)", &d), Some(json!(2)));
+    assert_eq!(eval("$[1].a", &d), Some(json!(2)));
+    assert_eq!(eval("$", &json!([])), Some(json!([])));
+}
+
+#[test]
+fn builtin_functions() {
+    let d = doc();
+    let cases: &[(&str, J)] = &[
+        ("$min([3, 1, 2])", json!(1)),
+        ("$max([3, 1, 2])", json!(3)),
+        ("$count(tags)", json!(3)),
+        ("$string(12)", json!("12")),
+        ("$number('12.5')", json!(12.5)),
+        ("$split('a,b,c', ',')", json!(["a", "b", "c"])),
+        ("$substring('hello', 1, 3)", json!("ell")),
+        ("$substringBefore('a-b', '-')", json!("a")),
+        ("$substringAfter('a-b', '-')", json!("b")),
+        ("$lowercase('AbC')", json!("abc")),
+        ("$trim('  a   b ')", json!("a b")),
+        ("$contains('abc', 'b')", json!(true)),
+        ("$replace('abab', 'a', 'x')", json!("xbxb")),
+        ("$lookup(address, 'city')", json!("London")),
+        ("$exists(name)", json!(true)),
+        ("$boolean('')", json!(false)),
+        ("$not(true)", json!(false)),
+        ("$round(2.5)", json!(2)),
+        ("$round(2.71828, 2)", json!(2.72)),
+        ("$floor(2.7)", json!(2)),
+        ("$ceil(2.1)", json!(3)),
+        ("$abs(-4)", json!(4)),
+        ("$power(2, 10)", json!(1024)),
+        ("$sqrt(16)", json!(4)),
+        ("$append([1], [2, 3])", json!([1, 2, 3])),
+        ("$reverse([1, 2, 3])", json!([3, 2, 1])),
+        ("$distinct([1, 1, 2])", json!([1, 2])),
+        (
+            "$filter([1, 2, 3, 4], function($v){ $v % 2 = 0 })",
+            json!([2, 4]),
+        ),
+        ("$reduce([1, 2, 3], function($a, $b){ $a + $b })", json!(6)),
+        (
+            "$sort([3, 1, 2], function($a, $b){ $a < $b })",
+            json!([3, 2, 1]),
+        ),
+        ("$pad('x', 3, '-')", json!("x--")),
+        ("$zip([1, 2], [3, 4])", json!([[1, 3], [2, 4]])),
+        ("$base64encode('hi')", json!("aGk=")),
+        (
+            "$single(orders, function($o){ $o.id = 1 }).product",
+            json!("lever"),
+        ),
+        // Tail calls in predicates (jsonata-rs 0.3.4's own $filter/$single got these wrong).
+        (
+            "$filter(tags, function($t){ $contains($t, 'e') })",
+            json!(["poetry", "engines"]),
+        ),
+        (
+            "$single(tags, function($t){ $contains($t, 'math') })",
+            json!("math"),
+        ),
+        (
+            "$map(orders, function($o){ $string($o.id) })",
+            json!(["3", "1", "2"]),
+        ),
+    ];
+    for (expr, expected) in cases {
+        assert_eq!(eval(expr, &d).as_ref(), Some(expected), "{expr}");
+    }
+}
+
+#[test]
+fn supplied_functions() {
+    let d = doc();
+    let cases: &[(&str, J)] = &[
+        ("$average([1, 2, 3, 4])", json!(2.5)),
+        ("$average(orders.qty)", json!(4.333333333333333)),
+        ("$average(7)", json!(7)),
+        ("$type(name)", json!("string")),
+        ("$type(orders)", json!("array")),
+        ("$type(address)", json!("object")),
+        ("$type(1)", json!("number")),
+        ("$type(true)", json!("boolean")),
+        ("$type(null)", json!("null")),
+        ("$type($type)", json!("function")),
+        ("$spread({\"a\": 1, \"b\": 2})", json!([{"a": 1}, {"b": 2}])),
+        (
+            "$spread(address)",
+            json!([{"street": "St James's Sq"}, {"city": "London"}, {"zip": "SW1"}]),
+        ),
+        (
+            "$sift(address, function($v, $k){ $k != 'zip' })",
+            json!({"street": "St James's Sq", "city": "London"}),
+        ),
+        ("$formatBase(255, 16)", json!("ff")),
+        ("$formatBase(-5, 2)", json!("-101")),
+        ("$formatBase(100)", json!("100")),
+        ("$formatNumber(1234.5678, '#,##0.00')", json!("1,234.57")),
+        ("$formatNumber(0.5, '#.00')", json!(".50")),
+        ("$formatNumber(12, '000')", json!("012")),
+        ("$formatNumber(-12.3, '0.0;(0.0)')", json!("(12.3)")),
+        ("$formatNumber(-12.3, '0.0')", json!("-12.3")),
+        ("$formatNumber(0.256, '0%')", json!("26%")),
+        ("$formatNumber(1234.5, '0.00e0')", json!("1.23e3")),
+        (
+            "$formatNumber(1234567.891, '#.##0,00', {'decimal-separator': ',', 'grouping-separator': '.'})",
+            json!("1.234.567,89"),
+        ),
+        (
+            "$encodeUrlComponent('a b&c/é')",
+            json!("a%20b%26c%2F%C3%A9"),
+        ),
+        (
+            "$encodeUrl('https://x.org/a b?q=é')",
+            json!("https://x.org/a%20b?q=%C3%A9"),
+        ),
+        (
+            "$decodeUrlComponent('a%20b%26c%2F%C3%A9')",
+            json!("a b&c/é"),
+        ),
+        (
+            "$decodeUrl('https://x.org/a%20b?q=%C3%A9%2F')",
+            json!("https://x.org/a b?q=é%2F"),
+        ),
+        ("$count($shuffle([1, 2, 3, 4, 5]))", json!(5)),
+        ("$sort($shuffle([3, 1, 2]))", json!([1, 2, 3])),
+        (
+            "$string({\"b\": 1, \"a\": [1.5, 1e21, 0.1, 1/3]})",
+            json!("{\"b\":1,\"a\":[1.5,1e+21,0.1,0.333333333333333]}"),
+        ),
+        (
+            "$string([1, {\"a\": 2}], true)",
+            json!("[\n  1,\n  {\n    \"a\": 2\n  }\n]"),
+        ),
+        ("$string(\"s\")", json!("s")),
+        ("$keys({\"b\": 1, \"a\": 2})", json!(["b", "a"])),
+        ("$keys(orders)", json!(["id", "product", "price", "qty"])),
+    ];
+    for (expr, expected) in cases {
+        assert_eq!(eval(expr, &d).as_ref(), Some(expected), "{expr}");
+    }
+    assert_eq!(eval("$type(nothing)", &d), None);
+    assert_eq!(eval("$sift(address, function($v){ false })", &d), None);
+}
+
+#[test]
+fn recycling_bounds_the_arena() {
+    let mut e = Expression::compile(
+        r#"{"id": id, "name": $uppercase(name), "total": $sum(items.(price * qty)), "tags": $join(tags, ",")}"#,
+    )
+    .unwrap();
+    let input = json!({
+        "id": 7, "name": "widget",
+        "items": [{"price": 1.5, "qty": 2}, {"price": 3, "qty": 1}],
+        "tags": ["a", "b", "c"]
+    });
+    let expected = Some(json!({"id": 7, "name": "WIDGET", "total": 6, "tags": "a,b,c"}));
+    let mut peak = 0;
+    let n = 200_000;
+    for i in 0..n {
+        let out = e.evaluate(&input).unwrap();
+        if i % 1000 == 0 {
+            assert_eq!(out, expected);
+        }
+        peak = peak.max(e.arena_allocated_bytes());
+    }
+    eprintln!(
+        "recycling: {n} evaluations, {} recycles, peak arena {} bytes (bound {})",
+        e.recycle_count(),
+        peak,
+        2 * ARENA_RECYCLE_BYTES
+    );
+    assert!(e.recycle_count() > 0);
+    assert!(peak <= 2 * ARENA_RECYCLE_BYTES, "peak arena {peak} bytes");
+}
+
+#[test]
+fn expression_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Expression>();
+    assert_send::<JsonataError>();
+    let mut e = Expression::compile("$uppercase(a)").unwrap();
+    assert_eq!(e.evaluate(&json!({"a": "x"})).ok(), Some(Some(json!("X"))));
+    let handle = std::thread::spawn(move || {
+        let out = e.evaluate(&json!({"a": "y"})).ok();
+        (e, out)
+    });
+    let (mut e, out) = handle.join().unwrap();
+    assert_eq!(out, Some(Some(json!("Y"))));
+    assert_eq!(e.evaluate(&json!({"a": "z"})).ok(), Some(Some(json!("Z"))));
+    assert_eq!(e.source(), "$uppercase(a)");
+}
+
+#[test]
+fn error_message_cleanup() {
+    assert_eq!(clean_error_message("T0410 @ 25: x", 20), "T0410 @ 5: x");
+    assert_eq!(
+        clean_error_message("U1001 @ Stack overflow", 20),
+        "U1001 @ Stack overflow"
+    );
+    assert_eq!(
+        clean_error_message(&format!("D3137 @ {ERROR_MARK}D3100 @ 30: bad"), 20),
+        "D3100 @ 10: bad"
+    );
+}
+
+#[test]
+fn js_number_formatting() {
+    use functions::js_number_to_string as f;
+    assert_eq!(f(1.0), "1");
+    assert_eq!(f(-1.5), "-1.5");
+    assert_eq!(f(1e21), "1e+21");
+    assert_eq!(f(123456789012345680000.0), "123456789012345680000");
+    assert_eq!(f(1e-7), "1e-7");
+    assert_eq!(f(0.000001), "0.000001");
+    assert_eq!(f(1.5e-10), "1.5e-10");
+    assert_eq!(f(0.1), "0.1");
+}
