@@ -57,11 +57,13 @@ pub fn connector_spec() -> Spec {
         .optional("collapse", Kind::Bool)
 }
 
+pub type BuildConnector = fn(&ComponentConfig, &Common) -> Result<Box<dyn Connector>, ConfigError>;
+
 /// A built-in connector: its Lucille class name, spec and constructor.
 pub struct ConnectorDescriptor {
     pub name: &'static str,
     pub spec: fn() -> Spec,
-    pub build: fn(&ComponentConfig, &Common) -> Result<Box<dyn Connector>, ConfigError>,
+    pub build: BuildConnector,
 }
 
 /// The common keys, read.
