@@ -21,6 +21,8 @@ pub mod copy_fields;
 pub mod set_static_values;
 // end group: field manipulation
 // group: parsing and extraction
+pub mod apply_regex;
+pub mod replace_patterns;
 // end group: parsing and extraction
 // group: dictionaries, control flow, children, test data
 pub mod drop_document;

@@ -19,6 +19,8 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &set_static_values::DESCRIPTOR,
         // end group: field manipulation
         // group: parsing and extraction
+        &apply_regex::DESCRIPTOR,
+        &replace_patterns::DESCRIPTOR,
         // end group: parsing and extraction
         // group: dictionaries, control flow, children, test data
         &drop_document::DESCRIPTOR,
