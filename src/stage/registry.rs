@@ -20,6 +20,10 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         // end group: field manipulation
         // group: parsing and extraction
         &apply_regex::DESCRIPTOR,
+        &base64_decode::DESCRIPTOR,
+        &create_static_teaser::DESCRIPTOR,
+        &parse_file_path::DESCRIPTOR,
+        &parse_floats::DESCRIPTOR,
         &replace_patterns::DESCRIPTOR,
         // end group: parsing and extraction
         // group: dictionaries, control flow, children, test data
