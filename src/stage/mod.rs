@@ -21,11 +21,13 @@ pub mod copy_fields;
 pub mod set_static_values;
 // end group: field manipulation
 // group: parsing and extraction
+pub mod apply_jsonata;
 pub mod apply_regex;
 pub mod base64_decode;
 pub mod create_static_teaser;
 pub mod parse_file_path;
 pub mod parse_floats;
+pub mod parse_json;
 pub mod replace_patterns;
 // end group: parsing and extraction
 // group: dictionaries, control flow, children, test data

@@ -19,11 +19,13 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &set_static_values::DESCRIPTOR,
         // end group: field manipulation
         // group: parsing and extraction
+        &apply_jsonata::DESCRIPTOR,
         &apply_regex::DESCRIPTOR,
         &base64_decode::DESCRIPTOR,
         &create_static_teaser::DESCRIPTOR,
         &parse_file_path::DESCRIPTOR,
         &parse_floats::DESCRIPTOR,
+        &parse_json::DESCRIPTOR,
         &replace_patterns::DESCRIPTOR,
         // end group: parsing and extraction
         // group: dictionaries, control flow, children, test data
