@@ -22,6 +22,7 @@ pub mod set_static_values;
 // end group: field manipulation
 // group: parsing and extraction
 pub mod apply_jsonata;
+pub mod apply_jsoup;
 pub mod apply_regex;
 pub mod base64_decode;
 pub mod create_static_teaser;
@@ -29,6 +30,7 @@ pub mod parse_file_path;
 pub mod parse_floats;
 pub mod parse_json;
 pub mod replace_patterns;
+pub mod xpath_extractor;
 // end group: parsing and extraction
 // group: dictionaries, control flow, children, test data
 pub mod drop_document;

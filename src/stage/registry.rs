@@ -20,6 +20,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         // end group: field manipulation
         // group: parsing and extraction
         &apply_jsonata::DESCRIPTOR,
+        &apply_jsoup::DESCRIPTOR,
         &apply_regex::DESCRIPTOR,
         &base64_decode::DESCRIPTOR,
         &create_static_teaser::DESCRIPTOR,
@@ -27,6 +28,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &parse_floats::DESCRIPTOR,
         &parse_json::DESCRIPTOR,
         &replace_patterns::DESCRIPTOR,
+        &xpath_extractor::DESCRIPTOR,
         // end group: parsing and extraction
         // group: dictionaries, control flow, children, test data
         &drop_document::DESCRIPTOR,
