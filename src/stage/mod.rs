@@ -27,6 +27,7 @@ pub mod apply_regex;
 pub mod base64_decode;
 pub mod create_static_teaser;
 pub mod detect_language;
+pub mod parse_date;
 pub mod parse_file_path;
 pub mod parse_floats;
 pub mod parse_json;

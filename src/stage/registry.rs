@@ -25,6 +25,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &base64_decode::DESCRIPTOR,
         &create_static_teaser::DESCRIPTOR,
         &detect_language::DESCRIPTOR,
+        &parse_date::DESCRIPTOR,
         &parse_file_path::DESCRIPTOR,
         &parse_floats::DESCRIPTOR,
         &parse_json::DESCRIPTOR,
