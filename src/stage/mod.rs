@@ -39,6 +39,18 @@ pub mod trim_whitespace;
 pub mod truncate_field;
 // end group: field manipulation
 // group: parsing and extraction
+pub mod apply_jsonata;
+pub mod apply_jsoup;
+pub mod apply_regex;
+pub mod base64_decode;
+pub mod create_static_teaser;
+pub mod detect_language;
+pub mod parse_date;
+pub mod parse_file_path;
+pub mod parse_floats;
+pub mod parse_json;
+pub mod replace_patterns;
+pub mod xpath_extractor;
 // end group: parsing and extraction
 // group: dictionaries, control flow, children, test data
 pub mod add_random_boolean;

@@ -36,6 +36,18 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &truncate_field::DESCRIPTOR,
         // end group: field manipulation
         // group: parsing and extraction
+        &apply_jsonata::DESCRIPTOR,
+        &apply_jsoup::DESCRIPTOR,
+        &apply_regex::DESCRIPTOR,
+        &base64_decode::DESCRIPTOR,
+        &create_static_teaser::DESCRIPTOR,
+        &detect_language::DESCRIPTOR,
+        &parse_date::DESCRIPTOR,
+        &parse_file_path::DESCRIPTOR,
+        &parse_floats::DESCRIPTOR,
+        &parse_json::DESCRIPTOR,
+        &replace_patterns::DESCRIPTOR,
+        &xpath_extractor::DESCRIPTOR,
         // end group: parsing and extraction
         // group: dictionaries, control flow, children, test data
         &add_random_boolean::DESCRIPTOR,

@@ -1,0 +1,180 @@
+//! CreateStaticTeaser: writes a teaser of at most `maxLength` characters of each source field
+//! into its destination, cutting at a word break.
+//!
+//! Keys: `source` and `dest` (one destination, or one per source), `maxLength` (required, at
+//! least 1), `updateMode` (default overwrite).
+//!
+//! Only the first value of a source is used, as in Lucille. A value shorter than `maxLength`
+//! is written whole (trimmed). Otherwise the text is cut at the last delimiter (space, `.`,
+//! `?`, `!` or `,`) at or before character `maxLength - 1` and trimmed; a text with no such
+//! delimiter is cut at exactly `maxLength` characters. A missing or null source is skipped.
+//!
+//! Difference from Lucille: lengths count Unicode characters, not UTF-16 code units, so a
+//! teaser never splits a character.
+
+use super::apply_regex::source_dest_pairs;
+use super::{Stage, StageDescriptor, StageResult};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::{Document, UpdateMode};
+
+pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
+    name: "CreateStaticTeaser",
+    spec,
+    build,
+};
+
+fn spec() -> Spec {
+    Spec::stage()
+        .required("source", Kind::StringOrList)
+        .required("dest", Kind::StringOrList)
+        .required("maxLength", Kind::Integer)
+        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
+}
+
+struct CreateStaticTeaser {
+    pairs: Vec<(String, String)>,
+    max_length: usize,
+    mode: UpdateMode,
+}
+
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+    let pairs = source_dest_pairs(config)?;
+    let max = config.require_i64("maxLength")?;
+    let max_length = match usize::try_from(max) {
+        Ok(m) if m >= 1 => m,
+        _ => return Err(config.error("maxLength", format!("must be at least 1, found {max}"))),
+    };
+    Ok(Box::new(CreateStaticTeaser {
+        pairs,
+        max_length,
+        mode: config.update_mode("updateMode")?,
+    }))
+}
+
+const DELIMITERS: &[char] = &[' ', '.', '?', '!', ','];
+
+/// The teaser of `text` for a limit of `max` characters (`max` >= 1).
+pub(crate) fn teaser(text: &str, max: usize) -> &str {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    if max > chars.len() {
+        return text.trim();
+    }
+    let mut pointer = max - 1;
+    while pointer > 0 && !DELIMITERS.contains(&chars[pointer].1) {
+        pointer -= 1;
+    }
+    if pointer == 0 {
+        let end = chars.get(max).map_or(text.len(), |(i, _)| *i);
+        &text[..end]
+    } else {
+        text[..chars[pointer].0].trim()
+    }
+}
+
+impl Stage for CreateStaticTeaser {
+    fn process_document(&mut self, doc: &mut Document) -> StageResult {
+        for (source, dest) in &self.pairs {
+            let first = doc.get_list_as::<String>(source)?.into_iter().next();
+            let Some(Some(text)) = first else {
+                continue;
+            };
+            let out = teaser(&text, self.max_length).to_string();
+            doc.update(dest, self.mode, [out])?;
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::teaser;
+    use crate::stage::testing::{build_err, build_stage, process, process_err};
+    use serde_json::json;
+
+    fn stage() -> Box<dyn crate::stage::Stage> {
+        build_stage(
+            json!({"class": "CreateStaticTeaser", "source": ["input1", "input2"],
+            "dest": ["teaser1", "teaser2"], "maxLength": 50}),
+        )
+    }
+
+    #[test]
+    fn teasers_cut_at_word_breaks() {
+        let mut s = stage();
+        let out = process(
+            &mut s,
+            json!({"id": "d", "input1": "Smaller than the char limit"}),
+        );
+        assert_eq!(
+            out.get("teaser1"),
+            Some(&json!("Smaller than the char limit"))
+        );
+
+        let long = "Here is a teaser that is longer than the char limit. The extraction will be shorter than max length.";
+        let second = "This teaser will get cut off in the middle of a sentence, but not in the middle of a word?";
+        let out = process(
+            &mut s,
+            json!({"id": "d", "input1": [long, "ignored"], "input2": second}),
+        );
+        assert_eq!(
+            out.get("teaser1"),
+            Some(&json!("Here is a teaser that is longer than the char"))
+        );
+        assert_eq!(
+            out.get("teaser2"),
+            Some(&json!("This teaser will get cut off in the middle of a"))
+        );
+
+        let run = "thisisonelongcontinuousstreamofcharacterssincenodelimitersarefoundthestringwillbetruncatedafter50chars";
+        let out = process(&mut s, json!({"id": "d", "input1": run}));
+        assert_eq!(
+            out.get("teaser1"),
+            Some(&json!("thisisonelongcontinuousstreamofcharacterssincenode"))
+        );
+    }
+
+    #[test]
+    fn counts_characters_not_bytes() {
+        assert_eq!(teaser("ééééé", 3), "ééé");
+        assert_eq!(teaser("ab cd ef", 5), "ab");
+        assert_eq!(teaser("  padded  ", 20), "padded");
+        assert_eq!(teaser("abc", 3), "abc");
+    }
+
+    #[test]
+    fn one_destination_update_modes_and_missing_fields() {
+        let mut s = build_stage(json!({"class": "CreateStaticTeaser", "source": ["a", "b"],
+            "dest": "t", "maxLength": 3, "updateMode": "append"}));
+        let out = process(
+            &mut s,
+            json!({"id": "d", "a": "x y z", "b": 12345, "c": "no"}),
+        );
+        assert_eq!(out.get("t"), Some(&json!(["x", "123"])));
+        let out = process(&mut s, json!({"id": "d", "a": null}));
+        assert!(!out.has("t"));
+        let mut s = build_stage(json!({"class": "CreateStaticTeaser", "source": "a",
+            "dest": "t", "maxLength": 3, "updateMode": "skip"}));
+        let out = process(&mut s, json!({"id": "d", "a": "xyz", "t": "old"}));
+        assert_eq!(out.get("t"), Some(&json!("old")));
+    }
+
+    #[test]
+    fn bad_values_and_configs() {
+        let mut s = stage();
+        let err = process_err(&mut s, json!({"id": "d", "input1": {"a": 1}}));
+        assert!(err.contains("input1"), "{err}");
+        assert!(build_err(
+            json!({"class": "CreateStaticTeaser", "source": ["a"], "dest": ["b"], "maxLength": 0})
+        )
+        .contains("maxLength"));
+        assert!(
+            build_err(json!({"class": "CreateStaticTeaser", "source": ["a"], "dest": ["b"]}))
+                .contains("maxLength")
+        );
+        assert!(
+            build_err(json!({"class": "CreateStaticTeaser", "source": ["a"],
+            "dest": ["b", "c"], "maxLength": 5}))
+            .contains("dest")
+        );
+    }
+}
