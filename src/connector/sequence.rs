@@ -39,12 +39,10 @@ fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>
 
 impl Connector for SequenceConnector {
     fn execute(&mut self, publisher: &Arc<Publisher>) -> Result<(), ConnectorError> {
-        let mut n = self.start_with;
-        for _ in 0..self.num_docs {
+        for (n, _) in (self.start_with..).zip(0..self.num_docs) {
             let doc = Document::new(self.common.doc_id(&n.to_string()))
                 .map_err(|e| ConnectorError::new(e.to_string()))?;
             publisher.publish(doc)?;
-            n += 1;
         }
         Ok(())
     }
