@@ -12,6 +12,7 @@ pub mod messaging;
 pub mod pipeline;
 #[cfg(feature = "python")]
 mod python;
+pub mod runner;
 pub mod stage;
 pub mod worker;
 

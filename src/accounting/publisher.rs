@@ -67,7 +67,7 @@ pub struct Publisher {
 /// missed wake-up, as in Lucille).
 const RECHECK: Duration = Duration::from_millis(200);
 /// How long `wait_for_completion` waits for an event before re-checking completion.
-const EVENT_POLL: Duration = Duration::from_millis(50);
+const EVENT_POLL: Duration = Duration::from_millis(10);
 
 impl Publisher {
     pub fn new(

@@ -27,14 +27,17 @@ pub struct JsonlBackend {
 }
 
 impl JsonlBackend {
-    pub fn from_config(config: &ComponentConfig) -> Result<Self, Vec<ConfigError>> {
+    pub fn from_config(
+        config: &ComponentConfig,
+        continuing: bool,
+    ) -> Result<Self, Vec<ConfigError>> {
         let errors = spec().validate(config.map(), config.path());
         if !errors.is_empty() {
             return Err(errors);
         }
         let one = |e: ConfigError| vec![e];
         let path = config.resolve_path(&config.require_string("path").map_err(one)?);
-        let append = config.bool_or("append", false).map_err(one)?;
+        let append = continuing || config.bool_or("append", false).map_err(one)?;
         Self::open(path, append).map_err(|e| vec![config.error("path", e.message)])
     }
 

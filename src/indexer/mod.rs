@@ -369,7 +369,7 @@ impl IndexerLoop {
         let poll = self
             .settings
             .batch_timeout
-            .clamp(Duration::from_millis(1), Duration::from_millis(50));
+            .clamp(Duration::from_millis(1), Duration::from_millis(10));
         loop {
             let stopping = stop.load(Ordering::SeqCst);
             match self
@@ -464,19 +464,41 @@ impl IndexerLoop {
     }
 }
 
+const BACKENDS: &str = "nop, jsonl";
+
+/// Checks the backend block (`jsonl { }`) without opening anything.
+pub fn validate_backend(
+    settings: &IndexerSettings,
+    backend_config: &ComponentConfig,
+) -> Result<(), Vec<ConfigError>> {
+    let errors = match settings.kind.as_str() {
+        "nop" | "none" => Vec::new(),
+        "jsonl" => jsonl::spec().validate(backend_config.map(), backend_config.path()),
+        other => vec![ConfigError::new(
+            "indexer.type",
+            format!("unknown indexer type {other:?}; available here: {BACKENDS}"),
+        )],
+    };
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
 /// Builds the backend named by `indexer.type`; `backend_config` is its own block (`jsonl { }`).
+/// `continuing` is set for the second and later connectors of a run, so file backends append
+/// to what the first connector wrote instead of truncating it.
 pub fn build_backend(
     settings: &IndexerSettings,
     backend_config: &ComponentConfig,
+    continuing: bool,
 ) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
+    validate_backend(settings, backend_config)?;
     match settings.kind.as_str() {
-        "nop" | "none" => Ok(Box::new(nop::NopBackend)),
-        "jsonl" => jsonl::JsonlBackend::from_config(backend_config)
+        "jsonl" => jsonl::JsonlBackend::from_config(backend_config, continuing)
             .map(|b| Box::new(b) as Box<dyn Backend>),
-        other => Err(vec![ConfigError::new(
-            "indexer.type",
-            format!("unknown indexer type {other:?}; available here: nop, jsonl"),
-        )]),
+        _ => Ok(Box::new(nop::NopBackend)),
     }
 }
 

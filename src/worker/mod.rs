@@ -31,7 +31,8 @@ use crate::messaging::Messenger;
 use crate::pipeline::{PipelinePlan, StageMetrics};
 use meter::Meter;
 
-const POLL: Duration = Duration::from_millis(50);
+// Short, so an idle worker notices the stop flag quickly; the poll blocks, it does not spin.
+const POLL: Duration = Duration::from_millis(10);
 
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {

@@ -1,0 +1,566 @@
+//! The runner (spec §9, §9.1): validates the whole config first (every error at once), then
+//! runs the connectors one after another, each with its own publisher, worker pool and indexer
+//! thread; a failed connector stops the run and the ones after it are reported as skipped.
+//!
+//! Modes: `Local` (in-memory queues, real backend) and `Test` (the same, with the backend
+//! bypassed and every document and event recorded).
+
+pub mod summary;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::accounting::{Event, Publisher, PublisherSettings};
+use crate::config::hocon::{self, ParseOptions};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::connector::{ConnectorError, ConnectorPlan};
+use crate::document::Document;
+use crate::indexer::{self, IndexerHandle, IndexerSettings};
+use crate::messaging::{LocalMessenger, Messenger, TestMessenger, DEFAULT_QUEUE_CAPACITY};
+use crate::pipeline::{PipelinePlan, StageMetrics};
+use crate::worker::{WorkerPool, WorkerSettings};
+
+pub use summary::{ConnectorResult, ConnectorStatus, RunResult};
+
+pub const DEFAULT_CONNECTOR_TIMEOUT: Duration = Duration::from_millis(86_400_000);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMode {
+    Local,
+    Test,
+}
+
+impl RunMode {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "local" => Some(RunMode::Local),
+            "test" => Some(RunMode::Test),
+            _ => None,
+        }
+    }
+}
+
+/// Loads a HOCON config file with `--set path=value` overrides and the process environment
+/// for `${?ENV}`. Returns the resolved config and its folder.
+pub fn load_config(
+    path: &Path,
+    overrides: &[(String, String)],
+) -> Result<(Value, Option<PathBuf>), ConfigErrors> {
+    let mut opts = ParseOptions::default();
+    for (k, v) in overrides {
+        opts = opts.with_override(k.clone(), v.clone());
+    }
+    let value = hocon::parse_file(path, &opts)
+        .map_err(|e| ConfigErrors(vec![ConfigError::new("", e.to_string())]))?;
+    let dir = path
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    Ok((value, dir))
+}
+
+/// Parses HOCON text (for `lucille.run(hocon=...)`); `base_dir` resolves includes.
+pub fn parse_config_text(
+    text: &str,
+    base_dir: Option<&Path>,
+    overrides: &[(String, String)],
+) -> Result<Value, ConfigErrors> {
+    let mut opts = ParseOptions::default();
+    for (k, v) in overrides {
+        opts = opts.with_override(k.clone(), v.clone());
+    }
+    hocon::parse_str(text, base_dir, &opts)
+        .map_err(|e| ConfigErrors(vec![ConfigError::new("", e.to_string())]))
+}
+
+/// A fully validated run.
+pub struct RunPlan {
+    pub connectors: Vec<ConnectorPlan>,
+    pub pipelines: HashMap<String, PipelinePlan>,
+    pub indexer: IndexerSettings,
+    backend_config: ComponentConfig,
+    pub worker: WorkerSettings,
+    pub queue_capacity: usize,
+    pub max_pending_docs: Option<usize>,
+    pub connector_timeout: Option<Duration>,
+}
+
+fn publisher_spec() -> Spec {
+    Spec::new()
+        .optional("queueCapacity", Kind::Integer)
+        .optional("maxPendingDocs", Kind::Integer)
+}
+
+fn runner_spec() -> Spec {
+    Spec::new()
+        .optional("connectorTimeout", Kind::Integer)
+        .optional("metricsLoggingLevel", Kind::String)
+}
+
+fn log_spec() -> Spec {
+    Spec::new().optional("seconds", Kind::Integer)
+}
+
+fn block(
+    root: &Map<String, Value>,
+    key: &str,
+    errors: &mut Vec<ConfigError>,
+    base_dir: Option<&Path>,
+) -> ComponentConfig {
+    let map = match root.get(key) {
+        None => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => {
+            errors.push(ConfigError::new(key, "must be an object"));
+            Map::new()
+        }
+    };
+    ComponentConfig::new(map, key).with_base_dir(base_dir.map(Into::into))
+}
+
+/// Validates everything a run needs, reporting every problem at once (spec §9.1).
+pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigErrors> {
+    let mut errors = Vec::new();
+    let Value::Object(root) = config else {
+        return Err(ConfigErrors(vec![ConfigError::new(
+            "",
+            "the config must be an object",
+        )]));
+    };
+
+    // Pipelines.
+    let mut pipelines = HashMap::new();
+    match root.get("pipelines") {
+        None => {}
+        Some(Value::Array(items)) => {
+            for (i, p) in items.iter().enumerate() {
+                let path = format!("pipelines[{i}]");
+                let Value::Object(m) = p else {
+                    errors.push(ConfigError::new(path, "a pipeline must be an object"));
+                    continue;
+                };
+                let pc = ComponentConfig::new(m.clone(), path.clone());
+                errors.extend(
+                    Spec::new()
+                        .required("name", Kind::String)
+                        .required("stages", Kind::List)
+                        .validate(m, &path),
+                );
+                let Ok(Some(name)) = pc.string("name") else {
+                    continue;
+                };
+                if pipelines.contains_key(&name) {
+                    errors.push(pc.error("name", format!("duplicate pipeline name {name:?}")));
+                    continue;
+                }
+                let stages = match m.get("stages") {
+                    Some(Value::Array(s)) => s.clone(),
+                    _ => continue,
+                };
+                match PipelinePlan::from_config(&name, &stages, &format!("{path}.stages"), base_dir)
+                {
+                    Ok(plan) => {
+                        pipelines.insert(name, plan);
+                    }
+                    Err(e) => errors.extend(e.0),
+                }
+            }
+        }
+        Some(_) => errors.push(ConfigError::new("pipelines", "must be a list of pipelines")),
+    }
+
+    // Connectors.
+    let mut connectors = Vec::new();
+    match root.get("connectors") {
+        None | Some(Value::Null) => errors.push(ConfigError::new(
+            "connectors",
+            "missing required key \"connectors\" (a list of connectors)",
+        )),
+        Some(Value::Array(items)) => {
+            let mut names: Vec<String> = Vec::new();
+            for (i, c) in items.iter().enumerate() {
+                let path = format!("connectors[{i}]");
+                let Value::Object(m) = c else {
+                    errors.push(ConfigError::new(path, "a connector must be an object"));
+                    continue;
+                };
+                if let Some(name) = m.get("name").and_then(crate::config::as_string) {
+                    if names.contains(&name) {
+                        errors.push(ConfigError::new(
+                            format!("{path}.name"),
+                            format!("duplicate connector name {name:?}"),
+                        ));
+                    }
+                    names.push(name);
+                }
+                match ConnectorPlan::from_config(m.clone(), &path, base_dir) {
+                    Ok(plan) => {
+                        if let Some(p) = &plan.common.pipeline {
+                            if !pipelines.contains_key(p)
+                                && !errors.iter().any(|e| e.path.starts_with("pipelines"))
+                            {
+                                errors.push(ConfigError::new(
+                                    format!("{path}.pipeline"),
+                                    format!("no pipeline named {p:?} is defined"),
+                                ));
+                            }
+                        }
+                        connectors.push(plan);
+                    }
+                    Err(e) => errors.extend(e),
+                }
+            }
+        }
+        Some(_) => errors.push(ConfigError::new(
+            "connectors",
+            "must be a list of connectors",
+        )),
+    }
+
+    // Indexer and its backend block.
+    let indexer_block = block(root, "indexer", &mut errors, base_dir);
+    let indexer = match IndexerSettings::from_config(&indexer_block) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            errors.extend(e);
+            None
+        }
+    };
+    let backend_config = match &indexer {
+        Some(s) => {
+            let b = block(root, &s.kind, &mut errors, base_dir);
+            if let Err(e) = indexer::validate_backend(s, &b) {
+                errors.extend(e);
+            }
+            b
+        }
+        None => ComponentConfig::new(Map::new(), ""),
+    };
+
+    // worker, publisher, runner, log.
+    let log = block(root, "log", &mut errors, base_dir);
+    errors.extend(log_spec().validate(log.map(), "log"));
+    let log_seconds = log.usize("seconds").unwrap_or(None).map(|s| s as u64);
+    let worker_block = block(root, "worker", &mut errors, base_dir);
+    let worker = match WorkerSettings::from_config(&worker_block, log_seconds) {
+        Ok(w) => w,
+        Err(e) => {
+            errors.extend(e);
+            WorkerSettings::default()
+        }
+    };
+    let publisher = block(root, "publisher", &mut errors, base_dir);
+    errors.extend(publisher_spec().validate(publisher.map(), "publisher"));
+    let queue_capacity = match publisher.usize("queueCapacity") {
+        Ok(Some(0)) => {
+            errors.push(publisher.error("queueCapacity", "must be at least 1"));
+            DEFAULT_QUEUE_CAPACITY
+        }
+        Ok(v) => v.unwrap_or(DEFAULT_QUEUE_CAPACITY),
+        Err(_) => DEFAULT_QUEUE_CAPACITY,
+    };
+    let max_pending_docs = publisher.usize("maxPendingDocs").unwrap_or(None);
+    let runner = block(root, "runner", &mut errors, base_dir);
+    errors.extend(runner_spec().validate(runner.map(), "runner"));
+    let connector_timeout = match runner.i64("connectorTimeout") {
+        Ok(Some(ms)) if ms <= 0 => None,
+        Ok(Some(ms)) => Some(Duration::from_millis(ms as u64)),
+        _ => Some(DEFAULT_CONNECTOR_TIMEOUT),
+    };
+
+    // A type error in a key reported by a spec may also appear from a typed read; keep one.
+    errors.dedup();
+    if !errors.is_empty() {
+        return Err(ConfigErrors(errors));
+    }
+    Ok(RunPlan {
+        connectors,
+        pipelines,
+        indexer: indexer.unwrap_or_default(),
+        backend_config,
+        worker,
+        queue_capacity,
+        max_pending_docs,
+        connector_timeout,
+    })
+}
+
+/// Called between completion polls with the connector name and its publisher.
+pub type ProgressFn = Arc<dyn Fn(&str, &Publisher) + Send + Sync>;
+
+/// Options for one run.
+#[derive(Clone)]
+pub struct RunOptions {
+    pub mode: RunMode,
+    /// Set (by a signal handler, or Ctrl-C in Python) to stop gracefully: the connector stops
+    /// publishing, workers drain, the indexer flushes, and the summary covers what was done.
+    pub stop: Arc<AtomicBool>,
+    /// Called between polls of the completion loop with the connector name and publisher.
+    pub progress: Option<ProgressFn>,
+    pub run_id: Option<String>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            mode: RunMode::Local,
+            stop: Arc::new(AtomicBool::new(false)),
+            progress: None,
+            run_id: None,
+        }
+    }
+}
+
+/// Validates and runs a config. Config errors come back before anything starts.
+pub fn run(
+    config: &Value,
+    base_dir: Option<&Path>,
+    opts: &RunOptions,
+) -> Result<RunResult, ConfigErrors> {
+    let plan = plan(config, base_dir)?;
+    Ok(run_plan(&plan, opts))
+}
+
+pub fn run_plan(plan: &RunPlan, opts: &RunOptions) -> RunResult {
+    let started = Instant::now();
+    let run_id: Arc<str> = Arc::from(
+        opts.run_id
+            .clone()
+            .unwrap_or_else(crate::document::ids::random_id)
+            .as_str(),
+    );
+    tracing::info!(
+        run_id = &*run_id,
+        "starting run with {} connector(s)",
+        plan.connectors.len()
+    );
+    let mut results = Vec::new();
+    let mut stage_metrics: Vec<(String, Vec<StageMetrics>)> = Vec::new();
+    for (i, connector) in plan.connectors.iter().enumerate() {
+        if opts.stop.load(Ordering::SeqCst)
+            || results
+                .iter()
+                .any(|r: &ConnectorResult| r.status != ConnectorStatus::Complete)
+        {
+            results.push(ConnectorResult::skipped(&connector.common.name));
+            continue;
+        }
+        let (result, metrics) = run_connector(plan, connector, i > 0, &run_id, opts);
+        if let Some(m) = metrics {
+            stage_metrics.push((connector.common.pipeline.clone().unwrap_or_default(), m));
+        }
+        results.push(result);
+    }
+    let result = RunResult::new(
+        run_id.to_string(),
+        results,
+        started.elapsed(),
+        stage_metrics,
+    );
+    for line in result.summary.lines() {
+        tracing::info!("{line}");
+    }
+    result
+}
+
+fn run_connector(
+    plan: &RunPlan,
+    cplan: &ConnectorPlan,
+    continuing: bool,
+    run_id: &Arc<str>,
+    opts: &RunOptions,
+) -> (ConnectorResult, Option<Vec<StageMetrics>>) {
+    let name = cplan.common.name.clone();
+    let started = Instant::now();
+    let fail = |message: String| ConnectorResult::failed(&name, message, started.elapsed());
+    let (messenger, test_messenger): (Arc<dyn Messenger>, Option<Arc<TestMessenger>>) =
+        match opts.mode {
+            RunMode::Local => (Arc::new(LocalMessenger::new(plan.queue_capacity)), None),
+            RunMode::Test => {
+                let t = Arc::new(TestMessenger::new(plan.queue_capacity));
+                (t.clone(), Some(t))
+            }
+        };
+    let mut connector = match cplan.instantiate() {
+        Ok(c) => c,
+        Err(e) => return (fail(e.to_string()), None),
+    };
+    let pipeline = match &cplan.common.pipeline {
+        Some(p) => match plan.pipelines.get(p) {
+            Some(pp) => pp.clone(),
+            None => return (fail(format!("no pipeline named {p:?}")), None),
+        },
+        None => PipelinePlan {
+            name: format!("{name}_no_pipeline"),
+            stages: Vec::new(),
+        },
+    };
+    let bypass = opts.mode == RunMode::Test;
+    let backend = if bypass {
+        Ok(Box::new(indexer::nop::NopBackend) as Box<dyn indexer::Backend>)
+    } else {
+        indexer::build_backend(&plan.indexer, &plan.backend_config, continuing).map_err(|e| {
+            e.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    };
+    let mut backend = match backend {
+        Ok(b) => b,
+        Err(m) => return (fail(format!("indexer: {m}")), None),
+    };
+    if !bypass {
+        if let Err(e) = backend.validate_connection() {
+            return (fail(format!("indexer: {e}")), None);
+        }
+    }
+    let pool = match WorkerPool::start(
+        pipeline,
+        plan.worker.clone(),
+        messenger.clone(),
+        run_id.clone(),
+    ) {
+        Ok(p) => p,
+        Err(e) => return (fail(format!("cannot start workers: {e}")), None),
+    };
+    let indexer = match IndexerHandle::start(
+        plan.indexer.clone(),
+        backend,
+        messenger.clone(),
+        run_id.clone(),
+        bypass,
+    ) {
+        Ok(i) => i,
+        Err(e) => {
+            pool.stop();
+            return (fail(format!("cannot start the indexer: {e}")), None);
+        }
+    };
+    let publisher = Arc::new(Publisher::new(
+        run_id.clone(),
+        messenger.clone(),
+        PublisherSettings {
+            max_pending_docs: plan.max_pending_docs,
+            collapse: cplan.common.collapse,
+        },
+        opts.stop.clone(),
+    ));
+
+    let mut error: Option<String> = None;
+    let mut connector_back = None;
+    match catch(|| connector.pre_execute(run_id)) {
+        Err(e) => error = Some(format!("pre_execute failed: {e}")),
+        Ok(()) => {
+            let p2 = publisher.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("lucille-connector-{name}"))
+                .spawn(move || {
+                    let r = catch(|| connector.execute(&p2))
+                        .and_then(|_| p2.flush().map_err(ConnectorError::from));
+                    (connector, r)
+                });
+            match thread {
+                Err(e) => error = Some(format!("cannot start the connector thread: {e}")),
+                Ok(handle) => {
+                    let progress = opts.progress.clone();
+                    let r = publisher.wait_for_completion(&handle, plan.connector_timeout, |p| {
+                        if let Some(f) = &progress {
+                            f(&name, p);
+                        }
+                    });
+                    if !r.ok {
+                        error = r.message;
+                        // Unblock a connector stuck in publish so its thread can end.
+                        opts.stop.store(true, Ordering::SeqCst);
+                    }
+                    if handle.is_finished() || error.is_none() {
+                        match handle.join() {
+                            Ok((c, Ok(()))) => connector_back = Some(c),
+                            Ok((c, Err(e))) => {
+                                error.get_or_insert_with(|| format!("execute failed: {e}"));
+                                connector_back = Some(c);
+                            }
+                            Err(_) => {
+                                error.get_or_insert_with(|| "the connector thread panicked".into());
+                            }
+                        }
+                    } else {
+                        tracing::error!(
+                            "connector {name:?} did not stop; leaving its thread behind"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    if let Some(c) = connector_back.as_mut() {
+        if error.is_none() {
+            if let Err(e) = catch(|| c.post_execute(run_id)) {
+                error = Some(format!("post_execute failed: {e}"));
+            }
+        }
+        if let Err(e) = catch(|| c.close()) {
+            tracing::error!("closing connector {name:?} failed: {e}");
+        }
+    }
+    let metrics = pool.stop();
+    if let Err(e) = indexer.terminate() {
+        error.get_or_insert_with(|| format!("indexer: {e}"));
+    }
+    log_stage_metrics(&name, &metrics);
+    let history = test_messenger.map(|t| t.history());
+    let counts = publisher.counts();
+    let mut result = match error {
+        None => ConnectorResult::complete(&name, counts, started.elapsed()),
+        Some(m) => ConnectorResult::failed_with_counts(&name, m, counts, started.elapsed()),
+    };
+    result.received = publisher.num_received();
+    result.history = history;
+    (result, Some(metrics))
+}
+
+fn catch<T>(f: impl FnOnce() -> Result<T, ConnectorError>) -> Result<T, ConnectorError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => Err(ConnectorError::new(format!(
+            "panicked: {}",
+            crate::stage::panic_message(p.as_ref())
+        ))),
+    }
+}
+
+fn log_stage_metrics(connector: &str, metrics: &[StageMetrics]) {
+    for m in metrics {
+        tracing::info!(
+            "{connector} stage {}: {} docs processed, {} children, {} errors, mean {:.3} ms, total {:.2} s",
+            m.name,
+            m.processed,
+            m.children,
+            m.errors,
+            m.mean_time().as_secs_f64() * 1e3,
+            m.total_time.as_secs_f64()
+        );
+    }
+}
+
+/// Documents the indexer received and events, over every connector (test mode).
+pub fn test_history(result: &RunResult) -> (Vec<Document>, Vec<Event>) {
+    let mut docs = Vec::new();
+    let mut events = Vec::new();
+    for c in &result.connectors {
+        if let Some(h) = &c.history {
+            docs.extend(h.sent_for_indexing.iter().cloned());
+            events.extend(h.events.iter().cloned());
+        }
+    }
+    (docs, events)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,276 @@
+use std::collections::HashMap;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde_json::json;
+
+use super::*;
+use crate::accounting::EventType;
+
+fn test_opts() -> RunOptions {
+    RunOptions {
+        mode: RunMode::Test,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn sequence_through_a_pipeline_in_test_mode() {
+    let config = json!({
+        "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 50, "pipeline": "main", "docIdPrefix": "d-"}],
+        "pipelines": [{"name": "main", "stages": [
+            {"class": "SetStaticValues", "staticValues": {"kind": "x"}},
+            {"class": "DropDocument", "conditions": [{"fields": ["id"], "values": ["d-7"]}]},
+            {"class": "CreateChildrenStage", "numChildren": 2, "conditions": [{"fields": ["id"], "values": ["d-3"]}]}
+        ]}],
+        "worker": {"threads": 2}
+    });
+    let r = run(&config, None, &test_opts()).unwrap();
+    assert!(r.ok, "{}", r.summary);
+    let c = &r.connectors[0];
+    assert_eq!(
+        (c.published, c.succeeded, c.failed, c.dropped),
+        (50, 51, 0, 1)
+    );
+    let (docs, events) = test_history(&r);
+    assert_eq!(docs.len(), 51);
+    assert!(docs.iter().all(|d| d.run_id() == Some(r.run_id.as_str())));
+    // Children are made after SetStaticValues ran, so only parents carry its field.
+    assert!(docs
+        .iter()
+        .all(|d| d.id().contains("_child") || d.get_str("kind") == Some("x")));
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.kind == EventType::Create)
+            .count(),
+        2
+    );
+    assert!(r.summary.starts_with("RUN SUMMARY: Success. 1/1 connectors complete. All published docs succeeded.\nseq: complete. 51 docs succeeded. 0 docs failed. 1 docs dropped."), "{}", r.summary);
+}
+
+#[test]
+fn local_mode_writes_jsonl_and_appends_across_connectors() {
+    let dir = std::env::temp_dir().join(format!("lucille-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("out.jsonl"), "stale line\n").unwrap();
+    let config = json!({
+        "connectors": [
+            {"name": "a", "class": "SequenceConnector", "numDocs": 3, "pipeline": "p"},
+            {"name": "b", "class": "com.kmwllc.lucille.connector.SequenceConnector", "numDocs": 2, "startWith": 10}
+        ],
+        "pipelines": [{"name": "p", "stages": [{"class": "SetStaticValues", "staticValues": {"s": 1}}]}],
+        "indexer": {"type": "jsonl", "batchSize": 2},
+        "jsonl": {"path": "out.jsonl"}
+    });
+    let r = run(&config, Some(&dir), &RunOptions::default()).unwrap();
+    assert!(r.ok, "{}", r.summary);
+    let text = std::fs::read_to_string(dir.join("out.jsonl")).unwrap();
+    let ids: Vec<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        ["0", "1", "2", "10", "11"],
+        "the first connector truncates, the second appends"
+    );
+    assert!(!text.contains("run_id"), "reserved fields are not indexed");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn every_config_error_is_listed_before_anything_runs() {
+    let config = json!({
+        "connectors": [
+            {"name": "a", "class": "SequenceConnector", "pipeline": "missing"},
+            {"class": "NoSuchConnector", "name": "b"},
+            {"name": "a", "class": "SequenceConnector", "numDocs": 1}
+        ],
+        "pipelines": [{"name": "p", "stages": [{"class": "CopyFields"}]}],
+        "indexer": {"type": "elastic-ish", "batchSize": 0},
+        "worker": {"threads": 0, "bogus": true},
+        "publisher": {"queueCapacity": "lots"}
+    });
+    let text = plan(&config, None).err().unwrap().to_string();
+    for part in [
+        "connectors[0].numDocs: missing required key",
+        "connectors[1].class: unknown connector class \"NoSuchConnector\"",
+        "connectors[2].name: duplicate connector name \"a\"",
+        "pipelines[0].stages[0].fieldMapping",
+        "indexer.batchSize: must be at least 1",
+        "worker.threads: must be at least 1",
+        "worker.bogus: unknown key",
+        "publisher.queueCapacity: must be an integer",
+    ] {
+        assert!(text.contains(part), "missing {part:?} in:\n{text}");
+    }
+    let missing_pipeline = plan(&json!({"connectors": [{"name": "a", "class": "SequenceConnector", "numDocs": 1, "pipeline": "nope"}]}), None)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        missing_pipeline.contains("connectors[0].pipeline: no pipeline named \"nope\""),
+        "{missing_pipeline}"
+    );
+    let unknown_type = plan(
+        &json!({"connectors": [], "indexer": {"type": "elastic-ish"}}),
+        None,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        unknown_type.contains("unknown indexer type \"elastic-ish\""),
+        "{unknown_type}"
+    );
+}
+
+#[test]
+fn a_failed_connector_skips_the_rest() {
+    let config = json!({
+        "connectors": [
+            {"name": "first", "class": "SequenceConnector", "numDocs": 2},
+            {"name": "bad", "class": "SequenceConnector", "numDocs": 5, "pipeline": "p"},
+            {"name": "never", "class": "SequenceConnector", "numDocs": 1}
+        ],
+        "pipelines": [{"name": "p", "stages": [{"class": "CreateChildrenStage", "numChildren": 1}]}],
+        "indexer": {"type": "jsonl"},
+        "jsonl": {"path": "/proc/not/writable/out.jsonl"}
+    });
+    let r = run(&config, None, &RunOptions::default()).unwrap();
+    assert!(!r.ok);
+    assert!(
+        matches!(r.connectors[0].status, ConnectorStatus::Failed(_)),
+        "{}",
+        r.summary
+    );
+    assert_eq!(r.connectors[1].status, ConnectorStatus::Skipped);
+    assert!(
+        r.summary.contains("first: ERROR. indexer:"),
+        "{}",
+        r.summary
+    );
+    assert!(
+        r.summary.contains("bad: skipped.") && r.summary.contains("never: skipped."),
+        "{}",
+        r.summary
+    );
+}
+
+#[test]
+fn connector_timeout_fails_the_connector_not_the_process() {
+    let config = json!({
+        "connectors": [{"name": "slow", "class": "SequenceConnector", "numDocs": 1000000}],
+        "runner": {"connectorTimeout": 50},
+        "publisher": {"queueCapacity": 10}
+    });
+    let r = run(&config, None, &test_opts()).unwrap();
+    assert!(!r.ok);
+    assert_eq!(
+        r.connectors[0].status,
+        ConnectorStatus::Failed("Connector timeout.".into())
+    );
+}
+
+#[test]
+fn stop_flag_ends_the_run_gracefully_with_everything_accounted() {
+    let opts = test_opts();
+    let stop = opts.stop.clone();
+    let config = json!({
+        "connectors": [{"name": "big", "class": "SequenceConnector", "numDocs": 100000000}, {"name": "next", "class": "SequenceConnector", "numDocs": 1}],
+        "publisher": {"queueCapacity": 100}
+    });
+    let handle = std::thread::spawn(move || run(&config, None, &opts).unwrap());
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::SeqCst);
+    let r = handle.join().unwrap();
+    let c = &r.connectors[0];
+    assert!(matches!(c.status, ConnectorStatus::Failed(_)));
+    assert!(c.published > 0);
+    assert_eq!(
+        c.published,
+        c.succeeded + c.failed + c.dropped,
+        "nothing published is left unaccounted"
+    );
+    assert_eq!(r.connectors[1].status, ConnectorStatus::Skipped);
+}
+
+/// A seeded random pipeline per case: drops, children at several stages, generator failures
+/// and stage errors. In every case every published document and child gets exactly one
+/// terminal event, the counts match the summary, and the run completes.
+#[test]
+fn randomized_accounting_is_exact() {
+    let cases: u64 = std::env::var("LUCILLE_ACCOUNTING_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    for seed in 0..cases {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let num_docs = rng.random_range(0..40u32);
+        let mut stages = vec![
+            json!({"class": "AddRandomInt", "fieldName": "r", "rangeStart": 0, "rangeEnd": 10}),
+        ];
+        for _ in 0..rng.random_range(1..6) {
+            let when = |v: u32| json!([{"fields": ["r"], "values": [v]}]);
+            let pick = rng.random_range(0..5);
+            let v = rng.random_range(0..10u32);
+            stages.push(match pick {
+                0 => json!({"class": "DropDocument", "conditions": when(v)}),
+                1 => json!({"class": "CreateChildrenStage", "numChildren": rng.random_range(1..4), "conditions": when(v)}),
+                2 => json!({"class": "CreateChildrenStage", "numChildren": 3, "failAfter": 1, "conditions": when(v)}),
+                3 => json!({"class": "CopyFields", "fieldMapping": {"r": "id"}, "conditions": when(v)}),
+                _ => json!({"class": "SetStaticValues", "staticValues": {"s": v}}),
+            });
+        }
+        let config = json!({
+            "connectors": [{"name": "c", "class": "SequenceConnector", "numDocs": num_docs, "pipeline": "p"}],
+            "pipelines": [{"name": "p", "stages": stages}],
+            "worker": {"threads": rng.random_range(1..3)},
+            "indexer": {"batchSize": rng.random_range(1..8), "batchTimeout": rng.random_range(1..20)},
+            "publisher": {"queueCapacity": rng.random_range(1..20)},
+            "runner": {"connectorTimeout": 60000}
+        });
+        let r = run(&config, None, &test_opts()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert!(r.ok, "seed {seed}: {}", r.summary);
+        let c = &r.connectors[0];
+        let (_, events) = test_history(&r);
+        // Every tracked document: the published ones and every CREATE.
+        let mut tracked: HashMap<String, i64> = HashMap::new();
+        for i in 0..num_docs {
+            *tracked.entry(i.to_string()).or_default() += 1;
+        }
+        let mut terminal: HashMap<String, i64> = HashMap::new();
+        for e in &events {
+            match e.kind {
+                EventType::Create => *tracked.entry(e.doc_id.clone()).or_default() += 1,
+                _ => *terminal.entry(e.doc_id.clone()).or_default() += 1,
+            }
+        }
+        assert_eq!(
+            tracked, terminal,
+            "seed {seed}: each tracked document ends exactly once"
+        );
+        let count = |k: EventType| events.iter().filter(|e| e.kind == k).count() as u64;
+        assert_eq!(
+            (c.succeeded, c.failed, c.dropped),
+            (
+                count(EventType::Finish),
+                count(EventType::Fail),
+                count(EventType::Drop)
+            ),
+            "seed {seed}"
+        );
+        assert_eq!(c.published, u64::from(num_docs));
+        assert!(
+            r.summary
+                .contains(&format!("c: complete. {} docs succeeded.", c.succeeded)),
+            "seed {seed}"
+        );
+    }
+}
