@@ -4,8 +4,38 @@ Connectors read sources, a pipeline of stages enriches each document, and an ind
 documents into a search engine, while the Publisher accounts for every document.
 """
 
-from lucille._lucille import Document, Pipeline, StageError, UpdateMode, __version__
+from lucille._lucille import (
+    ConfigError,
+    ConnectorResult,
+    Document,
+    Pipeline,
+    Publisher,
+    RunResult,
+    StageError,
+    UpdateMode,
+    __version__,
+    render,
+    run,
+    validate,
+)
+from lucille.connector import Connector
 from lucille.stage import Stage
 from lucille import stages
 
-__all__ = ["Document", "Pipeline", "Stage", "StageError", "UpdateMode", "stages", "__version__"]
+__all__ = [
+    "ConfigError",
+    "Connector",
+    "ConnectorResult",
+    "Document",
+    "Pipeline",
+    "Publisher",
+    "RunResult",
+    "Stage",
+    "StageError",
+    "UpdateMode",
+    "__version__",
+    "render",
+    "run",
+    "stages",
+    "validate",
+]

@@ -50,3 +50,10 @@ def load_stage_class(reference: str, base_dir: Optional[str] = None) -> type:
     if not isinstance(cls, type) or not callable(getattr(cls, "process_document", None)):
         raise TypeError(f"{reference!r} is not a stage class (a class with a process_document method)")
     return cls
+
+
+def load_connector_class(reference: str, base_dir: Optional[str] = None) -> type:
+    cls = load_object(reference, base_dir)
+    if not isinstance(cls, type) or not callable(getattr(cls, "execute", None)):
+        raise TypeError(f"{reference!r} is not a connector class (a class with an execute method)")
+    return cls

@@ -8,13 +8,20 @@ import numpy.typing as npt
 __version__: str
 __all__ = [
     "BuiltinStage",
+    "ConfigError",
+    "ConnectorResult",
     "Document",
     "Pipeline",
     "ProcessIter",
+    "Publisher",
+    "RunResult",
     "StageError",
     "UpdateMode",
     "__version__",
     "builtin_stage_names",
+    "render",
+    "run",
+    "validate",
 ]
 
 _JsonValue = Any
@@ -125,3 +132,92 @@ class Pipeline:
     def __enter__(self) -> Pipeline: ...
     def __exit__(self, t: Any, v: Any, tb: Any, /) -> bool: ...
     def __len__(self) -> int: ...
+
+class ConfigError(ValueError):
+    """The config is invalid; the message lists every problem."""
+
+@final
+class ConnectorResult:
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def message(self) -> Optional[str]: ...
+    @property
+    def published(self) -> int: ...
+    @property
+    def succeeded(self) -> int: ...
+    @property
+    def failed(self) -> int: ...
+    @property
+    def dropped(self) -> int: ...
+    @property
+    def seconds(self) -> float: ...
+
+@final
+class RunResult:
+    @property
+    def status(self) -> str: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def published(self) -> int: ...
+    @property
+    def succeeded(self) -> int: ...
+    @property
+    def failed(self) -> int: ...
+    @property
+    def dropped(self) -> int: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def interrupted(self) -> bool: ...
+    @property
+    def connectors(self) -> list[ConnectorResult]: ...
+    @property
+    def documents(self) -> list[Document]: ...
+    @property
+    def events(self) -> list[tuple[str, str, Optional[str]]]: ...
+    @property
+    def stage_metrics(self) -> list[dict[str, Any]]: ...
+
+@final
+class Publisher:
+    def publish(self, doc: Document) -> None: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def published(self) -> int: ...
+
+_Overrides = Union[dict[str, Any], list[str], None]
+
+def run(
+    path: Optional[str] = None,
+    *,
+    config: Optional[dict[str, Any]] = None,
+    hocon: Optional[str] = None,
+    mode: str = "local",
+    overrides: _Overrides = None,
+    base_dir: Optional[str] = None,
+    progress: Optional[bool] = None,
+) -> RunResult: ...
+def validate(
+    path: Optional[str] = None,
+    *,
+    config: Optional[dict[str, Any]] = None,
+    hocon: Optional[str] = None,
+    overrides: _Overrides = None,
+    base_dir: Optional[str] = None,
+) -> list[str]: ...
+def render(
+    path: Optional[str] = None,
+    *,
+    config: Optional[dict[str, Any]] = None,
+    hocon: Optional[str] = None,
+    overrides: _Overrides = None,
+    base_dir: Optional[str] = None,
+    json: bool = False,
+) -> str: ...

@@ -3,7 +3,9 @@
 
 mod convert;
 mod document;
+mod logging;
 mod pipeline;
+mod run;
 mod stage;
 
 use pyo3::prelude::*;
@@ -14,6 +16,8 @@ fn _lucille(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<document::PyDocument>()?;
     m.add_class::<document::PyUpdateMode>()?;
     pipeline::register(m)?;
+    run::register(m)?;
+    logging::install();
     crate::stage::registry::install_python_factory(Box::new(stage::PyStageFactory));
     Ok(())
 }

@@ -262,9 +262,22 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             DEFAULT_QUEUE_CAPACITY
         }
         Ok(v) => v.unwrap_or(DEFAULT_QUEUE_CAPACITY),
-        Err(_) => DEFAULT_QUEUE_CAPACITY,
+        Err(e) => {
+            errors.push(e);
+            DEFAULT_QUEUE_CAPACITY
+        }
     };
-    let max_pending_docs = publisher.usize("maxPendingDocs").unwrap_or(None);
+    let max_pending_docs = match publisher.usize("maxPendingDocs") {
+        Ok(Some(0)) => {
+            errors.push(publisher.error("maxPendingDocs", "must be at least 1"));
+            None
+        }
+        Ok(v) => v,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
     let runner = block(root, "runner", &mut errors, base_dir);
     errors.extend(runner_spec().validate(runner.map(), "runner"));
     let connector_timeout = match runner.i64("connectorTimeout") {
@@ -564,3 +577,33 @@ pub fn test_history(result: &RunResult) -> (Vec<Document>, Vec<Event>) {
 
 #[cfg(test)]
 mod tests;
+
+/// A progress line on stderr when it is a terminal: published, indexed, failed, rate.
+pub fn terminal_progress() -> Option<ProgressFn> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let started = Instant::now();
+    let last = parking_lot::Mutex::new(Instant::now() - Duration::from_secs(1));
+    Some(Arc::new(move |name: &str, p: &Publisher| {
+        let mut last = last.lock();
+        if last.elapsed() < Duration::from_millis(200) {
+            return;
+        }
+        *last = Instant::now();
+        let c = p.counts();
+        let done = c.succeeded + c.failed + c.dropped;
+        let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-3);
+        bar.set_message(format!(
+            "{name}: {} published, {} indexed, {} failed, {} dropped ({rate:.0} docs/s)",
+            c.published, c.succeeded, c.failed, c.dropped
+        ));
+        bar.tick();
+    }))
+}

@@ -1,0 +1,519 @@
+//! `lucille.run(...)`, `validate`, `render`, `RunResult`, and Python connectors
+//! (`lucille.Connector` subclasses named `module:Class`, with a `Publisher` to publish into).
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde_json::Value;
+
+use super::convert::py_to_value;
+use super::document::PyDocument;
+use super::stage::{config_dict, describe_py_err};
+use crate::accounting::Publisher;
+use crate::config::{ComponentConfig, ConfigError as CfgError, ConfigErrors};
+use crate::connector::{Common, Connector, ConnectorError, PythonConnectorFactory};
+use crate::document::Document;
+use crate::runner::{self, ConnectorStatus, RunMode, RunOptions, RunResult};
+
+pyo3::create_exception!(
+    _lucille,
+    ConfigError,
+    PyValueError,
+    "The config is invalid; the message lists every problem."
+);
+
+fn config_err(e: ConfigErrors) -> PyErr {
+    ConfigError::new_err(e.to_string().trim_end().to_string())
+}
+
+fn overrides_list(overrides: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)>> {
+    let Some(o) = overrides else {
+        return Ok(Vec::new());
+    };
+    if let Ok(d) = o.cast::<PyDict>() {
+        return d
+            .iter()
+            .map(|(k, v)| Ok((k.extract::<String>()?, v.str()?.to_cow()?.into_owned())))
+            .collect();
+    }
+    let items: Vec<String> = o.extract()?;
+    items
+        .into_iter()
+        .map(|s| match s.split_once('=') {
+            Some((k, v)) => Ok((k.trim().to_string(), v.to_string())),
+            None => Err(PyValueError::new_err(format!(
+                "override {s:?} must be path=value"
+            ))),
+        })
+        .collect()
+}
+
+/// Resolves the three ways of giving a config into (config, base dir).
+fn load(
+    py: Python<'_>,
+    path: Option<PathBuf>,
+    config: Option<&Bound<'_, PyDict>>,
+    hocon: Option<String>,
+    overrides: &[(String, String)],
+    base_dir: Option<PathBuf>,
+) -> PyResult<(Value, Option<PathBuf>)> {
+    match (path, config, hocon) {
+        (Some(p), None, None) => py
+            .detach(|| runner::load_config(&p, overrides))
+            .map_err(config_err),
+        (None, Some(c), None) => {
+            let mut v = py_to_value(c.as_any(), "config")?;
+            for (k, val) in overrides {
+                let parsed = runner::parse_config_text(&format!("v = {val}"), None, &[])
+                    .ok()
+                    .and_then(|mut o| o.as_object_mut().and_then(|m| m.remove("v")))
+                    .unwrap_or(Value::String(val.clone()));
+                set_path(&mut v, k, parsed);
+            }
+            Ok((v, base_dir))
+        }
+        (None, None, Some(text)) => {
+            let dir = base_dir.clone();
+            py.detach(|| runner::parse_config_text(&text, dir.as_deref(), overrides))
+                .map(|v| (v, base_dir))
+                .map_err(config_err)
+        }
+        _ => Err(PyValueError::new_err(
+            "give exactly one of: a config path, config=dict, or hocon=str",
+        )),
+    }
+}
+
+fn set_path(root: &mut Value, path: &str, value: Value) {
+    let mut node = root;
+    let parts: Vec<&str> = path.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        if !node.is_object() {
+            *node = Value::Object(serde_json::Map::new());
+        }
+        let Value::Object(map) = node else { return };
+        if i + 1 == parts.len() {
+            map.insert((*part).to_string(), value);
+            return;
+        }
+        node = map
+            .entry((*part).to_string())
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    }
+}
+
+#[pyclass(name = "ConnectorResult", module = "lucille._lucille", frozen, get_all)]
+pub struct PyConnectorResult {
+    name: String,
+    status: String,
+    message: Option<String>,
+    published: u64,
+    succeeded: u64,
+    failed: u64,
+    dropped: u64,
+    seconds: f64,
+}
+
+#[pymethods]
+impl PyConnectorResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "ConnectorResult(name={:?}, status={:?}, published={}, succeeded={}, failed={}, dropped={})",
+            self.name, self.status, self.published, self.succeeded, self.failed, self.dropped
+        )
+    }
+}
+
+#[pyclass(name = "RunResult", module = "lucille._lucille", frozen)]
+pub struct PyRunResult {
+    result: RunResult,
+    mode: RunMode,
+    interrupted: bool,
+}
+
+#[pymethods]
+impl PyRunResult {
+    /// "Success" or "Failure".
+    #[getter]
+    fn status(&self) -> &'static str {
+        self.result.status()
+    }
+    #[getter]
+    fn run_id(&self) -> &str {
+        &self.result.run_id
+    }
+    #[getter]
+    fn published(&self) -> u64 {
+        self.result.totals().published
+    }
+    #[getter]
+    fn succeeded(&self) -> u64 {
+        self.result.totals().succeeded
+    }
+    #[getter]
+    fn failed(&self) -> u64 {
+        self.result.totals().failed
+    }
+    #[getter]
+    fn dropped(&self) -> u64 {
+        self.result.totals().dropped
+    }
+    #[getter]
+    fn seconds(&self) -> f64 {
+        self.result.seconds
+    }
+    #[getter]
+    fn summary(&self) -> &str {
+        &self.result.summary
+    }
+    /// True when the run was stopped by Ctrl-C / SIGTERM.
+    #[getter]
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+    #[getter]
+    fn connectors(&self) -> Vec<PyConnectorResult> {
+        self.result
+            .connectors
+            .iter()
+            .map(|c| PyConnectorResult {
+                name: c.name.clone(),
+                status: c.status_text().to_string(),
+                message: match &c.status {
+                    ConnectorStatus::Failed(m) => Some(m.clone()),
+                    _ => None,
+                },
+                published: c.published,
+                succeeded: c.succeeded,
+                failed: c.failed,
+                dropped: c.dropped,
+                seconds: c.seconds,
+            })
+            .collect()
+    }
+    /// Test mode: the documents the indexer received, in order.
+    #[getter]
+    fn documents(&self) -> PyResult<Vec<PyDocument>> {
+        self.test_only()?;
+        Ok(runner::test_history(&self.result)
+            .0
+            .into_iter()
+            .map(PyDocument::new_from)
+            .collect())
+    }
+    /// Test mode: (doc_id, type, message) for every event, in order.
+    #[getter]
+    fn events(&self) -> PyResult<Vec<(String, &'static str, Option<String>)>> {
+        self.test_only()?;
+        Ok(runner::test_history(&self.result)
+            .1
+            .into_iter()
+            .map(|e| (e.doc_id, e.kind.as_str(), e.message))
+            .collect())
+    }
+    /// Per-stage metrics of every pipeline run: list of dicts.
+    #[getter]
+    fn stage_metrics<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let mut out = Vec::new();
+        for (pipeline, metrics) in &self.result.stage_metrics {
+            for m in metrics {
+                let d = PyDict::new(py);
+                d.set_item("pipeline", pipeline)?;
+                d.set_item("name", &m.name)?;
+                d.set_item("processed", m.processed)?;
+                d.set_item("children", m.children)?;
+                d.set_item("errors", m.errors)?;
+                d.set_item("total_seconds", m.total_time.as_secs_f64())?;
+                d.set_item("mean_seconds", m.mean_time().as_secs_f64())?;
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+    fn __repr__(&self) -> String {
+        let t = self.result.totals();
+        format!(
+            "RunResult(status={:?}, published={}, succeeded={}, failed={}, dropped={})",
+            self.result.status(),
+            t.published,
+            t.succeeded,
+            t.failed,
+            t.dropped
+        )
+    }
+}
+
+impl PyRunResult {
+    fn test_only(&self) -> PyResult<()> {
+        if self.mode == RunMode::Test {
+            Ok(())
+        } else {
+            Err(PyRuntimeError::new_err(
+                "documents and events are recorded only in mode=\"test\"",
+            ))
+        }
+    }
+}
+
+/// Runs a config. The GIL is released while the run goes on; Ctrl-C (or SIGTERM, which the
+/// CLI turns into KeyboardInterrupt) stops it gracefully and returns the partial result.
+#[pyfunction]
+#[pyo3(signature = (path = None, *, config = None, hocon = None, mode = "local", overrides = None, base_dir = None, progress = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    py: Python<'_>,
+    path: Option<PathBuf>,
+    config: Option<&Bound<'_, PyDict>>,
+    hocon: Option<String>,
+    mode: &str,
+    overrides: Option<&Bound<'_, PyAny>>,
+    base_dir: Option<PathBuf>,
+    progress: Option<bool>,
+) -> PyResult<PyRunResult> {
+    let mode = RunMode::parse(mode).ok_or_else(|| {
+        PyValueError::new_err(format!("mode must be \"local\" or \"test\", not {mode:?}"))
+    })?;
+    let overrides = overrides_list(overrides)?;
+    let (value, dir) = load(py, path, config, hocon, &overrides, base_dir)?;
+    let plan = py
+        .detach(|| runner::plan(&value, dir.as_deref()))
+        .map_err(config_err)?;
+    let opts = RunOptions {
+        mode,
+        progress: if progress.unwrap_or(true) {
+            runner::terminal_progress()
+        } else {
+            None
+        },
+        ..Default::default()
+    };
+    let stop = opts.stop.clone();
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let handle = std::thread::Builder::new()
+        .name("lucille-runner".into())
+        .spawn(move || {
+            let r = runner::run_plan(&plan, &opts);
+            let _ = tx.send(());
+            r
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the run: {e}")))?;
+    let mut interrupted = false;
+    loop {
+        let done = py.detach(|| rx.recv_timeout(Duration::from_millis(100)).is_ok());
+        if done {
+            break;
+        }
+        if py.check_signals().is_err() && !interrupted {
+            interrupted = true;
+            tracing::warn!("interrupted: stopping the run; workers drain and the indexer flushes");
+            stop.store(true, Ordering::SeqCst);
+        }
+    }
+    let result = py
+        .detach(|| handle.join())
+        .map_err(|_| PyRuntimeError::new_err("the run panicked"))?;
+    Ok(PyRunResult {
+        result,
+        mode,
+        interrupted,
+    })
+}
+
+/// Every config error, as a list of strings (empty when the config is valid).
+#[pyfunction]
+#[pyo3(signature = (path = None, *, config = None, hocon = None, overrides = None, base_dir = None))]
+pub fn validate(
+    py: Python<'_>,
+    path: Option<PathBuf>,
+    config: Option<&Bound<'_, PyDict>>,
+    hocon: Option<String>,
+    overrides: Option<&Bound<'_, PyAny>>,
+    base_dir: Option<PathBuf>,
+) -> PyResult<Vec<String>> {
+    let overrides = overrides_list(overrides)?;
+    let (value, dir) = match load(py, path, config, hocon, &overrides, base_dir) {
+        Ok(v) => v,
+        Err(e) if e.is_instance_of::<ConfigError>(py) => return Ok(vec![e.value(py).to_string()]),
+        Err(e) => return Err(e),
+    };
+    Ok(match py.detach(|| runner::plan(&value, dir.as_deref())) {
+        Ok(_) => Vec::new(),
+        Err(e) => e.0.iter().map(ToString::to_string).collect(),
+    })
+}
+
+/// The resolved config as HOCON (or JSON), with secrets redacted.
+#[pyfunction]
+#[pyo3(signature = (path = None, *, config = None, hocon = None, overrides = None, base_dir = None, json = false))]
+pub fn render(
+    py: Python<'_>,
+    path: Option<PathBuf>,
+    config: Option<&Bound<'_, PyDict>>,
+    hocon: Option<String>,
+    overrides: Option<&Bound<'_, PyAny>>,
+    base_dir: Option<PathBuf>,
+    json: bool,
+) -> PyResult<String> {
+    let overrides = overrides_list(overrides)?;
+    let (mut value, _) = load(py, path, config, hocon, &overrides, base_dir)?;
+    crate::config::redact(&mut value);
+    Ok(if json {
+        serde_json::to_string_pretty(&value).unwrap_or_default()
+    } else {
+        crate::config::hocon::render_hocon(&value)
+    })
+}
+
+// ----- Python connectors -----
+
+/// The publisher handed to a Python connector's `execute`.
+#[pyclass(name = "Publisher", module = "lucille._lucille", frozen)]
+pub struct PyPublisher {
+    inner: Arc<Publisher>,
+}
+
+#[pymethods]
+impl PyPublisher {
+    /// Publishes a document (it is moved into the run; do not reuse the object). Blocks,
+    /// without holding the GIL, while the run applies backpressure.
+    fn publish(&self, py: Python<'_>, doc: &Bound<'_, PyDocument>) -> PyResult<()> {
+        let inner = std::mem::replace(&mut doc.borrow_mut().inner, Document::placeholder());
+        if inner.id().is_empty() {
+            return Err(PyValueError::new_err(
+                "this Document was already published or lent out; publish a new Document",
+            ));
+        }
+        let p = self.inner.clone();
+        py.detach(move || p.publish(inner))
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    }
+
+    #[getter]
+    fn run_id(&self) -> &str {
+        self.inner.run_id()
+    }
+
+    /// Documents published so far (after collapsing).
+    #[getter]
+    fn published(&self) -> u64 {
+        self.inner.num_published()
+    }
+}
+
+struct PyConnector {
+    obj: Py<PyAny>,
+}
+
+impl PyConnector {
+    fn hook(&self, name: &str, arg: Option<&str>) -> Result<(), ConnectorError> {
+        Python::attach(|py| {
+            let obj = self.obj.bind(py);
+            if !obj.hasattr(name).unwrap_or(false) {
+                return Ok(());
+            }
+            let r = match arg {
+                Some(a) => obj.call_method1(name, (a,)),
+                None => obj.call_method0(name),
+            };
+            r.map(|_| ())
+                .map_err(|e| ConnectorError::new(describe_py_err(py, &e)))
+        })
+    }
+}
+
+impl Connector for PyConnector {
+    fn pre_execute(&mut self, run_id: &str) -> Result<(), ConnectorError> {
+        self.hook("pre_execute", Some(run_id))
+    }
+
+    fn execute(&mut self, publisher: &Arc<Publisher>) -> Result<(), ConnectorError> {
+        Python::attach(|py| {
+            let p = Py::new(
+                py,
+                PyPublisher {
+                    inner: publisher.clone(),
+                },
+            )
+            .map_err(|e| ConnectorError::new(e.to_string()))?;
+            self.obj
+                .bind(py)
+                .call_method1("execute", (p,))
+                .map(|_| ())
+                .map_err(|e| ConnectorError::new(describe_py_err(py, &e)))
+        })
+    }
+
+    fn post_execute(&mut self, run_id: &str) -> Result<(), ConnectorError> {
+        self.hook("post_execute", Some(run_id))
+    }
+
+    fn close(&mut self) -> Result<(), ConnectorError> {
+        self.hook("close", None)
+    }
+}
+
+pub struct PyConnectorFactory;
+
+fn load_connector_class<'py>(
+    py: Python<'py>,
+    class: &str,
+    config: &ComponentConfig,
+) -> Result<Bound<'py, PyAny>, CfgError> {
+    let base = config.base_dir().map(|p| p.to_string_lossy().into_owned());
+    py.import("lucille._loader")
+        .and_then(|m| m.call_method1("load_connector_class", (class, base)))
+        .map_err(|e| {
+            config.error(
+                "class",
+                format!("cannot load Python connector {class:?}: {}", e.value(py)),
+            )
+        })
+}
+
+impl PythonConnectorFactory for PyConnectorFactory {
+    fn check(&self, class: &str, config: &ComponentConfig) -> Result<(), CfgError> {
+        Python::attach(|py| load_connector_class(py, class, config).map(|_| ()))
+    }
+
+    fn build(
+        &self,
+        class: &str,
+        config: &ComponentConfig,
+        common: &Common,
+    ) -> Result<Box<dyn Connector>, CfgError> {
+        Python::attach(|py| {
+            let cls = load_connector_class(py, class, config)?;
+            let fail = |e: PyErr| {
+                config.error(
+                    "class",
+                    format!(
+                        "cannot create Python connector {class:?}: {}",
+                        describe_py_err(py, &e)
+                    ),
+                )
+            };
+            let obj = cls
+                .call1((config_dict(py, config).map_err(fail)?,))
+                .map_err(fail)?;
+            obj.setattr("name", &common.name).map_err(fail)?;
+            Ok(Box::new(PyConnector { obj: obj.unbind() }) as Box<dyn Connector>)
+        })
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyRunResult>()?;
+    m.add_class::<PyConnectorResult>()?;
+    m.add_class::<PyPublisher>()?;
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(render, m)?)?;
+    crate::connector::install_python_factory(Box::new(PyConnectorFactory));
+    Ok(())
+}
