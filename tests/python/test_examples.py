@@ -39,3 +39,16 @@ def test_cli_doc_rejects_invalid_document():
 def test_cli_version():
     r = run_cli("--version")
     assert r.returncode == 0 and "lucille-rs" in r.stdout
+
+
+def test_pipeline_example_runs_python_stage_from_the_config_folder(tmp_path):
+    out = tmp_path / "out.jsonl"
+    r = subprocess.run(
+        [sys.executable, "-m", "lucille.cli", "run", str(ROOT / "examples" / "pipeline.conf"),
+         "--set", f"jsonl.path={out}"],
+        capture_output=True, text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "generated: complete. 99 docs succeeded. 0 docs failed. 1 docs dropped." in r.stdout
+    first = out.read_text().splitlines()[0]
+    assert '"description":"article #doc-0: Hello, Lucille (14 chars)"' in first
