@@ -63,17 +63,29 @@ fn ledger(n: u64) {
     }
     black_box(ledger.pending());
     let secs = started.elapsed().as_secs_f64();
-    println!("{{\"ledger_pairs\": {n}, \"seconds\": {secs:.3}, \"pairs_per_sec\": {:.0}}}", n as f64 / secs);
+    println!(
+        "{{\"ledger_pairs\": {n}, \"seconds\": {secs:.3}, \"pairs_per_sec\": {:.0}}}",
+        n as f64 / secs
+    );
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     match args.first().map(String::as_str) {
         Some("run") => run(
-            args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000),
+            args.get(1)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(1_000_000),
             args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1),
         ),
-        Some("ledger") => ledger(args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5_000_000)),
+        Some("ledger") => ledger(
+            args.get(1)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(5_000_000),
+        ),
         _ => {
             eprintln!("usage: runtime_bench run DOCS THREADS | ledger N");
             std::process::exit(2);
