@@ -474,6 +474,8 @@ pub fn validate_backend(
     let errors = match settings.kind.as_str() {
         "nop" | "none" => Vec::new(),
         "jsonl" => jsonl::spec().validate(backend_config.map(), backend_config.path()),
+        #[cfg(test)]
+        "test-reject" => Vec::new(),
         other => vec![ConfigError::new(
             "indexer.type",
             format!("unknown indexer type {other:?}; available here: {BACKENDS}"),
@@ -499,6 +501,27 @@ pub fn build_backend(
         "jsonl" => jsonl::JsonlBackend::from_config(backend_config, continuing)
             .map(|b| Box::new(b) as Box<dyn Backend>),
         _ => Ok(Box::new(nop::NopBackend)),
+    }
+}
+
+/// Test backend: rejects every document whose index id ends in '3'.
+#[cfg(test)]
+pub struct RejectSome;
+
+#[cfg(test)]
+impl Backend for RejectSome {
+    fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
+        Ok(ops
+            .iter()
+            .map(|op| match op {
+                IndexOp::Upsert { id, .. } | IndexOp::DeleteById { id, .. }
+                    if id.ends_with('3') =>
+                {
+                    Some("rejected by test backend".into())
+                }
+                _ => None,
+            })
+            .collect())
     }
 }
 

@@ -316,6 +316,8 @@ pub struct RunOptions {
     /// Called between polls of the completion loop with the connector name and publisher.
     pub progress: Option<ProgressFn>,
     pub run_id: Option<String>,
+    /// Record documents and events (as test mode does) while still using the real backend.
+    pub record_history: bool,
 }
 
 impl Default for RunOptions {
@@ -325,6 +327,7 @@ impl Default for RunOptions {
             stop: Arc::new(AtomicBool::new(false)),
             progress: None,
             run_id: None,
+            record_history: false,
         }
     }
 }
@@ -392,12 +395,11 @@ fn run_connector(
     let started = Instant::now();
     let fail = |message: String| ConnectorResult::failed(&name, message, started.elapsed());
     let (messenger, test_messenger): (Arc<dyn Messenger>, Option<Arc<TestMessenger>>) =
-        match opts.mode {
-            RunMode::Local => (Arc::new(LocalMessenger::new(plan.queue_capacity)), None),
-            RunMode::Test => {
-                let t = Arc::new(TestMessenger::new(plan.queue_capacity));
-                (t.clone(), Some(t))
-            }
+        if opts.mode == RunMode::Test || opts.record_history {
+            let t = Arc::new(TestMessenger::new(plan.queue_capacity));
+            (t.clone(), Some(t))
+        } else {
+            (Arc::new(LocalMessenger::new(plan.queue_capacity)), None)
         };
     let mut connector = match cplan.instantiate() {
         Ok(c) => c,
@@ -482,15 +484,23 @@ fn run_connector(
                 Err(e) => error = Some(format!("cannot start the connector thread: {e}")),
                 Ok(handle) => {
                     let progress = opts.progress.clone();
+                    let mut rates = RateLog::new(plan.worker.log_interval);
+                    let indexer_stats = indexer.stats.clone();
                     let r = publisher.wait_for_completion(&handle, plan.connector_timeout, |p| {
                         if let Some(f) = &progress {
                             f(&name, p);
                         }
+                        rates.maybe_log(p, &indexer_stats);
                     });
                     if !r.ok {
                         error = r.message;
-                        // Unblock a connector stuck in publish so its thread can end.
+                        // Unblock a connector stuck in publish so its thread can end, and give
+                        // it a moment to do so (the workers still drain the queue meanwhile).
                         opts.stop.store(true, Ordering::SeqCst);
+                        let deadline = Instant::now() + Duration::from_secs(5);
+                        while !handle.is_finished() && Instant::now() < deadline {
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
                     }
                     if handle.is_finished() || error.is_none() {
                         match handle.join() {
@@ -536,6 +546,49 @@ fn run_connector(
     result.received = publisher.num_received();
     result.history = history;
     (result, Some(metrics))
+}
+
+/// The publisher's and the indexer's periodic rate lines (every `log.seconds`), next to the
+/// worker pool's own.
+struct RateLog {
+    every: Duration,
+    last: Instant,
+    last_published: u64,
+    last_indexed: u64,
+}
+
+impl RateLog {
+    fn new(every: Duration) -> Self {
+        RateLog {
+            every,
+            last: Instant::now(),
+            last_published: 0,
+            last_indexed: 0,
+        }
+    }
+
+    fn maybe_log(&mut self, p: &Publisher, indexer: &crate::indexer::IndexerStats) {
+        let elapsed = self.last.elapsed();
+        if elapsed < self.every {
+            return;
+        }
+        let secs = elapsed.as_secs_f64();
+        let published = p.num_published();
+        let indexed = indexer.indexed.load(Ordering::Relaxed);
+        let failed = indexer.failed.load(Ordering::Relaxed);
+        tracing::info!(
+            "Publisher: {published} docs published, {} pending. Rate: {:.2} docs/sec.",
+            p.pending(),
+            (published - self.last_published) as f64 / secs
+        );
+        tracing::info!(
+            "Indexer: {indexed} docs indexed, {failed} failed. Rate: {:.2} docs/sec.",
+            (indexed - self.last_indexed) as f64 / secs
+        );
+        self.last = Instant::now();
+        self.last_published = published;
+        self.last_indexed = indexed;
+    }
 }
 
 fn catch<T>(f: impl FnOnce() -> Result<T, ConnectorError>) -> Result<T, ConnectorError> {

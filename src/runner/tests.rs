@@ -201,8 +201,8 @@ fn stop_flag_ends_the_run_gracefully_with_everything_accounted() {
     assert_eq!(r.connectors[1].status, ConnectorStatus::Skipped);
 }
 
-/// A seeded random pipeline per case: drops, children at several stages, generator failures
-/// and stage errors. In every case every published document and child gets exactly one
+/// A seeded random pipeline per case: drops, children at several stages, generator failures,
+/// stage errors, panics, and (in half the cases) an indexer that rejects some documents. In every case every published document and child gets exactly one
 /// terminal event, the counts match the summary, and the run completes.
 #[test]
 fn randomized_accounting_is_exact() {
@@ -218,13 +218,14 @@ fn randomized_accounting_is_exact() {
         ];
         for _ in 0..rng.random_range(1..6) {
             let when = |v: u32| json!([{"fields": ["r"], "values": [v]}]);
-            let pick = rng.random_range(0..5);
+            let pick = rng.random_range(0..6);
             let v = rng.random_range(0..10u32);
             stages.push(match pick {
                 0 => json!({"class": "DropDocument", "conditions": when(v)}),
                 1 => json!({"class": "CreateChildrenStage", "numChildren": rng.random_range(1..4), "conditions": when(v)}),
                 2 => json!({"class": "CreateChildrenStage", "numChildren": 3, "failAfter": 1, "conditions": when(v)}),
                 3 => json!({"class": "CopyFields", "fieldMapping": {"r": "id"}, "conditions": when(v)}),
+                4 => json!({"class": "TestPanicOn", "field": "r", "value": v.to_string()}),
                 _ => json!({"class": "SetStaticValues", "staticValues": {"s": v}}),
             });
         }
@@ -232,11 +233,17 @@ fn randomized_accounting_is_exact() {
             "connectors": [{"name": "c", "class": "SequenceConnector", "numDocs": num_docs, "pipeline": "p"}],
             "pipelines": [{"name": "p", "stages": stages}],
             "worker": {"threads": rng.random_range(1..3)},
-            "indexer": {"batchSize": rng.random_range(1..8), "batchTimeout": rng.random_range(1..20)},
+            "indexer": {"type": if rng.random_bool(0.5) { "test-reject" } else { "nop" },
+                        "batchSize": rng.random_range(1..8), "batchTimeout": rng.random_range(1..20)},
             "publisher": {"queueCapacity": rng.random_range(1..20)},
             "runner": {"connectorTimeout": 60000}
         });
-        let r = run(&config, None, &test_opts()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        // Local mode with the real (test) backend, recording every event.
+        let opts = RunOptions {
+            record_history: true,
+            ..Default::default()
+        };
+        let r = run(&config, None, &opts).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert!(r.ok, "seed {seed}: {}", r.summary);
         let c = &r.connectors[0];
         let (_, events) = test_history(&r);

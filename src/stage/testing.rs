@@ -77,3 +77,38 @@ pub fn process_err(stage: &mut Box<dyn Stage>, doc: Value) -> String {
         Err(e) => e.to_string(),
     }
 }
+
+/// Test-only stages the registry resolves in unit tests (never in a shipped build).
+pub fn test_descriptors() -> &'static [&'static super::StageDescriptor] {
+    static ALL: &[&super::StageDescriptor] = &[&PANIC_ON];
+    ALL
+}
+
+/// `TestPanicOn { field, value }`: panics when the document's field has that value.
+pub static PANIC_ON: super::StageDescriptor = super::StageDescriptor {
+    name: "TestPanicOn",
+    spec: || {
+        crate::config::Spec::stage()
+            .required("field", crate::config::Kind::String)
+            .required("value", crate::config::Kind::String)
+    },
+    build: |config| {
+        let field = config.require_string("field")?;
+        let value = config.require_string("value")?;
+        Ok(Box::new(PanicOn { field, value }))
+    },
+};
+
+struct PanicOn {
+    field: String,
+    value: String,
+}
+
+impl Stage for PanicOn {
+    fn process_document(&mut self, doc: &mut Document) -> super::StageResult {
+        if doc.get_string(&self.field)?.as_deref() == Some(self.value.as_str()) {
+            panic!("TestPanicOn hit {:?}", self.value);
+        }
+        Ok(None)
+    }
+}
