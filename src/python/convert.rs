@@ -15,6 +15,18 @@ use super::document::PyDocument;
 /// Deep enough for any real document; stops a self-referencing list from recursing forever.
 const MAX_DEPTH: usize = 256;
 
+pyo3::create_exception!(
+    _lucille,
+    ConfigError,
+    PyValueError,
+    "The config is invalid; the message lists every problem."
+);
+
+/// Every config error in one `lucille.ConfigError` (a `ValueError`).
+pub fn config_err(errors: crate::config::ConfigErrors) -> PyErr {
+    ConfigError::new_err(errors.to_string().trim_end().to_string())
+}
+
 pub fn doc_err(e: DocumentError) -> PyErr {
     if e.is_type_error() {
         PyTypeError::new_err(e.to_string())

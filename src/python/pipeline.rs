@@ -7,6 +7,7 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use super::convert::config_err;
 use super::document::PyDocument;
 use super::stage::{name_stage, py_config, PyStage};
 use crate::config::ConfigErrors;
@@ -21,10 +22,6 @@ pyo3::create_exception!(
     PyException,
     "A stage failed on a document."
 );
-
-fn config_err(errors: ConfigErrors) -> PyErr {
-    PyValueError::new_err(errors.to_string().trim_end().to_string())
-}
 
 /// A validated built-in stage config, made by `lucille.stages.<Name>(**config)`.
 #[pyclass(name = "BuiltinStage", module = "lucille._lucille", frozen)]

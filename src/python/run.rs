@@ -11,25 +11,14 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::Value;
 
-use super::convert::py_to_value;
+use super::convert::{config_err, py_to_value, ConfigError};
 use super::document::PyDocument;
 use super::stage::{config_dict, describe_py_err};
 use crate::accounting::Publisher;
-use crate::config::{ComponentConfig, ConfigError as CfgError, ConfigErrors};
+use crate::config::{ComponentConfig, ConfigError as CfgError};
 use crate::connector::{Common, Connector, ConnectorError, PythonConnectorFactory};
 use crate::document::Document;
 use crate::runner::{self, ConnectorStatus, RunMode, RunOptions, RunResult};
-
-pyo3::create_exception!(
-    _lucille,
-    ConfigError,
-    PyValueError,
-    "The config is invalid; the message lists every problem."
-);
-
-fn config_err(e: ConfigErrors) -> PyErr {
-    ConfigError::new_err(e.to_string().trim_end().to_string())
-}
 
 fn overrides_list(overrides: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)>> {
     let Some(o) = overrides else {

@@ -8,6 +8,23 @@ use crate::config::{ComponentConfig, ConfigError};
 use crate::document::{is_reserved, Document, DocumentError};
 
 /// Rejects a field name that a stage would write, remove or rename: empty or reserved.
+/// The `destination` key, defaulting to the source field (in-place), checked writable.
+pub(crate) fn destination_or_source(
+    config: &ComponentConfig,
+    source: &str,
+) -> Result<String, ConfigError> {
+    match config.string("destination")? {
+        Some(d) => {
+            check_writable(config, "destination", &d)?;
+            Ok(d)
+        }
+        None => {
+            check_writable(config, "source", source)?;
+            Ok(source.to_string())
+        }
+    }
+}
+
 pub(crate) fn check_writable(
     config: &ComponentConfig,
     key: &str,

@@ -15,7 +15,7 @@
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
-use super::field_util::{check_writable, map_text_field};
+use super::field_util::{destination_or_source, map_text_field};
 use super::{Stage, StageDescriptor, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
@@ -39,16 +39,7 @@ struct RemoveDiacritics {
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     let source = config.require_string("source")?;
-    let destination = match config.string("destination")? {
-        Some(d) => {
-            check_writable(config, "destination", &d)?;
-            d
-        }
-        None => {
-            check_writable(config, "source", &source)?;
-            source.clone()
-        }
-    };
+    let destination = destination_or_source(config, &source)?;
     Ok(Box::new(RemoveDiacritics {
         source,
         destination,

@@ -9,7 +9,7 @@
 //! Numbers, booleans and nulls are copied unchanged rather than turned into truncated text; an
 //! object value fails the document. A missing source is skipped.
 
-use super::field_util::{check_writable, map_text_field};
+use super::field_util::{destination_or_source, map_text_field};
 use super::{Stage, StageDescriptor, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
@@ -38,16 +38,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     let max = config
         .usize("maxSize")?
         .ok_or_else(|| config.error("maxSize", "missing required key \"maxSize\""))?;
-    let destination = match config.string("destination")? {
-        Some(d) => {
-            check_writable(config, "destination", &d)?;
-            d
-        }
-        None => {
-            check_writable(config, "source", &source)?;
-            source.clone()
-        }
-    };
+    let destination = destination_or_source(config, &source)?;
     Ok(Box::new(TruncateField {
         source,
         max,
