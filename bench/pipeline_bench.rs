@@ -7,6 +7,10 @@
 //! bytes instead of cloning, the Rust twin of the Python rows that parse the sample each time;
 //! `parse_net_ns` is its median of (parse + pipeline) - parse.
 
+// The allocator the Python extension uses too (see src/python/mod.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 use std::time::Instant;
 

@@ -7,6 +7,11 @@
 //! peak RSS is per configuration, and prints the table.
 
 use std::hint::black_box;
+
+// The allocator the Python extension uses too (see src/python/mod.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::sync::Arc;
 use std::time::Instant;
 
