@@ -29,17 +29,34 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-fn run(docs: u64, threads: u64) {
-    let config = json!({
-        "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": docs, "pipeline": "p"}],
-        "pipelines": [{"name": "p", "stages": [
+/// The 6 cheap stages, or (heavy) text work where the stages dominate the per-document cost.
+fn stages(heavy: bool) -> serde_json::Value {
+    if heavy {
+        let body = "Crème brûlée, café au lait and a naïve façade: ".repeat(40);
+        json!([
+            {"class": "SetStaticValues", "staticValues": {"body": body}},
+            {"class": "RemoveDiacritics", "source": "body", "destination": "plain"},
+            {"class": "NormalizeText", "source": ["plain"], "dest": ["lower"], "mode": "lowercase"},
+            {"class": "ApplyRegex", "source": ["lower"], "dest": ["words"], "regex": "\\b[a-z]{5,}\\b"},
+            {"class": "RemoveDuplicateValues", "fieldMapping": {"words": "unique_words"}},
+            {"class": "DeleteFields", "fields": ["body", "lower"]}
+        ])
+    } else {
+        json!([
             {"class": "SetStaticValues", "staticValues": {"source": "bench", "title": "  A Title  "}},
             {"class": "CopyFields", "fieldMapping": {"title": "title_copy"}},
             {"class": "TrimWhitespace", "fields": ["title"]},
             {"class": "RenameFields", "fieldMapping": {"title_copy": "raw_title"}},
             {"class": "Length", "fieldMapping": {"raw_title": "raw_title_len"}},
             {"class": "DeleteFields", "fields": ["source"]}
-        ]}],
+        ])
+    }
+}
+
+fn run(docs: u64, threads: u64, heavy: bool) {
+    let config = json!({
+        "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": docs, "pipeline": "p"}],
+        "pipelines": [{"name": "p", "stages": stages(heavy)}],
         "worker": {"threads": threads},
         "indexer": {"type": "nop", "batchSize": 1000},
         "log": {"seconds": 3600}
@@ -50,7 +67,7 @@ fn run(docs: u64, threads: u64) {
     assert!(result.ok, "{}", result.summary);
     assert_eq!(result.totals().succeeded, docs);
     println!(
-        "{{\"docs\": {docs}, \"threads\": {threads}, \"seconds\": {secs:.3}, \"docs_per_sec\": {:.0}, \"peak_rss_mb\": {:.1}}}",
+        "{{\"heavy\": {heavy}, \"docs\": {docs}, \"threads\": {threads}, \"seconds\": {secs:.3}, \"docs_per_sec\": {:.0}, \"peak_rss_mb\": {:.1}}}",
         docs as f64 / secs,
         peak_rss_mb()
     );
@@ -80,11 +97,12 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     match args.first().map(String::as_str) {
-        Some("run") => run(
+        Some(mode @ ("run" | "run-heavy")) => run(
             args.get(1)
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(1_000_000),
             args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1),
+            mode == "run-heavy",
         ),
         Some("ledger") => ledger(
             args.get(1)
@@ -92,7 +110,7 @@ fn main() {
                 .unwrap_or(5_000_000),
         ),
         _ => {
-            eprintln!("usage: runtime_bench run DOCS THREADS | ledger N");
+            eprintln!("usage: runtime_bench run|run-heavy DOCS THREADS | ledger N");
             std::process::exit(2);
         }
     }
