@@ -47,14 +47,48 @@ impl RunMode {
 
 /// Loads a HOCON config file with `--set path=value` overrides and the process environment
 /// for `${?ENV}`. Returns the resolved config and its folder.
+/// Environment overrides (Typesafe's `CONFIG_FORCE_`), then `--set` overrides, which win.
+fn parse_options(overrides: &[(String, String)]) -> ParseOptions {
+    let mut opts = ParseOptions::default();
+    for (k, v) in env_overrides(std::env::vars_os())
+        .into_iter()
+        .chain(overrides.iter().cloned())
+    {
+        opts = opts.with_override(k, v);
+    }
+    opts
+}
+
+/// Typesafe Config's environment overrides: `CONFIG_FORCE_worker_threads=4` sets
+/// `worker.threads`. In the name after the prefix `_` is a dot, `__` a dash and `___` an
+/// underscore (`CONFIG_FORCE_my___key` sets `my_key`). Sorted, so the result does not depend on
+/// the environment's order.
+pub fn env_overrides(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(String, String)> {
+    const PREFIX: &str = "CONFIG_FORCE_";
+    let mut out: Vec<(String, String)> = vars
+        .filter_map(|(k, v)| {
+            let k = k.into_string().ok()?;
+            let name = k.strip_prefix(PREFIX)?;
+            let v = v.into_string().ok()?;
+            let path = name
+                .replace("___", "\u{0}")
+                .replace("__", "-")
+                .replace('_', ".")
+                .replace('\u{0}', "_");
+            (!path.is_empty()).then_some((path, v))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 pub fn load_config(
     path: &Path,
     overrides: &[(String, String)],
 ) -> Result<(Value, Option<PathBuf>), ConfigErrors> {
-    let mut opts = ParseOptions::default();
-    for (k, v) in overrides {
-        opts = opts.with_override(k.clone(), v.clone());
-    }
+    let opts = parse_options(overrides);
     let value = hocon::parse_file(path, &opts)
         .map_err(|e| ConfigErrors(vec![ConfigError::new("", e.to_string())]))?;
     let dir = path
@@ -70,10 +104,7 @@ pub fn parse_config_text(
     base_dir: Option<&Path>,
     overrides: &[(String, String)],
 ) -> Result<Value, ConfigErrors> {
-    let mut opts = ParseOptions::default();
-    for (k, v) in overrides {
-        opts = opts.with_override(k.clone(), v.clone());
-    }
+    let opts = parse_options(overrides);
     hocon::parse_str(text, base_dir, &opts)
         .map_err(|e| ConfigErrors(vec![ConfigError::new("", e.to_string())]))
 }

@@ -281,3 +281,26 @@ fn randomized_accounting_is_exact() {
         );
     }
 }
+
+#[test]
+fn environment_overrides_follow_typesafe_naming() {
+    let vars = [
+        ("CONFIG_FORCE_worker_threads", "4"),
+        ("CONFIG_FORCE_my___key", "x"),
+        ("CONFIG_FORCE_a__b_c", "y"),
+        ("CONFIG_FORCE_", "ignored"),
+        ("OTHER_worker_threads", "9"),
+    ];
+    let got = env_overrides(
+        vars.iter()
+            .map(|(k, v)| (std::ffi::OsString::from(k), std::ffi::OsString::from(v))),
+    );
+    assert_eq!(
+        got,
+        vec![
+            ("a-b.c".to_string(), "y".to_string()),
+            ("my_key".to_string(), "x".to_string()),
+            ("worker.threads".to_string(), "4".to_string())
+        ]
+    );
+}

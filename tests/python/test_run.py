@@ -254,3 +254,22 @@ def test_sigterm_stops_a_run_gracefully(conf_dir):
     assert "RUN SUMMARY: Failure." in out
     line = [l for l in out.splitlines() if l.startswith("big:")][0]
     assert "ERROR." in line and "docs succeeded" in line
+
+
+def test_environment_overrides_and_set_precedence(conf_dir):
+    cfg = write(conf_dir, "env.conf", """
+        docs = 2
+        connectors: [{ name: "seq", class: "SequenceConnector", numDocs: ${docs} }]
+        worker { threads: 1 }
+    """)
+    env = dict(os.environ, CONFIG_FORCE_docs="9", CONFIG_FORCE_worker_threads="5")
+    # An env override reaches a nested key; --set wins over it.
+    code = ("import lucille; r = lucille.run(%r, mode='test'); print(r.published);"
+            "r = lucille.run(%r, mode='test', overrides=['worker.threads=2']); print(r.published)") % (str(cfg), str(cfg))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["9", "9"]
+    r = cli("render", str(cfg), "--set", "worker.threads=3", env=env)
+    assert "threads = 3" in r.stdout or "threads: 3" in r.stdout, r.stdout
+    r = cli("render", str(cfg), env=env)
+    assert "threads = 5" in r.stdout or "threads: 5" in r.stdout, r.stdout
