@@ -201,7 +201,7 @@ fn stop_flag_ends_the_run_gracefully_with_everything_accounted() {
     assert_eq!(r.connectors[1].status, ConnectorStatus::Skipped);
 }
 
-/// A seeded random pipeline per case: drops, children at several stages, generator failures,
+/// 1000 seeded cases by default (`LUCILLE_ACCOUNTING_CASES` to change). A random pipeline per case: drops, children at several stages, generator failures,
 /// stage errors, panics, and (in half the cases) an indexer that rejects some documents. In every case every published document and child gets exactly one
 /// terminal event, the counts match the summary, and the run completes.
 #[test]
@@ -209,7 +209,7 @@ fn randomized_accounting_is_exact() {
     let cases: u64 = std::env::var("LUCILLE_ACCOUNTING_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
+        .unwrap_or(1000);
     for seed in 0..cases {
         let mut rng = StdRng::seed_from_u64(seed);
         let num_docs = rng.random_range(0..40u32);
