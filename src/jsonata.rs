@@ -94,6 +94,12 @@
 //!
 //! Results are always converted to owned `serde_json::Value`s before `evaluate` returns, and
 //! [`Expression`] is `Send` (not `Sync`), so a pipeline stage can own one per worker thread.
+//!
+//! Known differences from jsonata-python (tests/jsonata_oracle.rs agrees on the rest of its
+//! corpus): `$decodeUrl` keeps `%3D` (as JavaScript's `decodeURI`); `'x' & (1/3)` truncates to
+//! 15 digits (jsonata-rs's `&`); `$string(1e20)` is written in full, as JavaScript does;
+//! `address.*` returns values in hash order; extra arguments are not rejected (no signature
+//! checks); `$sort([true, 1])` raises D3070 as the JavaScript implementation does.
 
 mod functions;
 mod order;
