@@ -26,6 +26,30 @@ struct AddRandomBoolean {
 }
 
 /// `fieldName` (default `data`), checked to be writable. Shared by the AddRandom* stages.
+/// `[rangeStart, rangeEnd)` for the random-number stages: `None` when both bounds are equal
+/// (the stage then always writes `rangeStart`), an error naming the key when start > end.
+pub(crate) fn uniform_range<T>(
+    config: &ComponentConfig,
+    start: T,
+    end: T,
+) -> Result<Option<rand::distr::Uniform<T>>, ConfigError>
+where
+    T: rand::distr::uniform::SampleUniform + PartialOrd + std::fmt::Display + Copy,
+{
+    if start > end {
+        return Err(config.error(
+            "rangeStart",
+            format!("must not be greater than rangeEnd ({start} > {end})"),
+        ));
+    }
+    if start == end {
+        return Ok(None);
+    }
+    rand::distr::Uniform::new(start, end)
+        .map(Some)
+        .map_err(|e| config.error("rangeEnd", format!("invalid range: {e}")))
+}
+
 pub(crate) fn field_name(config: &ComponentConfig) -> Result<String, ConfigError> {
     let field = config
         .string("fieldName")?

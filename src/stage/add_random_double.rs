@@ -6,7 +6,7 @@
 use rand::distr::Uniform;
 use rand::RngExt;
 
-use super::add_random_boolean::field_name;
+use super::add_random_boolean::{field_name, uniform_range};
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{f64_to_value, Document};
@@ -33,20 +33,7 @@ struct AddRandomDouble {
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     let start = config.f64("rangeStart")?.unwrap_or(0.0);
     let end = config.f64("rangeEnd")?.unwrap_or(1_000_000.0);
-    if start > end {
-        return Err(config.error(
-            "rangeStart",
-            format!("must not be greater than rangeEnd ({start} > {end})"),
-        ));
-    }
-    let range = if start == end {
-        None
-    } else {
-        Some(
-            Uniform::new(start, end)
-                .map_err(|e| config.error("rangeEnd", format!("invalid range: {e}")))?,
-        )
-    };
+    let range = uniform_range(config, start, end)?;
     Ok(Box::new(AddRandomDouble {
         field: field_name(config)?,
         start,

@@ -7,7 +7,7 @@
 use rand::distr::Uniform;
 use rand::RngExt;
 
-use super::add_random_boolean::field_name;
+use super::add_random_boolean::{field_name, uniform_range};
 use super::{Stage, StageDescriptor, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
@@ -35,20 +35,7 @@ struct AddRandomInt {
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     let start = config.i64("rangeStart")?.unwrap_or(0);
     let end = config.i64("rangeEnd")?.unwrap_or(1_000_000);
-    if start > end {
-        return Err(config.error(
-            "rangeStart",
-            format!("must not be greater than rangeEnd ({start} > {end})"),
-        ));
-    }
-    let range = if start == end {
-        None
-    } else {
-        Some(
-            Uniform::new(start, end)
-                .map_err(|e| config.error("rangeEnd", format!("invalid range: {e}")))?,
-        )
-    };
+    let range = uniform_range(config, start, end)?;
     Ok(Box::new(AddRandomInt {
         field: field_name(config)?,
         start,
