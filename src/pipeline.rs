@@ -45,7 +45,8 @@ impl StageMetrics {
         }
     }
 
-    fn merge(&mut self, other: &StageMetrics) {
+    /// Adds another instance's counters (one worker's copy of the same stage).
+    pub fn merge(&mut self, other: &StageMetrics) {
         self.processed += other.processed;
         self.children += other.children;
         self.errors += other.errors;
@@ -320,23 +321,6 @@ impl Pipeline {
 
     pub fn metrics(&self) -> Vec<StageMetrics> {
         self.stages.iter().map(|s| s.metrics.clone()).collect()
-    }
-
-    /// Adds another instance's metrics into `totals` (one entry per stage, by position).
-    pub fn accumulate_metrics(&self, totals: &mut Vec<StageMetrics>) {
-        if totals.is_empty() {
-            *totals = self
-                .stages
-                .iter()
-                .map(|s| StageMetrics {
-                    name: s.name.clone(),
-                    ..Default::default()
-                })
-                .collect();
-        }
-        for (t, s) in totals.iter_mut().zip(&self.stages) {
-            t.merge(&s.metrics);
-        }
     }
 }
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use crate::accounting::{Event, EventType};
+use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{is_reserved, Document};
 use crate::messaging::Messenger;
@@ -400,11 +400,13 @@ impl IndexerLoop {
     }
 
     fn event(&self, doc: &Document, kind: EventType, message: Option<String>) {
-        let mut e = Event::new(doc.id(), self.run_id.clone(), kind);
-        e.message = message;
-        if let Err(err) = self.messenger.send_event(e) {
-            tracing::error!(doc_id = doc.id(), "could not send {kind} event: {err}");
-        }
+        crate::messaging::send_event(
+            self.messenger.as_ref(),
+            doc.id(),
+            &self.run_id,
+            kind,
+            message,
+        );
     }
 
     fn flush(&mut self, batch: &mut Vec<Document>) {

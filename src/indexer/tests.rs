@@ -5,6 +5,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use super::*;
+use crate::accounting::Event;
 use crate::messaging::LocalMessenger;
 
 fn settings(v: Value) -> IndexerSettings {

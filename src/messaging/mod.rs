@@ -33,6 +33,22 @@ pub trait Messenger: Send + Sync {
 
 pub const DEFAULT_QUEUE_CAPACITY: usize = 10_000;
 
+/// Sends a lifecycle event for a document; a closed event queue is logged (the run is
+/// already ending), not raised, since the worker or indexer has nothing else to do with it.
+pub fn send_event(
+    messenger: &dyn Messenger,
+    doc_id: &str,
+    run_id: &Arc<str>,
+    kind: crate::accounting::EventType,
+    message: Option<String>,
+) {
+    let mut e = Event::new(doc_id, run_id.clone(), kind);
+    e.message = message;
+    if let Err(err) = messenger.send_event(e) {
+        tracing::error!(doc_id, "could not send {kind} event: {err}");
+    }
+}
+
 /// In-memory queues for a local run.
 pub struct LocalMessenger {
     source: (Sender<Document>, Receiver<Document>),

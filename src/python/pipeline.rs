@@ -241,17 +241,8 @@ impl PyPipeline {
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         lock(&self.inner)
             .metrics()
-            .into_iter()
-            .map(|m| {
-                let d = PyDict::new(py);
-                d.set_item("name", &m.name)?;
-                d.set_item("processed", m.processed)?;
-                d.set_item("children", m.children)?;
-                d.set_item("errors", m.errors)?;
-                d.set_item("total_seconds", m.total_time.as_secs_f64())?;
-                d.set_item("mean_seconds", m.mean_time().as_secs_f64())?;
-                Ok(d)
-            })
+            .iter()
+            .map(|m| metrics_dict(py, m))
             .collect()
     }
 
@@ -325,6 +316,21 @@ impl PyProcessIter {
             Ok(Some(self.parent.clone_ref(py)))
         }
     }
+}
+
+/// One stage's counters as the dict `Pipeline.metrics()` and `RunResult.stage_metrics` give.
+pub fn metrics_dict<'py>(
+    py: Python<'py>,
+    m: &crate::pipeline::StageMetrics,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", &m.name)?;
+    d.set_item("processed", m.processed)?;
+    d.set_item("children", m.children)?;
+    d.set_item("errors", m.errors)?;
+    d.set_item("total_seconds", m.total_time.as_secs_f64())?;
+    d.set_item("mean_seconds", m.mean_time().as_secs_f64())?;
+    Ok(d)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

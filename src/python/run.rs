@@ -211,14 +211,8 @@ impl PyRunResult {
         let mut out = Vec::new();
         for (pipeline, metrics) in &self.result.stage_metrics {
             for m in metrics {
-                let d = PyDict::new(py);
+                let d = super::pipeline::metrics_dict(py, m)?;
                 d.set_item("pipeline", pipeline)?;
-                d.set_item("name", &m.name)?;
-                d.set_item("processed", m.processed)?;
-                d.set_item("children", m.children)?;
-                d.set_item("errors", m.errors)?;
-                d.set_item("total_seconds", m.total_time.as_secs_f64())?;
-                d.set_item("mean_seconds", m.mean_time().as_secs_f64())?;
                 out.push(d);
             }
         }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use serde_json::json;
 
-use crate::accounting::{Event, EventType};
+use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
 use crate::messaging::Messenger;
@@ -253,11 +253,8 @@ impl WorkerPool {
                 if totals.is_empty() {
                     totals = metrics;
                 } else {
-                    for (t, m) in totals.iter_mut().zip(metrics) {
-                        t.processed += m.processed;
-                        t.children += m.children;
-                        t.errors += m.errors;
-                        t.total_time += m.total_time;
+                    for (t, m) in totals.iter_mut().zip(&metrics) {
+                        t.merge(m);
                     }
                 }
             }
@@ -322,11 +319,7 @@ fn write_heartbeat(path: &std::path::Path, processed: u64) {
 
 impl WorkerContext {
     fn event(&self, id: &str, kind: EventType, message: Option<String>) {
-        let mut e = Event::new(id, self.run_id.clone(), kind);
-        e.message = message;
-        if let Err(err) = self.messenger.send_event(e) {
-            tracing::error!(doc_id = id, "could not send {kind} event: {err}");
-        }
+        crate::messaging::send_event(self.messenger.as_ref(), id, &self.run_id, kind, message);
     }
 
     fn fail(&self, doc: &Document, message: String, attempts: u32) {

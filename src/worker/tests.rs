@@ -4,6 +4,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::accounting::Event;
 use crate::messaging::LocalMessenger;
 
 fn plan(stages: Value) -> PipelinePlan {
