@@ -11,7 +11,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest numpy mypy typing_extensions jsonata-python pyhocon
+"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest numpy mypy typing_extensions jsonata-python pyhocon lancedb
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -19,6 +19,7 @@ from lucille._lucille import (
     validate,
 )
 from lucille.connector import Connector
+from lucille.indexer import Indexer
 from lucille.stage import Stage
 from lucille import stages
 
@@ -27,6 +28,7 @@ __all__ = [
     "Connector",
     "ConnectorResult",
     "Document",
+    "Indexer",
     "Pipeline",
     "Publisher",
     "RunResult",

@@ -57,3 +57,10 @@ def load_connector_class(reference: str, base_dir: Optional[str] = None) -> type
     if not isinstance(cls, type) or not callable(getattr(cls, "execute", None)):
         raise TypeError(f"{reference!r} is not a connector class (a class with an execute method)")
     return cls
+
+
+def load_indexer_class(reference: str, base_dir: Optional[str] = None) -> type:
+    cls = load_object(reference, base_dir)
+    if not isinstance(cls, type) or not callable(getattr(cls, "send_batch", None)):
+        raise TypeError(f"{reference!r} is not an indexer class (a class with a send_batch method)")
+    return cls

@@ -6,6 +6,8 @@
 //!
 //! Backends implement [`Backend`]; each lives in its own file.
 
+pub mod csv;
+pub mod grouped;
 pub mod jsonl;
 pub mod nop;
 
@@ -82,7 +84,10 @@ pub trait Backend: Send {
 /// The generic `indexer { ... }` keys.
 #[derive(Debug, Clone, Default)]
 pub struct IndexerSettings {
+    /// `indexer.type`, lowercased; `"python"` when `indexer.class` names a Python indexer.
     pub kind: String,
+    /// `indexer.class`: a Python indexer as `module:Class` (its config is the indexer block).
+    pub class: Option<String>,
     pub batch_size: usize,
     pub batch_timeout: Duration,
     pub id_override_field: Option<String>,
@@ -129,7 +134,12 @@ impl IndexerSettings {
     /// Reads and checks the `indexer` block (`path` is `indexer`). Every error at once.
     pub fn from_config(config: &ComponentConfig) -> Result<Self, Vec<ConfigError>> {
         let mut map = config.map().clone();
-        let spec = indexer_spec();
+        // A Python indexer takes its own keys from the indexer block.
+        let spec = if map.contains_key("class") {
+            indexer_spec().open()
+        } else {
+            indexer_spec()
+        };
         spec.normalize(&mut map);
         let mut errors = spec.validate(&map, config.path());
         let c = ComponentConfig::new(map, config.path());
@@ -140,13 +150,31 @@ impl IndexerSettings {
                 None
             }
         };
-        let kind = take(c.string("type")).unwrap_or_else(|| "nop".into());
+        let class = take(c.string("class"));
+        let type_ = take(c.string("type"));
         let id_override_field = take(c.string("idOverrideField"));
         let index_override_field = take(c.string("indexOverrideField"));
         let deletion_marker_field = take(c.string("deletionMarkerField"));
         let deletion_marker_field_value = take(c.string("deletionMarkerFieldValue"));
         let delete_by_field_field = take(c.string("deleteByFieldField"));
         let delete_by_field_value = take(c.string("deleteByFieldValue"));
+        let kind = match (type_, &class) {
+            (Some(_), Some(_)) => {
+                errors.push(c.error("class", "give indexer.type or indexer.class, not both"));
+                "nop".into()
+            }
+            (Some(t), None) => t,
+            (None, Some(class)) => {
+                if !crate::stage::registry::is_python_reference(class) {
+                    errors.push(c.error(
+                        "class",
+                        format!("{class:?} is not a Python class reference (\"module:Class\" or \"file.py:Class\"); built-in indexers are chosen with indexer.type"),
+                    ));
+                }
+                "python".into()
+            }
+            (None, None) => "nop".into(),
+        };
         let pairs = [
             (
                 "deletionMarkerField",
@@ -208,6 +236,7 @@ impl IndexerSettings {
         }
         Ok(IndexerSettings {
             kind: kind.to_ascii_lowercase(),
+            class,
             batch_size,
             batch_timeout,
             id_override_field,
@@ -466,7 +495,31 @@ impl IndexerLoop {
     }
 }
 
-const BACKENDS: &str = "nop, jsonl";
+const BACKENDS: &str = "nop, jsonl, csv; or indexer.class for a Python indexer";
+
+/// Builds Python indexers (`indexer.class: "module:Class"`); installed by the Python bindings.
+pub trait PythonIndexerFactory: Send + Sync {
+    fn check(&self, class: &str, config: &ComponentConfig) -> Result<(), ConfigError>;
+    fn build(&self, class: &str, config: &ComponentConfig)
+        -> Result<Box<dyn Backend>, ConfigError>;
+}
+
+static PYTHON_FACTORY: std::sync::OnceLock<Box<dyn PythonIndexerFactory>> =
+    std::sync::OnceLock::new();
+
+pub fn install_python_factory(factory: Box<dyn PythonIndexerFactory>) {
+    let _ = PYTHON_FACTORY.set(factory);
+}
+
+fn python_factory(
+    settings: &IndexerSettings,
+    config: &ComponentConfig,
+) -> Result<(&'static dyn PythonIndexerFactory, String), ConfigError> {
+    let factory = PYTHON_FACTORY.get().map(|b| b.as_ref()).ok_or_else(|| {
+        config.error("class", "Python indexers need the lucille Python package (run through `lucille` or `import lucille`)")
+    })?;
+    Ok((factory, settings.class.clone().unwrap_or_default()))
+}
 
 /// Checks the backend block (`jsonl { }`) without opening anything.
 pub fn validate_backend(
@@ -476,6 +529,13 @@ pub fn validate_backend(
     let errors = match settings.kind.as_str() {
         "nop" | "none" => Vec::new(),
         "jsonl" => jsonl::spec().validate(backend_config.map(), backend_config.path()),
+        "csv" => csv::validate(settings, backend_config),
+        "python" => match python_factory(settings, backend_config)
+            .and_then(|(f, class)| f.check(&class, backend_config))
+        {
+            Ok(()) => Vec::new(),
+            Err(e) => vec![e],
+        },
         #[cfg(test)]
         "test-reject" => Vec::new(),
         other => vec![ConfigError::new(
@@ -490,7 +550,8 @@ pub fn validate_backend(
     }
 }
 
-/// Builds the backend named by `indexer.type`; `backend_config` is its own block (`jsonl { }`).
+/// Builds the backend named by `indexer.type`; `backend_config` is its own block (`jsonl { }`;
+/// for a Python indexer, the `indexer` block itself).
 /// `continuing` is set for the second and later connectors of a run, so file backends append
 /// to what the first connector wrote instead of truncating it.
 pub fn build_backend(
@@ -502,6 +563,11 @@ pub fn build_backend(
     match settings.kind.as_str() {
         "jsonl" => jsonl::JsonlBackend::from_config(backend_config, continuing)
             .map(|b| Box::new(b) as Box<dyn Backend>),
+        "csv" => csv::CsvBackend::from_config(backend_config, continuing)
+            .map(|b| Box::new(b) as Box<dyn Backend>),
+        "python" => python_factory(settings, backend_config)
+            .and_then(|(f, class)| f.build(&class, backend_config))
+            .map_err(|e| vec![e]),
         _ => Ok(Box::new(nop::NopBackend)),
     }
 }

@@ -3,6 +3,7 @@
 
 mod convert;
 mod document;
+mod indexer;
 mod logging;
 mod pipeline;
 mod run;
@@ -23,6 +24,7 @@ fn _lucille(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<document::PyUpdateMode>()?;
     pipeline::register(m)?;
     run::register(m)?;
+    indexer::register(m)?;
     logging::install();
     crate::stage::registry::install_python_factory(Box::new(stage::PyStageFactory));
     Ok(())

@@ -264,7 +264,12 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     };
     let backend_config = match &indexer {
         Some(s) => {
-            let b = block(root, &s.kind, &mut errors, base_dir);
+            // A Python indexer's own keys sit in the indexer block (`indexer { class, ... }`).
+            let b = if s.class.is_some() {
+                indexer_block.clone()
+            } else {
+                block(root, &s.kind, &mut errors, base_dir)
+            };
             if let Err(e) = indexer::validate_backend(s, &b) {
                 errors.extend(e);
             }

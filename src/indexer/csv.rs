@@ -1,0 +1,235 @@
+//! `indexer.type: "csv"` with `csv { path, columns, includeHeader, append }` (Lucille's keys):
+//! one row per document, the configured fields as columns in order.
+//!
+//! The column `id` is the document's index id. A multi-valued field is written as a JSON array
+//! and an object as JSON text, so a row always reads back unambiguously. A CSV file cannot
+//! delete: deletion markers and index overrides are rejected up front (Lucille logs a warning
+//! and writes deletions as ordinary rows, which silently indexes what was meant to be removed).
+//! The header is written when the file is created or empty (with `append`, an existing file
+//! keeps its header). Rows are flushed at the end of every batch so FINISH means "in the file".
+
+use std::fs::{File, OpenOptions};
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::{Backend, BackendError, IndexOp, IndexerSettings};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+
+pub fn spec() -> Spec {
+    Spec::new()
+        .required("path", Kind::String)
+        .required("columns", Kind::StringList)
+        .optional("includeHeader", Kind::Bool)
+        .optional("append", Kind::Bool)
+}
+
+/// Checks the `csv` block and the indexer settings it cannot honour.
+pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
+    let mut errors = spec().validate(config.map(), config.path());
+    if settings.index_override_field.is_some() {
+        errors.push(ConfigError::new(
+            "indexer.indexOverrideField",
+            "is not supported by the csv indexer (one file is one index)",
+        ));
+    }
+    if settings.deletion_marker_field.is_some() {
+        errors.push(ConfigError::new(
+            "indexer.deletionMarkerField",
+            "is not supported by the csv indexer (a CSV file cannot delete rows)",
+        ));
+    }
+    if let Ok(Some(columns)) = config.string_list("columns") {
+        if columns.is_empty() {
+            errors.push(config.error("columns", "must name at least one field"));
+        }
+    }
+    errors
+}
+
+pub struct CsvBackend {
+    path: PathBuf,
+    columns: Vec<String>,
+    writer: csv::Writer<File>,
+}
+
+impl CsvBackend {
+    pub fn from_config(
+        config: &ComponentConfig,
+        continuing: bool,
+    ) -> Result<Self, Vec<ConfigError>> {
+        let one = |e: ConfigError| vec![e];
+        let path = config.resolve_path(&config.require_string("path").map_err(one)?);
+        let columns = config
+            .string_list("columns")
+            .map_err(one)?
+            .unwrap_or_default();
+        let append = continuing || config.bool_or("append", false).map_err(one)?;
+        let header = config.bool_or("includeHeader", true).map_err(one)?;
+        Self::open(path, columns, append, header).map_err(|e| vec![config.error("path", e.message)])
+    }
+
+    pub fn open(
+        path: PathBuf,
+        columns: Vec<String>,
+        append: bool,
+        include_header: bool,
+    ) -> Result<Self, BackendError> {
+        let fail = |what: &str, e: std::io::Error| {
+            BackendError::new(format!("cannot {what} {}: {e}", path.display()))
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| fail("create the folder of", e))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(append)
+            .truncate(!append)
+            .open(&path)
+            .map_err(|e| fail("open", e))?;
+        let empty = file.metadata().map_err(|e| fail("stat", e))?.len() == 0;
+        let mut writer = csv::Writer::from_writer(file);
+        if include_header && empty {
+            writer
+                .write_record(&columns)
+                .and_then(|_| writer.flush().map_err(Into::into))
+                .map_err(|e| BackendError::new(format!("cannot write {}: {e}", path.display())))?;
+        }
+        Ok(CsvBackend {
+            path,
+            columns,
+            writer,
+        })
+    }
+
+    fn row(&self, id: &str, fields: &serde_json::Map<String, Value>) -> Vec<String> {
+        self.columns
+            .iter()
+            .map(|c| match fields.get(c) {
+                None | Some(Value::Null) if c == "id" => id.to_string(),
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+            })
+            .collect()
+    }
+}
+
+impl Backend for CsvBackend {
+    fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
+        let mut results = Vec::with_capacity(ops.len());
+        for op in ops {
+            match op {
+                IndexOp::Upsert { id, fields, .. } => {
+                    let row = self.row(id, fields);
+                    self.writer.write_record(&row).map_err(|e| {
+                        BackendError::new(format!("cannot write {}: {e}", self.path.display()))
+                    })?;
+                    results.push(None);
+                }
+                // Rejected at config time; kept total so a new op kind cannot pass silently.
+                _ => results.push(Some("the csv indexer cannot delete".to_string())),
+            }
+        }
+        self.writer
+            .flush()
+            .map_err(|e| BackendError::new(format!("cannot write {}: {e}", self.path.display())))?;
+        Ok(results)
+    }
+
+    fn close(&mut self) -> Result<(), BackendError> {
+        self.writer
+            .flush()
+            .map_err(|e| BackendError::new(format!("cannot write {}: {e}", self.path.display())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn upsert(id: &str, v: Value) -> IndexOp {
+        let Value::Object(fields) = v else {
+            panic!("fields must be an object")
+        };
+        IndexOp::Upsert {
+            id: id.into(),
+            index: None,
+            fields,
+        }
+    }
+
+    fn columns(c: &[&str]) -> Vec<String> {
+        c.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn writes_header_and_rows_with_lists_as_json() {
+        let dir = tempdir();
+        let path = dir.join("out.csv");
+        let mut b =
+            CsvBackend::open(path.clone(), columns(&["id", "title", "tags"]), false, true).unwrap();
+        let r = b
+            .send(&[
+                upsert("a", json!({"title": "Hello, world", "tags": ["x", "y"]})),
+                upsert("b", json!({"tags": "solo"})),
+            ])
+            .unwrap();
+        assert_eq!(r, vec![None, None]);
+        b.close().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "id,title,tags\na,\"Hello, world\",\"[\"\"x\"\",\"\"y\"\"]\"\nb,,solo\n"
+        );
+    }
+
+    #[test]
+    fn append_keeps_existing_rows_and_writes_the_header_once() {
+        let dir = tempdir();
+        let path = dir.join("nested/out.csv");
+        for (i, append) in [(1, false), (2, true)] {
+            let mut b =
+                CsvBackend::open(path.clone(), columns(&["id", "n"]), append, true).unwrap();
+            b.send(&[upsert(&format!("d{i}"), json!({"n": i}))])
+                .unwrap();
+            b.close().unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "id,n\nd1,1\nd2,2\n");
+        // Without append the file starts again.
+        let mut b = CsvBackend::open(path.clone(), columns(&["id"]), false, false).unwrap();
+        b.send(&[upsert("z", json!({}))]).unwrap();
+        b.close().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "z\n");
+    }
+
+    #[test]
+    fn deletes_and_overrides_are_config_errors() {
+        let settings = IndexerSettings {
+            index_override_field: Some("idx".into()),
+            deletion_marker_field: Some("deleted".into()),
+            ..Default::default()
+        };
+        let Value::Object(m) = json!({"path": "x.csv", "columns": []}) else {
+            unreachable!()
+        };
+        let errors: Vec<String> = validate(&settings, &ComponentConfig::new(m, "csv"))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].contains("indexOverrideField"), "{errors:?}");
+        assert!(errors[1].contains("deletionMarkerField"), "{errors:?}");
+        assert!(errors[2].contains("at least one field"), "{errors:?}");
+    }
+
+    fn tempdir() -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("lucille-csv-{}", crate::document::ids::random_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}
