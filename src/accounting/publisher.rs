@@ -211,12 +211,12 @@ impl Publisher {
     /// Blocks until the run of this connector is complete: the connector thread has finished,
     /// nothing is pending, and the last poll found no event in transit. `timeout` is
     /// `runner.connectorTimeout` (`None` or zero: no limit). `on_tick` runs between polls (for
-    /// progress lines).
+    /// progress lines and watchdogs); an `Err` from it ends the wait as a failure.
     pub fn wait_for_completion(
         &self,
         connector: &dyn ConnectorStatus,
         timeout: Option<Duration>,
-        mut on_tick: impl FnMut(&Publisher),
+        mut on_tick: impl FnMut(&Publisher) -> Result<(), String>,
     ) -> PublisherResult {
         let start = Instant::now();
         let mut batch = Vec::with_capacity(1024);
@@ -235,7 +235,12 @@ impl Publisher {
                 self.handle_events(&batch);
                 batch.clear();
             }
-            on_tick(self);
+            if let Err(reason) = on_tick(self) {
+                return PublisherResult {
+                    ok: false,
+                    message: Some(reason),
+                };
+            }
             if connector.is_finished() && !got_event && !self.has_pending() {
                 return PublisherResult {
                     ok: true,

@@ -10,6 +10,7 @@ pub mod csv;
 pub mod grouped;
 pub mod jsonl;
 pub mod nop;
+pub mod watchdog;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -100,6 +101,9 @@ pub struct IndexerSettings {
     pub delete_by_field_value: Option<String>,
     /// `sendEnabled: false` skips the backend (documents still FINISH), as Lucille.
     pub send_enabled: bool,
+    /// `inactivityTimeout` (ms): how long the indexer may make no progress while work waits
+    /// before the run calls it wedged (see `watchdog`); `None` disables.
+    pub inactivity_timeout: Option<Duration>,
 }
 
 pub fn indexer_spec() -> Spec {
@@ -127,6 +131,7 @@ pub fn indexer_spec() -> Spec {
         .optional("retryableStatusCodes", Kind::List)
         .optional("sendEnabled", Kind::Bool)
         .optional("indexerConnectionTimeout", Kind::Integer)
+        .optional("inactivityTimeout", Kind::Integer)
         .alias("ignoreFields", "blacklist")
 }
 
@@ -231,10 +236,20 @@ impl IndexerSettings {
                 true
             }
         };
+        let inactivity_timeout = match c.i64("inactivityTimeout") {
+            Ok(None) => Some(watchdog::DEFAULT_INACTIVITY_TIMEOUT),
+            Ok(Some(ms)) if ms <= 0 => None,
+            Ok(Some(ms)) => Some(Duration::from_millis(ms as u64)),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
         if !errors.is_empty() {
             return Err(errors);
         }
         Ok(IndexerSettings {
+            inactivity_timeout,
             kind: kind.to_ascii_lowercase(),
             class,
             batch_size,
@@ -320,6 +335,11 @@ pub struct IndexerStats {
     pub indexed: AtomicU64,
     pub failed: AtomicU64,
     pub batches: AtomicU64,
+    /// Bumped whenever the indexer takes a document or a backend call returns: the
+    /// watchdog's progress signal.
+    pub progress: AtomicU64,
+    /// A backend call is in flight.
+    pub sending: AtomicBool,
 }
 
 /// The running indexer thread.
@@ -371,6 +391,24 @@ impl IndexerHandle {
             None => Ok(()),
         }
     }
+
+    /// As `terminate`, but gives up on a wedged thread after `grace`: it is left behind (a
+    /// call that never returns cannot be interrupted) and the run goes on to report.
+    pub fn terminate_within(mut self, grace: Duration) -> Result<(), BackendError> {
+        self.stop.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + grace;
+        while self.thread.as_ref().is_some_and(|t| !t.is_finished()) {
+            if Instant::now() >= deadline {
+                // Dropping the handle detaches the thread.
+                drop(self.thread.take());
+                return Err(BackendError::new(
+                    "the indexer thread did not stop; it was left behind",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.terminate()
+    }
 }
 
 impl Drop for IndexerHandle {
@@ -406,6 +444,7 @@ impl IndexerLoop {
                 .poll_doc_to_index(if stopping { Duration::ZERO } else { poll })
             {
                 Some(doc) => {
+                    self.stats.progress.fetch_add(1, Ordering::Relaxed);
                     batch.push(doc);
                     if batch.len() >= self.settings.batch_size {
                         self.flush(&mut batch);
@@ -443,27 +482,31 @@ impl IndexerLoop {
             return;
         }
         self.stats.batches.fetch_add(1, Ordering::Relaxed);
-        let results: Result<Vec<Option<String>>, BackendError> = if self.bypass
-            || !self.settings.send_enabled
-        {
-            Ok(vec![None; batch.len()])
-        } else {
-            let ops: Vec<IndexOp> = batch.iter().map(|d| self.settings.op_for(d)).collect();
-            let backend = &mut self.backend;
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.send(&ops))) {
-                Ok(Ok(r)) if r.len() == ops.len() => Ok(r),
-                Ok(Ok(r)) => Err(BackendError::new(format!(
-                    "backend returned {} results for {} documents",
-                    r.len(),
-                    ops.len()
-                ))),
-                Ok(Err(e)) => Err(e),
-                Err(p) => Err(BackendError::new(format!(
-                    "backend panicked: {}",
-                    crate::stage::panic_message(p.as_ref())
-                ))),
-            }
-        };
+        let results: Result<Vec<Option<String>>, BackendError> =
+            if self.bypass || !self.settings.send_enabled {
+                Ok(vec![None; batch.len()])
+            } else {
+                let ops: Vec<IndexOp> = batch.iter().map(|d| self.settings.op_for(d)).collect();
+                let backend = &mut self.backend;
+                self.stats.sending.store(true, Ordering::Relaxed);
+                let sent =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.send(&ops)));
+                self.stats.sending.store(false, Ordering::Relaxed);
+                self.stats.progress.fetch_add(1, Ordering::Relaxed);
+                match sent {
+                    Ok(Ok(r)) if r.len() == ops.len() => Ok(r),
+                    Ok(Ok(r)) => Err(BackendError::new(format!(
+                        "backend returned {} results for {} documents",
+                        r.len(),
+                        ops.len()
+                    ))),
+                    Ok(Err(e)) => Err(e),
+                    Err(p) => Err(BackendError::new(format!(
+                        "backend panicked: {}",
+                        crate::stage::panic_message(p.as_ref())
+                    ))),
+                }
+            };
         match results {
             Ok(results) => {
                 for (doc, result) in batch.iter().zip(results) {
@@ -537,7 +580,7 @@ pub fn validate_backend(
             Err(e) => vec![e],
         },
         #[cfg(test)]
-        "test-reject" => Vec::new(),
+        "test-reject" | "test-wedge" => Vec::new(),
         other => vec![ConfigError::new(
             "indexer.type",
             format!("unknown indexer type {other:?}; available here: {BACKENDS}"),
@@ -568,7 +611,24 @@ pub fn build_backend(
         "python" => python_factory(settings, backend_config)
             .and_then(|(f, class)| f.build(&class, backend_config))
             .map_err(|e| vec![e]),
+        #[cfg(test)]
+        "test-reject" => Ok(Box::new(RejectSome)),
+        #[cfg(test)]
+        "test-wedge" => Ok(Box::new(Wedged)),
         _ => Ok(Box::new(nop::NopBackend)),
+    }
+}
+
+/// Test backend: its first call never returns (a hung server), for the watchdog.
+#[cfg(test)]
+pub struct Wedged;
+
+#[cfg(test)]
+impl Backend for Wedged {
+    fn send(&mut self, _ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
     }
 }
 

@@ -15,11 +15,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use crate::accounting::EventType;
 use crate::accounting::{Event, Publisher, PublisherSettings};
 use crate::config::hocon::{self, ParseOptions};
 use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::connector::{ConnectorError, ConnectorPlan};
 use crate::document::Document;
+use crate::indexer::watchdog::Watchdog;
 use crate::indexer::{self, IndexerHandle, IndexerSettings};
 use crate::messaging::{LocalMessenger, Messenger, TestMessenger, DEFAULT_QUEUE_CAPACITY};
 use crate::pipeline::{PipelinePlan, StageMetrics};
@@ -504,6 +506,8 @@ fn run_connector(
     ));
 
     let mut error: Option<String> = None;
+    let mut wedged = false;
+    let mut drainer: Option<FailDrain> = None;
     let mut connector_back = None;
     match catch(|| connector.pre_execute(run_id)) {
         Err(e) => error = Some(format!("pre_execute failed: {e}")),
@@ -522,14 +526,29 @@ fn run_connector(
                     let progress = opts.progress.clone();
                     let mut rates = RateLog::new(plan.worker.log_interval);
                     let indexer_stats = indexer.stats.clone();
+                    let mut watchdog =
+                        Watchdog::new(plan.indexer.inactivity_timeout, Instant::now());
                     let r = publisher.wait_for_completion(&handle, plan.connector_timeout, |p| {
                         if let Some(f) = &progress {
                             f(&name, p);
                         }
                         rates.maybe_log(p, &indexer_stats);
+                        match watchdog.check(&indexer_stats, messenger.queued().1, Instant::now()) {
+                            Some(reason) => {
+                                wedged = true;
+                                Err(reason)
+                            }
+                            None => Ok(()),
+                        }
                     });
                     if !r.ok {
                         error = r.message;
+                        if wedged {
+                            // A wedged indexer takes nothing more: FAIL what waits for it
+                            // (never drop it silently) so workers blocked on the full
+                            // destination queue, and the connector behind them, can finish.
+                            drainer = Some(FailDrain::start(messenger.clone(), run_id.clone()));
+                        }
                         // Unblock a connector stuck in publish so its thread can end, and give
                         // it a moment to do so (the workers still drain the queue meanwhile).
                         opts.stop.store(true, Ordering::SeqCst);
@@ -569,8 +588,28 @@ fn run_connector(
         }
     }
     let metrics = pool.stop();
-    if let Err(e) = indexer.terminate() {
+    let terminated = if wedged {
+        if let Some(d) = drainer {
+            d.finish();
+        }
+        indexer.terminate_within(Duration::from_secs(2))
+    } else {
+        indexer.terminate()
+    };
+    if let Err(e) = terminated {
         error.get_or_insert_with(|| format!("indexer: {e}"));
+    }
+    // Events still queued after a failed wait (the FAILs above among them) belong in the counts.
+    while let Some(e) = messenger.try_poll_event() {
+        publisher.handle_event(&e);
+    }
+    if let Some(m) = error.as_mut() {
+        let pending = publisher.pending();
+        if pending > 0 {
+            m.push_str(&format!(
+                "; {pending} documents did not reach a terminal event"
+            ));
+        }
     }
     log_stage_metrics(&name, &metrics);
     let history = test_messenger.map(|t| t.history());
@@ -582,6 +621,50 @@ fn run_connector(
     result.received = publisher.num_received();
     result.history = history;
     (result, Some(metrics))
+}
+
+/// FAILs every document taken from the destination queue until finished (after the indexer
+/// was found wedged).
+struct FailDrain {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FailDrain {
+    fn start(messenger: Arc<dyn Messenger>, run_id: Arc<str>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("lucille-fail-drain".into())
+            .spawn(move || loop {
+                let stopping = s2.load(Ordering::SeqCst);
+                let wait = if stopping {
+                    Duration::ZERO
+                } else {
+                    Duration::from_millis(10)
+                };
+                match messenger.poll_doc_to_index(wait) {
+                    Some(doc) => crate::messaging::send_event(
+                        messenger.as_ref(),
+                        doc.id(),
+                        &run_id,
+                        EventType::Fail,
+                        Some("not indexed: the indexer was wedged".into()),
+                    ),
+                    None if stopping => break,
+                    None => {}
+                }
+            })
+            .ok();
+        FailDrain { stop, thread }
+    }
+
+    fn finish(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// The publisher's and the indexer's periodic rate lines (every `log.seconds`), next to the

@@ -304,3 +304,44 @@ fn environment_overrides_follow_typesafe_naming() {
         ]
     );
 }
+
+#[test]
+fn a_wedged_indexer_fails_the_run_and_every_waiting_document() {
+    // The backend's first call never returns; the queues are tiny so workers and the
+    // connector block behind it. The watchdog must end the run, FAIL what waited, and name
+    // the documents stuck in the hung call.
+    let config = json!({
+        "connectors": [{"name": "c", "class": "SequenceConnector", "numDocs": 200}],
+        "indexer": {"type": "test-wedge", "batchSize": 10, "batchTimeout": 5, "inactivityTimeout": 300},
+        "publisher": {"queueCapacity": 4},
+        "worker": {"threads": 1}
+    });
+    let r = run(&config, None, &RunOptions::default()).unwrap();
+    assert!(!r.ok, "{}", r.summary);
+    let c = &r.connectors[0];
+    let ConnectorStatus::Failed(message) = &c.status else {
+        panic!("expected a failed connector: {}", r.summary)
+    };
+    assert!(message.contains("the indexer is wedged"), "{message}");
+    assert!(
+        message.contains("10 documents did not reach a terminal event"),
+        "{message}"
+    );
+    assert_eq!(c.succeeded, 0);
+    // Every published document is either FAILed or one of the 10 in the hung call.
+    assert_eq!(c.failed + 10, c.published, "{}", r.summary);
+    assert!(c.published >= 10 && c.published < 200, "{}", r.summary);
+}
+
+#[test]
+fn a_slow_but_moving_indexer_is_not_wedged() {
+    let config = json!({
+        "connectors": [{"name": "c", "class": "SequenceConnector", "numDocs": 30}],
+        "indexer": {"type": "test-reject", "batchSize": 1, "inactivityTimeout": 1},
+        "publisher": {"queueCapacity": 2}
+    });
+    let r = run(&config, None, &RunOptions::default()).unwrap();
+    // Rejections are per document; the run itself completes.
+    assert!(r.ok, "{}", r.summary);
+    assert_eq!((r.connectors[0].succeeded, r.connectors[0].failed), (27, 3));
+}

@@ -67,7 +67,7 @@ fn completion_needs_connector_done_nothing_pending_no_event_in_transit() {
             }
         }
         tx.send(flag.clone()).unwrap();
-        p2.wait_for_completion(&Flag(flag), None, |_| {})
+        p2.wait_for_completion(&Flag(flag), None, |_| Ok(()))
     });
     let flag = rx.recv().unwrap();
     thread::sleep(Duration::from_millis(150));
@@ -85,7 +85,7 @@ fn children_created_mid_run_are_waited_for() {
     finish(&m, "p-1", EventType::Create);
     finish(&m, "p", EventType::Finish);
     let p2 = p.clone();
-    let h = thread::spawn(move || p2.wait_for_completion(&Done(true), None, |_| {}));
+    let h = thread::spawn(move || p2.wait_for_completion(&Done(true), None, |_| Ok(())));
     thread::sleep(Duration::from_millis(150));
     assert!(!h.is_finished(), "child p-1 is still pending");
     finish(&m, "p-1", EventType::Finish);
@@ -97,7 +97,7 @@ fn children_created_mid_run_are_waited_for() {
 fn timeout_fails_the_connector() {
     let (p, _m) = publisher(PublisherSettings::default());
     p.publish(doc("a")).unwrap();
-    let r = p.wait_for_completion(&Done(true), Some(Duration::from_millis(120)), |_| {});
+    let r = p.wait_for_completion(&Done(true), Some(Duration::from_millis(120)), |_| Ok(()));
     assert_eq!(
         r,
         PublisherResult {
