@@ -273,3 +273,30 @@ def test_environment_overrides_and_set_precedence(conf_dir):
     assert "threads = 3" in r.stdout or "threads: 3" in r.stdout, r.stdout
     r = cli("render", str(cfg), env=env)
     assert "threads = 5" in r.stdout or "threads: 5" in r.stdout, r.stdout
+
+
+def test_python_connector_feeds_python_stage_under_backpressure(conf_dir):
+    # 300 documents through a 2-slot queue into a Python stage on two workers: publish must
+    # release the GIL while it blocks, or the stage could never run and the run would time out.
+    (conf_dir / "feed.py").write_text(textwrap.dedent("""
+        import lucille
+
+        class Feed(lucille.Connector):
+            def execute(self, publisher):
+                for i in range(300):
+                    publisher.publish(lucille.Document(f"f{i}", {"n": i}))
+
+        class Square(lucille.Stage):
+            def process_document(self, doc):
+                doc.set_field("sq", doc.get_int("n") ** 2)
+    """))
+    cfg = write(conf_dir, "feed.conf", """
+        connectors: [{ name: "feed", class: "feed:Feed", pipeline: "p" }]
+        pipelines: [{ name: "p", stages: [{ class: "feed.py:Square" }] }]
+        publisher { queueCapacity: 2 }
+        worker { threads: 2 }
+        runner { connectorTimeout: 60000 }
+    """)
+    r = lucille.run(str(cfg), mode="test")
+    assert (r.status, r.published, r.succeeded) == ("Success", 300, 300), r.summary
+    assert sorted(d.get_int("sq") for d in r.documents) == [i * i for i in range(300)]
