@@ -61,7 +61,12 @@ pub struct Publisher {
     resumed: Condvar,
     stopping: Arc<AtomicBool>,
     num_received: AtomicU64,
+    /// Told the id of every document that reaches a terminal event (see `on_terminal`).
+    terminal_listener: parking_lot::RwLock<Option<TerminalListener>>,
 }
+
+/// Called with the doc id of each terminal event, on the thread that applies events.
+pub type TerminalListener = Box<dyn Fn(&str) + Send + Sync>;
 
 /// How long a blocked `publish` sleeps before re-checking its condition (a safety net for a
 /// missed wake-up, as in Lucille).
@@ -88,6 +93,7 @@ impl Publisher {
             resumed: Condvar::new(),
             stopping,
             num_received: AtomicU64::new(0),
+            terminal_listener: parking_lot::RwLock::new(None),
         }
     }
 
@@ -197,15 +203,31 @@ impl Publisher {
     }
 
     fn handle_events(&self, events: &[Event]) {
-        let mut ledger = self.ledger.lock();
-        for e in events {
-            ledger.handle(e);
-        }
-        if let Some(max) = self.max_pending {
-            if ledger.pending() < max {
-                self.below_max.notify_all();
+        {
+            let mut ledger = self.ledger.lock();
+            for e in events {
+                ledger.handle(e);
+            }
+            if let Some(max) = self.max_pending {
+                if ledger.pending() < max {
+                    self.below_max.notify_all();
+                }
             }
         }
+        // After the ledger: a listener that checkpoints an acknowledgement may then rely on
+        // the document no longer being pending.
+        if let Some(listener) = self.terminal_listener.read().as_ref() {
+            for e in events.iter().filter(|e| e.kind.is_terminal()) {
+                listener(&e.doc_id);
+            }
+        }
+    }
+
+    /// Registers the one listener told of every terminal event (FINISH, FAIL, DROP) by doc id,
+    /// children included: how a resumable connector learns which of its documents are done.
+    /// Replaces an earlier listener.
+    pub fn on_terminal(&self, listener: TerminalListener) {
+        *self.terminal_listener.write() = Some(listener);
     }
 
     /// Blocks until the run of this connector is complete: the connector thread has finished,

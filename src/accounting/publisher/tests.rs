@@ -229,3 +229,30 @@ fn failed_send_rolls_back() {
     assert_eq!(p.pending(), 0);
     assert_eq!(p.num_published(), 0);
 }
+
+#[test]
+fn terminal_listener_hears_every_terminal_event_after_the_ledger_applied_it() {
+    let (p, _m) = publisher(PublisherSettings::default());
+    let heard = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let (h2, p2) = (heard.clone(), Arc::downgrade(&p));
+    p.on_terminal(Box::new(move |id| {
+        let pending = p2.upgrade().map(|p| p.pending());
+        h2.lock().push((id.to_string(), pending));
+    }));
+    p.publish(doc("a")).unwrap();
+    p.publish(doc("b")).unwrap();
+    let ev = |id: &str, kind| Event::new(id, Arc::from("run-1"), kind);
+    p.handle_event(&ev("c", EventType::Create));
+    p.handle_event(&ev("c", EventType::Drop));
+    p.handle_event(&ev("a", EventType::Fail));
+    p.handle_event(&ev("b", EventType::Finish));
+    // CREATE is not terminal; each terminal event is heard once, with the ledger already updated.
+    assert_eq!(
+        *heard.lock(),
+        vec![
+            ("c".to_string(), Some(2)),
+            ("a".to_string(), Some(1)),
+            ("b".to_string(), Some(0))
+        ]
+    );
+}
