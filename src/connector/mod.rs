@@ -6,6 +6,7 @@
 //! connector lives in its own file and exposes a `DESCRIPTOR`.
 
 pub mod database;
+pub mod rss;
 pub mod sequence;
 
 use std::sync::{Arc, OnceLock};
@@ -85,7 +86,11 @@ impl Common {
 pub const LUCILLE_CONNECTOR_PACKAGE: &str = "com.kmwllc.lucille.connector.";
 
 pub fn builtins() -> &'static [&'static ConnectorDescriptor] {
-    static ALL: &[&ConnectorDescriptor] = &[&sequence::DESCRIPTOR, &database::DESCRIPTOR];
+    static ALL: &[&ConnectorDescriptor] = &[
+        &sequence::DESCRIPTOR,
+        &database::DESCRIPTOR,
+        &rss::DESCRIPTOR,
+    ];
     ALL
 }
 
