@@ -13,14 +13,16 @@
 //! ordered by `idField` and each other SQL by its join field: the result sets are merged in one
 //! pass, and each other row whose join value equals the parent's id value becomes a child
 //! document (ids `0`, `1`, ... counted per other SQL, as Lucille; all columns, no
-//! `ignoreColumns`). Rows are streamed: SQLite steps the statement, PostgreSQL reads a portal
-//! `fetchSize` rows at a time inside a transaction.
+//! `ignoreColumns`). Join values compare as numbers, or as text by byte order: order text keys
+//! with a byte-order collation (PostgreSQL `ORDER BY key COLLATE "C"`) or children are missed.
+//! Rows are streamed: SQLite steps the statement, PostgreSQL reads a portal `fetchSize` rows at
+//! a time inside a transaction.
 //!
 //! Values (see `value.rs`): integers and floats as numbers, NUMERIC as a number when it has at
 //! most 15 significant digits (else its exact decimal text), booleans, dates and timestamps as
 //! ISO-8601 text, bytes as base64. Differences from Lucille: `preSQL` / `postSQL` failures stop
-//! the connector (Lucille logs and goes on); the children of different `otherSQLs` are not
-//! limited to integer join keys.
+//! the connector (Lucille logs and goes on); `jdbcUser` / `jdbcPassword` are optional (SQLite
+//! has none); text values that are not valid UTF-8 (SQLite) are read lossily.
 
 mod postgresql;
 mod sqlite;
