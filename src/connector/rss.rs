@@ -657,7 +657,17 @@ impl Connector for RssConnector {
             if !seen_now.is_empty() {
                 seen_last = seen_now;
             }
-            std::thread::sleep(refresh);
+            // Sleep in slices so a stopping run (Ctrl-C) does not wait out the increment.
+            let wake = Instant::now() + refresh;
+            while Instant::now() < wake {
+                if publisher.is_stopping() {
+                    return Ok(());
+                }
+                std::thread::sleep(
+                    wake.saturating_duration_since(Instant::now())
+                        .min(Duration::from_millis(100)),
+                );
+            }
         }
     }
 }

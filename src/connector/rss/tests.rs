@@ -287,3 +287,30 @@ fn polling_publishes_only_items_new_since_the_last_refresh() {
     };
     assert_eq!(ids, expected.iter().map(|i| json!(i)).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_stopping_run_ends_the_polling() {
+    let (base, requests) = serve(vec![feed(&["a"]), feed(&["a", "b"])]);
+    let opts = RunOptions {
+        mode: RunMode::Test,
+        ..Default::default()
+    };
+    let stop = opts.stop.clone();
+    std::thread::spawn(move || {
+        // After the third fetch began, the second one's new item has been published.
+        while requests.load(Ordering::SeqCst) < 3 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop.store(true, Ordering::SeqCst);
+    });
+    // An hour of polling: the run only ends because the stop flag ends the wait.
+    let config = json!({"connectors": [{"name": "feed", "class": "RSSConnector",
+        "rssURL": format!("{base}/feed.xml"), "runDuration": "1h", "refreshIncrement": "20ms"}]});
+    let r = run(&config, None, &opts).unwrap();
+    let ids: Vec<String> = test_history(&r)
+        .0
+        .iter()
+        .map(|d| d.id().to_string())
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+}
