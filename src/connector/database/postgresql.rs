@@ -5,9 +5,10 @@
 //!
 //! Types: int2/int4/int8/oid as integers, float4/float8 as numbers, numeric as in `value.rs`,
 //! text types as strings, bool, date (`2024-01-31`), time, timestamp (`2024-01-31T10:00:00`,
-//! no zone), timestamptz (UTC, `...Z`), bytea as base64, uuid as text, json/jsonb as JSON.
-//! Other types (arrays, intervals, ...) are skipped with one warning per column, as Lucille
-//! skips unsupported types; cast them to text in the SQL to keep them.
+//! no zone), timestamptz (UTC, `...Z`), `infinity` dates as that text, bytea as base64, uuid
+//! and enums as text, json/jsonb as JSON, one-dimensional arrays of these as lists. Other types
+//! (intervals, ranges, geometry, ...) are skipped with one warning per column, as Lucille skips
+//! unsupported types; cast them to text in the SQL to keep them.
 
 use std::collections::VecDeque;
 use std::error::Error as StdError;
@@ -16,7 +17,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, Utc};
-use postgres::types::{FromSql, Type};
+use postgres::types::{FromSql, Kind, Type};
 use postgres::{Client, Config, NoTls, Portal, Row, Transaction};
 use serde_json::Value;
 
@@ -137,6 +138,13 @@ fn describe_target(config: &Config) -> String {
 }
 
 fn supported(ty: &Type) -> bool {
+    match ty.kind() {
+        Kind::Enum(_) => return true,
+        Kind::Array(member) => {
+            return !matches!(member.kind(), Kind::Array(_)) && supported(member)
+        }
+        _ => {}
+    }
     [
         Type::BOOL,
         Type::INT2,
@@ -170,6 +178,21 @@ type DecodeError = Box<dyn StdError + Sync + Send>;
 
 impl<'a> FromSql<'a> for PgValue {
     fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, DecodeError> {
+        match ty.kind() {
+            // A 1-D array becomes a list (a multi-valued field); NULL members stay null.
+            Kind::Array(_) => {
+                let items = Vec::<PgValue>::from_sql(ty, raw)?;
+                return Ok(PgValue(Value::Array(
+                    items.into_iter().map(|v| v.0).collect(),
+                )));
+            }
+            // An enum's binary form is its label.
+            Kind::Enum(_) => return Ok(PgValue(Value::String(std::str::from_utf8(raw)?.into()))),
+            _ => {}
+        }
+        if let Some(text) = infinite_time(ty, raw) {
+            return Ok(PgValue(Value::String(text.into())));
+        }
         let v = match *ty {
             Type::BOOL => Value::Bool(bool::from_sql(ty, raw)?),
             Type::INT2 => Value::from(i16::from_sql(ty, raw)?),
@@ -215,6 +238,26 @@ impl<'a> FromSql<'a> for PgValue {
     fn accepts(ty: &Type) -> bool {
         supported(ty)
     }
+}
+
+/// PostgreSQL's `infinity` / `-infinity` dates and timestamps (no chrono value holds them).
+fn infinite_time(ty: &Type, raw: &[u8]) -> Option<&'static str> {
+    let positive = match *ty {
+        Type::DATE => match <[u8; 4]>::try_from(raw).ok().map(i32::from_be_bytes)? {
+            i32::MAX => true,
+            i32::MIN => false,
+            _ => return None,
+        },
+        Type::TIMESTAMP | Type::TIMESTAMPTZ => {
+            match <[u8; 8]>::try_from(raw).ok().map(i64::from_be_bytes)? {
+                i64::MAX => true,
+                i64::MIN => false,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    Some(if positive { "infinity" } else { "-infinity" })
 }
 
 fn uuid_text(raw: &[u8]) -> Result<String, DecodeError> {

@@ -455,17 +455,20 @@ fn postgres_types_become_json() {
     client
         .batch_execute(
             r#"
+            CREATE TYPE lt_types.mood AS ENUM ('happy', 'sad');
             CREATE TABLE lt_types.t (id int PRIMARY KEY, big bigint, small smallint,
                 amount numeric(12,2), huge numeric, r real, d double precision, txt text,
                 vc varchar(10), flag boolean, day date, at timestamp, atz timestamptz,
-                raw bytea, "MixedCase" text, u uuid, j jsonb, iv interval);
+                raw bytea, "MixedCase" text, u uuid, j jsonb, iv interval, tags text[],
+                nums int[], mood lt_types.mood, forever timestamptz);
             SET TIME ZONE 'America/New_York';
             INSERT INTO lt_types.t VALUES
               (1, 9007199254740993, -3, 12.50, 12345678901234567890.123, 0.1, 2.5, 'héllo', 'v',
                true, '2024-02-29', '2024-02-29 13:45:07.25', '2024-02-29 08:00:00-05', '\x00ff10',
-               'M', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{"k": [1, 2]}', '1 day'),
+               'M', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{"k": [1, 2]}', '1 day',
+               '{"a", "b c"}', '{1, NULL, 3}', 'sad', 'infinity'),
               (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-               NULL, NULL, NULL, NULL);
+               NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
             "#,
         )
         .unwrap();
@@ -485,7 +488,9 @@ fn postgres_types_become_json() {
                    "huge": "12345678901234567890.123", "r": 0.1, "d": 2.5, "txt": "héllo",
                    "vc": "v", "flag": true, "day": "2024-02-29", "at": "2024-02-29T13:45:07.250",
                    "atz": "2024-02-29T13:00:00Z", "raw": "AP8Q", "mixedcase": "M",
-                   "u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "j": {"k": [1, 2]}}),
+                   "u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "j": {"k": [1, 2]},
+                   "tags": ["a", "b c"], "nums": [1, null, 3], "mood": "sad",
+                   "forever": "infinity"}),
             json!({"id": "2"}),
         ]
     );
