@@ -101,6 +101,11 @@ impl Publisher {
         &self.run_id
     }
 
+    /// True once the run is stopping: a polling connector ends its wait and returns.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
+    }
+
     /// Hands a document to the run. Blocks while the publisher is paused, while
     /// `maxPendingDocs` documents are in flight, or while the source queue is full.
     pub fn publish(&self, doc: Document) -> Result<(), PublishError> {

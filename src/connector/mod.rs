@@ -6,6 +6,8 @@
 //! connector lives in its own file and exposes a `DESCRIPTOR`.
 
 pub mod checkpoint;
+pub mod database;
+pub mod rss;
 pub mod sequence;
 
 use std::sync::{Arc, OnceLock};
@@ -85,7 +87,11 @@ impl Common {
 pub const LUCILLE_CONNECTOR_PACKAGE: &str = "com.kmwllc.lucille.connector.";
 
 pub fn builtins() -> &'static [&'static ConnectorDescriptor] {
-    static ALL: &[&ConnectorDescriptor] = &[&sequence::DESCRIPTOR];
+    static ALL: &[&ConnectorDescriptor] = &[
+        &sequence::DESCRIPTOR,
+        &database::DESCRIPTOR,
+        &rss::DESCRIPTOR,
+    ];
     ALL
 }
 
@@ -143,9 +149,12 @@ impl ConnectorPlan {
             }
             Class::Python(class_name)
         } else {
+            // Lucille keeps DatabaseConnector in the `connector.jdbc` subpackage.
             let short = class_name
                 .strip_prefix(LUCILLE_CONNECTOR_PACKAGE)
-                .unwrap_or(&class_name);
+                .map_or(class_name.as_str(), |s| {
+                    s.strip_prefix("jdbc.").unwrap_or(s)
+                });
             match builtins().iter().find(|d| d.name == short) {
                 Some(d) => {
                     let spec = (d.spec)();

@@ -1,0 +1,557 @@
+//! DatabaseConnector (Lucille's `connector.jdbc.DatabaseConnector`): runs `sql` and publishes
+//! one document per row, its id from the `idField` column (with `docIdPrefix`).
+//!
+//! Keys as Lucille's: `driver`, `connectionString`, `jdbcUser`, `jdbcPassword`, `sql`,
+//! `idField`, `preSQL` / `postSQL` (older `preSql` / `postSql` accepted), `fetchSize`,
+//! `otherSQLs` + `otherJoinFields`, `ignoreColumns`, `connectionRetries`,
+//! `connectionRetryPause` (ms). Drivers: SQLite (`org.sqlite.JDBC`, bundled) and PostgreSQL
+//! (`org.postgresql.Driver`); `driver` may be omitted when the connection string names one.
+//!
+//! As Lucille: column labels are lower-cased and become field names; the id column is kept as a
+//! field unless it is called `id`; NULLs are skipped; a column with a reserved name is an error
+//! (rename it in the SQL or list it in `ignoreColumns`). With `otherSQLs`, the main SQL must be
+//! ordered by `idField` and each other SQL by its join field: the result sets are merged in one
+//! pass, and each other row whose join value equals the parent's id value becomes a child
+//! document (ids `0`, `1`, ... counted per other SQL, as Lucille; all columns, no
+//! `ignoreColumns`). Join values compare as numbers, or as text by byte order: order text keys
+//! with a byte-order collation (PostgreSQL `ORDER BY key COLLATE "C"`) or children are missed.
+//! Rows are streamed: SQLite steps the statement, PostgreSQL reads a portal `fetchSize` rows at
+//! a time inside a transaction.
+//!
+//! Values (see `value.rs`): integers and floats as numbers, NUMERIC as a number when it has at
+//! most 15 significant digits (else its exact decimal text), booleans, dates and timestamps as
+//! ISO-8601 text, bytes as base64. Differences from Lucille: `preSQL` / `postSQL` failures stop
+//! the connector (Lucille logs and goes on); `jdbcUser` / `jdbcPassword` are optional (SQLite
+//! has none); text values that are not valid UTF-8 (SQLite) are read lossily.
+
+mod postgresql;
+mod sqlite;
+mod value;
+
+#[cfg(test)]
+mod tests;
+
+use std::cmp::Ordering;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
+use crate::accounting::Publisher;
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::{is_reserved, Document};
+
+pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
+    name: "DatabaseConnector",
+    spec,
+    build,
+};
+
+/// Rows fetched per round trip when `fetchSize` is not set (PostgreSQL).
+const DEFAULT_FETCH_SIZE: usize = 1000;
+
+fn spec() -> Spec {
+    connector_spec()
+        .optional("driver", Kind::String)
+        .required("connectionString", Kind::String)
+        .optional("jdbcUser", Kind::String)
+        .optional("jdbcPassword", Kind::String)
+        .required("sql", Kind::String)
+        .required("idField", Kind::String)
+        .optional("preSQL", Kind::String)
+        .optional("postSQL", Kind::String)
+        .optional("fetchSize", Kind::Integer)
+        .optional("otherSQLs", Kind::StringList)
+        .optional("otherJoinFields", Kind::StringList)
+        .optional("ignoreColumns", Kind::StringList)
+        .optional("connectionRetries", Kind::Integer)
+        .optional("connectionRetryPause", Kind::Integer)
+        .alias("preSql", "preSQL")
+        .alias("postSql", "postSQL")
+}
+
+/// Where to connect, resolved from `driver` and `connectionString`.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    Sqlite(SqliteTarget),
+    Postgres(Box<::postgres::Config>),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum SqliteTarget {
+    File(PathBuf),
+    Memory,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub target: Target,
+    pub sql: String,
+    pub id_field: String,
+    pub pre_sql: Option<String>,
+    pub post_sql: Option<String>,
+    pub fetch_size: usize,
+    /// (SQL, join field) pairs.
+    pub others: Vec<(String, String)>,
+    /// Lower-cased.
+    pub ignore_columns: Vec<String>,
+    pub connection_retries: u32,
+    pub retry_pause: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Driver {
+    Sqlite,
+    Postgres,
+}
+
+fn driver_from_name(name: &str) -> Option<Driver> {
+    match name.to_ascii_lowercase().as_str() {
+        "org.sqlite.jdbc" | "sqlite" | "sqlite3" => Some(Driver::Sqlite),
+        "org.postgresql.driver" | "postgresql" | "postgres" => Some(Driver::Postgres),
+        _ => None,
+    }
+}
+
+fn driver_from_connection(conn: &str) -> Option<Driver> {
+    let lower = conn.to_ascii_lowercase();
+    if lower.starts_with("jdbc:sqlite:") {
+        Some(Driver::Sqlite)
+    } else if lower.starts_with("jdbc:postgresql:")
+        || lower.starts_with("postgresql://")
+        || lower.starts_with("postgres://")
+    {
+        Some(Driver::Postgres)
+    } else {
+        None
+    }
+}
+
+/// Collects every config problem so they are reported at once.
+struct Problems<'a> {
+    config: &'a ComponentConfig,
+    list: Vec<String>,
+}
+
+impl Problems<'_> {
+    fn push(&mut self, key: &str, message: impl Into<String>) {
+        self.list.push(self.config.error(key, message).to_string());
+    }
+    fn take<T: Default>(&mut self, r: Result<T, ConfigError>) -> T {
+        r.unwrap_or_else(|e| {
+            self.list.push(e.to_string());
+            T::default()
+        })
+    }
+    fn string(&mut self, key: &str) -> Option<String> {
+        let r = self.config.string(key);
+        self.take(r)
+    }
+    fn list(&mut self, key: &str) -> Vec<String> {
+        let r = self.config.string_list(key);
+        self.take(r).unwrap_or_default()
+    }
+    /// A non-negative integer; 0 or absent means `default` (Lucille's rule for these keys).
+    fn positive_or(&mut self, key: &str, default: u64) -> u64 {
+        let r = self.config.i64(key);
+        match self.take(r) {
+            None | Some(0) => default,
+            Some(n) => u64::try_from(n).unwrap_or_else(|_| {
+                self.push(key, format!("must not be negative, found {n}"));
+                default
+            }),
+        }
+    }
+}
+
+/// Reads and checks the whole config, collecting every problem.
+pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError> {
+    let mut p = Problems {
+        config,
+        list: Vec::new(),
+    };
+    let driver_name = p.string("driver");
+    let connection = p.string("connectionString").unwrap_or_default();
+    let user = p.string("jdbcUser");
+    let password = p.string("jdbcPassword");
+    let sql = p.string("sql").unwrap_or_default();
+    let id_field = p.string("idField").unwrap_or_default();
+    let pre_sql = p.string("preSQL").filter(|s| !s.trim().is_empty());
+    let post_sql = p.string("postSQL").filter(|s| !s.trim().is_empty());
+
+    if sql.trim().is_empty() {
+        p.push("sql", "must not be empty");
+    }
+    if id_field.trim().is_empty() {
+        p.push("idField", "must not be empty");
+    }
+    let from_conn = driver_from_connection(&connection);
+    let driver = match &driver_name {
+        Some(name) => match driver_from_name(name) {
+            Some(d) => {
+                if from_conn.is_some_and(|c| c != d) {
+                    p.push(
+                        "connectionString",
+                        format!("does not match driver {name:?}"),
+                    );
+                }
+                Some(d)
+            }
+            None => {
+                p.push(
+                    "driver",
+                    format!("unknown driver {name:?}; supported: org.sqlite.JDBC (SQLite), org.postgresql.Driver (PostgreSQL)"),
+                );
+                None
+            }
+        },
+        None => {
+            if from_conn.is_none() {
+                p.push(
+                    "driver",
+                    "missing, and the connectionString names no driver (jdbc:sqlite:..., jdbc:postgresql://..., postgresql://...)",
+                );
+            }
+            from_conn
+        }
+    };
+    let target = match driver {
+        Some(Driver::Sqlite) => match sqlite::target(&connection, config) {
+            Ok(t) => Some(Target::Sqlite(t)),
+            Err(msg) => {
+                p.push("connectionString", msg);
+                None
+            }
+        },
+        Some(Driver::Postgres) => {
+            match postgresql::target(&connection, user.as_deref(), password.as_deref()) {
+                Ok(c) => Some(Target::Postgres(Box::new(c))),
+                Err(msg) => {
+                    p.push("connectionString", msg);
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+
+    let fetch_size = p.positive_or("fetchSize", DEFAULT_FETCH_SIZE as u64);
+    let connection_retries = p.positive_or("connectionRetries", 1);
+    let retry_pause = p.positive_or("connectionRetryPause", 10_000);
+
+    let other_sqls = p.list("otherSQLs");
+    let join_fields = p.list("otherJoinFields");
+    let ignore_columns: Vec<String> = p
+        .list("ignoreColumns")
+        .iter()
+        .map(|c| c.to_lowercase())
+        .collect();
+    if other_sqls.len() != join_fields.len() {
+        p.push(
+            "otherJoinFields",
+            format!(
+                "needs one join field per entry of otherSQLs ({} SQLs, {} join fields)",
+                other_sqls.len(),
+                join_fields.len()
+            ),
+        );
+    }
+    if other_sqls.iter().any(|s| s.trim().is_empty()) {
+        p.push("otherSQLs", "must not contain an empty SQL");
+    }
+
+    match target {
+        Some(target) if p.list.is_empty() => Ok(Settings {
+            target,
+            sql,
+            id_field,
+            pre_sql,
+            post_sql,
+            fetch_size: usize::try_from(fetch_size).unwrap_or(usize::MAX),
+            others: other_sqls.into_iter().zip(join_fields).collect(),
+            ignore_columns,
+            connection_retries: u32::try_from(connection_retries).unwrap_or(u32::MAX),
+            retry_pause: Duration::from_millis(retry_pause),
+        }),
+        _ => Err(ConfigError::new(
+            config.path(),
+            format!("DatabaseConnector: {}", p.list.join("; ")),
+        )),
+    }
+}
+
+fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
+    Ok(Box::new(DatabaseConnector {
+        common: common.clone(),
+        settings: settings(config)?,
+    }))
+}
+
+pub(crate) struct DatabaseConnector {
+    common: Common,
+    settings: Settings,
+}
+
+/// A failure while reading the database, before it is named with the connector.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DbError {
+    #[error("cannot connect to {target} after {attempts} attempt(s): {message}")]
+    Connect {
+        target: String,
+        attempts: u32,
+        message: String,
+    },
+    #[error("SQL error in {what} {sql:?}: {message}")]
+    Sql {
+        what: &'static str,
+        sql: String,
+        message: String,
+    },
+    #[error("{0}")]
+    Row(String),
+    #[error(transparent)]
+    Publish(#[from] ConnectorError),
+}
+
+/// The open result sets of one run: cursor 0 is the main SQL, 1.. the other SQLs in order.
+pub(crate) trait RowSource {
+    /// Lower-cased column labels of a cursor.
+    fn columns(&self, cursor: usize) -> &[String];
+    /// The next row of a cursor (SQL NULL as `Value::Null`), `None` when exhausted.
+    fn next_row(&mut self, cursor: usize) -> Result<Option<Vec<Value>>, DbError>;
+}
+
+/// Connects with Lucille's retry policy: one attempt plus `connectionRetries` retries.
+pub(crate) fn with_retries<C>(
+    settings: &Settings,
+    target: &str,
+    mut connect: impl FnMut() -> Result<C, String>,
+) -> Result<C, DbError> {
+    let attempts = settings.connection_retries.saturating_add(1);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match connect() {
+            Ok(c) => return Ok(c),
+            Err(message) if attempt >= attempts => {
+                return Err(DbError::Connect {
+                    target: target.to_string(),
+                    attempts: attempt,
+                    message,
+                })
+            }
+            Err(message) => {
+                tracing::warn!(
+                    "cannot connect to {target} (attempt {attempt} of {attempts}): {message}; retrying in {:?}",
+                    settings.retry_pause
+                );
+                std::thread::sleep(settings.retry_pause);
+            }
+        }
+    }
+}
+
+/// The document id text of an id column value.
+fn id_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Compares an other SQL's join value with the parent's id value (numbers numerically, text
+/// by bytes, as the ORDER BY of most collations for ASCII keys).
+fn compare_keys(other: &Value, parent: &Value) -> Option<Ordering> {
+    match (other, parent) {
+        (Value::Number(a), Value::Number(b)) => match (a.as_i64(), b.as_i64()) {
+            (Some(x), Some(y)) => Some(x.cmp(&y)),
+            _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
+        },
+        (Value::String(a), Value::String(b)) => Some(a.cmp(b)),
+        (Value::Bool(a), Value::Bool(b)) => Some(a.cmp(b)),
+        _ => None,
+    }
+}
+
+/// Per other SQL: its join column and the row read ahead but not yet consumed.
+struct OtherCursor {
+    join_column: usize,
+    join_field: String,
+    sql: String,
+    ahead: Option<Vec<Value>>,
+    exhausted: bool,
+}
+
+impl DatabaseConnector {
+    /// Reads every row and hands each document to `emit`, in the main SQL's order.
+    pub(crate) fn read(
+        &self,
+        emit: &mut dyn FnMut(Document) -> Result<(), ConnectorError>,
+    ) -> Result<u64, ConnectorError> {
+        let result = match &self.settings.target {
+            Target::Sqlite(t) => sqlite::run(&self.settings, t, &mut |src| self.merge(src, emit)),
+            Target::Postgres(c) => {
+                postgresql::run(&self.settings, c, &mut |src| self.merge(src, emit))
+            }
+        };
+        result.map_err(|e| match e {
+            DbError::Publish(e) => e,
+            other => {
+                ConnectorError::new(format!("DatabaseConnector {:?}: {other}", self.common.name))
+            }
+        })
+    }
+
+    fn merge(
+        &self,
+        src: &mut dyn RowSource,
+        emit: &mut dyn FnMut(Document) -> Result<(), ConnectorError>,
+    ) -> Result<u64, DbError> {
+        let s = &self.settings;
+        let columns: Vec<String> = src.columns(0).to_vec();
+        let id_column = columns
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(&s.id_field))
+            .ok_or_else(|| {
+                DbError::Row(format!(
+                    "idField {:?} is not a column of the SQL {:?} (columns: {})",
+                    s.id_field,
+                    s.sql,
+                    columns.join(", ")
+                ))
+            })?;
+        for (i, name) in columns.iter().enumerate() {
+            let skipped = (i == id_column && name == "id") || s.ignore_columns.contains(name);
+            if !skipped && is_reserved(name) {
+                return Err(DbError::Row(format!(
+                    "column {name:?} of the SQL {:?} is a reserved field name; rename it in the SQL or add it to ignoreColumns",
+                    s.sql
+                )));
+            }
+        }
+        let mut others = Vec::with_capacity(s.others.len());
+        for (n, (sql, join_field)) in s.others.iter().enumerate() {
+            let cols = src.columns(n + 1);
+            let join_column = cols
+                .iter()
+                .position(|c| c.eq_ignore_ascii_case(join_field.trim()))
+                .ok_or_else(|| {
+                    DbError::Row(format!(
+                        "otherJoinFields[{n}] {join_field:?} is not a column of the SQL {sql:?} (columns: {})",
+                        cols.join(", ")
+                    ))
+                })?;
+            if let Some(bad) = cols.iter().find(|c| is_reserved(c)) {
+                return Err(DbError::Row(format!(
+                    "column {bad:?} of the other SQL {sql:?} is a reserved field name; rename it in the SQL"
+                )));
+            }
+            others.push(OtherCursor {
+                join_column,
+                join_field: join_field.clone(),
+                sql: sql.clone(),
+                ahead: None,
+                exhausted: false,
+            });
+        }
+
+        let mut published = 0u64;
+        while let Some(row) = src.next_row(0)? {
+            let row_number = published + 1;
+            let key = &row[id_column];
+            let Some(id) = id_text(key) else {
+                return Err(DbError::Row(format!(
+                    "row {row_number} of the SQL {:?} has no usable id: idField {:?} is {}",
+                    s.sql,
+                    s.id_field,
+                    if key.is_null() {
+                        "NULL".to_string()
+                    } else {
+                        format!("{key}")
+                    }
+                )));
+            };
+            let mut doc = Document::new(self.common.doc_id(&id))
+                .map_err(|e| DbError::Row(format!("row {row_number}: {e}")))?;
+            for (i, (name, value)) in columns.iter().zip(&row).enumerate() {
+                if value.is_null()
+                    || (i == id_column && name == "id")
+                    || s.ignore_columns.contains(name)
+                {
+                    continue;
+                }
+                doc.set_or_add(name, value.clone())
+                    .map_err(|e| DbError::Row(format!("row {row_number}, column {name:?}: {e}")))?;
+            }
+            for (n, other) in others.iter_mut().enumerate() {
+                attach_children(src, n + 1, other, key, &mut doc)?;
+            }
+            emit(doc)?;
+            published += 1;
+        }
+        Ok(published)
+    }
+}
+
+/// Advances an other SQL's cursor past smaller join values and attaches the rows whose join
+/// value equals `key` as children; the first larger row stays read ahead for the next parent.
+fn attach_children(
+    src: &mut dyn RowSource,
+    cursor: usize,
+    other: &mut OtherCursor,
+    key: &Value,
+    doc: &mut Document,
+) -> Result<(), DbError> {
+    let mut child_number = 0usize;
+    loop {
+        if other.ahead.is_none() && !other.exhausted {
+            other.ahead = src.next_row(cursor)?;
+            other.exhausted = other.ahead.is_none();
+        }
+        let Some(row) = &other.ahead else {
+            return Ok(());
+        };
+        let join = &row[other.join_column];
+        let order = compare_keys(join, key).ok_or_else(|| {
+            DbError::Row(format!(
+                "cannot compare join field {:?} value {join} of the SQL {:?} with the parent id {key}{}",
+                other.join_field,
+                other.sql,
+                if join.is_null() || key.is_null() { " (NULL)" } else { " (different types)" }
+            ))
+        })?;
+        match order {
+            Ordering::Less => other.ahead = None,
+            Ordering::Greater => return Ok(()),
+            Ordering::Equal => {
+                let row = other.ahead.take().unwrap_or_default();
+                let mut child = Document::new(child_number.to_string())
+                    .map_err(|e| DbError::Row(e.to_string()))?;
+                for (name, value) in src.columns(cursor).iter().zip(row) {
+                    if !value.is_null() {
+                        child
+                            .set_or_add(name, value)
+                            .map_err(|e| DbError::Row(format!("child column {name:?}: {e}")))?;
+                    }
+                }
+                doc.add_child(child);
+                child_number += 1;
+            }
+        }
+    }
+}
+
+impl Connector for DatabaseConnector {
+    fn execute(&mut self, publisher: &Arc<Publisher>) -> Result<(), ConnectorError> {
+        let count = self.read(&mut |doc| publisher.publish(doc).map_err(ConnectorError::from))?;
+        tracing::info!(
+            "DatabaseConnector {:?}: published {count} documents",
+            self.common.name
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,152 @@
+//! The SQLite driver (bundled): `jdbc:sqlite:PATH`, `jdbc:sqlite::memory:` or a plain path,
+//! relative paths from the config file's folder. Statements are stepped, never collected.
+//! Values follow SQLite's storage class; a column declared BOOLEAN gives booleans (as the
+//! xerial JDBC driver Lucille uses); dates stay the text SQLite stores.
+
+use serde_json::Value;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, Rows, Statement};
+
+use super::{value, with_retries, DbError, RowSource, Settings, SqliteTarget};
+use crate::config::ComponentConfig;
+
+pub(super) fn target(connection: &str, config: &ComponentConfig) -> Result<SqliteTarget, String> {
+    let rest = if connection.len() >= 12 && connection[..12].eq_ignore_ascii_case("jdbc:sqlite:") {
+        &connection[12..]
+    } else {
+        connection
+    };
+    match rest.trim() {
+        "" => Err("names no SQLite database file".into()),
+        ":memory:" => Ok(SqliteTarget::Memory),
+        path => Ok(SqliteTarget::File(config.resolve_path(path))),
+    }
+}
+
+fn connect(settings: &Settings, target: &SqliteTarget) -> Result<Connection, DbError> {
+    let name = match target {
+        SqliteTarget::File(p) => format!("SQLite database {}", p.display()),
+        SqliteTarget::Memory => "an in-memory SQLite database".to_string(),
+    };
+    with_retries(settings, &name, || match target {
+        SqliteTarget::Memory => Connection::open_in_memory().map_err(|e| e.to_string()),
+        SqliteTarget::File(path) => {
+            // Never create a file: a wrong path must not look like an empty database.
+            if !path.is_file() {
+                return Err("no such file".to_string());
+            }
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            Connection::open_with_flags(path, flags).map_err(|e| e.to_string())
+        }
+    })
+}
+
+fn sql_error(what: &'static str, sql: &str, e: rusqlite::Error) -> DbError {
+    DbError::Sql {
+        what,
+        sql: sql.to_string(),
+        message: e.to_string(),
+    }
+}
+
+struct Cursor<'s> {
+    what: &'static str,
+    sql: &'s str,
+    columns: Vec<String>,
+    booleans: Vec<bool>,
+    rows: Rows<'s>,
+}
+
+struct SqliteSource<'s> {
+    cursors: Vec<Cursor<'s>>,
+}
+
+impl RowSource for SqliteSource<'_> {
+    fn columns(&self, cursor: usize) -> &[String] {
+        self.cursors.get(cursor).map_or(&[], |c| &c.columns)
+    }
+
+    fn next_row(&mut self, cursor: usize) -> Result<Option<Vec<Value>>, DbError> {
+        let Some(c) = self.cursors.get_mut(cursor) else {
+            return Ok(None);
+        };
+        let (what, sql) = (c.what, c.sql);
+        let Some(row) = c.rows.next().map_err(|e| sql_error(what, sql, e))? else {
+            return Ok(None);
+        };
+        let mut values = Vec::with_capacity(c.columns.len());
+        for (i, boolean) in c.booleans.iter().enumerate() {
+            let v = row.get_ref(i).map_err(|e| sql_error(what, sql, e))?;
+            values.push(match v {
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(n) if *boolean => Value::Bool(n != 0),
+                ValueRef::Integer(n) => Value::from(n),
+                ValueRef::Real(f) => value::float(f),
+                ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+                ValueRef::Blob(b) => value::bytes(b),
+            });
+        }
+        Ok(Some(values))
+    }
+}
+
+fn describe(stmt: &Statement<'_>) -> (Vec<String>, Vec<bool>) {
+    let columns = stmt.columns();
+    let names = columns.iter().map(|c| c.name().to_lowercase()).collect();
+    let booleans = columns
+        .iter()
+        .map(|c| {
+            c.decl_type()
+                .is_some_and(|t| t.to_ascii_uppercase().contains("BOOL"))
+        })
+        .collect();
+    (names, booleans)
+}
+
+pub(super) fn run(
+    settings: &Settings,
+    target: &SqliteTarget,
+    body: &mut dyn FnMut(&mut dyn RowSource) -> Result<u64, DbError>,
+) -> Result<u64, DbError> {
+    let conn = connect(settings, target)?;
+    if let Some(pre) = &settings.pre_sql {
+        conn.execute_batch(pre)
+            .map_err(|e| sql_error("preSQL", pre, e))?;
+    }
+    let sqls: Vec<(&'static str, &str)> = std::iter::once(("sql", settings.sql.as_str()))
+        .chain(
+            settings
+                .others
+                .iter()
+                .map(|(sql, _)| ("otherSQLs entry", sql.as_str())),
+        )
+        .collect();
+    let count = {
+        let mut statements = Vec::with_capacity(sqls.len());
+        for (what, sql) in &sqls {
+            statements.push(conn.prepare(sql).map_err(|e| sql_error(what, sql, e))?);
+        }
+        let mut cursors = Vec::with_capacity(sqls.len());
+        for (stmt, (what, sql)) in statements.iter_mut().zip(&sqls) {
+            let (columns, booleans) = describe(stmt);
+            let rows = stmt.query([]).map_err(|e| sql_error(what, sql, e))?;
+            cursors.push(Cursor {
+                what,
+                sql,
+                columns,
+                booleans,
+                rows,
+            });
+        }
+        let mut source = SqliteSource { cursors };
+        let count = body(&mut source)?;
+        drop(source);
+        count
+    };
+    if let Some(post) = &settings.post_sql {
+        conn.execute_batch(post)
+            .map_err(|e| sql_error("postSQL", post, e))?;
+    }
+    Ok(count)
+}

@@ -1,0 +1,601 @@
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rusqlite::Connection;
+use serde_json::{json, Map, Value};
+
+use super::*;
+use crate::runner::{run, test_history, RunMode, RunOptions};
+
+fn temp_dir(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "lucille-db-{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => panic!("not an object"),
+    }
+}
+
+fn connector(config: Value, base: Option<&Path>) -> Result<DatabaseConnector, ConfigError> {
+    let mut map = object(config);
+    map.entry("name").or_insert(json!("db"));
+    map.entry("class").or_insert(json!("DatabaseConnector"));
+    let spec = spec();
+    spec.normalize(&mut map);
+    let errors = spec.validate(&map, "connectors[0]");
+    assert!(errors.is_empty(), "{errors:?}");
+    let config = ComponentConfig::new(map, "connectors[0]").with_base_dir(base.map(Into::into));
+    let common = Common {
+        name: "db".into(),
+        doc_id_prefix: config.string("docIdPrefix")?,
+        ..Default::default()
+    };
+    Ok(DatabaseConnector {
+        common,
+        settings: settings(&config)?,
+    })
+}
+
+fn read_all(c: &DatabaseConnector) -> Result<Vec<Document>, ConnectorError> {
+    let mut docs = Vec::new();
+    c.read(&mut |d| {
+        docs.push(d);
+        Ok(())
+    })?;
+    Ok(docs)
+}
+
+fn fields(doc: &Document) -> Value {
+    let mut v = doc.clone().into_value();
+    if let Value::Object(m) = &mut v {
+        m.shift_remove("___children");
+    }
+    v
+}
+
+/// A SQLite file with the test tables: people (parents), orders and tags (children).
+fn sqlite_db(dir: &Path) -> PathBuf {
+    let path = dir.join("test.db");
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        r#"
+        CREATE TABLE people (id INTEGER PRIMARY KEY, "Name" TEXT, score REAL, photo BLOB,
+                             active BOOLEAN, born DATE, note TEXT, code TEXT);
+        INSERT INTO people VALUES
+            (1, 'Ann', 1.5, x'00FF', 1, '1990-01-31', NULL, 'a1'),
+            (2, 'Bob', NULL, NULL, 0, NULL, 'hi', 'b2'),
+            (3, 'Cy', -2.25, NULL, NULL, NULL, NULL, 'c3');
+        CREATE TABLE orders (person_id INTEGER, item TEXT, qty INTEGER);
+        INSERT INTO orders VALUES (0, 'orphan', 1), (1, 'pen', 2), (1, 'ink', NULL),
+                                  (3, 'pad', 5), (9, 'late', 1);
+        CREATE TABLE tags (pid INTEGER, tag TEXT);
+        INSERT INTO tags VALUES (1, 'x'), (2, 'y'), (2, 'z');
+        CREATE TABLE log (what TEXT);
+        "#,
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn sqlite_rows_become_typed_documents_with_nulls_skipped() {
+    let dir = temp_dir("types");
+    sqlite_db(&dir);
+    let c = connector(
+        json!({"driver": "org.sqlite.JDBC", "connectionString": "jdbc:sqlite:test.db",
+               "sql": "SELECT * FROM people ORDER BY id", "idField": "ID"}),
+        Some(&dir),
+    )
+    .unwrap();
+    let docs = read_all(&c).unwrap();
+    let got: Vec<Value> = docs.iter().map(fields).collect();
+    assert_eq!(
+        got,
+        vec![
+            json!({"id": "1", "name": "Ann", "score": 1.5, "photo": "AP8=", "active": true,
+                   "born": "1990-01-31", "code": "a1"}),
+            json!({"id": "2", "name": "Bob", "active": false, "note": "hi", "code": "b2"}),
+            json!({"id": "3", "name": "Cy", "score": -2.25, "code": "c3"}),
+        ]
+    );
+}
+
+#[test]
+fn id_from_another_column_with_prefix_keeps_the_column() {
+    let dir = temp_dir("idfield");
+    let db = sqlite_db(&dir);
+    let c = connector(
+        json!({"connectionString": db.display().to_string(), "driver": "sqlite",
+               "sql": "SELECT code, \"Name\" AS Label FROM people ORDER BY id",
+               "idField": "CODE", "docIdPrefix": "p-", "ignoreColumns": ["LABEL"]}),
+        None,
+    )
+    .unwrap();
+    let docs = read_all(&c).unwrap();
+    let got: Vec<Value> = docs.iter().map(fields).collect();
+    assert_eq!(
+        got,
+        vec![
+            json!({"id": "p-a1", "code": "a1"}),
+            json!({"id": "p-b2", "code": "b2"}),
+            json!({"id": "p-c3", "code": "c3"}),
+        ]
+    );
+}
+
+#[test]
+fn other_sqls_become_children_as_lucille_merges_them() {
+    let dir = temp_dir("children");
+    sqlite_db(&dir);
+    let c = connector(
+        json!({"connectionString": "jdbc:sqlite:test.db",
+               "sql": "SELECT id, \"Name\" FROM people ORDER BY id", "idField": "id",
+               "otherSQLs": ["SELECT * FROM orders ORDER BY person_id",
+                             "SELECT pid, tag FROM tags ORDER BY pid"],
+               "otherJoinFields": ["person_id", "PID"]}),
+        Some(&dir),
+    )
+    .unwrap();
+    let docs = read_all(&c).unwrap();
+    let children: Vec<Vec<Value>> = docs
+        .iter()
+        .map(|d| d.children().iter().map(fields).collect())
+        .collect();
+    // Child ids count from 0 per other SQL (Lucille's numbering); rows whose join value
+    // matches no parent (0 and 9) are passed over; NULL child values are skipped.
+    assert_eq!(
+        children,
+        vec![
+            vec![
+                json!({"id": "0", "person_id": 1, "item": "pen", "qty": 2}),
+                json!({"id": "1", "person_id": 1, "item": "ink"}),
+                json!({"id": "0", "pid": 1, "tag": "x"}),
+            ],
+            vec![
+                json!({"id": "0", "pid": 2, "tag": "y"}),
+                json!({"id": "1", "pid": 2, "tag": "z"}),
+            ],
+            vec![json!({"id": "0", "person_id": 3, "item": "pad", "qty": 5})],
+        ]
+    );
+    assert_eq!(docs[1].get_str("name"), Some("Bob"));
+}
+
+#[test]
+fn pre_sql_runs_before_and_post_sql_after_the_query() {
+    let dir = temp_dir("prepost");
+    let db = sqlite_db(&dir);
+    let c = connector(
+        json!({"connectionString": "jdbc:sqlite:test.db",
+               "preSql": "INSERT INTO people (id, \"Name\") VALUES (4, 'Di'); INSERT INTO log VALUES ('pre')",
+               "sql": "SELECT id, \"Name\" FROM people ORDER BY id", "idField": "id",
+               "postSQL": "INSERT INTO log SELECT 'post ' || count(*) FROM people"}),
+        Some(&dir),
+    )
+    .unwrap();
+    let docs = read_all(&c).unwrap();
+    assert_eq!(
+        docs.iter().map(|d| d.id().to_string()).collect::<Vec<_>>(),
+        ["1", "2", "3", "4"]
+    );
+    let conn = Connection::open(&db).unwrap();
+    let log: Vec<String> = conn
+        .prepare("SELECT what FROM log ORDER BY rowid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(log, ["pre", "post 4"]);
+}
+
+#[test]
+fn sql_errors_name_the_connector_and_the_sql() {
+    let dir = temp_dir("badsql");
+    sqlite_db(&dir);
+    let bad = connector(
+        json!({"connectionString": "jdbc:sqlite:test.db", "sql": "SELECT nope FROM people",
+               "idField": "id"}),
+        Some(&dir),
+    )
+    .unwrap();
+    let err = read_all(&bad).unwrap_err().to_string();
+    assert!(err.contains("DatabaseConnector \"db\""), "{err}");
+    assert!(err.contains("SELECT nope FROM people"), "{err}");
+    assert!(err.contains("no such column"), "{err}");
+
+    let bad_pre = connector(
+        json!({"connectionString": "jdbc:sqlite:test.db", "sql": "SELECT * FROM people",
+               "idField": "id", "preSQL": "DELETE FROM missing_table"}),
+        Some(&dir),
+    )
+    .unwrap();
+    let err = read_all(&bad_pre).unwrap_err().to_string();
+    assert!(
+        err.contains("preSQL") && err.contains("missing_table"),
+        "{err}"
+    );
+}
+
+#[test]
+fn rows_without_a_usable_id_and_bad_columns_are_clear_errors() {
+    let dir = temp_dir("badrows");
+    sqlite_db(&dir);
+    let read = |sql: &str, extra: Value| {
+        let mut cfg =
+            json!({"connectionString": "jdbc:sqlite:test.db", "sql": sql, "idField": "note"});
+        if let (Value::Object(m), Value::Object(e)) = (&mut cfg, extra) {
+            m.extend(e);
+        }
+        read_all(&connector(cfg, Some(&dir)).unwrap())
+            .unwrap_err()
+            .to_string()
+    };
+    let err = read("SELECT note, code FROM people ORDER BY id", json!({}));
+    assert!(err.contains("row 1") && err.contains("NULL"), "{err}");
+    let err = read("SELECT id FROM people", json!({}));
+    assert!(err.contains("idField \"note\" is not a column"), "{err}");
+    let err = read("SELECT note, 1 AS run_id FROM people", json!({}));
+    assert!(
+        err.contains("\"run_id\"") && err.contains("reserved"),
+        "{err}"
+    );
+    // Ignored, a reserved column is fine.
+    let ok = connector(
+        json!({"connectionString": "jdbc:sqlite:test.db", "idField": "id",
+               "sql": "SELECT id, 1 AS run_id FROM people", "ignoreColumns": ["RUN_ID"]}),
+        Some(&dir),
+    )
+    .unwrap();
+    assert_eq!(read_all(&ok).unwrap().len(), 3);
+    let err = read(
+        "SELECT note FROM people",
+        json!({"otherSQLs": ["SELECT * FROM tags"], "otherJoinFields": ["nope"]}),
+    );
+    assert!(err.contains("otherJoinFields[0] \"nope\""), "{err}");
+}
+
+#[test]
+fn config_errors_are_reported_together_before_connecting() {
+    let err = match connector(
+        json!({"driver": "com.mysql.Driver", "connectionString": "jdbc:sqlite:x.db",
+               "sql": "SELECT 1", "idField": "id", "otherSQLs": ["SELECT 2", "SELECT 3"],
+               "otherJoinFields": ["a"], "fetchSize": -5}),
+        None,
+    ) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("accepted a bad config"),
+    };
+    assert!(err.contains("unknown driver \"com.mysql.Driver\""), "{err}");
+    assert!(
+        err.contains("one join field per entry of otherSQLs (2 SQLs, 1 join fields)"),
+        "{err}"
+    );
+    assert!(err.contains("fetchSize: must not be negative"), "{err}");
+
+    let err = match connector(
+        json!({"connectionString": "db.sqlite", "sql": "SELECT 1", "idField": "id"}),
+        None,
+    ) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("accepted a connection string with no driver"),
+    };
+    assert!(err.contains("names no driver"), "{err}");
+    let err = match connector(
+        json!({"driver": "org.postgresql.Driver", "connectionString": "jdbc:postgresql://h/db?bogus=1",
+               "sql": "SELECT 1", "idField": "id"}),
+        None,
+    ) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("accepted an unsupported JDBC property"),
+    };
+    assert!(err.contains("\"bogus\""), "{err}");
+}
+
+#[test]
+fn a_missing_database_file_fails_after_the_retries() {
+    let dir = temp_dir("missing");
+    let c = connector(
+        json!({"connectionString": "jdbc:sqlite:nope.db", "sql": "SELECT 1 AS id",
+               "idField": "id", "connectionRetries": 2, "connectionRetryPause": 1}),
+        Some(&dir),
+    )
+    .unwrap();
+    let err = read_all(&c).unwrap_err().to_string();
+    assert!(
+        err.contains("nope.db")
+            && err.contains("after 3 attempt(s)")
+            && err.contains("no such file"),
+        "{err}"
+    );
+    assert!(
+        !dir.join("nope.db").exists(),
+        "a missing database must not be created"
+    );
+}
+
+#[test]
+fn sqlite_rows_are_streamed_while_the_statement_is_open() {
+    let dir = temp_dir("stream");
+    let db = dir.join("big.db");
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE big (id INTEGER PRIMARY KEY, body TEXT);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000)
+         INSERT INTO big SELECT i, 'row ' || i FROM n;",
+    )
+    .unwrap();
+    drop(conn);
+    let c = connector(
+        json!({"connectionString": "jdbc:sqlite:big.db", "sql": "SELECT * FROM big ORDER BY id",
+               "idField": "id"}),
+        Some(&dir),
+    )
+    .unwrap();
+    let writer = Connection::open(&db).unwrap();
+    writer.busy_timeout(std::time::Duration::ZERO).unwrap();
+    let mut seen = 0u64;
+    let mut locked_at_first = None;
+    c.read(&mut |doc| {
+        seen += 1;
+        assert_eq!(doc.id(), seen.to_string());
+        if seen == 1 {
+            // While the statement is still being stepped its read lock blocks writers; a
+            // connector that had collected the rows would have released it already.
+            locked_at_first = Some(writer.execute("DELETE FROM big WHERE id = 1", []).is_err());
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(seen, 200_000);
+    assert_eq!(locked_at_first, Some(true));
+    assert_eq!(
+        writer.execute("DELETE FROM big WHERE id = 1", []).unwrap(),
+        1
+    );
+}
+
+#[test]
+fn runs_through_the_runner_with_children_nested_in_the_parent() {
+    let dir = temp_dir("runner");
+    sqlite_db(&dir);
+    let config = json!({
+        "connectors": [{"name": "people", "class": "com.kmwllc.lucille.connector.jdbc.DatabaseConnector",
+            "driver": "org.sqlite.JDBC", "connectionString": "jdbc:sqlite:test.db",
+            "jdbcUser": "", "jdbcPassword": "",
+            "sql": "SELECT id, \"Name\" FROM people ORDER BY id", "idField": "id",
+            "otherSQLs": ["SELECT pid, tag FROM tags ORDER BY pid"], "otherJoinFields": ["pid"],
+            "pipeline": "p", "docIdPrefix": "person-"}],
+        "pipelines": [{"name": "p", "stages": []}]
+    });
+    let opts = RunOptions {
+        mode: RunMode::Test,
+        ..Default::default()
+    };
+    let r = run(&config, Some(&dir), &opts).unwrap();
+    assert!(r.ok, "{}", r.summary);
+    let (docs, _) = test_history(&r);
+    assert_eq!(
+        docs.iter().map(|d| d.id().to_string()).collect::<Vec<_>>(),
+        ["person-1", "person-2", "person-3"]
+    );
+    assert_eq!(docs[1].children().len(), 2);
+
+    let broken = json!({"connectors": [{"name": "people", "class": "DatabaseConnector",
+        "connectionString": "jdbc:sqlite:test.db", "sql": "SELECT x FROM nowhere", "idField": "id"}]});
+    let r = run(&broken, Some(&dir), &opts).unwrap();
+    assert!(!r.ok);
+    assert!(r.summary.contains("nowhere"), "{}", r.summary);
+}
+
+// ----- PostgreSQL (scripts/services/postgres.sh) -----
+
+fn postgres_url() -> Option<String> {
+    match std::env::var("LUCILLE_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("LUCILLE_REQUIRE_SERVICES").as_deref() != Ok("1"),
+                "LUCILLE_TEST_POSTGRES_URL is not set but LUCILLE_REQUIRE_SERVICES=1 (source scripts/services/postgres.sh)"
+            );
+            eprintln!("skipped: LUCILLE_TEST_POSTGRES_URL is not set (source scripts/services/postgres.sh)");
+            None
+        }
+    }
+}
+
+fn pg_client(url: &str) -> ::postgres::Client {
+    ::postgres::Client::connect(url, ::postgres::NoTls).unwrap()
+}
+
+/// A schema of its own per test, so tests can run in parallel.
+fn pg_schema(client: &mut ::postgres::Client, name: &str) {
+    client
+        .batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name};"
+        ))
+        .unwrap();
+}
+
+/// The JDBC form of the test URL with the credentials as jdbcUser / jdbcPassword.
+fn jdbc_form(url: &str) -> (String, String, String) {
+    let config: ::postgres::Config = url.parse().unwrap();
+    let host = match &config.get_hosts()[0] {
+        ::postgres::config::Host::Tcp(h) => h.clone(),
+        ::postgres::config::Host::Unix(p) => p.display().to_string(),
+    };
+    let jdbc = format!(
+        "jdbc:postgresql://{host}:{}/{}",
+        config.get_ports()[0],
+        config.get_dbname().unwrap()
+    );
+    let password = String::from_utf8(config.get_password().unwrap_or_default().to_vec()).unwrap();
+    (
+        jdbc,
+        config.get_user().unwrap_or_default().to_string(),
+        password,
+    )
+}
+
+#[test]
+fn postgres_types_become_json() {
+    let Some(url) = postgres_url() else { return };
+    let mut client = pg_client(&url);
+    pg_schema(&mut client, "lt_types");
+    client
+        .batch_execute(
+            r#"
+            CREATE TYPE lt_types.mood AS ENUM ('happy', 'sad');
+            CREATE TABLE lt_types.t (id int PRIMARY KEY, big bigint, small smallint,
+                amount numeric(12,2), huge numeric, r real, d double precision, txt text,
+                vc varchar(10), flag boolean, day date, at timestamp, atz timestamptz,
+                raw bytea, "MixedCase" text, u uuid, j jsonb, iv interval, tags text[],
+                nums int[], mood lt_types.mood, forever timestamptz);
+            SET TIME ZONE 'America/New_York';
+            INSERT INTO lt_types.t VALUES
+              (1, 9007199254740993, -3, 12.50, 12345678901234567890.123, 0.1, 2.5, 'héllo', 'v',
+               true, '2024-02-29', '2024-02-29 13:45:07.25', '2024-02-29 08:00:00-05', '\x00ff10',
+               'M', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{"k": [1, 2]}', '1 day',
+               '{"a", "b c"}', '{1, NULL, 3}', 'sad', 'infinity'),
+              (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+               NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+            "#,
+        )
+        .unwrap();
+    let (jdbc, user, password) = jdbc_form(&url);
+    let c = connector(
+        json!({"driver": "org.postgresql.Driver", "connectionString": jdbc, "jdbcUser": user,
+               "jdbcPassword": password, "sql": "SELECT * FROM lt_types.t ORDER BY id",
+               "idField": "id"}),
+        None,
+    )
+    .unwrap();
+    let docs = read_all(&c).unwrap();
+    assert_eq!(
+        docs.iter().map(fields).collect::<Vec<_>>(),
+        vec![
+            json!({"id": "1", "big": 9007199254740993_i64, "small": -3, "amount": 12.5,
+                   "huge": "12345678901234567890.123", "r": 0.1, "d": 2.5, "txt": "héllo",
+                   "vc": "v", "flag": true, "day": "2024-02-29", "at": "2024-02-29T13:45:07.250",
+                   "atz": "2024-02-29T13:00:00Z", "raw": "AP8Q", "mixedcase": "M",
+                   "u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "j": {"k": [1, 2]},
+                   "tags": ["a", "b c"], "nums": [1, null, 3], "mood": "sad",
+                   "forever": "infinity"}),
+            json!({"id": "2"}),
+        ]
+    );
+}
+
+#[test]
+fn postgres_reads_fetch_size_rows_at_a_time() {
+    let Some(url) = postgres_url() else { return };
+    let mut client = pg_client(&url);
+    pg_schema(&mut client, "lt_stream");
+    client
+        .batch_execute("CREATE SEQUENCE lt_stream.produced;")
+        .unwrap();
+    let c = connector(
+        json!({"connectionString": url, "fetchSize": 10, "idField": "id",
+               "sql": "SELECT nextval('lt_stream.produced') AS id, repeat('x', 100) AS body FROM generate_series(1, 5000)"}),
+        None,
+    )
+    .unwrap();
+    let mut seen = 0;
+    let mut produced_at_first = None;
+    c.read(&mut |doc| {
+        seen += 1;
+        assert_eq!(doc.id(), seen.to_string());
+        if seen == 1 {
+            // The sequence advances as the server produces rows: one fetch, not the result.
+            let n: i64 = client
+                .query_one("SELECT last_value FROM lt_stream.produced", &[])
+                .unwrap()
+                .get(0);
+            produced_at_first = Some(n);
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(seen, 5000);
+    assert_eq!(produced_at_first, Some(10));
+}
+
+#[test]
+fn postgres_other_sqls_pre_and_post_sql_and_errors() {
+    let Some(url) = postgres_url() else { return };
+    let mut client = pg_client(&url);
+    pg_schema(&mut client, "lt_join");
+    client
+        .batch_execute(
+            "CREATE TABLE lt_join.p (id text PRIMARY KEY, name text);
+             INSERT INTO lt_join.p VALUES ('a', 'A'), ('b', 'B'), ('c', 'C');
+             CREATE TABLE lt_join.c (pid text, n int);
+             INSERT INTO lt_join.c VALUES ('a', 1), ('a', 2), ('c', 3), ('d', 4);
+             CREATE TABLE lt_join.log (what text);",
+        )
+        .unwrap();
+    let c = connector(
+        json!({"connectionString": url, "fetchSize": 1, "idField": "id",
+               "preSQL": "INSERT INTO lt_join.log VALUES ('pre')",
+               "sql": "SELECT * FROM lt_join.p ORDER BY id",
+               "postSQL": "INSERT INTO lt_join.log VALUES ('post')",
+               "otherSQLs": ["SELECT * FROM lt_join.c ORDER BY pid, n"], "otherJoinFields": ["pid"]}),
+        None,
+    )
+    .unwrap();
+    let docs = read_all(&c).unwrap();
+    let children: Vec<Vec<Value>> = docs
+        .iter()
+        .map(|d| d.children().iter().map(fields).collect())
+        .collect();
+    assert_eq!(
+        children,
+        vec![
+            vec![
+                json!({"id": "0", "pid": "a", "n": 1}),
+                json!({"id": "1", "pid": "a", "n": 2})
+            ],
+            vec![],
+            vec![json!({"id": "0", "pid": "c", "n": 3})],
+        ]
+    );
+    let log: Vec<String> = client
+        .query("SELECT what FROM lt_join.log", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(log, ["pre", "post"]);
+
+    let bad = connector(
+        json!({"connectionString": url, "idField": "id", "sql": "SELECT * FROM lt_join.nothing"}),
+        None,
+    )
+    .unwrap();
+    let err = read_all(&bad).unwrap_err().to_string();
+    assert!(
+        err.contains("lt_join.nothing") && err.contains("does not exist") && err.contains("42P01"),
+        "{err}"
+    );
+    let wrong_password = connector(
+        json!({"connectionString": url, "jdbcPassword": "wrong", "idField": "id", "sql": "SELECT 1 AS id",
+               "connectionRetries": 1, "connectionRetryPause": 1}),
+        None,
+    )
+    .unwrap();
+    let err = read_all(&wrong_password).unwrap_err().to_string();
+    assert!(
+        err.contains("after 2 attempt(s)") && err.contains("password"),
+        "{err}"
+    );
+}

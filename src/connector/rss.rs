@@ -1,0 +1,676 @@
+//! RSSConnector (Lucille's `connector.RSSConnector`): one document per item of an RSS 2.0 /
+//! RSS 1.0 feed or entry of an Atom feed, read with quick-xml as it streams in (nothing is
+//! collected first), from an http(s) URL or a local file (`rssURL`; a relative path is read
+//! from the config file's folder).
+//!
+//! Keys as Lucille's: `rssURL`, `useGuidForDocID` (default true), `pubDateCutoff` (only items
+//! published within this duration; items without a date are kept), `runDuration` +
+//! `refreshIncrement` (poll the feed until `runDuration` has passed, publishing only items not
+//! seen in the previous refresh). Durations are HOCON's: `500ms`, `30s`, `5m`, `1h`, `2d`, or a
+//! number of milliseconds.
+//!
+//! Fields as Lucille's: `title`, `link`, `description`, `content`, `author`, `comments`,
+//! `categories` (always a list), `enclosures` (list of `{type, url, length}`), `guid`,
+//! `isPermaLink`, `pubDate` (ISO-8601 UTC, e.g. `2025-04-21T20:00:00Z`). Atom maps `summary` to
+//! `description`, `id` to `guid`, `published` / `updated` to `pubDate`, the alternate `link`'s
+//! href, `author/name` and `category/@term`.
+//!
+//! Ids: the guid (Lucille). Differing from Lucille, `docIdPrefix` applies, and an item without a
+//! guid gets its link, else the MD5 of its content, instead of a random UUID, so re-runs give the
+//! same ids; `useGuidForDocID: false` gives random UUIDs as Lucille does.
+
+use std::collections::HashSet;
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::Reader;
+use serde_json::{json, Map, Value};
+
+use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
+use crate::accounting::Publisher;
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::ids::md5_hex;
+use crate::document::Document;
+
+pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
+    name: "RSSConnector",
+    spec,
+    build,
+};
+
+fn spec() -> Spec {
+    connector_spec()
+        .required("rssURL", Kind::String)
+        .optional("useGuidForDocID", Kind::Bool)
+        .optional("pubDateCutoff", Kind::Any)
+        .optional("runDuration", Kind::Any)
+        .optional("refreshIncrement", Kind::Any)
+}
+
+#[derive(Debug, Clone)]
+enum FeedSource {
+    Http(String),
+    File(PathBuf),
+}
+
+impl std::fmt::Display for FeedSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FeedSource::Http(url) => f.write_str(url),
+            FeedSource::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+struct RssConnector {
+    common: Common,
+    source: FeedSource,
+    use_guid: bool,
+    cutoff: Option<Duration>,
+    /// (runDuration, refreshIncrement) when polling.
+    polling: Option<(Duration, Duration)>,
+}
+
+/// A HOCON duration: a number of milliseconds, or a number with a unit (`ms`, `s`, `m`, `h`,
+/// `d` and their long forms).
+pub(crate) fn parse_duration(v: &Value) -> Result<Duration, String> {
+    let text = match v {
+        Value::Number(n) => {
+            return n
+                .as_u64()
+                .map(Duration::from_millis)
+                .ok_or_else(|| format!("must be a non-negative duration, found {n}"))
+        }
+        Value::String(s) => s.trim(),
+        other => return Err(format!("must be a duration such as \"30s\", found {other}")),
+    };
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let bad = || {
+        format!(
+            "must be a duration such as \"500ms\", \"30s\", \"5m\", \"1h\", \"2d\", found {text:?}"
+        )
+    };
+    let number: f64 = number.parse().map_err(|_| bad())?;
+    let unit_secs = match unit.trim() {
+        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => 1e-3,
+        "us" | "micro" | "micros" | "microsecond" | "microseconds" => 1e-6,
+        "ns" | "nano" | "nanos" | "nanosecond" | "nanoseconds" => 1e-9,
+        "s" | "second" | "seconds" => 1.0,
+        "m" | "minute" | "minutes" => 60.0,
+        "h" | "hour" | "hours" => 3600.0,
+        "d" | "day" | "days" => 86400.0,
+        _ => return Err(bad()),
+    };
+    Duration::try_from_secs_f64(number * unit_secs).map_err(|_| bad())
+}
+
+fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
+    let mut problems: Vec<String> = Vec::new();
+    let url = config.require_string("rssURL")?;
+    let lower = url.to_ascii_lowercase();
+    let source = if lower.starts_with("http://") || lower.starts_with("https://") {
+        let host = url.split_once("://").map_or("", |(_, rest)| rest);
+        if host.is_empty() || host.starts_with('/') {
+            problems.push(
+                config
+                    .error("rssURL", format!("is not a valid URL: {url:?}"))
+                    .to_string(),
+            );
+        }
+        FeedSource::Http(url.clone())
+    } else if let Some(path) = lower.strip_prefix("file://").map(|_| &url[7..]) {
+        FeedSource::File(config.resolve_path(path))
+    } else if url.contains("://") {
+        problems.push(
+            config
+                .error(
+                    "rssURL",
+                    format!("must be an http(s) URL or a file path, found {url:?}"),
+                )
+                .to_string(),
+        );
+        FeedSource::File(PathBuf::new())
+    } else if url.trim().is_empty() {
+        problems.push(config.error("rssURL", "must not be empty").to_string());
+        FeedSource::File(PathBuf::new())
+    } else {
+        FeedSource::File(config.resolve_path(&url))
+    };
+    let use_guid = config.bool_or("useGuidForDocID", true)?;
+    let mut duration = |key: &str| -> Option<Duration> {
+        let v = config.get(key)?;
+        match parse_duration(v) {
+            Ok(d) => Some(d),
+            Err(msg) => {
+                problems.push(config.error(key, msg).to_string());
+                None
+            }
+        }
+    };
+    let cutoff = duration("pubDateCutoff");
+    let run_duration = duration("runDuration");
+    let refresh = duration("refreshIncrement");
+    if config.has("runDuration") != config.has("refreshIncrement") {
+        problems.push(
+            config
+                .error(
+                    if config.has("runDuration") {
+                        "refreshIncrement"
+                    } else {
+                        "runDuration"
+                    },
+                    "runDuration and refreshIncrement must both be set to poll the feed",
+                )
+                .to_string(),
+        );
+    }
+    if refresh.is_some_and(|r| r.is_zero()) {
+        problems.push(
+            config
+                .error("refreshIncrement", "must be more than zero")
+                .to_string(),
+        );
+    }
+    if !problems.is_empty() {
+        return Err(ConfigError::new(
+            config.path(),
+            format!("RSSConnector: {}", problems.join("; ")),
+        ));
+    }
+    Ok(Box::new(RssConnector {
+        common: common.clone(),
+        source,
+        use_guid,
+        cutoff,
+        polling: run_duration.zip(refresh),
+    }))
+}
+
+/// One feed item, as read.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct Item {
+    pub title: Option<String>,
+    pub link: Option<String>,
+    pub description: Option<String>,
+    pub content: Option<String>,
+    pub author: Option<String>,
+    pub comments: Option<String>,
+    pub categories: Vec<String>,
+    pub enclosures: Vec<Value>,
+    pub guid: Option<String>,
+    pub is_perma_link: Option<bool>,
+    /// The date as written, and its priority (pubDate / published over updated).
+    pub pub_date: Option<String>,
+    date_rank: u8,
+}
+
+impl Item {
+    /// The item's fields (Lucille's names), without an id.
+    fn fields(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        let mut put = |k: &str, v: &Option<String>| {
+            if let Some(v) = v {
+                m.insert(k.to_string(), Value::String(v.clone()));
+            }
+        };
+        put("author", &self.author);
+        put("comments", &self.comments);
+        put("content", &self.content);
+        put("description", &self.description);
+        put("guid", &self.guid);
+        put("link", &self.link);
+        put("title", &self.title);
+        if !self.categories.is_empty() {
+            m.insert("categories".into(), json!(self.categories));
+        }
+        if !self.enclosures.is_empty() {
+            m.insert("enclosures".into(), Value::Array(self.enclosures.clone()));
+        }
+        if let Some(p) = self.is_perma_link {
+            m.insert("isPermaLink".into(), Value::Bool(p));
+        }
+        if let Some(date) = self.published() {
+            m.insert(
+                "pubDate".into(),
+                Value::String(date.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
+            );
+        }
+        m
+    }
+
+    pub(crate) fn published(&self) -> Option<DateTime<Utc>> {
+        let text = self.pub_date.as_deref()?;
+        let parsed = DateTime::parse_from_rfc2822(text)
+            .or_else(|_| DateTime::parse_from_rfc3339(text))
+            .map(|d| d.with_timezone(&Utc));
+        match parsed {
+            Ok(d) => Some(d),
+            Err(_) => {
+                tracing::warn!("RSSConnector: cannot read the date {text:?}; pubDate left out");
+                None
+            }
+        }
+    }
+}
+
+/// Where a feed cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FeedError {
+    #[error("cannot read the feed {source_name}: {message}")]
+    Read {
+        source_name: String,
+        message: String,
+    },
+    #[error("malformed feed {source_name} at byte {position}: {message}")]
+    Malformed {
+        source_name: String,
+        position: u64,
+        message: String,
+    },
+    #[error(transparent)]
+    Publish(#[from] ConnectorError),
+}
+
+/// The item fields read from element text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Field {
+    Title,
+    Link,
+    Description,
+    Content,
+    Author,
+    Comments,
+    Category,
+    Guid,
+    Date(u8),
+}
+
+fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
+    let a = e.try_get_attribute(name).ok().flatten()?;
+    a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+        .ok()
+        .map(|v| v.into_owned())
+}
+
+/// Streams the items of a feed to `on_item`; returns how many there were.
+pub(crate) fn parse_feed<R: BufRead>(
+    input: R,
+    source_name: &str,
+    on_item: &mut dyn FnMut(Item) -> Result<(), ConnectorError>,
+) -> Result<u64, FeedError> {
+    let mut reader = Reader::from_reader(input);
+    let mut buf = Vec::new();
+    let mut depth = 0usize;
+    let mut root_seen = false;
+    // (depth of <item>/<entry>, the item)
+    let mut item: Option<(usize, Item)> = None;
+    let mut capture: Option<Capture> = None;
+    // Atom's <author><name>: (depth of <name>, its text).
+    let mut author_name: Option<(usize, String)> = None;
+    let mut count = 0u64;
+    let malformed = |reader: &Reader<R>, message: String| FeedError::Malformed {
+        source_name: source_name.to_string(),
+        position: reader.error_position(),
+        message,
+    };
+    loop {
+        let event = reader
+            .read_event_into(&mut buf)
+            .map_err(|e| malformed(&reader, e.to_string()))?;
+        match event {
+            Event::Start(ref e) | Event::Empty(ref e) => {
+                let empty = matches!(event, Event::Empty(_));
+                let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+                if !root_seen {
+                    root_seen = true;
+                    let local = String::from_utf8_lossy(e.local_name().as_ref()).into_owned();
+                    if !matches!(local.as_str(), "rss" | "RDF" | "feed") {
+                        return Err(FeedError::Malformed {
+                            source_name: source_name.to_string(),
+                            position: reader.buffer_position(),
+                            message: format!(
+                                "not an RSS or Atom feed: the root element is <{name}>"
+                            ),
+                        });
+                    }
+                }
+                if !empty {
+                    depth += 1;
+                }
+                let element_depth = if empty { depth + 1 } else { depth };
+                match &mut item {
+                    None if name == "item" || name == "entry" => {
+                        if empty {
+                            count += 1;
+                            on_item(Item::default())?;
+                        } else {
+                            item = Some((element_depth, Item::default()));
+                        }
+                    }
+                    Some((item_depth, it)) if capture.is_none() => {
+                        let child = element_depth == *item_depth + 1;
+                        let field = if child {
+                            match name.as_str() {
+                                "title" => Some(Field::Title),
+                                "link" => match attr(e, "href") {
+                                    // Atom: the alternate link (rel absent or "alternate").
+                                    Some(href) => {
+                                        let rel = attr(e, "rel");
+                                        if it.link.is_none()
+                                            && rel.as_deref().is_none_or(|r| r == "alternate")
+                                        {
+                                            it.link = Some(href);
+                                        }
+                                        None
+                                    }
+                                    None => Some(Field::Link),
+                                },
+                                "description" | "summary" => Some(Field::Description),
+                                "content:encoded" | "content" => Some(Field::Content),
+                                "comments" => Some(Field::Comments),
+                                "guid" => {
+                                    if let Some(p) = attr(e, "isPermaLink") {
+                                        it.is_perma_link = Some(p.trim() == "true");
+                                    }
+                                    Some(Field::Guid)
+                                }
+                                "id" => Some(Field::Guid),
+                                "pubDate" | "published" | "dc:date" => Some(Field::Date(2)),
+                                "updated" => Some(Field::Date(1)),
+                                "dc:creator" => Some(Field::Author),
+                                "author" => Some(Field::Author),
+                                "category" => match attr(e, "term") {
+                                    Some(term) => {
+                                        it.categories.push(term);
+                                        None
+                                    }
+                                    None => Some(Field::Category),
+                                },
+                                "enclosure" => {
+                                    let mut enc = Map::new();
+                                    if let Some(t) = attr(e, "type") {
+                                        enc.insert("type".into(), Value::String(t));
+                                    }
+                                    if let Some(u) = attr(e, "url") {
+                                        enc.insert("url".into(), Value::String(u));
+                                    }
+                                    if let Some(len) =
+                                        attr(e, "length").and_then(|l| l.trim().parse::<i64>().ok())
+                                    {
+                                        enc.insert("length".into(), Value::from(len));
+                                    }
+                                    it.enclosures.push(Value::Object(enc));
+                                    None
+                                }
+                                _ => None,
+                            }
+                        } else {
+                            None
+                        };
+                        if let (Some(field), false) = (field, empty) {
+                            capture = Some(Capture {
+                                field,
+                                depth: element_depth,
+                                text: String::new(),
+                                frozen: false,
+                            });
+                        }
+                    }
+                    Some(_) => {
+                        // Atom's <author> holds <name> (and <email>, <uri>): keep the name.
+                        if let Some(c) = &capture {
+                            if c.field == Field::Author
+                                && name == "name"
+                                && element_depth == c.depth + 1
+                                && !empty
+                            {
+                                author_name = Some((element_depth, String::new()));
+                            }
+                        }
+                    }
+                    None => {}
+                }
+            }
+            Event::Text(ref t) => {
+                if let Some(text) = text_sink(&mut capture, &mut author_name) {
+                    let s = t
+                        .xml10_content()
+                        .map_err(|e| malformed(&reader, e.to_string()))?;
+                    text.push_str(&s);
+                }
+            }
+            Event::CData(ref c) => {
+                if let Some(text) = text_sink(&mut capture, &mut author_name) {
+                    let s = c
+                        .xml10_content()
+                        .map_err(|e| malformed(&reader, e.to_string()))?;
+                    text.push_str(&s);
+                }
+            }
+            Event::GeneralRef(ref r) => {
+                if let Some(text) = text_sink(&mut capture, &mut author_name) {
+                    let resolved = match r.resolve_char_ref() {
+                        Ok(Some(c)) => c.to_string(),
+                        Ok(None) => {
+                            let name = r.decode().map_err(|e| malformed(&reader, e.to_string()))?;
+                            match name.as_ref() {
+                                "amp" => "&".into(),
+                                "lt" => "<".into(),
+                                "gt" => ">".into(),
+                                "quot" => "\"".into(),
+                                "apos" => "'".into(),
+                                other => format!("&{other};"),
+                            }
+                        }
+                        Err(e) => return Err(malformed(&reader, e.to_string())),
+                    };
+                    text.push_str(&resolved);
+                }
+            }
+            Event::End(_) => {
+                if let Some((_, name)) = author_name.take_if(|(at, _)| *at == depth) {
+                    if let Some(c) = &mut capture {
+                        c.text = name;
+                        c.frozen = true;
+                    }
+                }
+                if let Some(c) = capture.take_if(|c| c.depth == depth) {
+                    if let Some((_, it)) = &mut item {
+                        store(it, c.field, c.text);
+                    }
+                }
+                if item.as_ref().is_some_and(|(d, _)| *d == depth) {
+                    if let Some((_, it)) = item.take() {
+                        count += 1;
+                        on_item(it)?;
+                    }
+                }
+                depth = depth.saturating_sub(1);
+            }
+            Event::Eof => {
+                if !root_seen {
+                    return Err(malformed(
+                        &reader,
+                        "no XML elements (empty or not XML)".into(),
+                    ));
+                }
+                if depth > 0 {
+                    return Err(malformed(&reader, "the feed ends inside an element".into()));
+                }
+                return Ok(count);
+            }
+            _ => {}
+        }
+        buf.clear();
+    }
+}
+
+/// The element of an item whose text is being collected.
+struct Capture {
+    field: Field,
+    depth: usize,
+    text: String,
+    /// Set once an Atom author's <name> gave the text.
+    frozen: bool,
+}
+
+/// Where text read now belongs, if anywhere.
+fn text_sink<'a>(
+    capture: &'a mut Option<Capture>,
+    author_name: &'a mut Option<(usize, String)>,
+) -> Option<&'a mut String> {
+    if let Some((_, name)) = author_name {
+        return Some(name);
+    }
+    match capture {
+        Some(c) if !c.frozen => Some(&mut c.text),
+        _ => None,
+    }
+}
+
+fn store(it: &mut Item, field: Field, text: String) {
+    let text = text.trim().to_string();
+    if text.is_empty() {
+        return;
+    }
+    match field {
+        Field::Title => it.title = Some(text),
+        Field::Link => it.link = Some(text),
+        Field::Description => it.description = Some(text),
+        Field::Content => it.content = Some(text),
+        Field::Author => it.author = Some(text),
+        Field::Comments => it.comments = Some(text),
+        Field::Category => it.categories.push(text),
+        Field::Guid => it.guid = Some(text),
+        Field::Date(rank) => {
+            if rank > it.date_rank {
+                it.pub_date = Some(text);
+                it.date_rank = rank;
+            }
+        }
+    }
+}
+
+impl RssConnector {
+    fn document(
+        &self,
+        item: &Item,
+        fields: Map<String, Value>,
+    ) -> Result<Document, ConnectorError> {
+        let source_id = if self.use_guid {
+            item.guid
+                .clone()
+                .or_else(|| item.link.clone())
+                .unwrap_or_else(|| md5_hex(&Value::Object(fields.clone()).to_string()))
+        } else {
+            uuid::Uuid::new_v4().to_string()
+        };
+        let mut data = fields;
+        data.insert("id".into(), Value::String(self.common.doc_id(&source_id)));
+        Document::from_map(data).map_err(|e| ConnectorError::new(e.to_string()))
+    }
+
+    /// Reads the feed once, handing each item to `on_item`.
+    fn read_feed(
+        &self,
+        on_item: &mut dyn FnMut(Item) -> Result<(), ConnectorError>,
+    ) -> Result<u64, FeedError> {
+        let name = self.source.to_string();
+        let read_error = |message: String| FeedError::Read {
+            source_name: name.clone(),
+            message,
+        };
+        match &self.source {
+            FeedSource::File(path) => {
+                let file = std::fs::File::open(path).map_err(|e| read_error(e.to_string()))?;
+                parse_feed(std::io::BufReader::new(file), &name, on_item)
+            }
+            FeedSource::Http(url) => {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .timeout_global(Some(Duration::from_secs(60)))
+                    .build()
+                    .into();
+                let response = agent
+                    .get(url)
+                    .header("User-Agent", "lucille-rs RSSConnector")
+                    .call()
+                    .map_err(|e| read_error(e.to_string()))?;
+                let body = std::io::BufReader::new(response.into_body().into_reader());
+                parse_feed(body, &name, on_item)
+            }
+        }
+    }
+}
+
+impl Connector for RssConnector {
+    fn execute(&mut self, publisher: &Arc<Publisher>) -> Result<(), ConnectorError> {
+        let started = Instant::now();
+        let mut seen_last: HashSet<String> = HashSet::new();
+        loop {
+            let cutoff = self.cutoff.and_then(|d| {
+                chrono::Duration::from_std(d)
+                    .ok()
+                    .and_then(|d| Utc::now().checked_sub_signed(d))
+            });
+            let mut seen_now: HashSet<String> = HashSet::new();
+            let mut published = 0u64;
+            let result = self.read_feed(&mut |item| {
+                let fields = item.fields();
+                // An item is "the same" when all its fields are (Lucille compares items).
+                let identity = md5_hex(&Value::Object(fields.clone()).to_string());
+                let fresh = seen_now.insert(identity.clone()) && !seen_last.contains(&identity);
+                let too_old = match (cutoff, item.published()) {
+                    (Some(c), Some(d)) => d < c,
+                    _ => false,
+                };
+                if fresh && !too_old {
+                    publisher.publish(self.document(&item, fields)?)?;
+                    published += 1;
+                }
+                Ok(())
+            });
+            result.map_err(|e| match e {
+                FeedError::Publish(e) => e,
+                other => {
+                    ConnectorError::new(format!("RSSConnector {:?}: {other}", self.common.name))
+                }
+            })?;
+            tracing::info!(
+                "RSSConnector {:?}: published {published} new item(s) from {}",
+                self.common.name,
+                self.source
+            );
+            let Some((run, refresh)) = self.polling else {
+                return Ok(());
+            };
+            if started.elapsed() >= run {
+                return Ok(());
+            }
+            // One failed or empty fetch must not make every item look new next time.
+            if !seen_now.is_empty() {
+                seen_last = seen_now;
+            }
+            // Sleep in slices so a stopping run (Ctrl-C) does not wait out the increment.
+            let wake = Instant::now() + refresh;
+            while Instant::now() < wake {
+                if publisher.is_stopping() {
+                    return Ok(());
+                }
+                std::thread::sleep(
+                    wake.saturating_duration_since(Instant::now())
+                        .min(Duration::from_millis(100)),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
