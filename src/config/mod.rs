@@ -37,8 +37,25 @@ pub fn redact(value: &mut serde_json::Value) {
             }
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(redact),
+        serde_json::Value::String(s) => {
+            if let Some(hidden) = redact_url_password(s, MARKER) {
+                *s = hidden;
+            }
+        }
         _ => {}
     }
+}
+
+/// `scheme://user:secret@host...` (a connection string or URL) with the password replaced;
+/// `None` when the string carries no password.
+fn redact_url_password(s: &str, marker: &str) -> Option<String> {
+    let start = s.find("://")? + 3;
+    let authority_end = s[start..]
+        .find(['/', '?', '#'])
+        .map_or(s.len(), |i| start + i);
+    let at = s[start..authority_end].rfind('@')? + start;
+    let colon = s[start..at].find(':')? + start;
+    Some(format!("{}{marker}{}", &s[..=colon], &s[at..]))
 }
 
 #[cfg(test)]
@@ -53,5 +70,22 @@ mod tests {
         assert_eq!(v["opensearch"]["url"], "http://x");
         assert_eq!(v["list"][0]["authToken"], "***REDACTED***");
         assert_eq!(v["name"], "ok");
+    }
+
+    #[test]
+    fn redacts_the_password_inside_connection_strings() {
+        let mut v = serde_json::json!({
+            "a": "postgresql://lucille:s3cret@127.0.0.1:5432/db?sslmode=disable",
+            "b": "jdbc:postgresql://u:p@h/db", "c": "http://host/path@x:y", "d": "user@host",
+            "e": "https://only-user@host/"});
+        super::redact(&mut v);
+        assert_eq!(
+            v["a"],
+            "postgresql://lucille:***REDACTED***@127.0.0.1:5432/db?sslmode=disable"
+        );
+        assert_eq!(v["b"], "jdbc:postgresql://u:***REDACTED***@h/db");
+        assert_eq!(v["c"], "http://host/path@x:y");
+        assert_eq!(v["d"], "user@host");
+        assert_eq!(v["e"], "https://only-user@host/");
     }
 }
