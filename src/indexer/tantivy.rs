@@ -484,8 +484,9 @@ fn describe_schema(s: &Schema) -> String {
     }
 }
 
-/// A writer for an index, opened with the configured memory budget.
-fn writer(index: &Index, memory_mb: usize) -> Result<IndexWriter, tantivy::TantivyError> {
+/// A writer for an index with a memory budget of `memory_mb`, split over as many indexing
+/// threads as cores allow (each needs Tantivy's minimum of 15 MB).
+pub fn writer(index: &Index, memory_mb: usize) -> Result<IndexWriter, tantivy::TantivyError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = (memory_mb / MIN_MB_PER_THREAD).clamp(1, cpus.min(8));
     index.writer_with_num_threads(threads, memory_mb.max(MIN_MB_PER_THREAD) * 1024 * 1024)
