@@ -314,3 +314,22 @@ fn indexer_loop_applies_overrides_and_filters_into_tantivy() {
         );
     }
 }
+
+#[test]
+fn writes_are_visible_after_a_commit_only() {
+    let count = |dir: &Path| search(dir, "*", 10).unwrap().len();
+    // Without commitEverySecs nothing is visible before close().
+    let dir = tempdir();
+    let mut b = backend(&dir, vec![]);
+    b.send(&[upsert("a", json!({"t": "x"}))]).unwrap();
+    assert_eq!(count(&dir), 0);
+    b.close().unwrap();
+    assert_eq!(count(&dir), 1);
+    // With it, a batch sent after the interval has passed is committed by that send.
+    let dir = tempdir();
+    let mut b = TantivyBackend::new(dir.clone(), vec![], 32, Some(Duration::ZERO));
+    b.validate_connection().unwrap();
+    b.send(&[upsert("a", json!({"t": "x"}))]).unwrap();
+    assert_eq!(count(&dir), 1);
+    b.close().unwrap();
+}
