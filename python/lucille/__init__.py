@@ -16,6 +16,7 @@ from lucille._lucille import (
     __version__,
     render,
     run,
+    search,
     validate,
 )
 from lucille.connector import Connector
@@ -38,6 +39,7 @@ __all__ = [
     "__version__",
     "render",
     "run",
+    "search",
     "stages",
     "validate",
 ]

@@ -1,5 +1,6 @@
 """Type stubs for the native module `lucille._lucille` (checked by mypy.stubtest)."""
 
+import os
 from typing import Any, Iterator, Optional, Union, final
 
 import numpy as np
@@ -21,6 +22,7 @@ __all__ = [
     "builtin_stage_names",
     "render",
     "run",
+    "search",
     "validate",
 ]
 
@@ -221,3 +223,9 @@ def render(
     base_dir: Optional[str] = None,
     json: bool = False,
 ) -> str: ...
+def search(
+    path: Union[str, os.PathLike[str]], query: str, limit: int = 10
+) -> list[dict[str, Any]]:
+    """The best `limit` hits for `query` (Tantivy query syntax) in the index at `path`: each
+    the stored document's fields plus "id" and "score". Missing index: FileNotFoundError;
+    bad query: ValueError."""

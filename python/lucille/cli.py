@@ -1,9 +1,11 @@
-"""The `lucille` command line: run, validate and render configs."""
+"""The `lucille` command line: run, validate and render configs; search the embedded index."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import signal
 import sys
 from typing import Sequence
@@ -20,6 +22,59 @@ def _overrides(items: Sequence[str]) -> list[str]:
         if "=" not in item:
             raise SystemExit(f"error: --set expects path=value, got {item!r}")
     return list(items)
+
+
+def _tantivy_path(config: str, overrides: list[str]) -> str | None:
+    """The index a config writes with the tantivy indexer (resolved from the config's folder)."""
+    try:
+        resolved = json.loads(lucille.render(config, overrides=overrides, json=True))
+    except (lucille.ConfigError, ValueError, OSError):
+        return None
+    indexer = resolved.get("indexer") or {}
+    if str(indexer.get("type", "")).lower() != "tantivy":
+        return None
+    path = (resolved.get("tantivy") or {}).get("path")
+    if not isinstance(path, str):
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(config)), path))
+
+
+_SUMMARY_FIELDS = ("title", "name", "summary", "teaser", "description", "body", "text")
+
+
+def _summary(doc: dict) -> str:
+    """A one-line description of a hit: its title-like field, else its first string."""
+    candidates = [doc.get(f) for f in _SUMMARY_FIELDS]
+    candidates += [v for k, v in doc.items() if k not in ("id", "score")]
+    for v in candidates:
+        if isinstance(v, list) and v:
+            v = v[0]
+        if isinstance(v, str) and v.strip():
+            line = " ".join(v.split())
+            return line if len(line) <= 100 else line[:99] + "…"
+    return ""
+
+
+def _search(args: argparse.Namespace) -> int:
+    if not os.path.isdir(args.index):
+        print(f"error: no index folder at {args.index}", file=sys.stderr)
+        return 1
+    try:
+        hits = lucille.search(args.index, args.query, limit=args.limit)
+    except (FileNotFoundError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    for rank, hit in enumerate(hits, 1):
+        if args.json:
+            print(json.dumps(hit, ensure_ascii=False))
+        else:
+            print(f"{rank:>3}. {hit['score']:7.3f}  {hit.get('id', '')}")
+            summary = _summary(hit)
+            if summary:
+                print(f"             {summary}")
+    if not args.json and not hits:
+        print("no hits")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,7 +100,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     doc_p = sub.add_parser("doc", help="parse a document's JSON and print it back (validation aid)")
     doc_p.add_argument("json", help="document JSON text, or - to read it from stdin")
 
+    search_p = sub.add_parser("search", help="search the embedded Tantivy index")
+    search_p.add_argument("index", help="the index folder (tantivy.path)")
+    search_p.add_argument("query", help='Tantivy query syntax: words, field:value, "a phrase", AND/OR')
+    search_p.add_argument("--limit", type=int, default=10, help="hits to show (default 10)")
+    search_p.add_argument("--json", action="store_true", help="one JSON object per hit")
+
     args = parser.parse_args(argv)
+    if args.command == "search":
+        return _search(args)
     if args.command == "run":
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         signal.signal(signal.SIGTERM, _interrupt)
@@ -55,6 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 1
         print(result.summary)
+        index = _tantivy_path(args.config, _overrides(args.overrides))
+        if index and args.mode != "test" and os.path.isdir(index):
+            print(f'Search it: lucille search {index} "<query>"')
         return 0 if result.status == "Success" else 1
     if args.command == "validate":
         errors = lucille.validate(args.config, overrides=_overrides(args.overrides))

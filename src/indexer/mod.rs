@@ -10,6 +10,7 @@ pub mod csv;
 pub mod grouped;
 pub mod jsonl;
 pub mod nop;
+pub mod tantivy;
 pub mod watchdog;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -538,7 +539,7 @@ impl IndexerLoop {
     }
 }
 
-const BACKENDS: &str = "nop, jsonl, csv; or indexer.class for a Python indexer";
+const BACKENDS: &str = "nop, jsonl, csv, tantivy; or indexer.class for a Python indexer";
 
 /// Builds Python indexers (`indexer.class: "module:Class"`); installed by the Python bindings.
 pub trait PythonIndexerFactory: Send + Sync {
@@ -573,6 +574,7 @@ pub fn validate_backend(
         "nop" | "none" => Vec::new(),
         "jsonl" => jsonl::spec().validate(backend_config.map(), backend_config.path()),
         "csv" => csv::validate(settings, backend_config),
+        "tantivy" => tantivy::validate(settings, backend_config),
         "python" => match python_factory(settings, backend_config)
             .and_then(|(f, class)| f.check(&class, backend_config))
         {
@@ -607,6 +609,8 @@ pub fn build_backend(
         "jsonl" => jsonl::JsonlBackend::from_config(backend_config, continuing)
             .map(|b| Box::new(b) as Box<dyn Backend>),
         "csv" => csv::CsvBackend::from_config(backend_config, continuing)
+            .map(|b| Box::new(b) as Box<dyn Backend>),
+        "tantivy" => tantivy::TantivyBackend::from_config(backend_config)
             .map(|b| Box::new(b) as Box<dyn Backend>),
         "python" => python_factory(settings, backend_config)
             .and_then(|(f, class)| f.build(&class, backend_config))

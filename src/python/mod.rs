@@ -7,6 +7,7 @@ mod indexer;
 mod logging;
 mod pipeline;
 mod run;
+mod search;
 mod stage;
 
 use pyo3::prelude::*;
@@ -25,6 +26,7 @@ fn _lucille(m: &Bound<'_, PyModule>) -> PyResult<()> {
     pipeline::register(m)?;
     run::register(m)?;
     indexer::register(m)?;
+    search::register(m)?;
     logging::install();
     crate::stage::registry::install_python_factory(Box::new(stage::PyStageFactory));
     Ok(())

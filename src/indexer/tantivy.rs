@@ -1,0 +1,735 @@
+//! `indexer.type: "tantivy"`: the embedded search index (spec §8), with
+//! `tantivy { path, fields { name: { type, stored, fast } }, commitEverySecs, writerMemoryMb }`,
+//! and [`search`] over such an index.
+//!
+//! Every index has four fields of its own:
+//! - `id`: the index id as a raw string (indexed, stored, fast); upserts replace by it;
+//! - `_all`: every string value of the document, tokenized (the default search field);
+//! - `_fields`: a JSON field holding every field without a configured type, text-indexed, so
+//!   `package:json` finds `{"package": "json"}` without a schema;
+//! - `_source`: the JSON text of those same fields, stored only, so a stored document comes
+//!   back with its original shape (Tantivy's own JSON conversion turns date-like strings into
+//!   dates).
+//!
+//! Configured fields (`fields { ... }`) are ordinary typed Tantivy fields; their `stored` flag
+//! is Tantivy's. An existing index is reopened with its own schema; configured fields that
+//! disagree with it are an error before the run starts.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Number, Value};
+use tantivy::collector::TopDocs;
+use tantivy::query::QueryParser;
+use tantivy::schema::{
+    Field, FieldType, JsonObjectOptions, NumericOptions, OwnedValue, Schema, TextFieldIndexing,
+    TextOptions, Value as _, FAST, STORED, STRING, TEXT,
+};
+use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
+
+use super::{Backend, BackendError, IndexOp, IndexerSettings};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+
+pub const ID_FIELD: &str = "id";
+pub const ALL_FIELD: &str = "_all";
+pub const JSON_FIELD: &str = "_fields";
+pub const SOURCE_FIELD: &str = "_source";
+const RESERVED: [&str; 4] = [ID_FIELD, ALL_FIELD, JSON_FIELD, SOURCE_FIELD];
+const TYPES: &[&str] = &["text", "string", "i64", "f64", "bool", "date", "json"];
+pub const DEFAULT_WRITER_MEMORY_MB: usize = 128;
+/// Tantivy's floor per indexing thread.
+const MIN_MB_PER_THREAD: usize = 15;
+
+pub fn spec() -> Spec {
+    Spec::new()
+        .required("path", Kind::String)
+        .optional("fields", Kind::Object)
+        .optional("commitEverySecs", Kind::Integer)
+        .optional("writerMemoryMb", Kind::Integer)
+}
+
+fn field_spec() -> Spec {
+    Spec::new()
+        .required("type", Kind::OneOf(TYPES))
+        .optional("stored", Kind::Bool)
+        .optional("fast", Kind::Bool)
+}
+
+/// A configured field: `fields { title: { type: text, stored: true } }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldDef {
+    pub name: String,
+    pub kind: String,
+    pub stored: bool,
+    pub fast: bool,
+}
+
+/// Checks the `tantivy` block; every error at once.
+pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
+    let _ = settings;
+    let mut errors = spec().validate(config.map(), config.path());
+    if let Err(mut e) = field_defs(config) {
+        errors.append(&mut e);
+    }
+    for key in ["commitEverySecs", "writerMemoryMb"] {
+        if let Ok(Some(n)) = config.i64(key) {
+            if n < 0 {
+                errors.push(config.error(key, "must not be negative"));
+            }
+        }
+    }
+    if let Ok(Some(mb)) = config.i64("writerMemoryMb") {
+        if (0..MIN_MB_PER_THREAD as i64).contains(&mb) {
+            errors.push(config.error(
+                "writerMemoryMb",
+                format!(
+                    "must be at least {MIN_MB_PER_THREAD} (Tantivy's minimum per indexing thread)"
+                ),
+            ));
+        }
+    }
+    errors
+}
+
+/// The `fields` block, checked.
+pub fn field_defs(config: &ComponentConfig) -> Result<Vec<FieldDef>, Vec<ConfigError>> {
+    let Some(Value::Object(fields)) = config.get("fields") else {
+        return Ok(Vec::new());
+    };
+    let mut errors = Vec::new();
+    let mut defs = Vec::new();
+    for (name, v) in fields {
+        let path = config.key_path(&format!("fields.{name}"));
+        if name.is_empty() || RESERVED.contains(&name.as_str()) {
+            errors.push(ConfigError::new(
+                path,
+                format!("{name:?} is reserved by the tantivy indexer (reserved: {RESERVED:?})"),
+            ));
+            continue;
+        }
+        let Value::Object(m) = v else {
+            errors.push(ConfigError::new(
+                path,
+                "must be an object like { type: text, stored: true }",
+            ));
+            continue;
+        };
+        let e = field_spec().validate(m, &path);
+        if !e.is_empty() {
+            errors.extend(e);
+            continue;
+        }
+        let c = ComponentConfig::new(m.clone(), path);
+        let kind = c
+            .string("type")
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        defs.push(FieldDef {
+            name: name.clone(),
+            stored: c.bool_or("stored", true).unwrap_or(true),
+            fast: c.bool_or("fast", false).unwrap_or(false),
+            kind,
+        });
+    }
+    if errors.is_empty() {
+        Ok(defs)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The schema for `defs` (the dynamic schema when empty).
+pub fn build_schema(defs: &[FieldDef]) -> Schema {
+    let mut b = Schema::builder();
+    b.add_text_field(ID_FIELD, STRING | STORED | FAST);
+    b.add_text_field(ALL_FIELD, TEXT);
+    let json = JsonObjectOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("default")
+            .set_index_option(tantivy::schema::IndexRecordOption::WithFreqsAndPositions),
+    );
+    b.add_json_field(JSON_FIELD, json);
+    b.add_text_field(SOURCE_FIELD, STORED);
+    for d in defs {
+        let num = |n: NumericOptions| {
+            let n = n.set_indexed();
+            let n = if d.stored { n.set_stored() } else { n };
+            if d.fast {
+                n.set_fast()
+            } else {
+                n
+            }
+        };
+        let text = |t: TextOptions| {
+            let t = if d.stored { t | STORED } else { t };
+            if d.fast {
+                t | FAST
+            } else {
+                t
+            }
+        };
+        let name = d.name.as_str();
+        match d.kind.as_str() {
+            "text" => b.add_text_field(name, text(TEXT)),
+            "string" => b.add_text_field(name, text(STRING)),
+            "i64" => b.add_i64_field(name, num(NumericOptions::default())),
+            "f64" => b.add_f64_field(name, num(NumericOptions::default())),
+            "bool" => b.add_bool_field(name, num(NumericOptions::default())),
+            "date" => {
+                let o = tantivy::schema::DateOptions::default().set_indexed();
+                let o = if d.stored { o.set_stored() } else { o };
+                b.add_date_field(name, if d.fast { o.set_fast() } else { o })
+            }
+            _ => {
+                let o = JsonObjectOptions::from(TEXT);
+                b.add_json_field(name, if d.stored { o | STORED } else { o })
+            }
+        };
+    }
+    b.build()
+}
+
+/// How documents map onto an index's schema (taken from the index itself).
+#[derive(Clone)]
+struct Layout {
+    schema: Schema,
+    id: Field,
+    all: Field,
+    json: Field,
+    source: Field,
+    /// Typed fields by name.
+    typed: HashMap<String, (Field, FieldType)>,
+}
+
+impl Layout {
+    fn of(schema: Schema) -> Result<Self, String> {
+        let get = |name: &str| {
+            schema
+                .get_field(name)
+                .map_err(|_| format!("not an index written by lucille (it has no {name:?} field)"))
+        };
+        let (id, all, json, source) = (
+            get(ID_FIELD)?,
+            get(ALL_FIELD)?,
+            get(JSON_FIELD)?,
+            get(SOURCE_FIELD)?,
+        );
+        let typed = schema
+            .fields()
+            .filter(|(_, e)| !RESERVED.contains(&e.name()))
+            .map(|(f, e)| (e.name().to_string(), (f, e.field_type().clone())))
+            .collect();
+        Ok(Layout {
+            schema,
+            id,
+            all,
+            json,
+            source,
+            typed,
+        })
+    }
+
+    /// The Tantivy document for one upsert, or why a value does not fit its field.
+    fn document(&self, id: &str, fields: &Map<String, Value>) -> Result<TantivyDocument, String> {
+        let mut doc = TantivyDocument::new();
+        doc.add_text(self.id, id);
+        doc.add_text(self.all, id);
+        let mut rest = Map::new();
+        for (name, value) in fields {
+            collect_strings(value, &mut |s| doc.add_text(self.all, s));
+            match self.typed.get(name) {
+                Some((field, ty)) => add_typed(&mut doc, *field, ty, name, value)?,
+                None => {
+                    rest.insert(name.clone(), value.clone());
+                }
+            }
+        }
+        if !rest.is_empty() {
+            doc.add_text(self.source, Value::Object(rest.clone()).to_string());
+            doc.add_field_value(self.json, &owned_object(rest));
+        }
+        Ok(doc)
+    }
+
+    /// The stored document: `_source` fields, then stored typed fields.
+    fn stored(&self, doc: &TantivyDocument) -> Map<String, Value> {
+        let mut out = Map::new();
+        if let Some(id) = doc.get_first(self.id).and_then(|v| v.as_str()) {
+            out.insert(ID_FIELD.into(), Value::String(id.into()));
+        }
+        if let Some(src) = doc.get_first(self.source).and_then(|v| v.as_str()) {
+            if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(src) {
+                out.extend(m);
+            }
+        }
+        for (name, (field, _)) in &self.typed {
+            let values: Vec<Value> = doc
+                .get_all(*field)
+                .map(|v| owned_to_json(&OwnedValue::from(v)))
+                .collect();
+            match values.len() {
+                0 => {}
+                1 => {
+                    out.insert(name.clone(), values.into_iter().next().unwrap_or_default());
+                }
+                _ => {
+                    out.insert(name.clone(), Value::Array(values));
+                }
+            }
+        }
+        out
+    }
+
+    /// Default search fields: `_all`, typed text fields, and `_fields` (so unknown field names
+    /// in a query go to the JSON field).
+    fn default_fields(&self) -> Vec<Field> {
+        let mut v = vec![self.all];
+        v.extend(
+            self.typed
+                .values()
+                .filter(|(_, t)| matches!(t, FieldType::Str(o) if o.get_indexing_options().is_some_and(|i| i.tokenizer() != "raw")))
+                .map(|(f, _)| *f),
+        );
+        v.push(self.json);
+        v
+    }
+}
+
+fn collect_strings(v: &Value, f: &mut impl FnMut(&str)) {
+    match v {
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter().for_each(|i| collect_strings(i, f)),
+        Value::Object(m) => m.values().for_each(|i| collect_strings(i, f)),
+        _ => {}
+    }
+}
+
+/// JSON to Tantivy without its date guessing (strings stay strings).
+fn owned(v: Value) -> OwnedValue {
+    match v {
+        Value::Null => OwnedValue::Null,
+        Value::Bool(b) => OwnedValue::Bool(b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => OwnedValue::I64(i),
+            (None, Some(u)) => OwnedValue::U64(u),
+            _ => OwnedValue::F64(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => OwnedValue::Str(s),
+        Value::Array(items) => OwnedValue::Array(items.into_iter().map(owned).collect()),
+        Value::Object(m) => owned_object(m),
+    }
+}
+
+fn owned_object(m: Map<String, Value>) -> OwnedValue {
+    OwnedValue::Object(m.into_iter().map(|(k, v)| (k, owned(v))).collect())
+}
+
+fn owned_to_json(v: &OwnedValue) -> Value {
+    match v {
+        OwnedValue::Null => Value::Null,
+        OwnedValue::Str(s) => Value::String(s.clone()),
+        OwnedValue::U64(u) => Value::from(*u),
+        OwnedValue::I64(i) => Value::from(*i),
+        OwnedValue::F64(f) => Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        OwnedValue::Bool(b) => Value::Bool(*b),
+        OwnedValue::Date(d) => Value::String(format_date(*d)),
+        OwnedValue::Array(items) => Value::Array(items.iter().map(owned_to_json).collect()),
+        OwnedValue::Object(kv) => Value::Object(
+            kv.iter()
+                .map(|(k, v)| (k.clone(), owned_to_json(v)))
+                .collect(),
+        ),
+        other => Value::String(format!("{other:?}")),
+    }
+}
+
+fn format_date(d: DateTime) -> String {
+    use tantivy::time::format_description::well_known::Rfc3339;
+    d.into_utc()
+        .format(&Rfc3339)
+        .unwrap_or_else(|_| d.into_timestamp_secs().to_string())
+}
+
+fn parse_date(s: &str) -> Option<DateTime> {
+    use tantivy::time::format_description::well_known::Rfc3339;
+    use tantivy::time::{Date, OffsetDateTime};
+    if let Ok(t) = OffsetDateTime::parse(s, &Rfc3339) {
+        return Some(DateTime::from_utc(t));
+    }
+    let mut parts = s.splitn(3, '-').map(|p| p.parse::<i32>().ok());
+    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
+    let month = tantivy::time::Month::try_from(u8::try_from(m).ok()?).ok()?;
+    let date = Date::from_calendar_date(y, month, u8::try_from(d).ok()?).ok()?;
+    Some(DateTime::from_utc(date.midnight().assume_utc()))
+}
+
+/// Adds `value` (each element of a list) to a typed field, or says why it does not fit.
+fn add_typed(
+    doc: &mut TantivyDocument,
+    field: Field,
+    ty: &FieldType,
+    name: &str,
+    value: &Value,
+) -> Result<(), String> {
+    if let (Value::Array(items), false) = (value, matches!(ty, FieldType::JsonObject(_))) {
+        for item in items {
+            add_typed(doc, field, ty, name, item)?;
+        }
+        return Ok(());
+    }
+    if value.is_null() {
+        return Ok(());
+    }
+    let bad = |what: &str| format!("field {name:?}: {value} is not {what}");
+    match ty {
+        FieldType::Str(_) => match value {
+            Value::String(s) => doc.add_text(field, s),
+            Value::Object(_) => return Err(bad("text (an object)")),
+            other => doc.add_text(field, other.to_string()),
+        },
+        FieldType::I64(_) => {
+            let i = match value {
+                Value::Number(n) => n.as_i64(),
+                Value::String(s) => s.trim().parse().ok(),
+                _ => None,
+            };
+            doc.add_i64(field, i.ok_or_else(|| bad("an i64"))?);
+        }
+        FieldType::F64(_) => {
+            let f = match value {
+                Value::Number(n) => n.as_f64(),
+                Value::String(s) => s.trim().parse().ok(),
+                _ => None,
+            };
+            doc.add_f64(field, f.ok_or_else(|| bad("an f64"))?);
+        }
+        FieldType::Bool(_) => {
+            let b = match value {
+                Value::Bool(b) => Some(*b),
+                Value::String(s) if s.eq_ignore_ascii_case("true") => Some(true),
+                Value::String(s) if s.eq_ignore_ascii_case("false") => Some(false),
+                _ => None,
+            };
+            doc.add_bool(field, b.ok_or_else(|| bad("a bool"))?);
+        }
+        FieldType::Date(_) => {
+            let d = match value {
+                Value::String(s) => parse_date(s),
+                Value::Number(n) => n.as_i64().map(DateTime::from_timestamp_millis),
+                _ => None,
+            };
+            doc.add_date(
+                field,
+                d.ok_or_else(|| bad("a date (RFC 3339, YYYY-MM-DD, or epoch milliseconds)"))?,
+            );
+        }
+        FieldType::JsonObject(_) => doc.add_field_value(field, &owned(value.clone())),
+        other => {
+            return Err(format!(
+                "field {name:?}: values of type {:?} are not supported",
+                other.value_type()
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// The Tantivy index at `path`: reopened with its own schema if it exists (checked against
+/// `defs` when fields are configured), else created with `defs`.
+pub fn open_or_create(path: &Path, defs: &[FieldDef]) -> Result<Index, BackendError> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        BackendError::new(format!("tantivy index {}: {what}: {e}", path.display()))
+    };
+    std::fs::create_dir_all(path).map_err(|e| fail("cannot create the folder", &e))?;
+    let wanted = build_schema(defs);
+    if path.join("meta.json").exists() {
+        let index = Index::open_in_dir(path).map_err(|e| fail("cannot open", &e))?;
+        let have = index.schema();
+        Layout::of(have.clone()).map_err(|e| fail("cannot reuse", &e))?;
+        if !defs.is_empty() && have != wanted {
+            return Err(BackendError::new(format!(
+                "tantivy index {}: its schema differs from tantivy.fields (it has {}; configured: {}); use another path or remove the index",
+                path.display(),
+                describe_schema(&have),
+                describe_schema(&wanted),
+            )));
+        }
+        Ok(index)
+    } else {
+        Index::create_in_dir(path, wanted).map_err(|e| fail("cannot create", &e))
+    }
+}
+
+fn describe_schema(s: &Schema) -> String {
+    let typed: Vec<String> = s
+        .fields()
+        .filter(|(_, e)| !RESERVED.contains(&e.name()))
+        .map(|(_, e)| {
+            format!(
+                "{}: {:?}{}{}",
+                e.name(),
+                e.field_type().value_type(),
+                if e.is_stored() { " stored" } else { "" },
+                if e.is_fast() { " fast" } else { "" }
+            )
+        })
+        .collect();
+    if typed.is_empty() {
+        "no typed fields".into()
+    } else {
+        typed.join(", ")
+    }
+}
+
+/// A writer for an index with a memory budget of `memory_mb`, split over as many indexing
+/// threads as cores allow (each needs Tantivy's minimum of 15 MB).
+pub fn writer(index: &Index, memory_mb: usize) -> Result<IndexWriter, tantivy::TantivyError> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = (memory_mb / MIN_MB_PER_THREAD).clamp(1, cpus.min(8));
+    index.writer_with_num_threads(threads, memory_mb.max(MIN_MB_PER_THREAD) * 1024 * 1024)
+}
+
+struct Target {
+    layout: Layout,
+    writer: IndexWriter,
+}
+
+pub struct TantivyBackend {
+    path: PathBuf,
+    defs: Vec<FieldDef>,
+    memory_mb: usize,
+    commit_every: Option<Duration>,
+    last_commit: Instant,
+    /// The main index (`None`) and indexes named by `indexOverrideField`, opened on demand.
+    targets: HashMap<Option<String>, Target>,
+}
+
+impl TantivyBackend {
+    pub fn from_config(config: &ComponentConfig) -> Result<Self, Vec<ConfigError>> {
+        let one = |e: ConfigError| vec![e];
+        let path = config.resolve_path(&config.require_string("path").map_err(one)?);
+        let defs = field_defs(config)?;
+        let commit = config.i64("commitEverySecs").map_err(one)?;
+        let memory = config.i64("writerMemoryMb").map_err(one)?;
+        Ok(Self::new(
+            path,
+            defs,
+            memory.map_or(DEFAULT_WRITER_MEMORY_MB, |m| m.max(0) as usize),
+            commit
+                .filter(|s| *s > 0)
+                .map(|s| Duration::from_secs(s as u64)),
+        ))
+    }
+
+    /// Nothing is opened until `validate_connection` or the first `send`.
+    pub fn new(
+        path: PathBuf,
+        defs: Vec<FieldDef>,
+        memory_mb: usize,
+        commit_every: Option<Duration>,
+    ) -> Self {
+        TantivyBackend {
+            path,
+            defs,
+            memory_mb,
+            commit_every,
+            last_commit: Instant::now(),
+            targets: HashMap::new(),
+        }
+    }
+
+    fn target(&mut self, index: &Option<String>) -> Result<&mut Target, String> {
+        if !self.targets.contains_key(index) {
+            let path = match index {
+                None => self.path.clone(),
+                Some(name) => {
+                    let ok = !name.is_empty()
+                        && name != "."
+                        && name != ".."
+                        && !name.contains(['/', '\\'])
+                        && !name.starts_with('.');
+                    if !ok {
+                        return Err(format!(
+                            "index override {name:?} is not a usable index name (no path separators or leading dots)"
+                        ));
+                    }
+                    self.path.join(name)
+                }
+            };
+            // Override indexes get the main index's schema.
+            let index_obj = match (index, self.targets.get(&None)) {
+                (Some(_), Some(main)) if !path.join("meta.json").exists() => {
+                    std::fs::create_dir_all(&path)
+                        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                    Index::create_in_dir(&path, main.layout.schema.clone())
+                        .map_err(|e| format!("cannot create {}: {e}", path.display()))?
+                }
+                _ => open_or_create(&path, &self.defs).map_err(|e| e.message)?,
+            };
+            let layout = Layout::of(index_obj.schema())?;
+            let writer = writer(&index_obj, self.memory_mb)
+                .map_err(|e| format!("cannot open a writer on {}: {e}", path.display()))?;
+            self.targets
+                .insert(index.clone(), Target { layout, writer });
+        }
+        self.targets
+            .get_mut(index)
+            .ok_or_else(|| "index vanished".to_string())
+    }
+
+    fn commit(&mut self) -> Result<(), BackendError> {
+        for (name, t) in self.targets.iter_mut() {
+            t.writer.commit().map_err(|e| {
+                BackendError::new(format!(
+                    "tantivy commit failed{}: {e}",
+                    name.as_deref()
+                        .map(|n| format!(" (index {n:?})"))
+                        .unwrap_or_default()
+                ))
+            })?;
+        }
+        self.last_commit = Instant::now();
+        Ok(())
+    }
+
+    fn apply(&mut self, op: &IndexOp) -> Result<(), String> {
+        match op {
+            IndexOp::Upsert { id, index, fields } => {
+                let t = self.target(index)?;
+                let doc = t.layout.document(id, fields)?;
+                t.writer.delete_term(Term::from_field_text(t.layout.id, id));
+                t.writer
+                    .add_document(doc)
+                    .map_err(|e| format!("tantivy rejected the document: {e}"))?;
+            }
+            IndexOp::DeleteById { id, index } => {
+                let t = self.target(index)?;
+                t.writer.delete_term(Term::from_field_text(t.layout.id, id));
+            }
+            IndexOp::DeleteByField {
+                field,
+                value,
+                index,
+            } => {
+                let t = self.target(index)?;
+                let query = field_query(&t.layout, field, value)?;
+                t.writer
+                    .delete_query(query)
+                    .map_err(|e| format!("delete by {field:?} failed: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `field` = `value` as a query: the id or a raw string field by exact term, other fields
+/// (typed or in `_fields`) as Tantivy parses `field:"value"`.
+fn field_query(
+    layout: &Layout,
+    field: &str,
+    value: &str,
+) -> Result<Box<dyn tantivy::query::Query>, String> {
+    if field == ID_FIELD {
+        return Ok(Box::new(tantivy::query::TermQuery::new(
+            Term::from_field_text(layout.id, value),
+            tantivy::schema::IndexRecordOption::Basic,
+        )));
+    }
+    let parser = QueryParser::new(
+        layout.schema.clone(),
+        vec![layout.json],
+        tantivy::tokenizer::TokenizerManager::default(),
+    );
+    let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
+    let name = field.replace('.', "\\.");
+    parser
+        .parse_query(&format!("{name}:\"{escaped}\""))
+        .map_err(|e| format!("cannot delete by field {field:?} = {value:?}: {e}"))
+}
+
+impl Backend for TantivyBackend {
+    fn validate_connection(&mut self) -> Result<(), BackendError> {
+        self.target(&None).map(|_| ()).map_err(BackendError::new)
+    }
+
+    fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
+        let results = ops.iter().map(|op| self.apply(op).err()).collect();
+        if self
+            .commit_every
+            .is_some_and(|every| self.last_commit.elapsed() >= every)
+        {
+            self.commit()?;
+        }
+        Ok(results)
+    }
+
+    fn close(&mut self) -> Result<(), BackendError> {
+        self.commit()?;
+        for (_, t) in self.targets.drain() {
+            t.writer
+                .wait_merging_threads()
+                .map_err(|e| BackendError::new(format!("tantivy merge failed: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+/// One search result: its score and stored document (with `id`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub score: f32,
+    pub doc: Map<String, Value>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("no index at {0}")]
+    Missing(PathBuf),
+    #[error("cannot open the index at {path}: {message}")]
+    Open { path: PathBuf, message: String },
+    #[error("bad query {query:?}: {message}")]
+    Query { query: String, message: String },
+}
+
+/// Searches the index at `path` with Tantivy's query syntax; the best `limit` hits first.
+/// Bare words search every string of the document; `field:value` targets a typed field or a
+/// field without a type (routed to the JSON field).
+pub fn search(path: &Path, query: &str, limit: usize) -> Result<Vec<Hit>, SearchError> {
+    if !path.join("meta.json").is_file() {
+        return Err(SearchError::Missing(path.to_path_buf()));
+    }
+    let open = |e: &dyn std::fmt::Display| SearchError::Open {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let index = Index::open_in_dir(path).map_err(|e| open(&e))?;
+    let layout = Layout::of(index.schema()).map_err(|e| open(&e))?;
+    let reader = index.reader().map_err(|e| open(&e))?;
+    let searcher = reader.searcher();
+    let parser = QueryParser::for_index(&index, layout.default_fields());
+    let q = parser.parse_query(query).map_err(|e| SearchError::Query {
+        query: query.to_string(),
+        message: e.to_string(),
+    })?;
+    if limit == 0 {
+        return Ok(Vec::new());
+    }
+    let top = searcher
+        .search(&q, &TopDocs::with_limit(limit))
+        .map_err(|e| open(&e))?;
+    top.into_iter()
+        .map(|(score, addr)| {
+            let doc: TantivyDocument = searcher.doc(addr).map_err(|e| open(&e))?;
+            Ok(Hit {
+                score,
+                doc: layout.stored(&doc),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

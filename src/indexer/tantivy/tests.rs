@@ -1,0 +1,335 @@
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::*;
+use crate::document::Document;
+use crate::indexer::IndexerHandle;
+use crate::messaging::{LocalMessenger, Messenger};
+
+fn tempdir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "lucille-tantivy-{}",
+        crate::document::ids::random_id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => panic!("not an object"),
+    }
+}
+
+fn upsert(id: &str, v: Value) -> IndexOp {
+    IndexOp::Upsert {
+        id: id.into(),
+        index: None,
+        fields: obj(v),
+    }
+}
+
+fn del(id: &str) -> IndexOp {
+    IndexOp::DeleteById {
+        id: id.into(),
+        index: None,
+    }
+}
+
+fn backend(path: &Path, defs: Vec<FieldDef>) -> TantivyBackend {
+    let mut b = TantivyBackend::new(path.to_path_buf(), defs, 32, None);
+    b.validate_connection().unwrap();
+    b
+}
+
+fn ids(path: &Path, query: &str) -> Vec<String> {
+    let mut v: Vec<String> = search(path, query, 100)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.doc["id"].as_str().unwrap().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+fn def(name: &str, kind: &str) -> FieldDef {
+    FieldDef {
+        name: name.into(),
+        kind: kind.into(),
+        stored: true,
+        fast: false,
+    }
+}
+
+#[test]
+fn dynamic_schema_upserts_and_keeps_the_stored_shape() {
+    let dir = tempdir();
+    let mut b = backend(&dir, vec![]);
+    let doc = json!({"title": "Parse JSON text", "tags": ["a", "b"], "n": 3, "x": 1.5,
+                     "when": "2024-01-02T03:04:05Z", "nested": {"k": "deep word"}, "ok": true});
+    assert_eq!(
+        b.send(&[
+            upsert("d1", doc.clone()),
+            upsert("d2", json!({"title": "other"}))
+        ])
+        .unwrap(),
+        vec![None, None]
+    );
+    b.close().unwrap();
+    let hits = search(&dir, "parse", 10).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!(hits[0].score > 0.0);
+    let mut want = obj(json!({"id": "d1"}));
+    want.extend(obj(doc));
+    assert_eq!(hits[0].doc, want);
+    // Field-qualified queries on fields without a type go to the JSON field.
+    assert_eq!(ids(&dir, "title:other"), vec!["d2"]);
+    assert_eq!(ids(&dir, "n:3"), vec!["d1"]);
+    assert_eq!(ids(&dir, "nested.k:deep"), vec!["d1"]);
+    // The catch-all field holds nested strings and list elements too.
+    assert_eq!(ids(&dir, "deep AND b"), vec!["d1"]);
+    assert_eq!(ids(&dir, "id:\"d2\""), vec!["d2"]);
+}
+
+#[test]
+fn upsert_replaces_and_deletes_by_id_and_by_field() {
+    let dir = tempdir();
+    let mut b = backend(&dir, vec![]);
+    b.send(&[
+        upsert("a", json!({"author": "ann lee", "v": 1})),
+        upsert("b", json!({"author": "bob", "v": 1})),
+        upsert("c", json!({"author": "ann lee", "v": 1})),
+        upsert("d", json!({"author": "dan", "v": 1})),
+    ])
+    .unwrap();
+    b.send(&[upsert("a", json!({"author": "ann lee", "v": 2}))])
+        .unwrap();
+    b.close().unwrap();
+    let hits = search(&dir, "id:a", 10).unwrap();
+    assert_eq!(hits.len(), 1, "upsert replaced, no duplicate");
+    assert_eq!(hits[0].doc["v"], json!(2));
+
+    let mut b = backend(&dir, vec![]);
+    let r = b
+        .send(&[
+            del("b"),
+            IndexOp::DeleteByField {
+                field: "author".into(),
+                value: "ann lee".into(),
+                index: None,
+            },
+        ])
+        .unwrap();
+    assert_eq!(r, vec![None, None]);
+    b.close().unwrap();
+    assert_eq!(ids(&dir, "*"), vec!["d"]);
+}
+
+#[test]
+fn ops_in_one_batch_keep_their_order() {
+    let dir = tempdir();
+    let mut b = backend(&dir, vec![]);
+    b.send(&[
+        upsert("gone", json!({"t": "x"})),
+        del("gone"),
+        del("back"),
+        upsert("back", json!({"t": "y"})),
+    ])
+    .unwrap();
+    b.close().unwrap();
+    assert_eq!(ids(&dir, "*"), vec!["back"]);
+}
+
+#[test]
+fn typed_fields_fail_only_the_bad_document_and_keep_unknown_fields() {
+    let dir = tempdir();
+    let defs = vec![
+        def("title", "text"),
+        def("count", "i64"),
+        def("tag", "string"),
+        def("day", "date"),
+    ];
+    let mut b = backend(&dir, defs.clone());
+    let r = b
+        .send(&[
+            upsert(
+                "ok",
+                json!({"title": "Hello world", "count": 5, "tag": "Red Fish",
+                                "day": "2024-05-06", "extra": "kept"}),
+            ),
+            upsert("bad", json!({"title": "Hello", "count": "abc"})),
+            upsert("ok2", json!({"title": "Hello again", "count": "7"})),
+        ])
+        .unwrap();
+    assert_eq!(r[0], None);
+    assert!(r[1].as_deref().unwrap().contains("\"count\""), "{r:?}");
+    assert_eq!(r[2], None);
+    b.close().unwrap();
+    assert_eq!(ids(&dir, "hello"), vec!["ok", "ok2"]);
+    assert_eq!(ids(&dir, "count:[6 TO 10]"), vec!["ok2"]);
+    assert_eq!(ids(&dir, "tag:\"Red Fish\""), vec!["ok"]);
+    assert_eq!(ids(&dir, "extra:kept"), vec!["ok"]);
+    let hit = &search(&dir, "id:ok", 1).unwrap()[0];
+    assert_eq!(hit.doc["count"], json!(5));
+    assert_eq!(hit.doc["extra"], json!("kept"));
+    assert_eq!(hit.doc["day"], json!("2024-05-06T00:00:00Z"));
+
+    // Reopening with the same fields reuses the index; different fields are an error.
+    let mut again = backend(&dir, defs);
+    again
+        .send(&[upsert("ok3", json!({"title": "hello three"}))])
+        .unwrap();
+    again.close().unwrap();
+    assert_eq!(ids(&dir, "hello"), vec!["ok", "ok2", "ok3"]);
+    let mut other = TantivyBackend::new(dir.clone(), vec![def("count", "f64")], 32, None);
+    let e = other.validate_connection().unwrap_err();
+    assert!(e.message.contains("schema differs"), "{e}");
+    // Without configured fields an existing typed index is reused as it is.
+    let mut dynamic = backend(&dir, vec![]);
+    dynamic.send(&[upsert("ok4", json!({"count": 9}))]).unwrap();
+    dynamic.close().unwrap();
+    assert_eq!(ids(&dir, "count:9"), vec!["ok4"]);
+}
+
+#[test]
+fn index_override_writes_a_separate_index() {
+    let dir = tempdir();
+    let mut b = backend(&dir, vec![]);
+    let r = b
+        .send(&[
+            upsert("main", json!({"t": "x"})),
+            IndexOp::Upsert {
+                id: "side".into(),
+                index: Some("books".into()),
+                fields: obj(json!({"t": "x"})),
+            },
+            IndexOp::Upsert {
+                id: "evil".into(),
+                index: Some("../escape".into()),
+                fields: obj(json!({"t": "x"})),
+            },
+        ])
+        .unwrap();
+    assert_eq!(&r[..2], &[None, None]);
+    assert!(r[2].as_deref().unwrap().contains("not a usable index name"));
+    b.close().unwrap();
+    assert_eq!(ids(&dir, "t:x"), vec!["main"]);
+    assert_eq!(ids(&dir.join("books"), "t:x"), vec!["side"]);
+}
+
+#[test]
+fn config_errors_are_listed_together() {
+    let c = ComponentConfig::new(
+        obj(
+            json!({"path": "i", "writerMemoryMb": 3, "bogus": 1, "fields": {
+            "a": {"type": "text"}, "b": {"type": "int"}, "id": {"type": "string"},
+            "c": {"type": "i64", "fsat": true}}}),
+        ),
+        "tantivy",
+    );
+    let errors: Vec<String> = validate(&IndexerSettings::default(), &c)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let all = errors.join("\n");
+    assert_eq!(errors.len(), 5, "{all}");
+    for part in [
+        "bogus",
+        "fields.b.type",
+        "fields.id",
+        "fields.c.fsat",
+        "writerMemoryMb",
+    ] {
+        assert!(all.contains(part), "{part} missing from {all}");
+    }
+}
+
+#[test]
+fn search_errors_are_clear() {
+    let dir = tempdir();
+    assert!(matches!(
+        search(&dir.join("nope"), "x", 1),
+        Err(SearchError::Missing(_))
+    ));
+    let mut b = backend(&dir, vec![]);
+    b.send(&[upsert("a", json!({"t": "x"}))]).unwrap();
+    b.close().unwrap();
+    let e = search(&dir, "title:(unclosed", 1).unwrap_err();
+    assert!(matches!(e, SearchError::Query { .. }), "{e}");
+}
+
+/// The whole indexer loop: id override, blacklist and whitelist, per-document FAIL.
+#[test]
+fn indexer_loop_applies_overrides_and_filters_into_tantivy() {
+    for (filter, kept, dropped) in [
+        (json!({"blacklist": ["secret"]}), "title", "secret"),
+        (
+            json!({"whitelist": ["title", "count", "cid"]}),
+            "title",
+            "secret",
+        ),
+    ] {
+        let dir = tempdir();
+        let mut cfg = obj(json!({"type": "tantivy", "idOverrideField": "cid", "batchSize": 2}));
+        cfg.extend(obj(filter));
+        let settings = IndexerSettings::from_config(&ComponentConfig::new(cfg, "indexer")).unwrap();
+        let tcfg = ComponentConfig::new(
+            obj(json!({"path": dir.to_str().unwrap(), "fields": {"count": {"type": "i64"}}})),
+            "tantivy",
+        );
+        let mut b = crate::indexer::build_backend(&settings, &tcfg, false).unwrap();
+        b.validate_connection().unwrap();
+        let m = Arc::new(LocalMessenger::new(100));
+        let h = IndexerHandle::start(settings, b, m.clone(), Arc::from("r"), false).unwrap();
+        for v in [
+            json!({"id": "1", "cid": "c1", "title": "first", "secret": "s", "count": 1}),
+            json!({"id": "2", "cid": "c2", "title": "second", "count": "nope"}),
+            json!({"id": "3", "title": "third", "secret": "s"}),
+        ] {
+            m.send_for_indexing(Document::from_value(v).unwrap())
+                .unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        h.terminate().unwrap();
+        let mut events = Vec::new();
+        while let Some(e) = m.try_poll_event() {
+            events.push((e.doc_id.clone(), format!("{:?}", e.kind)));
+        }
+        events.sort();
+        assert_eq!(
+            events,
+            vec![
+                ("1".to_string(), "Finish".to_string()),
+                ("2".to_string(), "Fail".to_string()),
+                ("3".to_string(), "Finish".to_string())
+            ]
+        );
+        assert_eq!(ids(&dir, "*"), vec!["3", "c1"]);
+        let first = &search(&dir, "id:c1", 1).unwrap()[0].doc;
+        assert!(
+            first.contains_key(kept) && !first.contains_key(dropped),
+            "{first:?}"
+        );
+    }
+}
+
+#[test]
+fn writes_are_visible_after_a_commit_only() {
+    let count = |dir: &Path| search(dir, "*", 10).unwrap().len();
+    // Without commitEverySecs nothing is visible before close().
+    let dir = tempdir();
+    let mut b = backend(&dir, vec![]);
+    b.send(&[upsert("a", json!({"t": "x"}))]).unwrap();
+    assert_eq!(count(&dir), 0);
+    b.close().unwrap();
+    assert_eq!(count(&dir), 1);
+    // With it, a batch sent after the interval has passed is committed by that send.
+    let dir = tempdir();
+    let mut b = TantivyBackend::new(dir.clone(), vec![], 32, Some(Duration::ZERO));
+    b.validate_connection().unwrap();
+    b.send(&[upsert("a", json!({"t": "x"}))]).unwrap();
+    assert_eq!(count(&dir), 1);
+    b.close().unwrap();
+}
