@@ -5,6 +5,7 @@
 //! Common keys: `name`, `class`, `pipeline`, `docIdPrefix`, `collapse`. Each built-in
 //! connector lives in its own file and exposes a `DESCRIPTOR`.
 
+pub mod file;
 pub mod sequence;
 
 use std::sync::{Arc, OnceLock};
@@ -84,7 +85,7 @@ impl Common {
 pub const LUCILLE_CONNECTOR_PACKAGE: &str = "com.kmwllc.lucille.connector.";
 
 pub fn builtins() -> &'static [&'static ConnectorDescriptor] {
-    static ALL: &[&ConnectorDescriptor] = &[&sequence::DESCRIPTOR];
+    static ALL: &[&ConnectorDescriptor] = &[&sequence::DESCRIPTOR, &file::DESCRIPTOR];
     ALL
 }
 
