@@ -578,3 +578,52 @@ fn parallel_readers_keep_each_files_order() {
     }
     assert_eq!(p.counts().published, 12_000);
 }
+
+#[test]
+fn full_run_in_test_mode_counts_every_record_and_failure() {
+    use crate::runner::{run, test_history, RunMode, RunOptions};
+    let dir = TempDir::new("run");
+    dir.copy(&[
+        "books.csv",
+        "items.jsonl",
+        "catalog.xml",
+        "broken.xml",
+        "empty.csv",
+        "notes.txt",
+    ]);
+    let config = json!({
+        "connectors": [{"name": "files", "class": "com.kmwllc.lucille.connector.FileConnector",
+            "pipeline": "p", "paths": [dir.0.to_string_lossy()],
+            "fileHandlers": {"csv": {}, "jsonl": {}, "xml": {"xmlRootPath": "/catalog/book", "idField": "isbn"}}}],
+        "pipelines": [{"name": "p", "stages": []}]
+    });
+    let opts = RunOptions {
+        mode: RunMode::Test,
+        ..Default::default()
+    };
+    let r = run(&config, None, &opts).unwrap();
+    let c = &r.connectors[0];
+    // books.csv 3 + 1 bad row; items.jsonl 3 + 2 bad lines; catalog.xml 2; broken.xml 2 + 1
+    // malformed; notes.txt 1; empty.csv nothing.
+    assert_eq!(
+        (c.published, c.succeeded, c.failed),
+        (15, 11, 4),
+        "{}",
+        r.summary
+    );
+    let (docs, events) = test_history(&r);
+    let mut ids: Vec<&str> = docs.iter().map(|d| d.id()).collect();
+    ids.sort();
+    assert_eq!(ids.len(), 11);
+    assert!(ids.contains(&"books.csv-4") && ids.contains(&"x2") && ids.contains(&"y2"));
+    let fails: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == crate::accounting::EventType::Fail)
+        .collect();
+    assert_eq!(fails.len(), 4);
+    assert!(fails.iter().any(|e| e
+        .message
+        .as_deref()
+        .unwrap_or("")
+        .contains("items.jsonl: line 4: invalid JSON")));
+}
