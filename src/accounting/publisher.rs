@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::event::Event;
+use super::event::{Event, EventType};
 use super::ledger::{Counts, Ledger};
 use crate::document::Document;
 use crate::messaging::{MessagingError, Messenger};
@@ -136,6 +136,29 @@ impl Publisher {
                 }
             }
         }
+    }
+
+    /// Accounts for a record the connector could not turn into a document (a malformed CSV
+    /// row, a bad JSON line): tracks `id` as published and sends a FAIL event carrying `reason`,
+    /// so the run summary counts it as failed and test mode lists it with its reason. It never
+    /// reaches a worker, so nothing else sees it.
+    pub fn publish_failed(&self, id: &str, reason: &str) -> Result<(), PublishError> {
+        if self.stopping.load(Ordering::Relaxed) {
+            return Err(PublishError::Stopped(id.to_string()));
+        }
+        self.wait_while_paused(id)?;
+        self.num_received.fetch_add(1, Ordering::Relaxed);
+        self.wait_below_max(id)?;
+        self.ledger.lock().track(id);
+        let event = Event::new(id, self.run_id.clone(), EventType::Fail).with_message(reason);
+        if let Err(source) = self.messenger.send_event(event) {
+            self.ledger.lock().rollback(id);
+            return Err(PublishError::Send {
+                id: id.to_string(),
+                source,
+            });
+        }
+        Ok(())
     }
 
     /// Sends a document held back by collapsing. Called after the connector's `execute`.

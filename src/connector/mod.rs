@@ -7,6 +7,7 @@
 
 pub mod checkpoint;
 pub mod database;
+pub mod file;
 pub mod rss;
 pub mod sequence;
 
@@ -89,6 +90,7 @@ pub const LUCILLE_CONNECTOR_PACKAGE: &str = "com.kmwllc.lucille.connector.";
 pub fn builtins() -> &'static [&'static ConnectorDescriptor] {
     static ALL: &[&ConnectorDescriptor] = &[
         &sequence::DESCRIPTOR,
+        &file::DESCRIPTOR,
         &database::DESCRIPTOR,
         &rss::DESCRIPTOR,
     ];

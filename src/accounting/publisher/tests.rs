@@ -256,3 +256,17 @@ fn terminal_listener_hears_every_terminal_event_after_the_ledger_applied_it() {
         ]
     );
 }
+
+#[test]
+fn publish_failed_counts_a_failure_without_sending_a_document() {
+    let (p, m) = publisher(PublisherSettings::default());
+    p.publish_failed("bad-row", "rows.csv line 3: 2 columns, header has 3")
+        .unwrap();
+    assert!(m.poll_doc_to_process(Duration::from_millis(10)).is_none());
+    assert_eq!(p.pending(), 1);
+    let r = p.wait_for_completion(&Done(true), None, |_| Ok(()));
+    assert!(r.ok);
+    let c = p.counts();
+    assert_eq!((c.published, c.failed, c.succeeded), (1, 1, 0));
+    assert_eq!(p.num_received(), 1);
+}

@@ -1,0 +1,871 @@
+//! FileConnector (spec §2): walks `paths` (files, folders recursively, globs), filters them by
+//! `includes` / `excludes` regexes on the full path and by `modifiedCutoff`, and publishes
+//! either one document per file (`file_path`, `file_name`, `file_size_bytes`,
+//! `file_modification_date`, `file_creation_date`, `file_content`; id = md5 hex of the full path,
+//! spec §1.2) or, for extensions with a configured `fileHandlers` entry, the records the handler
+//! streams out of the file (CSV rows, JSON lines, XML elements).
+//!
+//! `readerThreads` threads take files from the sorted list, so one huge file does not hold up
+//! the others; each file is read by one thread, so its records keep their order. A record that
+//! cannot become a document (a short CSV row, a bad JSON line, malformed XML) is published as
+//! a FAIL with file and position (`Publisher::publish_failed`) and the rest goes on.
+//!
+//! Lucille's nested forms are accepted as aliases: `pathToStorage`,
+//! `filterOptions { includes, excludes, modificationCutoff }` and `fileOptions { getFileContent,
+//! handleArchivedFiles, handleCompressedFiles, moveToAfterProcessing, moveToErrorFolder }`.
+//! Differences from Lucille: `.gz` / `.zip` are read by default (Lucille needs
+//! `handleCompressedFiles` / `handleArchivedFiles`), and regexes must match the whole path as
+//! Lucille's do.
+
+mod compressed;
+mod csv;
+mod json;
+mod xml;
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use base64::Engine;
+use parking_lot::Mutex;
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
+use crate::accounting::{PublishError, Publisher};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::ids::{md5_hex, with_prefix};
+use crate::document::Document;
+
+pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
+    name: "FileConnector",
+    spec,
+    build,
+};
+
+pub const FILE_PATH: &str = "file_path";
+pub const FILE_NAME: &str = "file_name";
+pub const SIZE: &str = "file_size_bytes";
+pub const MODIFIED: &str = "file_modification_date";
+pub const CREATED: &str = "file_creation_date";
+pub const CONTENT: &str = "file_content";
+
+/// Separates an archive's path from an entry's name in `file_path`, as Lucille does.
+pub const ARCHIVE_SEPARATOR: &str = "!";
+
+const DEFAULT_READER_THREADS: usize = 2;
+
+fn spec() -> Spec {
+    connector_spec()
+        .required("paths", Kind::StringOrList)
+        .alias("pathToStorage", "paths")
+        .optional("includes", Kind::StringList)
+        .optional("excludes", Kind::StringList)
+        .optional("modifiedCutoff", Kind::Any)
+        .alias("modificationCutoff", "modifiedCutoff")
+        .optional("filterOptions", Kind::Object)
+        .optional("fileOptions", Kind::Object)
+        .optional("getFileContent", Kind::Bool)
+        .optional("contentFormat", Kind::OneOf(&["auto", "text", "base64"]))
+        .optional("handleArchivedFiles", Kind::Bool)
+        .optional("handleCompressedFiles", Kind::Bool)
+        .optional("moveToAfterProcessing", Kind::String)
+        .optional("moveToErrorFolder", Kind::String)
+        .optional("fileHandlers", Kind::Object)
+        .optional("readerThreads", Kind::Integer)
+}
+
+fn filter_options_spec() -> Spec {
+    Spec::new()
+        .optional("includes", Kind::StringList)
+        .optional("excludes", Kind::StringList)
+        .optional("modificationCutoff", Kind::Any)
+        .alias("lastModifiedCutoff", "modificationCutoff")
+        .alias("modifiedCutoff", "modificationCutoff")
+}
+
+fn file_options_spec() -> Spec {
+    Spec::new()
+        .optional("getFileContent", Kind::Bool)
+        .optional("contentFormat", Kind::OneOf(&["auto", "text", "base64"]))
+        .optional("handleArchivedFiles", Kind::Bool)
+        .optional("handleCompressedFiles", Kind::Bool)
+        .optional("moveToAfterProcessing", Kind::String)
+        .optional("moveToErrorFolder", Kind::String)
+}
+
+/// How `file_content` is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContentFormat {
+    /// Text when the bytes are UTF-8, else base64.
+    Auto,
+    /// Always text; invalid UTF-8 is replaced (U+FFFD).
+    Text,
+    Base64,
+}
+
+/// The file (or archive entry) a handler reads.
+#[derive(Debug, Clone)]
+pub struct FileSource {
+    /// Full path, `archive.zip!entry` for an archive entry; `file_path` and ids derive from it.
+    pub path: String,
+    /// The file name the handler and extension were chosen by (the inner name for `.gz`).
+    pub name: String,
+}
+
+impl FileSource {
+    /// The id of a record that could not become a document: path and position, so it is unique
+    /// and says where to look.
+    pub fn failure_id(&self, prefix: &str, position: &str) -> String {
+        format!("{prefix}{}:{position}", self.path)
+    }
+}
+
+/// Where a handler sends what it read.
+pub trait RecordSink {
+    fn publish(&mut self, doc: Document) -> Result<(), PublishError>;
+    /// A record that could not become a document; `reason` names the file and position.
+    fn fail(&mut self, id: String, reason: String) -> Result<(), PublishError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    /// The run is stopping: the connector ends.
+    #[error(transparent)]
+    Publish(#[from] PublishError),
+    /// The rest of the file cannot be read (malformed XML, an I/O error): reported as a FAIL
+    /// with this id and reason; what was published before it stays published.
+    #[error("{reason}")]
+    File { id: String, reason: String },
+}
+
+/// Turns a stream into documents, one record at a time (never the whole file in memory).
+pub trait FileHandler: Send + Sync {
+    fn process(
+        &self,
+        input: &mut dyn BufRead,
+        source: &FileSource,
+        sink: &mut dyn RecordSink,
+    ) -> Result<(), HandlerError>;
+}
+
+/// Reads one line (up to and including `\n`) into `buf`, without the line ending; false at EOF.
+pub(crate) fn read_line(input: &mut dyn BufRead, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+    buf.clear();
+    if input.read_until(b'\n', buf)? == 0 {
+        return Ok(false);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+    }
+    Ok(true)
+}
+
+/// Parses a duration: milliseconds as a number, or a number with a unit (`ms`, `s`, `m`, `h`,
+/// `d`, and HOCON's long forms such as `7 days`).
+pub fn parse_duration(value: &Value) -> Option<Duration> {
+    if let Some(ms) = value.as_u64() {
+        return Some(Duration::from_millis(ms));
+    }
+    let text = value.as_str()?.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let seconds = match unit.trim() {
+        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => number / 1000.0,
+        "s" | "second" | "seconds" => number,
+        "m" | "minute" | "minutes" => number * 60.0,
+        "h" | "hour" | "hours" => number * 3600.0,
+        "d" | "day" | "days" => number * 86400.0,
+        "w" | "week" | "weeks" => number * 7.0 * 86400.0,
+        _ => return None,
+    };
+    Duration::try_from_secs_f64(seconds).ok()
+}
+
+/// ISO-8601 in UTC, as Lucille's `Instant.toString()`.
+pub(crate) fn iso_time(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
+struct Settings {
+    paths: Vec<PathBuf>,
+    includes: Vec<Regex>,
+    excludes: Vec<Regex>,
+    modified_cutoff: Option<Duration>,
+    get_file_content: bool,
+    content_format: ContentFormat,
+    handle_archives: bool,
+    handle_compressed: bool,
+    move_after: Option<PathBuf>,
+    move_on_error: Option<PathBuf>,
+    reader_threads: usize,
+}
+
+pub struct FileConnector {
+    common: Common,
+    settings: Settings,
+    /// Handlers by lower-case extension.
+    handlers: HashMap<String, Arc<dyn FileHandler>>,
+}
+
+/// The value of a config read, or `None` with its error collected.
+pub(crate) fn take<T>(
+    errors: &mut Vec<ConfigError>,
+    r: Result<Option<T>, ConfigError>,
+) -> Option<T> {
+    match r {
+        Ok(v) => v,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    }
+}
+
+/// Collects errors so one bad key does not hide the next.
+struct Errors(Vec<ConfigError>);
+
+impl Errors {
+    fn take<T>(&mut self, r: Result<T, ConfigError>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.0.push(e);
+                None
+            }
+        }
+    }
+}
+
+/// A key that may be given flat or inside Lucille's nested block, but not both.
+fn flat_or_nested<'a>(
+    config: &'a ComponentConfig,
+    nested: Option<&'a ComponentConfig>,
+    flat_key: &str,
+    nested_key: &str,
+    errors: &mut Errors,
+) -> Option<&'a ComponentConfig> {
+    let in_nested = nested.filter(|n| n.has(nested_key));
+    match (config.has(flat_key), in_nested) {
+        (true, Some(n)) => {
+            errors.0.push(n.error(
+                nested_key,
+                format!("is also given as {flat_key:?} at the top level; give only one"),
+            ));
+            Some(config)
+        }
+        (true, None) => Some(config),
+        (false, Some(n)) => Some(n),
+        (false, None) => None,
+    }
+}
+
+fn compile_all(config: &ComponentConfig, key: &str, errors: &mut Errors) -> Vec<Regex> {
+    let patterns = errors
+        .take(config.string_list(key))
+        .flatten()
+        .unwrap_or_default();
+    patterns
+        .iter()
+        .filter_map(|p| {
+            // Lucille's patterns match the whole path (Java's Matcher.matches()).
+            let anchored = format!("^(?:{p})$");
+            errors.take(
+                Regex::new(&anchored)
+                    .map_err(|e| config.error(key, format!("invalid regex {p:?}: {e}"))),
+            )
+        })
+        .collect()
+}
+
+fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
+    Ok(Box::new(FileConnector::from_config(config, common)?))
+}
+
+impl FileConnector {
+    pub fn from_config(
+        config: &ComponentConfig,
+        common: &Common,
+    ) -> Result<FileConnector, ConfigError> {
+        let mut errors = Errors(Vec::new());
+        let sub = |key: &str, errors: &mut Errors| -> Option<ComponentConfig> {
+            let map = errors.take(config.object(key)).flatten()?.clone();
+            Some(
+                ComponentConfig::new(map, config.key_path(key))
+                    .with_base_dir(config.base_dir().map(Into::into)),
+            )
+        };
+        let filter = sub("filterOptions", &mut errors);
+        let file_opts = sub("fileOptions", &mut errors);
+        if let Some(f) = &filter {
+            let mut map = f.map().clone();
+            filter_options_spec().normalize(&mut map);
+            errors
+                .0
+                .extend(filter_options_spec().validate(f.map(), f.path()));
+        }
+        if let Some(f) = &file_opts {
+            errors
+                .0
+                .extend(file_options_spec().validate(f.map(), f.path()));
+        }
+        // Normalised filterOptions (its aliases renamed).
+        let filter = filter.map(|f| {
+            let mut map = f.map().clone();
+            filter_options_spec().normalize(&mut map);
+            ComponentConfig::new(map, f.path().to_string())
+        });
+
+        let paths = errors
+            .take(config.strings("paths"))
+            .flatten()
+            .unwrap_or_default();
+        if paths.is_empty() {
+            errors
+                .0
+                .push(config.error("paths", "must name at least one file, folder or glob"));
+        }
+        let paths = paths.iter().map(|p| config.resolve_path(p)).collect();
+
+        let from = |flat: &str, nested: &str, errors: &mut Errors| {
+            flat_or_nested(config, filter.as_ref(), flat, nested, errors)
+                .map(|c| {
+                    (
+                        c,
+                        if std::ptr::eq(c, config) {
+                            flat
+                        } else {
+                            nested
+                        },
+                    )
+                })
+                .map(|(c, k)| (c.clone(), k.to_string()))
+        };
+        let includes = match from("includes", "includes", &mut errors) {
+            Some((c, k)) => compile_all(&c, &k, &mut errors),
+            None => Vec::new(),
+        };
+        let excludes = match from("excludes", "excludes", &mut errors) {
+            Some((c, k)) => compile_all(&c, &k, &mut errors),
+            None => Vec::new(),
+        };
+        let modified_cutoff =
+            match from("modifiedCutoff", "modificationCutoff", &mut errors) {
+                Some((c, k)) => c.get(&k).and_then(|v| {
+                    let d = parse_duration(v);
+                    if d.is_none() {
+                        errors.0.push(c.error(
+                    &k,
+                    format!("must be a duration such as \"1h\", \"7d\" or milliseconds, found {v}"),
+                ));
+                    }
+                    d
+                }),
+                None => None,
+            };
+
+        let option = |key: &str, errors: &mut Errors| -> Option<ComponentConfig> {
+            flat_or_nested(config, file_opts.as_ref(), key, key, errors).cloned()
+        };
+        let get_file_content = option("getFileContent", &mut errors)
+            .and_then(|c| errors.take(c.bool_or("getFileContent", true)))
+            .unwrap_or(true);
+        let content_format = match option("contentFormat", &mut errors)
+            .and_then(|c| errors.take(c.string("contentFormat")).flatten())
+            .as_deref()
+        {
+            Some("text") => ContentFormat::Text,
+            Some("base64") => ContentFormat::Base64,
+            _ => ContentFormat::Auto,
+        };
+        let handle_archives = option("handleArchivedFiles", &mut errors)
+            .and_then(|c| errors.take(c.bool_or("handleArchivedFiles", true)))
+            .unwrap_or(true);
+        let handle_compressed = option("handleCompressedFiles", &mut errors)
+            .and_then(|c| errors.take(c.bool_or("handleCompressedFiles", true)))
+            .unwrap_or(true);
+        let folder = |key: &str, errors: &mut Errors| {
+            option(key, errors).and_then(|c| {
+                errors
+                    .take(c.string(key))
+                    .flatten()
+                    .map(|p| c.resolve_path(&p))
+            })
+        };
+        let move_after = folder("moveToAfterProcessing", &mut errors);
+        let move_on_error = folder("moveToErrorFolder", &mut errors);
+        let reader_threads = errors
+            .take(config.usize("readerThreads"))
+            .flatten()
+            .unwrap_or(DEFAULT_READER_THREADS);
+        if reader_threads == 0 {
+            errors
+                .0
+                .push(config.error("readerThreads", "must be at least 1"));
+        }
+
+        let handlers = match sub("fileHandlers", &mut errors) {
+            Some(h) => build_handlers(&h, common, &mut errors),
+            None => HashMap::new(),
+        };
+
+        match errors.0.len() {
+            0 => Ok(FileConnector {
+                common: common.clone(),
+                settings: Settings {
+                    paths,
+                    includes,
+                    excludes,
+                    modified_cutoff,
+                    get_file_content,
+                    content_format,
+                    handle_archives,
+                    handle_compressed,
+                    move_after,
+                    move_on_error,
+                    reader_threads,
+                },
+                handlers,
+            }),
+            1 => Err(errors.0.remove(0)),
+            _ => Err(ConfigError::new(
+                config.path(),
+                errors
+                    .0
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )),
+        }
+    }
+}
+
+/// `fileHandlers { csv {…}, json {…}, jsonl {…}, xml {…} }`; `json` and `jsonl` are one
+/// JSON-lines handler, each key's block serving the other extension when that one is absent.
+fn build_handlers(
+    config: &ComponentConfig,
+    common: &Common,
+    errors: &mut Errors,
+) -> HashMap<String, Arc<dyn FileHandler>> {
+    let mut out: HashMap<String, Arc<dyn FileHandler>> = HashMap::new();
+    for (key, value) in config.map() {
+        let path = config.key_path(key);
+        let Value::Object(map) = value else {
+            errors.0.push(ConfigError::new(path, "must be an object"));
+            continue;
+        };
+        let handler_config = ComponentConfig::new(map.clone(), path.clone())
+            .with_base_dir(config.base_dir().map(Into::into));
+        let prefix = common.doc_id_prefix.clone().unwrap_or_default();
+        let built: Result<Arc<dyn FileHandler>, Vec<ConfigError>> = match key.as_str() {
+            "csv" => {
+                csv::CsvHandler::from_config(&handler_config, &prefix).map(|h| Arc::new(h) as _)
+            }
+            "json" | "jsonl" => {
+                json::JsonHandler::from_config(&handler_config, &prefix).map(|h| Arc::new(h) as _)
+            }
+            "xml" => {
+                xml::XmlHandler::from_config(&handler_config, &prefix).map(|h| Arc::new(h) as _)
+            }
+            other => Err(vec![ConfigError::new(
+                path.clone(),
+                format!("unknown file handler {other:?}; known: csv, json, jsonl, xml"),
+            )]),
+        };
+        match built {
+            Ok(h) => {
+                out.insert(key.clone(), h);
+            }
+            Err(e) => errors.0.extend(e),
+        }
+    }
+    for (missing, other) in [("json", "jsonl"), ("jsonl", "json")] {
+        if !out.contains_key(missing) {
+            if let Some(h) = out.get(other).cloned() {
+                out.insert(missing.to_string(), h);
+            }
+        }
+    }
+    out
+}
+
+/// The lower-case extension of a file name.
+pub(crate) fn extension(name: &str) -> Option<String> {
+    Path::new(name)
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+}
+
+/// Sends records to the Publisher and counts failures.
+struct PublisherSink<'a> {
+    publisher: &'a Publisher,
+}
+
+impl RecordSink for PublisherSink<'_> {
+    fn publish(&mut self, doc: Document) -> Result<(), PublishError> {
+        self.publisher.publish(doc)
+    }
+    fn fail(&mut self, id: String, reason: String) -> Result<(), PublishError> {
+        tracing::warn!(id, "{reason}");
+        self.publisher.publish_failed(&id, &reason)
+    }
+}
+
+/// How one file ended.
+enum Outcome {
+    Done,
+    /// The file could not be read to the end (reported as a FAIL already).
+    Failed,
+}
+
+impl FileConnector {
+    /// Every file under `paths`, filtered, sorted and without duplicates.
+    pub fn list_files(&self) -> Result<Vec<PathBuf>, ConnectorError> {
+        let mut files = Vec::new();
+        for p in &self.settings.paths {
+            let text = p.to_string_lossy();
+            if text.contains(['*', '?', '[']) {
+                let entries = glob::glob(&text)
+                    .map_err(|e| ConnectorError::new(format!("invalid glob {text:?}: {e}")))?;
+                for entry in entries {
+                    let path =
+                        entry.map_err(|e| ConnectorError::new(format!("cannot read {e}")))?;
+                    self.collect(&path, &mut files)?;
+                }
+            } else if p.exists() {
+                self.collect(p, &mut files)?;
+            } else {
+                return Err(ConnectorError::new(format!(
+                    "path {} does not exist",
+                    p.display()
+                )));
+            }
+        }
+        files.sort();
+        files.dedup();
+        let cutoff = self
+            .settings
+            .modified_cutoff
+            .and_then(|d| SystemTime::now().checked_sub(d));
+        Ok(files
+            .into_iter()
+            .filter(|f| self.included(f, cutoff))
+            .collect())
+    }
+
+    fn collect(&self, path: &Path, out: &mut Vec<PathBuf>) -> Result<(), ConnectorError> {
+        if path.is_dir() {
+            for entry in walkdir::WalkDir::new(path)
+                .follow_links(true)
+                .sort_by_file_name()
+            {
+                let entry = entry.map_err(|e| {
+                    ConnectorError::new(format!("cannot walk {}: {e}", path.display()))
+                })?;
+                if entry.file_type().is_file() {
+                    out.push(absolute(entry.path()));
+                }
+            }
+        } else if path.is_file() {
+            out.push(absolute(path));
+        }
+        Ok(())
+    }
+
+    fn included(&self, file: &Path, cutoff: Option<SystemTime>) -> bool {
+        let text = file.to_string_lossy();
+        let s = &self.settings;
+        if s.excludes.iter().any(|r| r.is_match(&text)) {
+            return false;
+        }
+        if !s.includes.is_empty() && !s.includes.iter().any(|r| r.is_match(&text)) {
+            return false;
+        }
+        match cutoff {
+            None => true,
+            Some(limit) => std::fs::metadata(file)
+                .and_then(|m| m.modified())
+                .map(|m| m >= limit)
+                .unwrap_or(false),
+        }
+    }
+
+    fn handler_for(&self, name: &str) -> Option<&Arc<dyn FileHandler>> {
+        extension(name).and_then(|e| self.handlers.get(&e))
+    }
+
+    /// The document for a whole file (or archive entry) with no handler.
+    fn file_document(
+        &self,
+        source: &FileSource,
+        metadata: &FileMetadata,
+        content: Option<&[u8]>,
+    ) -> Result<Document, ConnectorError> {
+        let id = self.common.doc_id(&md5_hex(&source.path));
+        let mut doc = Document::new(id).map_err(|e| ConnectorError::new(e.to_string()))?;
+        let set = |doc: &mut Document, name: &str, value: Value| {
+            doc.set_field(name, value)
+                .map_err(|e| ConnectorError::new(e.to_string()))
+        };
+        set(&mut doc, FILE_PATH, Value::from(source.path.clone()))?;
+        set(&mut doc, FILE_NAME, Value::from(source.name.clone()))?;
+        let size = content.map(|c| c.len() as u64).unwrap_or(metadata.size);
+        set(&mut doc, SIZE, Value::from(size))?;
+        if let Some(m) = metadata.modified {
+            set(&mut doc, MODIFIED, Value::from(iso_time(m)))?;
+        }
+        if let Some(c) = metadata.created {
+            set(&mut doc, CREATED, Value::from(iso_time(c)))?;
+        }
+        if let Some(bytes) = content {
+            set(&mut doc, CONTENT, Value::from(self.encode_content(bytes)))?;
+        }
+        Ok(doc)
+    }
+
+    fn encode_content(&self, bytes: &[u8]) -> String {
+        let b64 = || base64::engine::general_purpose::STANDARD.encode(bytes);
+        match self.settings.content_format {
+            ContentFormat::Base64 => b64(),
+            ContentFormat::Text => String::from_utf8_lossy(bytes).into_owned(),
+            ContentFormat::Auto => match std::str::from_utf8(bytes) {
+                Ok(text) => text.to_string(),
+                Err(_) => b64(),
+            },
+        }
+    }
+
+    /// Reads a stream with its handler, or as one whole-file document.
+    fn read_stream(
+        &self,
+        input: &mut dyn BufRead,
+        source: &FileSource,
+        metadata: &FileMetadata,
+        sink: &mut dyn RecordSink,
+    ) -> Result<Outcome, ConnectorError> {
+        if let Some(handler) = self.handler_for(&source.name) {
+            return match handler.process(input, source, sink) {
+                Ok(()) => Ok(Outcome::Done),
+                Err(HandlerError::Publish(e)) => Err(e.into()),
+                Err(HandlerError::File { id, reason }) => {
+                    sink.fail(id, reason)?;
+                    Ok(Outcome::Failed)
+                }
+            };
+        }
+        let content = if self.settings.get_file_content {
+            let mut bytes = Vec::new();
+            if let Err(e) = input.read_to_end(&mut bytes) {
+                let id = self.common.doc_id(&md5_hex(&source.path));
+                sink.fail(id, format!("{}: cannot read: {e}", source.path))?;
+                return Ok(Outcome::Failed);
+            }
+            Some(bytes)
+        } else {
+            None
+        };
+        let doc = self.file_document(source, metadata, content.as_deref())?;
+        sink.publish(doc)?;
+        Ok(Outcome::Done)
+    }
+
+    /// Reads one file from disk (decompressing / unpacking as configured).
+    fn read_file(&self, path: &Path, sink: &mut dyn RecordSink) -> Result<Outcome, ConnectorError> {
+        let display = path.to_string_lossy().into_owned();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| display.clone());
+        let file_failure = |sink: &mut dyn RecordSink, e: std::io::Error| {
+            let id = self.common.doc_id(&md5_hex(&display));
+            sink.fail(id, format!("{display}: cannot read: {e}"))
+                .map(|()| Outcome::Failed)
+                .map_err(ConnectorError::from)
+        };
+        let metadata = match std::fs::metadata(path) {
+            Ok(m) => FileMetadata::from(&m),
+            Err(e) => return file_failure(sink, e),
+        };
+        let file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) => return file_failure(sink, e),
+        };
+        let ext = extension(&name);
+        if self.settings.handle_archives && ext.as_deref() == Some("zip") {
+            return compressed::read_zip(self, file, &display, &metadata, sink);
+        }
+        if self.settings.handle_compressed && ext.as_deref() == Some("gz") {
+            let inner = name[..name.len() - 3].to_string();
+            let source = FileSource {
+                path: display,
+                name: inner,
+            };
+            let mut input = compressed::gunzip(file);
+            return self.read_stream(&mut input, &source, &metadata, sink);
+        }
+        let source = FileSource {
+            path: display,
+            name,
+        };
+        let mut input = std::io::BufReader::with_capacity(256 * 1024, file);
+        self.read_stream(&mut input, &source, &metadata, sink)
+    }
+
+    fn process_file(&self, path: &Path, publisher: &Publisher) -> Result<(), ConnectorError> {
+        let mut sink = PublisherSink { publisher };
+        let outcome = self.read_file(path, &mut sink)?;
+        let target = match outcome {
+            Outcome::Done => &self.settings.move_after,
+            Outcome::Failed => &self.settings.move_on_error,
+        };
+        if let Some(folder) = target {
+            if let Err(e) = move_into(path, folder) {
+                tracing::error!(
+                    "cannot move {} to {}: {e}",
+                    path.display(),
+                    folder.display()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `files` on `readerThreads` threads; the first connector error stops them all.
+    fn read_all(&self, files: &[PathBuf], publisher: &Publisher) -> Result<(), ConnectorError> {
+        let next = AtomicUsize::new(0);
+        let first_error: Mutex<Option<ConnectorError>> = Mutex::new(None);
+        let threads = self.settings.reader_threads.min(files.len()).max(1);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    if first_error.lock().is_some() {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(path) = files.get(i) else { break };
+                    if let Err(e) = self.process_file(path, publisher) {
+                        first_error.lock().get_or_insert(e);
+                        break;
+                    }
+                });
+            }
+        });
+        match first_error.into_inner() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What the whole-file document reports about a file or archive entry.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FileMetadata {
+    pub size: u64,
+    pub modified: Option<SystemTime>,
+    pub created: Option<SystemTime>,
+}
+
+impl From<&std::fs::Metadata> for FileMetadata {
+    fn from(m: &std::fs::Metadata) -> Self {
+        FileMetadata {
+            size: m.len(),
+            modified: m.modified().ok(),
+            created: m.created().ok(),
+        }
+    }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Moves a file into a folder (created if needed); copies and removes across file systems.
+fn move_into(path: &Path, folder: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(folder)?;
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has no file name")
+    })?;
+    let target = folder.join(name);
+    if std::fs::rename(path, &target).is_err() {
+        std::fs::copy(path, &target)?;
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}
+
+/// The id prefix handlers use: their own `docIdPrefix`, else the connector's.
+pub(crate) fn handler_prefix(
+    config: &ComponentConfig,
+    connector_prefix: &str,
+) -> Result<String, ConfigError> {
+    Ok(config
+        .string("docIdPrefix")?
+        .unwrap_or_else(|| connector_prefix.to_string()))
+}
+
+/// `docIdFormat` (Java's `String.format` with `%s` placeholders) or the parts joined by `_`.
+pub(crate) fn format_id(format: Option<&str>, parts: &[String]) -> String {
+    match format {
+        None => parts.join("_"),
+        Some(f) => {
+            let mut out = String::with_capacity(f.len() + 16);
+            let mut values = parts.iter();
+            let mut rest = f;
+            while let Some(at) = rest.find("%s") {
+                out.push_str(&rest[..at]);
+                out.push_str(values.next().map(String::as_str).unwrap_or(""));
+                rest = &rest[at + 2..];
+            }
+            out.push_str(rest);
+            out
+        }
+    }
+}
+
+/// Text of a JSON scalar for ids (strings unquoted).
+pub(crate) fn id_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+pub(crate) fn prefixed(prefix: &str, id: &str) -> String {
+    with_prefix(Some(prefix), id)
+}
+
+/// Sets a field on a map-backed record, skipping reserved names.
+pub(crate) fn insert_field(map: &mut Map<String, Value>, name: &str, value: Value) {
+    if !crate::document::is_reserved(name) && !name.is_empty() {
+        map.insert(name.to_string(), value);
+    }
+}
+
+impl Connector for FileConnector {
+    fn execute(&mut self, publisher: &Arc<Publisher>) -> Result<(), ConnectorError> {
+        let files = self.list_files()?;
+        tracing::info!(
+            connector = self.common.name.as_str(),
+            "{} file(s) to read with {} reader thread(s)",
+            files.len(),
+            self.settings.reader_threads
+        );
+        self.read_all(&files, publisher)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,397 @@
+//! XML file handler (Lucille's XMLFileHandler keys): one document per element at
+//! `xmlRootPath` (e.g. `/catalog/book`), streamed with quick-xml so only the current element is
+//! in memory. Each document gets the element's XML in `outputField` (default `xml`; alias
+//! `xmlField`), its attributes and the text of its direct child elements as fields (a repeated
+//! child becomes a list). Id: the text at `xmlIdPath` (absolute, e.g. `/catalog/book/isbn`), or
+//! the field `idField`, else the file name and the element's number (`books.xml-2`); with
+//! `docIdPrefix`. An empty id is a FAIL, or a logged skip with `skipEmptyId`.
+//!
+//! Malformed XML ends the file with a FAIL naming the byte position; the documents before it
+//! stay published. Text that is not UTF-8 fails only its element. Only UTF-8 input is read
+//! (`encoding` other than UTF-8 is rejected up front); Lucille's `xpathIdPath` is not supported.
+
+use std::io::BufRead;
+
+use quick_xml::events::{BytesRef, BytesStart, Event};
+use quick_xml::{Reader, Writer};
+use serde_json::{Map, Value};
+
+use super::{
+    handler_prefix, id_text, insert_field, prefixed, take, FileHandler, FileSource, HandlerError,
+    RecordSink,
+};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::Document;
+
+fn spec() -> Spec {
+    Spec::new()
+        .required("xmlRootPath", Kind::String)
+        .optional("xmlIdPath", Kind::String)
+        .optional("idField", Kind::String)
+        .optional("xpathIdPath", Kind::String)
+        .optional("docIdPrefix", Kind::String)
+        .optional("outputField", Kind::String)
+        .alias("xmlField", "outputField")
+        .optional("encoding", Kind::String)
+        .optional("skipEmptyId", Kind::Bool)
+}
+
+pub struct XmlHandler {
+    prefix: String,
+    root: Vec<String>,
+    /// `xmlIdPath` below the root element.
+    id_path: Option<Vec<String>>,
+    id_field: Option<String>,
+    output_field: String,
+    skip_empty_id: bool,
+}
+
+fn segments(path: &str) -> Vec<String> {
+    path.split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+impl XmlHandler {
+    pub fn from_config(config: &ComponentConfig, prefix: &str) -> Result<Self, Vec<ConfigError>> {
+        let mut map = config.map().clone();
+        spec().normalize(&mut map);
+        let mut errors = spec().validate(config.map(), config.path());
+        let config = ComponentConfig::new(map, config.path().to_string());
+        let prefix =
+            take(&mut errors, handler_prefix(&config, prefix).map(Some)).unwrap_or_default();
+        let root = segments(&take(&mut errors, config.string("xmlRootPath")).unwrap_or_default());
+        let id_path = take(&mut errors, config.string("xmlIdPath")).map(|p| segments(&p));
+        let id_field = take(&mut errors, config.string("idField"));
+        let output_field =
+            take(&mut errors, config.string("outputField")).unwrap_or_else(|| "xml".into());
+        let skip_empty_id = take(&mut errors, config.bool("skipEmptyId")).unwrap_or(false);
+        let encoding = take(&mut errors, config.string("encoding"));
+        if config.has("xmlRootPath") && root.is_empty() {
+            errors.push(config.error("xmlRootPath", "must name an element, e.g. \"/root/item\""));
+        }
+        if config.has("xpathIdPath") {
+            errors.push(config.error(
+                "xpathIdPath",
+                "is not supported; use xmlIdPath (an absolute element path) or idField",
+            ));
+        }
+        if id_path.is_some() && id_field.is_some() {
+            errors.push(config.error("idField", "give only one of xmlIdPath and idField"));
+        }
+        let id_path = match id_path {
+            Some(p) if p.len() > root.len() && p[..root.len()] == root[..] => {
+                Some(p[root.len()..].to_vec())
+            }
+            Some(_) => {
+                errors.push(config.error(
+                    "xmlIdPath",
+                    "must be a path below xmlRootPath, e.g. \"/root/item/id\"",
+                ));
+                None
+            }
+            None => None,
+        };
+        if let Some(enc) = encoding {
+            let e = enc.to_ascii_lowercase().replace('_', "-");
+            if e != "utf-8" && e != "utf8" {
+                errors.push(config.error(
+                    "encoding",
+                    format!("only UTF-8 is supported, found {enc:?}"),
+                ));
+            }
+        }
+        if errors.is_empty() {
+            Ok(XmlHandler {
+                prefix,
+                root,
+                id_path,
+                id_field,
+                output_field,
+                skip_empty_id,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// Appends a value, turning a single value into a list.
+fn add_value(map: &mut Map<String, Value>, name: &str, value: String) {
+    if crate::document::is_reserved(name) || name.is_empty() {
+        return;
+    }
+    match map.get_mut(name) {
+        None => {
+            map.insert(name.to_string(), Value::from(value));
+        }
+        Some(Value::Array(items)) => items.push(Value::from(value)),
+        Some(existing) => {
+            let first = existing.take();
+            *existing = Value::Array(vec![first, Value::from(value)]);
+        }
+    }
+}
+
+fn resolve_entity(r: &BytesRef<'_>) -> Result<String, String> {
+    if let Some(c) = r.resolve_char_ref().map_err(|e| e.to_string())? {
+        return Ok(c.to_string());
+    }
+    let name = r.decode().map_err(|e| e.to_string())?;
+    match name.as_ref() {
+        "amp" => Ok("&".into()),
+        "lt" => Ok("<".into()),
+        "gt" => Ok(">".into()),
+        "quot" => Ok("\"".into()),
+        "apos" => Ok("'".into()),
+        other => Err(format!("unknown entity &{other};")),
+    }
+}
+
+/// The element being turned into a document.
+struct Record {
+    depth: usize,
+    start: u64,
+    writer: Writer<Vec<u8>>,
+    fields: Map<String, Value>,
+    /// The direct child being read: its name and text so far.
+    child: Option<(String, String)>,
+    id: String,
+    error: Option<String>,
+}
+
+impl Record {
+    fn text(&mut self, text: &str, in_id: bool) {
+        if let Some((_, t)) = &mut self.child {
+            t.push_str(text);
+        }
+        if in_id {
+            self.id.push_str(text);
+        }
+    }
+}
+
+fn local_name(e: &BytesStart<'_>) -> String {
+    String::from_utf8_lossy(e.local_name().as_ref()).into_owned()
+}
+
+impl XmlHandler {
+    fn in_id_path(&self, stack: &[String], depth: usize) -> bool {
+        match &self.id_path {
+            Some(p) => stack.len() >= depth + p.len() && stack[depth..depth + p.len()] == p[..],
+            None => false,
+        }
+    }
+
+    fn attributes(e: &BytesStart<'_>, record: &mut Record) {
+        for attr in e.attributes() {
+            match attr {
+                Ok(a) => {
+                    let name = String::from_utf8_lossy(a.key.local_name().as_ref()).into_owned();
+                    match a.normalized_value(quick_xml::XmlVersion::Implicit1_0) {
+                        Ok(v) => add_value(&mut record.fields, &name, v.into_owned()),
+                        Err(err) => {
+                            record
+                                .error
+                                .get_or_insert(format!("attribute {name:?}: {err}"));
+                        }
+                    }
+                }
+                Err(err) => {
+                    record.error.get_or_insert(format!("bad attribute: {err}"));
+                }
+            }
+        }
+    }
+
+    fn finish(
+        &self,
+        record: Record,
+        number: u64,
+        source: &FileSource,
+        sink: &mut dyn RecordSink,
+    ) -> Result<(), HandlerError> {
+        let position = format!("byte{}", record.start);
+        let fail_id = source.failure_id(&self.prefix, &position);
+        let at = format!("{}: element at byte {}", source.path, record.start);
+        if let Some(e) = record.error {
+            sink.fail(fail_id, format!("{at}: {e}"))?;
+            return Ok(());
+        }
+        let mut fields = record.fields;
+        let id = if self.id_path.is_some() {
+            record.id.trim().to_string()
+        } else if let Some(f) = &self.id_field {
+            let v = match fields.get(f) {
+                Some(Value::Array(items)) => items.first().and_then(id_text),
+                Some(v) => id_text(v),
+                None => None,
+            };
+            v.unwrap_or_default().trim().to_string()
+        } else {
+            format!("{}-{number}", source.name)
+        };
+        if id.is_empty() {
+            if self.skip_empty_id {
+                tracing::warn!("{at}: empty id, skipped (skipEmptyId)");
+                return Ok(());
+            }
+            sink.fail(fail_id, format!("{at}: empty id"))?;
+            return Ok(());
+        }
+        let xml = String::from_utf8_lossy(&record.writer.into_inner()).into_owned();
+        insert_field(&mut fields, &self.output_field, Value::from(xml));
+        let mut map = Map::with_capacity(fields.len() + 1);
+        map.insert("id".into(), Value::from(prefixed(&self.prefix, &id)));
+        map.extend(fields);
+        match Document::from_map(map) {
+            Ok(doc) => sink.publish(doc)?,
+            Err(e) => sink.fail(fail_id, format!("{at}: {e}"))?,
+        }
+        Ok(())
+    }
+}
+
+impl FileHandler for XmlHandler {
+    fn process(
+        &self,
+        input: &mut dyn BufRead,
+        source: &FileSource,
+        sink: &mut dyn RecordSink,
+    ) -> Result<(), HandlerError> {
+        let mut reader = Reader::from_reader(input);
+        let mut buf = Vec::with_capacity(8192);
+        let mut stack: Vec<String> = Vec::new();
+        let mut record: Option<Record> = None;
+        let mut number: u64 = 0;
+        loop {
+            buf.clear();
+            let before = reader.buffer_position();
+            let event = match reader.read_event_into(&mut buf) {
+                Ok(e) => e,
+                Err(e) => {
+                    let pos = reader.error_position();
+                    return Err(HandlerError::File {
+                        id: source.failure_id(&self.prefix, &format!("byte{pos}")),
+                        reason: format!("{}: malformed XML at byte {pos}: {e}", source.path),
+                    });
+                }
+            };
+            match event {
+                Event::Start(ref e) | Event::Empty(ref e) => {
+                    let empty = matches!(event, Event::Empty(_));
+                    stack.push(local_name(e));
+                    if let Some(r) = &mut record {
+                        let _ = r.writer.write_event(event.borrow());
+                        if stack.len() == r.depth + 1 {
+                            r.child = Some((stack[stack.len() - 1].clone(), String::new()));
+                        }
+                    } else if stack == self.root {
+                        number += 1;
+                        let mut r = Record {
+                            depth: stack.len(),
+                            start: before,
+                            writer: Writer::new(Vec::new()),
+                            fields: Map::new(),
+                            child: None,
+                            id: String::new(),
+                            error: None,
+                        };
+                        let _ = r.writer.write_event(event.borrow());
+                        Self::attributes(e, &mut r);
+                        record = Some(r);
+                    }
+                    if empty {
+                        self.end_element(&mut stack, &mut record, number, source, sink)?;
+                    }
+                }
+                Event::End(ref e) => {
+                    if let Some(r) = &mut record {
+                        let _ = r.writer.write_event(Event::End(e.borrow()));
+                    }
+                    self.end_element(&mut stack, &mut record, number, source, sink)?;
+                }
+                Event::Text(ref t) => {
+                    if let Some(r) = &mut record {
+                        let _ = r.writer.write_event(Event::Text(t.borrow()));
+                        let in_id = self.in_id_path(&stack, r.depth);
+                        match t.xml10_content() {
+                            Ok(text) => r.text(&text, in_id),
+                            Err(e) => {
+                                r.error
+                                    .get_or_insert(format!("text is not valid UTF-8: {e}"));
+                            }
+                        }
+                    }
+                }
+                Event::CData(ref c) => {
+                    if let Some(r) = &mut record {
+                        let _ = r.writer.write_event(Event::CData(c.borrow()));
+                        let in_id = self.in_id_path(&stack, r.depth);
+                        match c.decode() {
+                            Ok(text) => r.text(&text, in_id),
+                            Err(e) => {
+                                r.error
+                                    .get_or_insert(format!("CDATA is not valid UTF-8: {e}"));
+                            }
+                        }
+                    }
+                }
+                Event::GeneralRef(ref g) => {
+                    if let Some(r) = &mut record {
+                        let _ = r.writer.write_event(Event::GeneralRef(g.borrow()));
+                        let in_id = self.in_id_path(&stack, r.depth);
+                        match resolve_entity(g) {
+                            Ok(text) => r.text(&text, in_id),
+                            Err(e) => {
+                                r.error.get_or_insert(e);
+                            }
+                        }
+                    }
+                }
+                Event::Eof => {
+                    if let Some(open) = stack.last() {
+                        let pos = reader.buffer_position();
+                        return Err(HandlerError::File {
+                            id: source.failure_id(&self.prefix, &format!("byte{pos}")),
+                            reason: format!(
+                                "{}: malformed XML at byte {pos}: the file ends inside <{open}>",
+                                source.path
+                            ),
+                        });
+                    }
+                    return Ok(());
+                }
+                Event::Comment(_) | Event::Decl(_) | Event::PI(_) | Event::DocType(_) => {}
+            }
+        }
+    }
+}
+
+impl XmlHandler {
+    /// Closes the innermost element: a direct child's text becomes a field, the root element a
+    /// document.
+    fn end_element(
+        &self,
+        stack: &mut Vec<String>,
+        record: &mut Option<Record>,
+        number: u64,
+        source: &FileSource,
+        sink: &mut dyn RecordSink,
+    ) -> Result<(), HandlerError> {
+        if let Some(r) = record {
+            if stack.len() == r.depth + 1 {
+                if let Some((name, text)) = r.child.take() {
+                    add_value(&mut r.fields, &name, text.trim().to_string());
+                }
+            } else if stack.len() == r.depth {
+                if let Some(done) = record.take() {
+                    self.finish(done, number, source, sink)?;
+                }
+            }
+        }
+        stack.pop();
+        Ok(())
+    }
+}
