@@ -20,6 +20,7 @@
 mod compressed;
 mod csv;
 mod json;
+mod resume;
 mod xml;
 
 use std::collections::HashMap;
@@ -76,6 +77,11 @@ fn spec() -> Spec {
         .optional("moveToErrorFolder", Kind::String)
         .optional("fileHandlers", Kind::Object)
         .optional("readerThreads", Kind::Integer)
+        .optional("checkpoint", Kind::Object)
+        .optional("incremental", Kind::Bool)
+        .optional("emitDeletes", Kind::Bool)
+        .optional("deletionMarkerField", Kind::String)
+        .optional("deletionMarkerFieldValue", Kind::String)
 }
 
 fn filter_options_spec() -> Spec {
@@ -208,6 +214,7 @@ struct Settings {
     move_after: Option<PathBuf>,
     move_on_error: Option<PathBuf>,
     reader_threads: usize,
+    resume: Option<resume::ResumeSettings>,
 }
 
 pub struct FileConnector {
@@ -215,6 +222,15 @@ pub struct FileConnector {
     settings: Settings,
     /// Handlers by lower-case extension.
     handlers: HashMap<String, Arc<dyn FileHandler>>,
+    /// The checkpoint of the current `execute`, finished in `post_execute`.
+    run: Option<resume::ResumeRun>,
+}
+
+/// A file to read: where its records start (`skip`) and its checkpoint unit.
+struct Job {
+    path: PathBuf,
+    unit: Option<resume::UnitId>,
+    skip: u64,
 }
 
 /// The value of a config read, or `None` with its error collected.
@@ -418,6 +434,43 @@ impl FileConnector {
             None => HashMap::new(),
         };
 
+        let resume = sub("checkpoint", &mut errors).and_then(|c| {
+            let path = errors.take(c.require_string("path"))?;
+            Some(resume::ResumeSettings {
+                path: c.resolve_path(&path),
+                incremental: false,
+                emit_deletes: false,
+                marker_field: "is_deleted".into(),
+                marker_value: "true".into(),
+            })
+        });
+        let incremental = errors.take(config.bool_or("incremental", false));
+        let emit_deletes = errors.take(config.bool_or("emitDeletes", false));
+        let marker_field = errors.take(config.string("deletionMarkerField")).flatten();
+        let marker_value = errors
+            .take(config.string("deletionMarkerFieldValue"))
+            .flatten();
+        for (key, on) in [("incremental", incremental), ("emitDeletes", emit_deletes)] {
+            if on == Some(true) && resume.is_none() {
+                errors
+                    .0
+                    .push(config.error(key, "needs checkpoint { path: \"state.sqlite\" }"));
+            }
+        }
+        if config.map().contains_key("checkpoint") && common.collapse {
+            errors.0.push(config.error(
+                "checkpoint",
+                "cannot be combined with collapse (collapsed records share one acknowledgement)",
+            ));
+        }
+        let resume = resume.map(|r| resume::ResumeSettings {
+            incremental: incremental.unwrap_or(false),
+            emit_deletes: emit_deletes.unwrap_or(false),
+            marker_field: marker_field.unwrap_or(r.marker_field.clone()),
+            marker_value: marker_value.unwrap_or(r.marker_value.clone()),
+            ..r
+        });
+
         match errors.0.len() {
             0 => Ok(FileConnector {
                 common: common.clone(),
@@ -433,8 +486,10 @@ impl FileConnector {
                     move_after,
                     move_on_error,
                     reader_threads,
+                    resume,
                 },
                 handlers,
+                run: None,
             }),
             1 => Err(errors.0.remove(0)),
             _ => Err(ConfigError::new(
@@ -722,9 +777,34 @@ impl FileConnector {
         self.read_stream(&mut input, &source, &metadata, sink)
     }
 
-    fn process_file(&self, path: &Path, publisher: &Publisher) -> Result<(), ConnectorError> {
+    fn process_file(
+        &self,
+        job: &Job,
+        publisher: &Publisher,
+        tracker: Option<&resume::TrackerHandle>,
+    ) -> Result<(), ConnectorError> {
+        let path = job.path.as_path();
         let mut sink = PublisherSink { publisher };
-        let outcome = self.read_file(path, &mut sink)?;
+        let outcome = match (tracker, job.unit) {
+            (Some(tracker), Some(unit)) => {
+                let mut counted = resume::CheckpointSink {
+                    inner: &mut sink,
+                    tracker,
+                    unit,
+                    skip: job.skip,
+                    next: 0,
+                };
+                let outcome = self.read_file(path, &mut counted)?;
+                match outcome {
+                    Outcome::Done => tracker.read(unit, counted.next),
+                    Outcome::Failed => {
+                        tracker.failed(unit, "the file could not be read to the end")
+                    }
+                }
+                outcome
+            }
+            _ => self.read_file(path, &mut sink)?,
+        };
         let target = match outcome {
             Outcome::Done => &self.settings.move_after,
             Outcome::Failed => &self.settings.move_on_error,
@@ -741,8 +821,26 @@ impl FileConnector {
         Ok(())
     }
 
-    /// Reads `files` on `readerThreads` threads; the first connector error stops them all.
+    /// Reads every file from its start, without a checkpoint.
     fn read_all(&self, files: &[PathBuf], publisher: &Publisher) -> Result<(), ConnectorError> {
+        let jobs: Vec<Job> = files
+            .iter()
+            .map(|path| Job {
+                path: path.clone(),
+                unit: None,
+                skip: 0,
+            })
+            .collect();
+        self.read_jobs(&jobs, publisher, None)
+    }
+
+    /// Reads `files` on `readerThreads` threads; the first connector error stops them all.
+    fn read_jobs(
+        &self,
+        files: &[Job],
+        publisher: &Publisher,
+        tracker: Option<&resume::TrackerHandle>,
+    ) -> Result<(), ConnectorError> {
         let next = AtomicUsize::new(0);
         let first_error: Mutex<Option<ConnectorError>> = Mutex::new(None);
         let threads = self.settings.reader_threads.min(files.len()).max(1);
@@ -754,7 +852,7 @@ impl FileConnector {
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = files.get(i) else { break };
-                    if let Err(e) = self.process_file(path, publisher) {
+                    if let Err(e) = self.process_file(path, publisher, tracker) {
                         first_error.lock().get_or_insert(e);
                         break;
                     }
@@ -863,7 +961,35 @@ impl Connector for FileConnector {
             files.len(),
             self.settings.reader_threads
         );
-        self.read_all(&files, publisher)
+        let Some(settings) = &self.settings.resume else {
+            return self.read_all(&files, publisher);
+        };
+        let (run, planned) = resume::ResumeRun::start(settings, &self.common, &files, publisher)?;
+        let jobs: Vec<Job> = planned
+            .into_iter()
+            .map(|p| Job {
+                path: p.path,
+                unit: Some(p.unit),
+                skip: p.skip,
+            })
+            .collect();
+        let handle = run.handle();
+        self.run = Some(run);
+        self.read_jobs(&jobs, publisher, Some(&handle))
+    }
+
+    /// Every document reached its terminal event: the checkpoint's watermarks are final.
+    fn post_execute(&mut self, _run_id: &str) -> Result<(), ConnectorError> {
+        match self.run.take() {
+            Some(run) => run.finish(&self.common.name),
+            None => Ok(()),
+        }
+    }
+
+    /// A run that did not complete leaves the traversal open (committed so far) to resume.
+    fn close(&mut self) -> Result<(), ConnectorError> {
+        drop(self.run.take());
+        Ok(())
     }
 }
 
