@@ -386,11 +386,22 @@ struct OtherCursor {
     exhausted: bool,
 }
 
+/// What one row of the main SQL becomes.
+#[derive(Debug)]
+pub(crate) enum Row {
+    Doc(Document),
+    /// A row that cannot become a document (no usable id): a FAIL with this id and reason.
+    Failed {
+        id: String,
+        reason: String,
+    },
+}
+
 impl DatabaseConnector {
     /// Reads every row and hands each document to `emit`, in the main SQL's order.
     pub(crate) fn read(
         &self,
-        emit: &mut dyn FnMut(Document) -> Result<(), ConnectorError>,
+        emit: &mut dyn FnMut(Row) -> Result<(), ConnectorError>,
     ) -> Result<u64, ConnectorError> {
         let result = match &self.settings.target {
             Target::Sqlite(t) => sqlite::run(&self.settings, t, &mut |src| self.merge(src, emit)),
@@ -409,7 +420,7 @@ impl DatabaseConnector {
     fn merge(
         &self,
         src: &mut dyn RowSource,
-        emit: &mut dyn FnMut(Document) -> Result<(), ConnectorError>,
+        emit: &mut dyn FnMut(Row) -> Result<(), ConnectorError>,
     ) -> Result<u64, DbError> {
         let s = &self.settings;
         let columns: Vec<String> = src.columns(0).to_vec();
@@ -464,7 +475,8 @@ impl DatabaseConnector {
             let row_number = published + 1;
             let key = &row[id_column];
             let Some(id) = id_text(key) else {
-                return Err(DbError::Row(format!(
+                // Never silently skipped: the row is accounted for as a FAIL.
+                let reason = format!(
                     "row {row_number} of the SQL {:?} has no usable id: idField {:?} is {}",
                     s.sql,
                     s.id_field,
@@ -473,7 +485,13 @@ impl DatabaseConnector {
                     } else {
                         format!("{key}")
                     }
-                )));
+                );
+                let id = self
+                    .common
+                    .doc_id(&format!("{}:row-{row_number}", self.common.name));
+                emit(Row::Failed { id, reason })?;
+                published += 1;
+                continue;
             };
             let mut doc = Document::new(self.common.doc_id(&id))
                 .map_err(|e| DbError::Row(format!("row {row_number}: {e}")))?;
@@ -490,7 +508,7 @@ impl DatabaseConnector {
             for (n, other) in others.iter_mut().enumerate() {
                 attach_children(src, n + 1, other, key, &mut doc)?;
             }
-            emit(doc)?;
+            emit(Row::Doc(doc))?;
             published += 1;
         }
         Ok(published)
@@ -547,7 +565,16 @@ fn attach_children(
 
 impl Connector for DatabaseConnector {
     fn execute(&mut self, publisher: &Arc<Publisher>) -> Result<(), ConnectorError> {
-        let count = self.read(&mut |doc| publisher.publish(doc).map_err(ConnectorError::from))?;
+        let count = self.read(&mut |row| {
+            match row {
+                Row::Doc(doc) => publisher.publish(doc),
+                Row::Failed { id, reason } => {
+                    tracing::warn!(id, "{reason}");
+                    publisher.publish_failed(&id, &reason)
+                }
+            }
+            .map_err(ConnectorError::from)
+        })?;
         tracing::info!(
             "DatabaseConnector {:?}: published {count} documents",
             self.common.name

@@ -46,12 +46,24 @@ fn connector(config: Value, base: Option<&Path>) -> Result<DatabaseConnector, Co
     })
 }
 
-fn read_all(c: &DatabaseConnector) -> Result<Vec<Document>, ConnectorError> {
-    let mut docs = Vec::new();
-    c.read(&mut |d| {
-        docs.push(d);
+/// Documents, and failed rows as (id, reason).
+type Rows = (Vec<Document>, Vec<(String, String)>);
+
+fn read_rows(c: &DatabaseConnector) -> Result<Rows, ConnectorError> {
+    let (mut docs, mut failed) = (Vec::new(), Vec::new());
+    c.read(&mut |row| {
+        match row {
+            Row::Doc(d) => docs.push(d),
+            Row::Failed { id, reason } => failed.push((id, reason)),
+        }
         Ok(())
     })?;
+    Ok((docs, failed))
+}
+
+fn read_all(c: &DatabaseConnector) -> Result<Vec<Document>, ConnectorError> {
+    let (docs, failed) = read_rows(c)?;
+    assert!(failed.is_empty(), "{failed:?}");
     Ok(docs)
 }
 
@@ -241,8 +253,21 @@ fn rows_without_a_usable_id_and_bad_columns_are_clear_errors() {
             .unwrap_err()
             .to_string()
     };
-    let err = read("SELECT note, code FROM people ORDER BY id", json!({}));
-    assert!(err.contains("row 1") && err.contains("NULL"), "{err}");
+    // A row without a usable id is a FAIL-ed record; the rows after it still become documents.
+    let c = connector(
+        json!({"connectionString": "jdbc:sqlite:test.db", "idField": "note", "name": "db",
+               "sql": "SELECT note, code FROM people ORDER BY id"}),
+        Some(&dir),
+    )
+    .unwrap();
+    let (docs, failed) = read_rows(&c).unwrap();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert!(
+        failed[0].1.contains("row 1") && failed[0].1.contains("NULL"),
+        "{failed:?}"
+    );
+    assert_eq!(docs.len(), 1);
+    assert_eq!(docs[0].id(), "hi");
     let err = read("SELECT id FROM people", json!({}));
     assert!(err.contains("idField \"note\" is not a column"), "{err}");
     let err = read("SELECT note, 1 AS run_id FROM people", json!({}));
@@ -346,7 +371,10 @@ fn sqlite_rows_are_streamed_while_the_statement_is_open() {
     writer.busy_timeout(std::time::Duration::ZERO).unwrap();
     let mut seen = 0u64;
     let mut locked_at_first = None;
-    c.read(&mut |doc| {
+    c.read(&mut |row| {
+        let Row::Doc(doc) = row else {
+            panic!("unexpected failed row {row:?}")
+        };
         seen += 1;
         assert_eq!(doc.id(), seen.to_string());
         if seen == 1 {
@@ -512,7 +540,10 @@ fn postgres_reads_fetch_size_rows_at_a_time() {
     .unwrap();
     let mut seen = 0;
     let mut produced_at_first = None;
-    c.read(&mut |doc| {
+    c.read(&mut |row| {
+        let Row::Doc(doc) = row else {
+            panic!("unexpected failed row {row:?}")
+        };
         seen += 1;
         assert_eq!(doc.id(), seen.to_string());
         if seen == 1 {
