@@ -739,6 +739,10 @@ impl Backend for RejectSome {
 }
 
 #[cfg(test)]
+mod bulk_tests;
+#[cfg(test)]
 mod mock_http;
+#[cfg(test)]
+mod solr_tests;
 #[cfg(test)]
 mod tests;
