@@ -746,3 +746,5 @@ mod mock_http;
 mod solr_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod typesense_tests;
