@@ -587,3 +587,68 @@ fn bad_blocks_are_rejected_up_front_with_every_error() {
     );
     assert!(e.contains("must be set together"), "{e}");
 }
+
+#[test]
+fn partial_updates_use_the_update_action() {
+    let (c, mock) = cluster();
+    run_docs(
+        indexer("opensearch", json!({})),
+        json!({"url": mock.url, "index": "i", "update": true}),
+        vec![json!({"id": "u", "t": 1})],
+    );
+    let bulk = mock
+        .requests()
+        .into_iter()
+        .find(|r| r.path() == "/_bulk")
+        .unwrap();
+    assert!(
+        bulk.body
+            .starts_with("{\"update\":{\"_index\":\"i\",\"_id\":\"u\"}}\n{\"doc\":{"),
+        "{}",
+        bulk.body
+    );
+    assert_eq!(source(&c, "i", "u"), Some(json!({"id": "u", "t": 1})));
+}
+
+#[test]
+fn generic_indexer_keys_are_read_into_the_settings() {
+    let s = IndexerSettings::from_config(&ComponentConfig::new(
+        obj(
+            json!({"routingField": "r", "versionType": "ExternalGte", "versionField": "v",
+            "indexerConnectionTimeout": 2500, "maxRetries": 4, "retryableStatusCodes": [429, -1]}),
+        ),
+        "indexer",
+    ))
+    .unwrap();
+    assert_eq!(s.routing_field.as_deref(), Some("r"));
+    assert_eq!(s.version_type, Some(super::http::VersionType::ExternalGte));
+    assert_eq!(
+        s.connection_timeout,
+        Some(std::time::Duration::from_millis(2500))
+    );
+    assert_eq!(
+        (s.retry.max_retries, s.retry.retryable.clone()),
+        (4, vec![429, -1])
+    );
+    let d = crate::document::Document::from_value(json!({"id": "a", "r": "t9", "v": 7})).unwrap();
+    match s.op_for(&d) {
+        super::IndexOp::Upsert {
+            routing, version, ..
+        } => {
+            assert_eq!(
+                (routing.as_deref(), version.as_deref()),
+                (Some("t9"), Some("7"))
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = config_errors(
+        json!({"indexerConnectionTimeout": 0, "maxRetries": -1}),
+        json!({}),
+    );
+    assert!(
+        e.contains("indexerConnectionTimeout: must be a positive")
+            && e.contains("maxRetries: must be a positive"),
+        "{e}"
+    );
+}
