@@ -7,7 +7,8 @@
 //!
 //! Typesense needs `id` as a string in each document: the index id is written there. With
 //! `createCollection` (default true) a missing collection is created with an automatic schema
-//! (one `.*` field of type `auto`). `indexer.indexOverrideField` names another collection.
+//! (one `.*` field of type `auto`, nested fields enabled). `indexer.indexOverrideField` names
+//! another collection.
 
 use std::collections::HashSet;
 
@@ -110,9 +111,11 @@ impl TypesenseBackend {
         match reply.status {
             200 => {}
             404 if self.create => {
+                // Nested fields on, so documents with object fields index as they are.
                 let schema = json!({
                     "name": collection,
-                    "fields": [{ "name": ".*", "type": "auto" }]
+                    "fields": [{ "name": ".*", "type": "auto" }],
+                    "enable_nested_fields": true
                 });
                 let created = self.client.send(
                     "POST",

@@ -69,7 +69,7 @@ fn typesense_upserts_deletes_and_rejects_per_document() {
         ),
         block.clone(),
         vec![
-            json!({"id": "a", "n": 1, "author": "ann", "secret": "s"}),
+            json!({"id": "a", "n": 1, "author": "ann", "secret": "s", "meta": {"lang": "en"}}),
             json!({"id": "b", "n": 2, "author": "ann"}),
             json!({"id": "c", "n": 3, "author": "bob", "cid": "C-1"}),
             json!({"id": "bad", "n": "not a number"}),
@@ -85,6 +85,11 @@ fn typesense_upserts_deletes_and_rejects_per_document() {
     let a = fetch(&url, &key, &c, "a").unwrap();
     assert_eq!((a["id"].as_str(), a["n"].as_i64()), (Some("a"), Some(1)));
     assert!(a.get("secret").is_none(), "blacklisted field not indexed");
+    assert_eq!(
+        a["meta"],
+        json!({"lang": "en"}),
+        "object fields index (nested fields on)"
+    );
     assert!(fetch(&url, &key, &c, "C-1").is_some(), "id override");
     assert!(fetch(&url, &key, &c, "c").is_none());
     assert!(
