@@ -158,6 +158,8 @@ mod tests {
             id: id.into(),
             index: None,
             fields,
+            routing: None,
+            version: None,
         }
     }
 

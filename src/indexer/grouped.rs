@@ -174,6 +174,8 @@ mod tests {
                 Value::Object(m) => m,
                 _ => unreachable!(),
             },
+            routing: None,
+            version: None,
         }
     }
 
@@ -186,6 +188,8 @@ mod tests {
             IndexOp::DeleteById {
                 id: "a".into(),
                 index: None,
+                routing: None,
+                version: None,
             },
             IndexOp::DeleteByField {
                 field: "f".into(),

@@ -61,7 +61,9 @@ impl JsonlBackend {
 
     fn line(op: &IndexOp) -> Value {
         match op {
-            IndexOp::Upsert { id, index, fields } => {
+            IndexOp::Upsert {
+                id, index, fields, ..
+            } => {
                 let mut m = Map::with_capacity(fields.len() + 2);
                 m.insert("id".into(), Value::String(id.clone()));
                 if let Some(i) = index {
@@ -72,7 +74,7 @@ impl JsonlBackend {
                 }
                 Value::Object(m)
             }
-            IndexOp::DeleteById { id, index } => match index {
+            IndexOp::DeleteById { id, index, .. } => match index {
                 Some(i) => json!({"id": id, "_index": i, "_delete": true}),
                 None => json!({"id": id, "_delete": true}),
             },

@@ -6,11 +6,17 @@
 //!
 //! Backends implement [`Backend`]; each lives in its own file.
 
+pub mod bulk;
 pub mod csv;
+pub mod elasticsearch;
 pub mod grouped;
+pub mod http;
 pub mod jsonl;
 pub mod nop;
+pub mod opensearch;
+pub mod solr;
 pub mod tantivy;
+pub mod typesense;
 pub mod watchdog;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,10 +44,17 @@ pub enum IndexOp {
         index: Option<String>,
         /// The document's fields, filtered, without reserved fields.
         fields: Map<String, Value>,
+        /// The routing key (`indexer.routingField`), if configured and present.
+        routing: Option<String>,
+        /// The external version's text (`indexer.versionField`), if configured and present;
+        /// a backend that uses it FAILs the document when it is not an integer.
+        version: Option<String>,
     },
     DeleteById {
         id: String,
         index: Option<String>,
+        routing: Option<String>,
+        version: Option<String>,
     },
     /// Delete every indexed document whose `field` equals `value`.
     DeleteByField {
@@ -105,6 +118,15 @@ pub struct IndexerSettings {
     /// `inactivityTimeout` (ms): how long the indexer may make no progress while work waits
     /// before the run calls it wedged (see `watchdog`); `None` disables.
     pub inactivity_timeout: Option<Duration>,
+    /// `routingField`: the document field holding the backend's routing key.
+    pub routing_field: Option<String>,
+    /// `versionType` (external versioning) and `versionField` (where the version is).
+    pub version_type: Option<http::VersionType>,
+    pub version_field: Option<String>,
+    /// `maxRetries`, `retryWaitDurationMs`, ...: how HTTP backends retry a failed request.
+    pub retry: http::RetryPolicy,
+    /// `indexerConnectionTimeout` (ms): HTTP backends' connect timeout.
+    pub connection_timeout: Option<Duration>,
 }
 
 pub fn indexer_spec() -> Spec {
@@ -164,6 +186,8 @@ impl IndexerSettings {
         let deletion_marker_field_value = take(c.string("deletionMarkerFieldValue"));
         let delete_by_field_field = take(c.string("deleteByFieldField"));
         let delete_by_field_value = take(c.string("deleteByFieldValue"));
+        let routing_field = take(c.string("routingField"));
+        let version_field = take(c.string("versionField"));
         let kind = match (type_, &class) {
             (Some(_), Some(_)) => {
                 errors.push(c.error("class", "give indexer.type or indexer.class, not both"));
@@ -246,10 +270,37 @@ impl IndexerSettings {
                 None
             }
         };
+        let version_type = http::VersionType::from_config(&c, &mut errors);
+        if version_field.is_some() != version_type.is_some() {
+            errors.push(c.error(
+                "versionField",
+                "indexer.versionType and indexer.versionField must be set together",
+            ));
+        }
+        let retry = http::RetryPolicy::from_config(&c, &mut errors);
+        let connection_timeout = match c.i64("indexerConnectionTimeout") {
+            Ok(Some(ms)) if ms <= 0 => {
+                errors.push(c.error(
+                    "indexerConnectionTimeout",
+                    "must be a positive number of milliseconds",
+                ));
+                None
+            }
+            Ok(v) => v.map(|ms| Duration::from_millis(ms as u64)),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
         if !errors.is_empty() {
             return Err(errors);
         }
         Ok(IndexerSettings {
+            routing_field,
+            version_type,
+            version_field,
+            retry,
+            connection_timeout,
             inactivity_timeout,
             kind: kind.to_ascii_lowercase(),
             class,
@@ -293,6 +344,8 @@ impl IndexerSettings {
             .override_value(doc, &self.id_override_field)
             .unwrap_or_else(|| doc.id().to_string());
         let index = self.override_value(doc, &self.index_override_field);
+        let routing = self.override_value(doc, &self.routing_field);
+        let version = self.override_value(doc, &self.version_field);
         if self.is_deletion(doc) {
             if let (Some(ff), Some(fv)) = (&self.delete_by_field_field, &self.delete_by_field_value)
             {
@@ -307,7 +360,12 @@ impl IndexerSettings {
                     };
                 }
             }
-            return IndexOp::DeleteById { id, index };
+            return IndexOp::DeleteById {
+                id,
+                index,
+                routing,
+                version,
+            };
         }
         let mut fields = Map::new();
         for (k, v) in doc.fields() {
@@ -326,7 +384,25 @@ impl IndexerSettings {
             }
             fields.insert(k.to_string(), v.clone());
         }
-        IndexOp::Upsert { id, index, fields }
+        IndexOp::Upsert {
+            id,
+            index,
+            fields,
+            routing,
+            version,
+        }
+    }
+
+    /// Whether the whitelist / blacklist let `field` through (backends that copy the index id
+    /// into the stored document ask this for `id`, as Lucille does).
+    pub fn keeps_field(&self, field: &str) -> bool {
+        self.whitelist
+            .as_ref()
+            .is_none_or(|w| w.iter().any(|x| x == field))
+            && !self
+                .blacklist
+                .as_ref()
+                .is_some_and(|b| b.iter().any(|x| x == field))
     }
 }
 
@@ -539,7 +615,8 @@ impl IndexerLoop {
     }
 }
 
-const BACKENDS: &str = "nop, jsonl, csv, tantivy; or indexer.class for a Python indexer";
+const BACKENDS: &str =
+    "nop, jsonl, csv, tantivy, opensearch, elasticsearch, solr, typesense; or indexer.class for a Python indexer";
 
 /// Builds Python indexers (`indexer.class: "module:Class"`); installed by the Python bindings.
 pub trait PythonIndexerFactory: Send + Sync {
@@ -575,6 +652,10 @@ pub fn validate_backend(
         "jsonl" => jsonl::spec().validate(backend_config.map(), backend_config.path()),
         "csv" => csv::validate(settings, backend_config),
         "tantivy" => tantivy::validate(settings, backend_config),
+        "opensearch" => opensearch::validate(settings, backend_config),
+        "elasticsearch" => elasticsearch::validate(settings, backend_config),
+        "solr" => solr::validate(settings, backend_config),
+        "typesense" => typesense::validate(settings, backend_config),
         "python" => match python_factory(settings, backend_config)
             .and_then(|(f, class)| f.check(&class, backend_config))
         {
@@ -612,6 +693,10 @@ pub fn build_backend(
             .map(|b| Box::new(b) as Box<dyn Backend>),
         "tantivy" => tantivy::TantivyBackend::from_config(backend_config)
             .map(|b| Box::new(b) as Box<dyn Backend>),
+        "opensearch" => opensearch::build(settings, backend_config),
+        "elasticsearch" => elasticsearch::build(settings, backend_config),
+        "solr" => solr::build(settings, backend_config),
+        "typesense" => typesense::build(settings, backend_config),
         "python" => python_factory(settings, backend_config)
             .and_then(|(f, class)| f.build(&class, backend_config))
             .map_err(|e| vec![e]),
@@ -658,4 +743,12 @@ impl Backend for RejectSome {
 }
 
 #[cfg(test)]
+mod bulk_tests;
+#[cfg(test)]
+mod mock_http;
+#[cfg(test)]
+mod solr_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod typesense_tests;

@@ -597,7 +597,9 @@ impl TantivyBackend {
 
     fn apply(&mut self, op: &IndexOp) -> Result<(), String> {
         match op {
-            IndexOp::Upsert { id, index, fields } => {
+            IndexOp::Upsert {
+                id, index, fields, ..
+            } => {
                 let t = self.target(index)?;
                 let doc = t.layout.document(id, fields)?;
                 t.writer.delete_term(Term::from_field_text(t.layout.id, id));
@@ -605,7 +607,7 @@ impl TantivyBackend {
                     .add_document(doc)
                     .map_err(|e| format!("tantivy rejected the document: {e}"))?;
             }
-            IndexOp::DeleteById { id, index } => {
+            IndexOp::DeleteById { id, index, .. } => {
                 let t = self.target(index)?;
                 t.writer.delete_term(Term::from_field_text(t.layout.id, id));
             }

@@ -52,14 +52,18 @@ fn ops_apply_overrides_filters_and_deletion_markers() {
             fields: match json!({"cid": "c-1", "idx": "books", "title": "t"}) {
                 Value::Object(m) => m,
                 _ => unreachable!(),
-            }
+            },
+            routing: None,
+            version: None,
         }
     );
     assert_eq!(
         s.op_for(&doc(json!({"id": "a", "deleted": true}))),
         IndexOp::DeleteById {
             id: "a".into(),
-            index: None
+            index: None,
+            routing: None,
+            version: None,
         }
     );
     assert_eq!(
@@ -239,10 +243,14 @@ fn jsonl_writes_upserts_and_delete_intents_in_order() {
                 Value::Object(m) => m,
                 _ => unreachable!(),
             },
+            routing: None,
+            version: None,
         },
         IndexOp::DeleteById {
             id: "a".into(),
             index: None,
+            routing: None,
+            version: None,
         },
         IndexOp::DeleteByField {
             field: "f".into(),

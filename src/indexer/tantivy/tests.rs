@@ -28,6 +28,8 @@ fn upsert(id: &str, v: Value) -> IndexOp {
         id: id.into(),
         index: None,
         fields: obj(v),
+        routing: None,
+        version: None,
     }
 }
 
@@ -35,6 +37,8 @@ fn del(id: &str) -> IndexOp {
     IndexOp::DeleteById {
         id: id.into(),
         index: None,
+        routing: None,
+        version: None,
     }
 }
 
@@ -204,11 +208,15 @@ fn index_override_writes_a_separate_index() {
                 id: "side".into(),
                 index: Some("books".into()),
                 fields: obj(json!({"t": "x"})),
+                routing: None,
+                version: None,
             },
             IndexOp::Upsert {
                 id: "evil".into(),
                 index: Some("../escape".into()),
                 fields: obj(json!({"t": "x"})),
+                routing: None,
+                version: None,
             },
         ])
         .unwrap();

@@ -1,0 +1,479 @@
+//! What every HTTP backend (OpenSearch, Elasticsearch, Solr, Typesense) shares: the generic
+//! retry keys (`indexer.maxRetries`, `retryWaitDurationMs`, `retryMaxWaitDurationMs`,
+//! `retryRandomizationFactor`, `retryableStatusCodes`), external versioning keys, base-URL
+//! checks, and one blocking `ureq` client with timeouts, TLS and authentication.
+//!
+//! Retry follows Lucille: off unless `maxRetries` is set; a request that fails with a
+//! retryable status code (or with no status at all, code `-1`: refused connection, timeout) is
+//! sent again after an exponential, jittered wait. When the attempts run out the caller FAILs
+//! every document the request carried with the last error, so nothing is silently lost.
+
+use std::time::Duration;
+
+use ureq::Agent;
+
+use super::BackendError;
+use crate::config::{ComponentConfig, ConfigError};
+
+/// The `retryableStatusCodes` entry for "no HTTP status" (connection refused, reset, timeout).
+pub const NO_STATUS: i64 = -1;
+/// Lucille's default plus the gateway errors a proxy in front of a restarting cluster returns.
+pub const DEFAULT_RETRYABLE: [i64; 5] = [429, 502, 503, 504, NO_STATUS];
+pub const DEFAULT_RETRY_WAIT_MS: u64 = 1000;
+pub const DEFAULT_RETRY_MAX_WAIT_MS: u64 = 30_000;
+pub const DEFAULT_RANDOMIZATION: f64 = 0.5;
+/// Connect timeout when `indexer.indexerConnectionTimeout` is not set.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest response body read (bulk responses of big batches).
+const MAX_BODY: u64 = 512 * 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt; 0 disables retrying.
+    pub max_retries: u32,
+    pub initial_wait: Duration,
+    pub max_wait: Duration,
+    /// 0.5 means each wait is drawn from 50%..150% of the computed backoff.
+    pub randomization: f64,
+    pub retryable: Vec<i64>,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 0,
+            initial_wait: Duration::from_millis(DEFAULT_RETRY_WAIT_MS),
+            max_wait: Duration::from_millis(DEFAULT_RETRY_MAX_WAIT_MS),
+            randomization: DEFAULT_RANDOMIZATION,
+            retryable: DEFAULT_RETRYABLE.to_vec(),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Reads the retry keys of the `indexer` block, pushing every problem onto `errors`.
+    pub fn from_config(c: &ComponentConfig, errors: &mut Vec<ConfigError>) -> Self {
+        let mut policy = RetryPolicy::default();
+        let dependent = [
+            "retryWaitDurationMs",
+            "retryMaxWaitDurationMs",
+            "retryRandomizationFactor",
+            "retryableStatusCodes",
+        ];
+        match c.i64("maxRetries") {
+            Ok(None) => {
+                for key in dependent.iter().filter(|k| c.has(k)) {
+                    errors.push(c.error(key, "needs indexer.maxRetries to be set"));
+                }
+                return policy;
+            }
+            Ok(Some(n)) if n <= 0 || n > u32::MAX as i64 => errors.push(c.error(
+                "maxRetries",
+                "must be a positive integer (remove it to disable retries)",
+            )),
+            Ok(Some(n)) => policy.max_retries = n as u32,
+            Err(e) => errors.push(e),
+        }
+        let mut ms = |key: &str, default: Duration| match c.i64(key) {
+            Ok(None) => default,
+            Ok(Some(v)) if v >= 0 => Duration::from_millis(v as u64),
+            Ok(Some(_)) => {
+                errors.push(c.error(key, "must not be negative"));
+                default
+            }
+            Err(e) => {
+                errors.push(e);
+                default
+            }
+        };
+        policy.initial_wait = ms("retryWaitDurationMs", policy.initial_wait);
+        policy.max_wait = ms("retryMaxWaitDurationMs", policy.max_wait);
+        match c.f64("retryRandomizationFactor") {
+            Ok(None) => {}
+            Ok(Some(f)) if (0.0..1.0).contains(&f) => policy.randomization = f,
+            Ok(Some(_)) => errors.push(c.error(
+                "retryRandomizationFactor",
+                "must be at least 0 and less than 1",
+            )),
+            Err(e) => errors.push(e),
+        }
+        match c.get("retryableStatusCodes") {
+            None => {}
+            Some(serde_json::Value::Array(items)) => {
+                let codes: Option<Vec<i64>> = items
+                    .iter()
+                    .map(crate::config::spec::as_i64)
+                    .map(|c| c.filter(|c| *c == NO_STATUS || (100..600).contains(c)))
+                    .collect();
+                match codes {
+                    Some(codes) if !codes.is_empty() => policy.retryable = codes,
+                    Some(_) => errors.push(c.error(
+                        "retryableStatusCodes",
+                        "must not be empty (remove it to use the default)",
+                    )),
+                    None => errors.push(c.error(
+                        "retryableStatusCodes",
+                        "must be a list of HTTP status codes (100-599), or -1 for failures without a status",
+                    )),
+                }
+            }
+            Some(_) => errors.push(c.error(
+                "retryableStatusCodes",
+                "must be a list of HTTP status codes",
+            )),
+        }
+        policy
+    }
+
+    /// Whether a failure with this status (`None`: no response at all) is retried.
+    pub fn retries(&self, status: Option<u16>) -> bool {
+        let code = status.map_or(NO_STATUS, i64::from);
+        self.max_retries > 0 && self.retryable.contains(&code)
+    }
+
+    /// The wait before retry number `retry` (1-based): exponential, capped, jittered.
+    pub fn wait(&self, retry: u32) -> Duration {
+        let base = self.initial_wait.as_secs_f64() * 2f64.powi(retry.saturating_sub(1) as i32);
+        let capped = base.min(self.max_wait.as_secs_f64());
+        let jitter = 1.0 + self.randomization * (2.0 * rand::random::<f64>() - 1.0);
+        Duration::from_secs_f64((capped * jitter).max(0.0))
+    }
+}
+
+/// `indexer.versionType`: external versioning (the document carries its version).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionType {
+    External,
+    ExternalGte,
+}
+
+impl VersionType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VersionType::External => "external",
+            VersionType::ExternalGte => "external_gte",
+        }
+    }
+
+    /// Accepts `external` / `external_gte` and the Java client's `External` / `ExternalGte`.
+    pub fn from_config(c: &ComponentConfig, errors: &mut Vec<ConfigError>) -> Option<Self> {
+        match c.string("versionType") {
+            Ok(None) => None,
+            Ok(Some(s)) => match s.to_ascii_lowercase().replace('_', "").as_str() {
+                "external" => Some(VersionType::External),
+                "externalgte" => Some(VersionType::ExternalGte),
+                _ => {
+                    errors.push(c.error(
+                        "versionType",
+                        format!("must be external or external_gte, found {s:?}"),
+                    ));
+                    None
+                }
+            },
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        }
+    }
+}
+
+/// A checked base URL: no trailing slash, credentials from `user:pass@` moved out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaseUrl {
+    pub url: String,
+    pub credentials: Option<(String, String)>,
+}
+
+/// Checks `value` is an absolute http(s) URL with a host.
+pub fn parse_url(value: &str) -> Result<BaseUrl, String> {
+    let (scheme, rest) = value
+        .split_once("://")
+        .ok_or_else(|| format!("{value:?} is not a URL (expected http://host:port)"))?;
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err(format!("{value:?} must start with http:// or https://"));
+    }
+    let (authority, path) = match rest.find(['/', '?', '#']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let (credentials, host) = match authority.rsplit_once('@') {
+        Some((user_info, host)) => {
+            let (u, p) = user_info.split_once(':').unwrap_or((user_info, ""));
+            (Some((u.to_string(), p.to_string())), host)
+        }
+        None => (None, authority),
+    };
+    if host.is_empty() || host.starts_with(':') {
+        return Err(format!("{value:?} has no host"));
+    }
+    let url = format!("{scheme}://{host}{path}");
+    url.parse::<ureq::http::Uri>()
+        .map_err(|e| format!("{value:?} is not a valid URL: {e}"))?;
+    Ok(BaseUrl {
+        url: url.trim_end_matches('/').to_string(),
+        credentials,
+    })
+}
+
+/// Validates a required URL key (`url`) of a backend block.
+pub fn check_url(config: &ComponentConfig, key: &str, errors: &mut Vec<ConfigError>) {
+    match config.strings(key) {
+        Ok(Some(urls)) if urls.is_empty() => errors.push(config.error(key, "must name a URL")),
+        Ok(Some(urls)) => {
+            for u in urls {
+                if let Err(e) = parse_url(&u) {
+                    errors.push(config.error(key, e));
+                }
+            }
+        }
+        Ok(None) => {} // the spec reports the missing key
+        Err(e) => errors.push(e),
+    }
+}
+
+/// Percent-encodes a path segment or query value.
+pub fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// How requests authenticate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Auth {
+    None,
+    Basic(String, String),
+    /// A header carrying a key (`Authorization: ApiKey ...`, `X-TYPESENSE-API-KEY: ...`).
+    Header(&'static str, String),
+}
+
+/// An HTTP answer: its status and body text.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+/// One blocking client for one backend.
+pub struct HttpClient {
+    /// The backend's name for messages ("OpenSearch").
+    pub name: &'static str,
+    agent: Agent,
+    auth: Option<(String, String)>,
+    pub retry: RetryPolicy,
+}
+
+impl HttpClient {
+    pub fn new(
+        name: &'static str,
+        retry: RetryPolicy,
+        connect_timeout: Option<Duration>,
+        accept_invalid_cert: bool,
+        auth: Auth,
+    ) -> Self {
+        let tls = ureq::tls::TlsConfig::builder()
+            .disable_verification(accept_invalid_cert)
+            .build();
+        let agent = Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)))
+            .tls_config(tls)
+            .build()
+            .new_agent();
+        let auth = match auth {
+            Auth::None => None,
+            Auth::Basic(user, pass) => {
+                use base64::Engine;
+                let token =
+                    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+                Some(("Authorization".to_string(), format!("Basic {token}")))
+            }
+            Auth::Header(name, value) => Some((name.to_string(), value)),
+        };
+        HttpClient {
+            name,
+            agent,
+            auth,
+            retry,
+        }
+    }
+
+    /// One attempt. `Err` is a failure without a response (refused, reset, timed out).
+    pub fn once(
+        &self,
+        method: &str,
+        url: &str,
+        content_type: &str,
+        body: Option<&str>,
+    ) -> Result<Reply, String> {
+        let mut builder = ureq::http::Request::builder()
+            .method(method)
+            .uri(url)
+            .header("Accept", "application/json");
+        if body.is_some() {
+            builder = builder.header("Content-Type", content_type);
+        }
+        if let Some((k, v)) = &self.auth {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        let result = match body {
+            Some(b) => builder.body(b).map(|r| self.agent.run(r)),
+            // GET / DELETE without a body.
+            None => builder.body(()).map(|r| self.agent.run(r)),
+        }
+        .map_err(|e| format!("bad request to {url}: {e}"))?;
+        let mut response = result.map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_BODY)
+            .read_to_string()
+            .map_err(|e| format!("reading the answer of {url} failed: {e}"))?;
+        Ok(Reply { status, body })
+    }
+
+    /// Sends with retries on retryable statuses and connection failures. Returns the final
+    /// answer (any status the policy does not retry), or the last error once retries run out.
+    pub fn send(
+        &self,
+        method: &str,
+        url: &str,
+        content_type: &str,
+        body: Option<&str>,
+    ) -> Result<Reply, BackendError> {
+        let mut attempt = 0u32;
+        loop {
+            let result = self.once(method, url, content_type, body);
+            let status = match &result {
+                Ok(r) if r.ok() => return result.map_err(BackendError::new),
+                Ok(r) => Some(r.status),
+                Err(_) => None,
+            };
+            if !self.retry.retries(status) {
+                return result.map_err(|e| {
+                    BackendError::new(format!("{} request {method} {url} failed: {e}", self.name))
+                });
+            }
+            if attempt >= self.retry.max_retries {
+                let last = match result {
+                    Ok(r) => format!("HTTP {}: {}", r.status, snippet(&r.body)),
+                    Err(e) => e,
+                };
+                return Err(BackendError::new(format!(
+                    "{} request {method} {url} failed after {} attempts: {last}",
+                    self.name,
+                    attempt + 1
+                )));
+            }
+            attempt += 1;
+            let wait = self.retry.wait(attempt);
+            tracing::warn!(
+                "{} request {method} {url} failed ({}); retry {attempt}/{} in {} ms",
+                self.name,
+                status.map_or("no response".to_string(), |s| format!("HTTP {s}")),
+                self.retry.max_retries,
+                wait.as_millis()
+            );
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// The start of a response body, for messages.
+pub fn snippet(body: &str) -> String {
+    const MAX: usize = 300;
+    let t = body.trim();
+    match t.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}...", &t[..i]),
+        None => t.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(v: serde_json::Value) -> Result<RetryPolicy, String> {
+        let serde_json::Value::Object(m) = v else {
+            panic!()
+        };
+        let c = ComponentConfig::new(m, "indexer");
+        let mut errors = Vec::new();
+        let p = RetryPolicy::from_config(&c, &mut errors);
+        if errors.is_empty() {
+            Ok(p)
+        } else {
+            Err(errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "))
+        }
+    }
+
+    #[test]
+    fn retry_keys_follow_lucille() {
+        assert_eq!(policy(json!({})).unwrap().max_retries, 0);
+        assert!(!policy(json!({})).unwrap().retries(Some(503)));
+        let p = policy(json!({"maxRetries": 3, "retryWaitDurationMs": 100,
+            "retryMaxWaitDurationMs": 250, "retryRandomizationFactor": 0.0,
+            "retryableStatusCodes": [503]}))
+        .unwrap();
+        assert!(p.retries(Some(503)) && !p.retries(Some(429)) && !p.retries(None));
+        let waits: Vec<u128> = (1..=3).map(|r| p.wait(r).as_millis()).collect();
+        assert_eq!(waits, [100, 200, 250]);
+        let e = policy(json!({"retryWaitDurationMs": 5, "retryableStatusCodes": [1]})).unwrap_err();
+        assert!(
+            e.contains("retryWaitDurationMs: needs indexer.maxRetries"),
+            "{e}"
+        );
+        assert!(e.contains("retryableStatusCodes: needs"), "{e}");
+        let e = policy(
+            json!({"maxRetries": 0, "retryableStatusCodes": [], "retryRandomizationFactor": 2}),
+        )
+        .unwrap_err();
+        for part in [
+            "maxRetries: must be a positive",
+            "must not be empty",
+            "less than 1",
+        ] {
+            assert!(e.contains(part), "{part} missing in {e}");
+        }
+        let d = policy(json!({"maxRetries": 1})).unwrap();
+        assert!(d.retries(None) && d.retries(Some(429)) && !d.retries(Some(400)));
+    }
+
+    #[test]
+    fn urls_are_checked_and_credentials_split_off() {
+        assert_eq!(
+            parse_url("https://admin:secret@localhost:9200/").unwrap(),
+            BaseUrl {
+                url: "https://localhost:9200".into(),
+                credentials: Some(("admin".into(), "secret".into()))
+            }
+        );
+        assert_eq!(
+            parse_url("http://h:8983/solr").unwrap().url,
+            "http://h:8983/solr"
+        );
+        assert!(parse_url("localhost:9200").is_err());
+        assert!(parse_url("ftp://x").is_err());
+        assert!(parse_url("http://").is_err());
+        assert_eq!(encode("a b/é"), "a%20b%2F%C3%A9");
+    }
+}

@@ -1,0 +1,291 @@
+//! `indexer.type: "solr"` with `solr { url, defaultCollection, commitWithin, userName,
+//! password, acceptInvalidCert, useCloudClient }` (Lucille's keys; `username` is accepted for
+//! `userName`). `url` is a Solr base URL (`http://host:8983/solr`) or a list of them; the
+//! first node that answers the connection check is used (any SolrCloud node routes updates,
+//! so `useCloudClient` needs no ZooKeeper here; `zkHosts` is not supported). Without a
+//! collection (`defaultCollection` or `indexer.indexOverrideField`) the URL must name the core.
+//!
+//! Each run of operations on one collection is one request to the JSON update handler, whose
+//! commands (`add`, `delete: {id}`, `delete: {query}`) Solr applies in the order written, so
+//! an upsert then a delete of one id stay in order. Solr rejects a whole request for one bad
+//! document (HTTP 400), so a rejected request is sent again document by document: only the
+//! bad one FAILs, with Solr's message. Commits at close (and with `commitWithin` if set).
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Map, Value};
+
+use super::http::{self, Auth, HttpClient};
+use super::{Backend, BackendError, IndexOp, IndexerSettings};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+
+pub fn spec() -> Spec {
+    Spec::new()
+        .required("url", Kind::StringOrList)
+        .optional("defaultCollection", Kind::String)
+        .optional("commitWithin", Kind::Integer)
+        .optional("userName", Kind::String)
+        .optional("password", Kind::String)
+        .optional("acceptInvalidCert", Kind::Bool)
+        .optional("useCloudClient", Kind::Bool)
+        .optional("zkHosts", Kind::Any)
+        .optional("zkChroot", Kind::Any)
+        .alias("username", "userName")
+}
+
+pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
+    let mut map = config.map().clone();
+    spec().normalize(&mut map);
+    let c = ComponentConfig::new(map, config.path());
+    let mut errors = spec().validate(c.map(), c.path());
+    http::check_url(&c, "url", &mut errors);
+    for key in ["zkHosts", "zkChroot"] {
+        if c.has(key) {
+            errors.push(c.error(
+                key,
+                "ZooKeeper discovery is not supported; list Solr node URLs in solr.url",
+            ));
+        }
+    }
+    if c.has("userName") != c.has("password") {
+        errors.push(c.error("userName", "userName and password must be set together"));
+    }
+    if let Ok(Some(ms)) = c.i64("commitWithin") {
+        if ms <= 0 {
+            errors.push(c.error("commitWithin", "must be a positive number of milliseconds"));
+        }
+    }
+    if settings.routing_field.is_some() {
+        errors.push(ConfigError::new(
+            "indexer.routingField",
+            "is not supported by the solr indexer",
+        ));
+    }
+    if settings.version_type.is_some() {
+        errors.push(ConfigError::new(
+            "indexer.versionType",
+            "is not supported by the solr indexer",
+        ));
+    }
+    errors
+}
+
+pub fn build(
+    settings: &IndexerSettings,
+    config: &ComponentConfig,
+) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
+    SolrBackend::from_config(settings, config).map(|b| Box::new(b) as Box<dyn Backend>)
+}
+
+pub struct SolrBackend {
+    client: HttpClient,
+    /// Candidate base URLs; `urls[current]` is used.
+    urls: Vec<String>,
+    current: usize,
+    default_collection: Option<String>,
+    commit_within: Option<i64>,
+    /// Collections written to, committed at close (`None`: the core in the URL).
+    touched: BTreeSet<Option<String>>,
+}
+
+impl SolrBackend {
+    pub fn from_config(
+        settings: &IndexerSettings,
+        config: &ComponentConfig,
+    ) -> Result<Self, Vec<ConfigError>> {
+        let mut map = config.map().clone();
+        spec().normalize(&mut map);
+        let c = ComponentConfig::new(map, config.path());
+        let one = |e: ConfigError| vec![e];
+        let mut urls = Vec::new();
+        let mut credentials = None;
+        for u in c.strings("url").map_err(one)?.unwrap_or_default() {
+            let base = http::parse_url(&u).map_err(|e| vec![c.error("url", e)])?;
+            credentials = credentials.or(base.credentials);
+            urls.push(base.url);
+        }
+        let auth = match (
+            c.string("userName").map_err(one)?,
+            c.string("password").map_err(one)?,
+        ) {
+            (Some(u), Some(p)) => Auth::Basic(u, p),
+            _ => credentials.map_or(Auth::None, |(u, p)| Auth::Basic(u, p)),
+        };
+        let client = HttpClient::new(
+            "Solr",
+            settings.retry.clone(),
+            settings.connection_timeout,
+            c.bool_or("acceptInvalidCert", false).map_err(one)?,
+            auth,
+        );
+        Ok(SolrBackend {
+            client,
+            urls,
+            current: 0,
+            default_collection: c.string("defaultCollection").map_err(one)?,
+            commit_within: c.i64("commitWithin").map_err(one)?,
+            touched: BTreeSet::new(),
+        })
+    }
+
+    fn collection<'a>(&'a self, op: &'a IndexOp) -> Option<&'a str> {
+        let index = match op {
+            IndexOp::Upsert { index, .. }
+            | IndexOp::DeleteById { index, .. }
+            | IndexOp::DeleteByField { index, .. } => index.as_deref(),
+        };
+        index.or(self.default_collection.as_deref())
+    }
+
+    fn update_url(&self, collection: Option<&str>, params: &str) -> String {
+        let base = &self.urls[self.current];
+        match collection {
+            Some(c) => format!("{base}/{}/update?wt=json{params}", http::encode(c)),
+            None => format!("{base}/update?wt=json{params}"),
+        }
+    }
+
+    /// One update command, as `"name":value` text (the body repeats command names).
+    fn command(op: &IndexOp) -> String {
+        match op {
+            IndexOp::Upsert { id, fields, .. } => {
+                let mut doc = Map::with_capacity(fields.len() + 1);
+                doc.insert("id".into(), Value::String(id.clone()));
+                for (k, v) in fields {
+                    if k != "id" {
+                        doc.insert(k.clone(), v.clone());
+                    }
+                }
+                format!("\"add\":{}", json!({ "doc": doc }))
+            }
+            IndexOp::DeleteById { id, .. } => format!("\"delete\":{}", json!({ "id": id })),
+            IndexOp::DeleteByField { field, value, .. } => {
+                // The term query parser matches the raw value: no escaping to get wrong.
+                let query = format!("{{!term f={field}}}{value}");
+                format!("\"delete\":{}", json!({ "query": query }))
+            }
+        }
+    }
+
+    /// Sends ops as one update request: `Ok(None)` accepted, `Ok(Some)` rejected by Solr.
+    fn update(
+        &self,
+        collection: Option<&str>,
+        ops: &[IndexOp],
+    ) -> Result<Option<String>, BackendError> {
+        let commands: Vec<String> = ops.iter().map(Self::command).collect();
+        let body = format!("{{{}}}", commands.join(","));
+        let params = self
+            .commit_within
+            .map(|ms| format!("&commitWithin={ms}"))
+            .unwrap_or_default();
+        let reply = self.client.send(
+            "POST",
+            &self.update_url(collection, &params),
+            "application/json",
+            Some(&body),
+        )?;
+        if reply.ok() {
+            Ok(None)
+        } else {
+            Ok(Some(format!(
+                "Solr rejected the update: HTTP {}: {}",
+                reply.status,
+                solr_error(&reply.body)
+            )))
+        }
+    }
+}
+
+/// Solr's message from an error response (`{"error": {"msg": ..., "code": 400}}`).
+fn solr_error(body: &str) -> String {
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/msg")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| http::snippet(body))
+}
+
+impl Backend for SolrBackend {
+    fn validate_connection(&mut self) -> Result<(), BackendError> {
+        let mut problems = Vec::new();
+        for (i, base) in self.urls.iter().enumerate() {
+            let url = match &self.default_collection {
+                Some(c) => format!("{base}/{}/admin/ping?wt=json", http::encode(c)),
+                None => format!("{base}/admin/ping?wt=json"),
+            };
+            match self.client.send("GET", &url, "application/json", None) {
+                Ok(r) if r.ok() => {
+                    self.current = i;
+                    return Ok(());
+                }
+                Ok(r) => {
+                    problems.push(format!("{url}: HTTP {}: {}", r.status, solr_error(&r.body)))
+                }
+                Err(e) => problems.push(e.message),
+            }
+        }
+        Err(BackendError::new(format!(
+            "no Solr node answered: {}",
+            problems.join("; ")
+        )))
+    }
+
+    fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
+        let mut results: Vec<Option<String>> = Vec::with_capacity(ops.len());
+        let mut rest = ops;
+        while !rest.is_empty() {
+            let collection = self.collection(&rest[0]).map(str::to_string);
+            let n = rest
+                .iter()
+                .position(|op| self.collection(op) != collection.as_deref())
+                .unwrap_or(rest.len());
+            let (run, later) = rest.split_at(n);
+            self.touched.insert(collection.clone());
+            match self.update(collection.as_deref(), run) {
+                Ok(None) => results.extend(run.iter().map(|_| None)),
+                Ok(Some(reason)) if run.len() == 1 => results.push(Some(reason)),
+                // One bad document rejects the request: find it by sending one at a time.
+                Ok(Some(_)) => {
+                    for (i, op) in run.iter().enumerate() {
+                        match self.update(collection.as_deref(), std::slice::from_ref(op)) {
+                            Ok(r) => results.push(r),
+                            Err(e) => {
+                                results.extend(rest[i..].iter().map(|_| Some(e.message.clone())));
+                                return Ok(results);
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    // This request failed for good: it and everything after it FAIL, in order.
+                    results.extend(rest.iter().map(|_| Some(e.message.clone())));
+                    break;
+                }
+            }
+            rest = later;
+        }
+        Ok(results)
+    }
+
+    fn close(&mut self) -> Result<(), BackendError> {
+        let touched = std::mem::take(&mut self.touched);
+        for collection in &touched {
+            let url = self.update_url(collection.as_deref(), "&commit=true");
+            let reply =
+                self.client
+                    .send("POST", &url, "application/json", Some("{\"commit\":{}}"))?;
+            if !reply.ok() {
+                return Err(BackendError::new(format!(
+                    "Solr commit failed: HTTP {}: {}",
+                    reply.status,
+                    solr_error(&reply.body)
+                )));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,154 @@
+//! Typesense against a real server (`scripts/services/typesense.sh` exports its address).
+//! Skipped with a note when `LUCILLE_TEST_TYPESENSE_URL` is unset, unless
+//! `LUCILLE_REQUIRE_SERVICES=1`.
+
+use serde_json::{json, Value};
+
+use super::mock_http::*;
+
+fn server() -> Option<(String, String)> {
+    match (
+        std::env::var("LUCILLE_TEST_TYPESENSE_URL"),
+        std::env::var("LUCILLE_TEST_TYPESENSE_API_KEY"),
+    ) {
+        (Ok(url), Ok(key)) => Some((url, key)),
+        _ if std::env::var("LUCILLE_REQUIRE_SERVICES").as_deref() == Ok("1") => {
+            panic!("LUCILLE_TEST_TYPESENSE_URL is not set; run scripts/services/typesense.sh")
+        }
+        _ => {
+            eprintln!("skipped: LUCILLE_TEST_TYPESENSE_URL is not set (scripts/services/typesense.sh starts Typesense)");
+            None
+        }
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{prefix}_{}_{nanos}", std::process::id())
+}
+
+/// The stored document, or None when Typesense answers 404.
+fn fetch(url: &str, key: &str, collection: &str, id: &str) -> Option<Value> {
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let mut r = agent
+        .get(format!("{url}/collections/{collection}/documents/{id}"))
+        .header("X-TYPESENSE-API-KEY", key)
+        .call()
+        .unwrap();
+    match r.status().as_u16() {
+        200 => Some(serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap()),
+        404 => None,
+        s => panic!("HTTP {s}"),
+    }
+}
+
+fn indexer(extra: Value) -> Value {
+    let mut m = obj(
+        json!({"type": "typesense", "batchSize": 1000, "batchTimeout": 60000,
+        "deletionMarkerField": "deleted", "deletionMarkerFieldValue": "true",
+        "deleteByFieldField": "del_field", "deleteByFieldValue": "del_value"}),
+    );
+    m.extend(obj(extra));
+    Value::Object(m)
+}
+
+#[test]
+fn typesense_upserts_deletes_and_rejects_per_document() {
+    let Some((url, key)) = server() else { return };
+    let c = unique("books");
+    let other = unique("other");
+    let block = json!({"url": url, "apiKey": key, "collection": c});
+    let out = run_docs(
+        indexer(
+            json!({"idOverrideField": "cid", "indexOverrideField": "idx", "blacklist": ["secret"]}),
+        ),
+        block.clone(),
+        vec![
+            json!({"id": "a", "n": 1, "author": "ann", "secret": "s", "meta": {"lang": "en"}}),
+            json!({"id": "b", "n": 2, "author": "ann"}),
+            json!({"id": "c", "n": 3, "author": "bob", "cid": "C-1"}),
+            json!({"id": "bad", "n": "not a number"}),
+            json!({"id": "o", "n": 4, "idx": other}),
+        ],
+    );
+    assert_eq!(failed(&out), ["bad"], "{out:?}");
+    let msg = out["bad"].1.as_deref().unwrap();
+    assert!(
+        msg.contains("Typesense rejected the document") && msg.contains("n"),
+        "{msg}"
+    );
+    let a = fetch(&url, &key, &c, "a").unwrap();
+    assert_eq!((a["id"].as_str(), a["n"].as_i64()), (Some("a"), Some(1)));
+    assert!(a.get("secret").is_none(), "blacklisted field not indexed");
+    assert_eq!(
+        a["meta"],
+        json!({"lang": "en"}),
+        "object fields index (nested fields on)"
+    );
+    assert!(fetch(&url, &key, &c, "C-1").is_some(), "id override");
+    assert!(fetch(&url, &key, &c, "c").is_none());
+    assert!(
+        fetch(&url, &key, &other, "o").is_some(),
+        "index override names another collection"
+    );
+    assert!(fetch(&url, &key, &c, "bad").is_none());
+
+    // Deletes: by id, by field, an absent id, and upsert-then-delete of one id in one batch.
+    let out = run_docs(
+        indexer(json!({"idOverrideField": "key"})),
+        block,
+        vec![
+            json!({"id": "d1", "key": "a", "deleted": "true"}),
+            json!({"id": "d2", "deleted": "true", "del_field": "author", "del_value": "bob"}),
+            json!({"id": "d3", "key": "never-indexed", "deleted": "true"}),
+            json!({"id": "u1", "key": "x", "n": 9}),
+            json!({"id": "u2", "key": "x", "deleted": "true"}),
+            json!({"id": "u3", "key": "y", "deleted": "true"}),
+            json!({"id": "u4", "key": "y", "n": 10}),
+        ],
+    );
+    assert!(failed(&out).is_empty(), "{out:?}");
+    assert!(fetch(&url, &key, &c, "a").is_none(), "deleted by id");
+    assert!(
+        fetch(&url, &key, &c, "C-1").is_none(),
+        "deleted by author=bob"
+    );
+    assert!(fetch(&url, &key, &c, "b").is_some(), "author=ann stays");
+    assert!(fetch(&url, &key, &c, "x").is_none(), "upsert then delete");
+    assert!(fetch(&url, &key, &c, "y").is_some(), "delete then upsert");
+}
+
+#[test]
+fn typesense_without_create_collection_fails_the_connection_check() {
+    let Some((url, key)) = server() else { return };
+    let settings = super::IndexerSettings::from_config(&crate::config::ComponentConfig::new(
+        obj(indexer(json!({}))),
+        "indexer",
+    ))
+    .unwrap();
+    let block = json!({"url": url, "apiKey": key, "collection": unique("absent"), "createCollection": false});
+    let mut backend = super::build_backend(
+        &settings,
+        &crate::config::ComponentConfig::new(obj(block), "typesense"),
+        false,
+    )
+    .unwrap();
+    let e = backend.validate_connection().unwrap_err();
+    assert!(e.message.contains("does not exist"), "{e}");
+    let wrong_key = json!({"url": url, "apiKey": "wrong", "collection": "x"});
+    let mut backend = super::build_backend(
+        &settings,
+        &crate::config::ComponentConfig::new(obj(wrong_key), "typesense"),
+        false,
+    )
+    .unwrap();
+    assert!(
+        backend.validate_connection().is_err(),
+        "a wrong API key is caught up front"
+    );
+}

@@ -1,0 +1,84 @@
+"""The Typesense indexer against a real Typesense server (scripts/services/typesense.sh starts
+one and exports LUCILLE_TEST_TYPESENSE_URL / LUCILLE_TEST_TYPESENSE_API_KEY): a run with
+indexer.type typesense, then Typesense's own search API shows what was indexed and deleted; a
+document Typesense rejects FAILs alone. Skipped without the server unless
+LUCILLE_REQUIRE_SERVICES=1."""
+
+import json
+import os
+import textwrap
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+import lucille
+
+URL = os.environ.get("LUCILLE_TEST_TYPESENSE_URL")
+KEY = os.environ.get("LUCILLE_TEST_TYPESENSE_API_KEY")
+
+if not URL or not KEY:
+    if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
+        raise RuntimeError("LUCILLE_TEST_TYPESENSE_URL is not set; run scripts/services/typesense.sh")
+    pytest.skip("LUCILLE_TEST_TYPESENSE_URL is not set (scripts/services/typesense.sh starts Typesense)",
+                allow_module_level=True)
+
+FEED = """
+import lucille
+
+class Feed(lucille.Connector):
+    def execute(self, publisher):
+        for d in self.config["docs"]:
+            publisher.publish(lucille.Document.from_dict(d))
+"""
+
+
+def search(collection, **params):
+    query = urllib.parse.urlencode({"q": "*", "per_page": 250, **params})
+    req = urllib.request.Request(f"{URL}/collections/{collection}/documents/search?{query}",
+                                 headers={"X-TYPESENSE-API-KEY": KEY})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.load(r)
+
+
+def ids(collection, **params):
+    return sorted(h["document"]["id"] for h in search(collection, **params)["hits"])
+
+
+@pytest.fixture
+def feed(tmp_path, monkeypatch):
+    (tmp_path / "tsfeed.py").write_text(textwrap.dedent(FEED))
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def run(collection, docs):
+    return lucille.run(config={
+        "connectors": [{"name": "feed", "class": "tsfeed:Feed", "pipeline": "p", "docs": docs}],
+        "pipelines": [{"name": "p", "stages": [{"class": "SetStaticValues", "staticValues": {"source": "pytest"}}]}],
+        "indexer": {"type": "typesense", "deletionMarkerField": "deleted", "deletionMarkerFieldValue": "true",
+                    "deleteByFieldField": "del_field", "deleteByFieldValue": "del_value"},
+        "typesense": {"url": URL, "apiKey": KEY, "collection": collection},
+    })
+
+
+def test_typesense_run_indexes_deletes_and_fails_only_the_rejected_document(feed):
+    collection = f"pytest_{os.getpid()}_{time.time_ns()}"
+    r = run(collection, [
+        {"id": "a", "title": "alpha", "year": 2001, "author": "ann"},
+        {"id": "b", "title": "beta", "year": 2002, "author": "bob"},
+        {"id": "c", "title": "gamma", "year": 2003, "author": "bob"},
+        {"id": "bad", "title": "delta", "year": "not a year"},
+    ])
+    assert (r.published, r.succeeded, r.failed) == (4, 3, 1), r.summary
+    assert ids(collection) == ["a", "b", "c"]
+    hit = search(collection, q="alpha", query_by="title")["hits"][0]["document"]
+    assert hit == {"id": "a", "title": "alpha", "year": 2001, "author": "ann", "source": "pytest"}
+
+    r = run(collection, [
+        {"id": "a", "deleted": "true"},
+        {"id": "x", "deleted": "true", "del_field": "author", "del_value": "bob"},
+        {"id": "e", "title": "epsilon", "year": 2005, "author": "eve"},
+    ])
+    assert (r.published, r.succeeded, r.failed) == (3, 3, 0), r.summary
+    assert ids(collection) == ["e"]
