@@ -2,7 +2,7 @@
 //! 1,000,000 lines of ~1 KB) read four ways, median of 3 runs each:
 //! `wc -l`, a plain Rust read-lines + serde_json parse loop, and the full runner
 //! (FileConnector -> empty pipeline -> nop indexer) on one file and on the same lines split
-//! into four files (where `readerThreads` can overlap files).
+//! into four files read by 1 and by 2 `readerThreads`.
 //!
 //! `cargo bench --bench connector_bench` prints the table. `LUCILLE_BENCH_DIR` keeps the
 //! generated files in a folder of your choice (default: a temp folder, removed at the end).
@@ -79,14 +79,14 @@ fn read_parse(path: &Path, lines: u64) {
     assert_eq!(n, lines);
 }
 
-fn run_connector(paths: &[PathBuf], lines: u64) {
+fn run_connector(paths: &[PathBuf], lines: u64, readers: u64) {
     let paths: Vec<String> = paths
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
     let config = json!({
         "connectors": [{"name": "files", "class": "FileConnector", "pipeline": "p",
-            "paths": paths, "readerThreads": 2, "fileHandlers": {"jsonl": {}}}],
+            "paths": paths, "readerThreads": readers, "fileHandlers": {"jsonl": {}}}],
         "pipelines": [{"name": "p", "stages": []}],
         "worker": {"threads": 2},
         "indexer": {"type": "nop", "batchSize": 1000},
@@ -139,12 +139,14 @@ fn main() {
     );
     row(
         "FileConnector -> empty pipeline -> nop (1 file)",
-        time3(|| run_connector(std::slice::from_ref(&one), lines)),
+        time3(|| run_connector(std::slice::from_ref(&one), lines, 1)),
     );
-    row(
-        "FileConnector -> empty pipeline -> nop (4 files, readerThreads 2)",
-        time3(|| run_connector(&parts, lines)),
-    );
+    for readers in [1, 2] {
+        row(
+            &format!("FileConnector -> empty pipeline -> nop (4 files, readerThreads {readers})"),
+            time3(|| run_connector(&parts, lines, readers)),
+        );
+    }
     if !keep {
         let _ = std::fs::remove_dir_all(&dir);
     }
