@@ -101,6 +101,8 @@ def test_a_killed_run_resumes_with_exactly_the_unacknowledged_records(tmp_path):
 
 def run_test_mode(tmp_path, extra=""):
     conf = config_text(tmp_path, tmp_path / "unused.jsonl", extra)
+    # The state file inside the traversed folder: its own files are never read as documents.
+    conf = conf.replace(str(tmp_path / "state.sqlite"), str(tmp_path / "data" / "state.sqlite"))
     return lucille.run(hocon=conf.replace('{ class: "slow.py:Slow" }', ""), mode="test")
 
 

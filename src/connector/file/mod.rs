@@ -10,6 +10,9 @@
 //! cannot become a document (a short CSV row, a bad JSON line, malformed XML) is published as
 //! a FAIL with file and position (`Publisher::publish_failed`) and the rest goes on.
 //!
+//! `checkpoint { path }` makes the traversal resumable and `incremental` / `emitDeletes` detect
+//! changes (see `resume`).
+//!
 //! Lucille's nested forms are accepted as aliases: `pathToStorage`,
 //! `filterOptions { includes, excludes, modificationCutoff }` and `fileOptions { getFileContent,
 //! handleArchivedFiles, handleCompressedFiles, moveToAfterProcessing, moveToErrorFolder }`.
@@ -641,6 +644,12 @@ impl FileConnector {
     fn included(&self, file: &Path, cutoff: Option<SystemTime>) -> bool {
         let text = file.to_string_lossy();
         let s = &self.settings;
+        // The checkpoint's own files (state.sqlite, -wal, -shm) are never documents.
+        if let Some(r) = &s.resume {
+            if text.starts_with(absolute(&r.path).to_string_lossy().as_ref()) {
+                return false;
+            }
+        }
         if s.excludes.iter().any(|r| r.is_match(&text)) {
             return false;
         }
