@@ -95,7 +95,7 @@ fn direct(docs: u64) -> f64 {
                 doc.add_text(all_f, s);
             }
         }
-        doc.add_text(source_f, Value::Object(fields.clone()).to_string());
+        doc.add_text(source_f, serde_json::to_string(&fields).expect("json"));
         let object: Vec<(String, OwnedValue)> = fields
             .into_iter()
             .map(|(k, v)| {

@@ -248,7 +248,10 @@ impl Layout {
             }
         }
         if !rest.is_empty() {
-            doc.add_text(self.source, Value::Object(rest.clone()).to_string());
+            doc.add_text(
+                self.source,
+                serde_json::to_string(&rest).unwrap_or_default(),
+            );
             doc.add_field_value(self.json, &owned_object(rest));
         }
         Ok(doc)
@@ -492,9 +495,36 @@ pub fn writer(index: &Index, memory_mb: usize) -> Result<IndexWriter, tantivy::T
     index.writer_with_num_threads(threads, memory_mb.max(MIN_MB_PER_THREAD) * 1024 * 1024)
 }
 
+/// Ids upserted this session into an index that started empty: an id not in it cannot be in
+/// the index, so its upsert needs no delete. Deletes are not free in Tantivy (each is looked up
+/// in every segment at commit; a million of them halved a bulk load's throughput), and a first
+/// load into an empty index is the common case. Holds 64-bit hashes (a collision only costs an
+/// unneeded delete); past `MAX_TRACKED` ids it is dropped and every upsert deletes first.
+struct FreshIds(Option<std::collections::HashSet<u64>>);
+
+const MAX_TRACKED: usize = 4_000_000;
+
+impl FreshIds {
+    /// Whether an upsert of `id` must delete first; records `id`.
+    fn needs_delete(&mut self, id: &str) -> bool {
+        let Some(seen) = &mut self.0 else {
+            return true;
+        };
+        if seen.len() >= MAX_TRACKED {
+            self.0 = None;
+            return true;
+        }
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let h =
+            BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(id);
+        !seen.insert(h)
+    }
+}
+
 struct Target {
     layout: Layout,
     writer: IndexWriter,
+    fresh: FreshIds,
 }
 
 pub struct TantivyBackend {
@@ -570,10 +600,21 @@ impl TantivyBackend {
                 _ => open_or_create(&path, &self.defs).map_err(|e| e.message)?,
             };
             let layout = Layout::of(index_obj.schema())?;
+            let empty = index_obj
+                .searchable_segment_ids()
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+                .is_empty();
             let writer = writer(&index_obj, self.memory_mb)
                 .map_err(|e| format!("cannot open a writer on {}: {e}", path.display()))?;
-            self.targets
-                .insert(index.clone(), Target { layout, writer });
+            let fresh = FreshIds(empty.then(std::collections::HashSet::new));
+            self.targets.insert(
+                index.clone(),
+                Target {
+                    layout,
+                    writer,
+                    fresh,
+                },
+            );
         }
         self.targets
             .get_mut(index)
@@ -602,7 +643,9 @@ impl TantivyBackend {
             } => {
                 let t = self.target(index)?;
                 let doc = t.layout.document(id, fields)?;
-                t.writer.delete_term(Term::from_field_text(t.layout.id, id));
+                if t.fresh.needs_delete(id) {
+                    t.writer.delete_term(Term::from_field_text(t.layout.id, id));
+                }
                 t.writer
                     .add_document(doc)
                     .map_err(|e| format!("tantivy rejected the document: {e}"))?;

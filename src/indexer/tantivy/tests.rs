@@ -339,5 +339,10 @@ fn writes_are_visible_after_a_commit_only() {
     b.validate_connection().unwrap();
     b.send(&[upsert("a", json!({"t": "x"}))]).unwrap();
     assert_eq!(count(&dir), 1);
+    // An id upserted again after a commit still replaces (not duplicates) its document.
+    b.send(&[upsert("a", json!({"t": "y"}))]).unwrap();
     b.close().unwrap();
+    let hits = search(&dir, "*", 10).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].doc["t"], json!("y"));
 }
