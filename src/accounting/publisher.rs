@@ -63,7 +63,12 @@ pub struct Publisher {
     num_received: AtomicU64,
     /// Told the id of every document that reaches a terminal event (see `on_terminal`).
     terminal_listener: parking_lot::RwLock<Option<TerminalListener>>,
+    /// Told of every record `publish_failed` accounts for (the dead-letter file).
+    failed_record_sink: parking_lot::RwLock<Option<FailedRecordSink>>,
 }
+
+/// Called with the id and reason of each record a connector could not turn into a document.
+pub type FailedRecordSink = Box<dyn Fn(&str, &str) + Send + Sync>;
 
 /// Called with the doc id of each terminal event, on the thread that applies events.
 pub type TerminalListener = Box<dyn Fn(&str) + Send + Sync>;
@@ -94,6 +99,7 @@ impl Publisher {
             stopping,
             num_received: AtomicU64::new(0),
             terminal_listener: parking_lot::RwLock::new(None),
+            failed_record_sink: parking_lot::RwLock::new(None),
         }
     }
 
@@ -158,7 +164,16 @@ impl Publisher {
                 source,
             });
         }
+        if let Some(sink) = self.failed_record_sink.read().as_ref() {
+            sink(id, reason);
+        }
         Ok(())
+    }
+
+    /// Where records accounted for by `publish_failed` are also written (the run's dead-letter
+    /// file), since they never reach a worker.
+    pub fn on_failed_record(&self, sink: FailedRecordSink) {
+        *self.failed_record_sink.write() = Some(sink);
     }
 
     /// Sends a document held back by collapsing. Called after the connector's `execute`.

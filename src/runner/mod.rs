@@ -473,6 +473,7 @@ fn run_connector(
             return (fail(format!("indexer: {e}")), None);
         }
     }
+    let pool_pipeline_name = pipeline.name.clone();
     let pool = match WorkerPool::start(
         pipeline,
         plan.worker.clone(),
@@ -504,6 +505,12 @@ fn run_connector(
         },
         opts.stop.clone(),
     ));
+    if let Some(dead_letter) = pool.dead_letter() {
+        let (run, pipeline) = (run_id.clone(), pool_pipeline_name.clone());
+        publisher.on_failed_record(Box::new(move |id, reason| {
+            dead_letter.write_record(id, &run, &pipeline, reason)
+        }));
+    }
 
     let mut error: Option<String> = None;
     let mut wedged = false;

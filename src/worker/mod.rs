@@ -131,13 +131,32 @@ impl PoolStats {
     }
 }
 
-struct DeadLetter {
+/// The dead-letter file: one JSON line per FAILed document or record.
+pub struct DeadLetter {
     path: PathBuf,
     out: Mutex<Option<BufWriter<std::fs::File>>>,
 }
 
 impl DeadLetter {
     fn write(&self, doc: &Document, pipeline: &str, error: &str, attempts: u32) {
+        let line = json!({
+            "id": doc.id(), "run_id": doc.run_id(), "pipeline": pipeline,
+            "error": error, "attempts": attempts, "document": doc.as_map(),
+        });
+        self.append(doc.id(), &line);
+    }
+
+    /// A record the connector could not turn into a document (`Publisher::publish_failed`):
+    /// its id and the reason (file and position); there is no document to keep.
+    pub fn write_record(&self, id: &str, run_id: &str, pipeline: &str, error: &str) {
+        let line = json!({
+            "id": id, "run_id": run_id, "pipeline": pipeline,
+            "error": error, "attempts": 0, "document": null,
+        });
+        self.append(id, &line);
+    }
+
+    fn append(&self, id: &str, line: &serde_json::Value) {
         let mut out = self.out.lock();
         if out.is_none() {
             if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -155,20 +174,13 @@ impl DeadLetter {
                 }
             }
         }
-        let line = json!({
-            "id": doc.id(), "run_id": doc.run_id(), "pipeline": pipeline,
-            "error": error, "attempts": attempts, "document": doc.as_map(),
-        });
         if let Some(w) = out.as_mut() {
-            let r = serde_json::to_writer(&mut *w, &line)
+            let r = serde_json::to_writer(&mut *w, line)
                 .map_err(std::io::Error::other)
                 .and_then(|_| w.write_all(b"\n"))
                 .and_then(|_| w.flush());
             if let Err(e) = r {
-                tracing::error!(
-                    doc_id = doc.id(),
-                    "writing to the dead-letter file failed: {e}"
-                );
+                tracing::error!(doc_id = id, "writing to the dead-letter file failed: {e}");
             }
         }
     }
@@ -179,6 +191,7 @@ pub struct WorkerPool {
     threads: Vec<JoinHandle<Vec<StageMetrics>>>,
     logger: Option<JoinHandle<()>>,
     pub stats: Arc<PoolStats>,
+    dead_letter: Option<Arc<DeadLetter>>,
 }
 
 struct WorkerContext {
@@ -241,7 +254,13 @@ impl WorkerPool {
             threads,
             logger,
             stats,
+            dead_letter,
         })
+    }
+
+    /// The dead-letter file, when one is configured, for FAILs that never reach a worker.
+    pub fn dead_letter(&self) -> Option<Arc<DeadLetter>> {
+        self.dead_letter.clone()
     }
 
     /// Stops the workers after their current document and returns the summed stage metrics.

@@ -128,6 +128,10 @@ def test_incremental_reads_only_changed_files_and_marks_vanished_ones(tmp_path):
     assert got[_md5(gone)].get("is_deleted") == "true"
     assert got[_md5(gone)].get("file_path") == gone
 
+    # A file that still exists but is out of scope (excluded) is not deleted.
+    excluded = run_test_mode(tmp_path, extra + ', excludes: [".*b\\\\.jsonl"]')
+    assert excluded.status == "Success" and excluded.published == 0
+
     # Without incremental a finished traversal starts over and reads everything.
     full = run_test_mode(tmp_path)
     assert full.published == 1 + LINES

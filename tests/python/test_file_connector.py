@@ -3,6 +3,7 @@ handlers in test mode; every good record is a document with Lucille's fields and
 malformed one a FAIL event naming file and position."""
 
 import gzip
+import json
 import hashlib
 import os
 import pathlib
@@ -144,3 +145,21 @@ def test_bad_config_lists_every_error(tmp_path):
         assert "invalid regex" in text and 'unknown file handler "pdf"' in text
     else:
         raise AssertionError("expected a ConfigError")
+
+
+def test_malformed_records_also_reach_the_dead_letter_file(tmp_path):
+    folder = copy(tmp_path, "items.jsonl")
+    dead = tmp_path / "dead.jsonl"
+    config = {
+        "connectors": [{"name": "files", "class": "FileConnector", "pipeline": "p",
+                        "paths": [str(folder)], "fileHandlers": {"jsonl": {}}}],
+        "pipelines": [{"name": "p", "stages": []}],
+        "worker": {"deadLetterPath": str(dead)},
+    }
+    r = lucille.run(config=config, mode="test")
+    assert (r.succeeded, r.failed) == (3, 2)
+    lines = [json.loads(line) for line in dead.read_text().splitlines()]
+    jsonl = str(folder / "items.jsonl")
+    assert sorted(line["id"] for line in lines) == [f"{jsonl}:line4", f"{jsonl}:line5"]
+    assert all(line["pipeline"] == "p" and line["document"] is None for line in lines)
+    assert any("invalid JSON" in line["error"] for line in lines)

@@ -136,7 +136,13 @@ impl ResumeRun {
                 }
             }
         }
-        let vanished = cp.vanished(&seen);
+        // Gone from disk, not merely out of this run's scope: a narrower `paths`, an exclude or
+        // `modifiedCutoff` must never turn into deletes.
+        let vanished: Vec<String> = cp
+            .vanished(&seen)
+            .into_iter()
+            .filter(|p| !Path::new(p).exists())
+            .collect();
         tracing::info!(
             connector = common.name.as_str(),
             "checkpoint {}: {} traversal; {} file(s) to read ({} resumed mid-file), {} already done, {} unchanged, {} settled-failed, {} vanished",
