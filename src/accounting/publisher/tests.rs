@@ -260,8 +260,17 @@ fn terminal_listener_hears_every_terminal_event_after_the_ledger_applied_it() {
 #[test]
 fn publish_failed_counts_a_failure_without_sending_a_document() {
     let (p, m) = publisher(PublisherSettings::default());
+    let dead = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let d2 = dead.clone();
+    p.on_failed_record(Box::new(move |id, reason| {
+        d2.lock().push(format!("{id}: {reason}"))
+    }));
     p.publish_failed("bad-row", "rows.csv line 3: 2 columns, header has 3")
         .unwrap();
+    assert_eq!(
+        *dead.lock(),
+        ["bad-row: rows.csv line 3: 2 columns, header has 3"]
+    );
     assert!(m.poll_doc_to_process(Duration::from_millis(10)).is_none());
     assert_eq!(p.pending(), 1);
     let r = p.wait_for_completion(&Done(true), None, |_| Ok(()));
