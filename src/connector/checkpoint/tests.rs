@@ -27,7 +27,8 @@ fn stamp(size: u64, hash: &str) -> Stamp {
 }
 
 fn open(dir: &tempdir::Dir, incremental: bool) -> Checkpoint {
-    Checkpoint::open(&dir.path().join("state.sqlite"), "files", incremental).unwrap()
+    // A folder that does not exist yet is created.
+    Checkpoint::open(&dir.path().join("state/files.sqlite"), "files", incremental).unwrap()
 }
 
 /// Registers `unit` and publishes records `[skip, total)` as `{path}-{n}`.
