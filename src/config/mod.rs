@@ -2,8 +2,11 @@
 //! optional substitution over an earlier value wrong or panic on it), component specs and typed
 //! reads (`spec`).
 
+pub mod duration;
 pub mod hocon;
 pub mod spec;
+
+pub use duration::parse_duration;
 
 pub use spec::{
     as_bool, as_f64, as_i64, as_string, ComponentConfig, ConfigError, ConfigErrors, Kind, Property,

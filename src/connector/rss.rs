@@ -75,42 +75,6 @@ struct RssConnector {
     polling: Option<(Duration, Duration)>,
 }
 
-/// A HOCON duration: a number of milliseconds, or a number with a unit (`ms`, `s`, `m`, `h`,
-/// `d` and their long forms).
-pub(crate) fn parse_duration(v: &Value) -> Result<Duration, String> {
-    let text = match v {
-        Value::Number(n) => {
-            return n
-                .as_u64()
-                .map(Duration::from_millis)
-                .ok_or_else(|| format!("must be a non-negative duration, found {n}"))
-        }
-        Value::String(s) => s.trim(),
-        other => return Err(format!("must be a duration such as \"30s\", found {other}")),
-    };
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let bad = || {
-        format!(
-            "must be a duration such as \"500ms\", \"30s\", \"5m\", \"1h\", \"2d\", found {text:?}"
-        )
-    };
-    let number: f64 = number.parse().map_err(|_| bad())?;
-    let unit_secs = match unit.trim() {
-        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => 1e-3,
-        "us" | "micro" | "micros" | "microsecond" | "microseconds" => 1e-6,
-        "ns" | "nano" | "nanos" | "nanosecond" | "nanoseconds" => 1e-9,
-        "s" | "second" | "seconds" => 1.0,
-        "m" | "minute" | "minutes" => 60.0,
-        "h" | "hour" | "hours" => 3600.0,
-        "d" | "day" | "days" => 86400.0,
-        _ => return Err(bad()),
-    };
-    Duration::try_from_secs_f64(number * unit_secs).map_err(|_| bad())
-}
-
 fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
     let mut problems: Vec<String> = Vec::new();
     let url = config.require_string("rssURL")?;
@@ -146,7 +110,7 @@ fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>
     let use_guid = config.bool_or("useGuidForDocID", true)?;
     let mut duration = |key: &str| -> Option<Duration> {
         let v = config.get(key)?;
-        match parse_duration(v) {
+        match crate::config::parse_duration(v) {
             Ok(d) => Some(d),
             Err(msg) => {
                 problems.push(config.error(key, msg).to_string());

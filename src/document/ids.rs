@@ -6,13 +6,29 @@ use md5::{Digest, Md5};
 
 /// Lower-case hex MD5 of the text, as the FileConnector uses for a file's full path.
 pub fn md5_hex(text: &str) -> String {
-    let digest = Md5::digest(text.as_bytes());
-    let mut out = String::with_capacity(32);
-    for byte in digest {
+    hex(&Md5::digest(text.as_bytes()))
+}
+
+/// Lower-case hex of bytes (a digest).
+pub fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
         out.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
         out.push(char::from_digit(u32::from(byte & 0xf), 16).unwrap_or('0'));
     }
     out
+}
+
+/// The id text of a source value (a key column, an id field): a non-empty string as it is, a
+/// number or boolean as its JSON text; `None` for anything else.
+pub fn id_text(value: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    match value {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
 }
 
 /// A connector's `docIdPrefix` followed by the source id.

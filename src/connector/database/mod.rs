@@ -41,6 +41,7 @@ use serde_json::Value;
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
@@ -350,16 +351,6 @@ pub(crate) fn with_retries<C>(
                 std::thread::sleep(settings.retry_pause);
             }
         }
-    }
-}
-
-/// The document id text of an id column value.
-fn id_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
     }
 }
 

@@ -11,10 +11,11 @@ use std::io::BufRead;
 use serde_json::{Map, Value};
 
 use super::{
-    format_id, handler_prefix, id_text, prefixed, read_line, take, FileHandler, FileSource,
-    HandlerError, RecordSink,
+    format_id, handler_prefix, prefixed, read_line, take, FileHandler, FileSource, HandlerError,
+    RecordSink,
 };
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::ids::id_text;
 use crate::document::Document;
 
 fn spec() -> Spec {

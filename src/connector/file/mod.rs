@@ -176,30 +176,6 @@ pub(crate) fn read_line(input: &mut dyn BufRead, buf: &mut Vec<u8>) -> std::io::
     Ok(true)
 }
 
-/// Parses a duration: milliseconds as a number, or a number with a unit (`ms`, `s`, `m`, `h`,
-/// `d`, and HOCON's long forms such as `7 days`).
-pub fn parse_duration(value: &Value) -> Option<Duration> {
-    if let Some(ms) = value.as_u64() {
-        return Some(Duration::from_millis(ms));
-    }
-    let text = value.as_str()?.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let seconds = match unit.trim() {
-        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => number / 1000.0,
-        "s" | "second" | "seconds" => number,
-        "m" | "minute" | "minutes" => number * 60.0,
-        "h" | "hour" | "hours" => number * 3600.0,
-        "d" | "day" | "days" => number * 86400.0,
-        "w" | "week" | "weeks" => number * 7.0 * 86400.0,
-        _ => return None,
-    };
-    Duration::try_from_secs_f64(seconds).ok()
-}
-
 /// ISO-8601 in UTC, as Lucille's `Instant.toString()`.
 pub(crate) fn iso_time(t: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
@@ -380,7 +356,7 @@ impl FileConnector {
         let modified_cutoff =
             match from("modifiedCutoff", "modificationCutoff", &mut errors) {
                 Some((c, k)) => c.get(&k).and_then(|v| {
-                    let d = parse_duration(v);
+                    let d = crate::config::parse_duration(v).ok();
                     if d.is_none() {
                         errors.0.push(c.error(
                     &k,
@@ -937,16 +913,6 @@ pub(crate) fn format_id(format: Option<&str>, parts: &[String]) -> String {
             out.push_str(rest);
             out
         }
-    }
-}
-
-/// Text of a JSON scalar for ids (strings unquoted).
-pub(crate) fn id_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
     }
 }
 

@@ -20,7 +20,7 @@ use crate::accounting::{PublishError, Publisher};
 use crate::connector::checkpoint::{Checkpoint, Plan, Stamp, Tracker, UnitCounter};
 pub use crate::connector::checkpoint::{TrackerHandle, UnitId};
 use crate::connector::{Common, ConnectorError};
-use crate::document::ids::md5_hex;
+use crate::document::ids::{hex, md5_hex};
 use crate::document::Document;
 
 #[derive(Debug, Clone)]
@@ -62,11 +62,7 @@ fn content_hash(path: &Path) -> std::io::Result<String> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(hex(&hasher.finalize()))
 }
 
 fn stamp_of(path: &Path) -> std::io::Result<(u64, i64)> {

@@ -17,10 +17,10 @@ use quick_xml::{Reader, Writer};
 use serde_json::{Map, Value};
 
 use super::{
-    handler_prefix, id_text, insert_field, prefixed, take, FileHandler, FileSource, HandlerError,
-    RecordSink,
+    handler_prefix, insert_field, prefixed, take, FileHandler, FileSource, HandlerError, RecordSink,
 };
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::ids::id_text;
 use crate::document::Document;
 
 fn spec() -> Spec {

@@ -196,23 +196,6 @@ fn config_errors_are_reported_together() {
     assert!(errors.contains("must both be set"), "{errors}");
 }
 
-#[test]
-fn durations_use_hocon_units() {
-    assert_eq!(
-        parse_duration(&json!("500ms")),
-        Ok(Duration::from_millis(500))
-    );
-    assert_eq!(parse_duration(&json!("2 h")), Ok(Duration::from_secs(7200)));
-    assert_eq!(parse_duration(&json!("1d")), Ok(Duration::from_secs(86400)));
-    assert_eq!(parse_duration(&json!(250)), Ok(Duration::from_millis(250)));
-    assert_eq!(
-        parse_duration(&json!("1.5s")),
-        Ok(Duration::from_millis(1500))
-    );
-    assert!(parse_duration(&json!("soon")).is_err());
-    assert!(parse_duration(&json!(-1)).is_err());
-}
-
 /// Serves `feeds[n]` for the n-th request (the last one after that) on 127.0.0.1, or
 /// a 404 for any path other than /feed.xml.
 fn serve(feeds: Vec<String>) -> (String, Arc<AtomicUsize>) {
