@@ -14,6 +14,7 @@ pub mod pipeline;
 mod python;
 pub mod runner;
 pub mod stage;
+pub mod thread_scope;
 pub mod worker;
 
 pub use document::{Document, DocumentError, UpdateMode};

@@ -10,10 +10,12 @@
 //! When a whole request fails (after retries), its documents and every later one in the batch
 //! FAIL with that error; earlier results stand.
 
+use std::sync::Arc;
+
 use serde_json::{json, Map, Value};
 
 use super::http::{self, Auth, HttpClient, VersionType};
-use super::{Backend, BackendError, IndexOp, IndexerSettings};
+use super::{Backend, BackendError, Encoded, Encoder, IndexOp, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 
 /// The block's keys (`opensearch { }` / `elasticsearch { }`); Elasticsearch adds `apiKey`.
@@ -57,6 +59,12 @@ pub fn validate(
 pub struct BulkBackend {
     client: HttpClient,
     base: String,
+    actions: Arc<Actions>,
+}
+
+/// How ops become NDJSON actions; shared with the worker threads, which encode each op's
+/// lines there so the indexer thread only joins them into a request.
+struct Actions {
     index: String,
     update: bool,
     /// Copy the index id into the stored document as `id` (unless filtered out), as Lucille.
@@ -64,55 +72,7 @@ pub struct BulkBackend {
     version_type: Option<VersionType>,
 }
 
-impl BulkBackend {
-    pub fn from_config(
-        name: &'static str,
-        settings: &IndexerSettings,
-        config: &ComponentConfig,
-    ) -> Result<Self, Vec<ConfigError>> {
-        let one = |e: ConfigError| vec![e];
-        let url = config.require_string("url").map_err(one)?;
-        let base = http::parse_url(&url).map_err(|e| vec![config.error("url", e)])?;
-        let index = config.require_string("index").map_err(one)?;
-        let auth = match (
-            config.string("username").map_err(one)?,
-            config.string("password").map_err(one)?,
-            config.string("apiKey").map_err(one)?,
-        ) {
-            (_, _, Some(key)) => Auth::Header("Authorization", format!("ApiKey {key}")),
-            (Some(u), Some(p), None) => Auth::Basic(u, p),
-            _ => match base.credentials {
-                Some((u, p)) => Auth::Basic(u, p),
-                None => Auth::None,
-            },
-        };
-        let client = HttpClient::new(
-            name,
-            settings.retry.clone(),
-            settings.connection_timeout,
-            config.bool_or("acceptInvalidCert", false).map_err(one)?,
-            auth,
-        );
-        Ok(BulkBackend {
-            client,
-            base: base.url,
-            index,
-            update: config.bool_or("update", false).map_err(one)?,
-            include_id: settings.keeps_field("id"),
-            version_type: settings.version_type,
-        })
-    }
-
-    /// The `(index, id)` an action touches, for ordering retries.
-    fn key<'a>(&'a self, op: &'a IndexOp) -> Option<(&'a str, &'a str)> {
-        match op {
-            IndexOp::Upsert { id, index, .. } | IndexOp::DeleteById { id, index, .. } => {
-                Some((index.as_deref().unwrap_or(&self.index), id))
-            }
-            IndexOp::DeleteByField { .. } => None,
-        }
-    }
-
+impl Actions {
     /// The NDJSON lines for one action, or why the document cannot be sent.
     fn lines(&self, op: &IndexOp) -> Result<String, String> {
         let (id, index, routing, version) = match op {
@@ -171,14 +131,88 @@ impl BulkBackend {
             _ => Ok(format!("{}\n", line(&json!({ "delete": meta })))),
         }
     }
+}
 
-    /// One run of bulk actions; one result per op.
-    fn bulk(&self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
+impl Encoder for Actions {
+    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String> {
+        if matches!(op, IndexOp::DeleteByField { .. }) {
+            return Ok(None);
+        }
+        let lines = self.lines(op)?;
+        if let IndexOp::Upsert { fields, .. } = op {
+            *fields = Map::new();
+        }
+        Ok(Some(Box::new(lines)))
+    }
+}
+
+impl BulkBackend {
+    pub fn from_config(
+        name: &'static str,
+        settings: &IndexerSettings,
+        config: &ComponentConfig,
+    ) -> Result<Self, Vec<ConfigError>> {
+        let one = |e: ConfigError| vec![e];
+        let url = config.require_string("url").map_err(one)?;
+        let base = http::parse_url(&url).map_err(|e| vec![config.error("url", e)])?;
+        let index = config.require_string("index").map_err(one)?;
+        let auth = match (
+            config.string("username").map_err(one)?,
+            config.string("password").map_err(one)?,
+            config.string("apiKey").map_err(one)?,
+        ) {
+            (_, _, Some(key)) => Auth::Header("Authorization", format!("ApiKey {key}")),
+            (Some(u), Some(p), None) => Auth::Basic(u, p),
+            _ => match base.credentials {
+                Some((u, p)) => Auth::Basic(u, p),
+                None => Auth::None,
+            },
+        };
+        let client = HttpClient::new(
+            name,
+            settings.retry.clone(),
+            settings.connection_timeout,
+            config.bool_or("acceptInvalidCert", false).map_err(one)?,
+            auth,
+        );
+        Ok(BulkBackend {
+            client,
+            base: base.url,
+            actions: Arc::new(Actions {
+                index,
+                update: config.bool_or("update", false).map_err(one)?,
+                include_id: settings.keeps_field("id"),
+                version_type: settings.version_type,
+            }),
+        })
+    }
+
+    /// The `(index, id)` an action touches, for ordering retries.
+    fn key<'a>(&'a self, op: &'a IndexOp) -> Option<(&'a str, &'a str)> {
+        match op {
+            IndexOp::Upsert { id, index, .. } | IndexOp::DeleteById { id, index, .. } => {
+                Some((index.as_deref().unwrap_or(&self.actions.index), id))
+            }
+            IndexOp::DeleteByField { .. } => None,
+        }
+    }
+
+    /// One run of bulk actions; one result per op. `encoded[i]`, when present, holds
+    /// `ops[i]`'s lines as a worker encoded them.
+    fn bulk(
+        &self,
+        ops: &[IndexOp],
+        encoded: &mut [Option<Encoded>],
+    ) -> Result<Vec<Option<String>>, BackendError> {
         let mut results: Vec<Option<String>> = vec![None; ops.len()];
         let mut lines: Vec<String> = Vec::with_capacity(ops.len());
         let mut pending: Vec<usize> = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
-            match self.lines(op) {
+            let made = encoded
+                .get_mut(i)
+                .and_then(Option::take)
+                .and_then(|e| e.downcast::<String>().ok());
+            match made.map_or_else(|| self.actions.lines(op), |l| Ok(*l)) {
                 Ok(l) => {
                     lines.push(l);
                     pending.push(i);
@@ -280,7 +314,7 @@ impl BulkBackend {
         let url = format!(
             "{}/{}/_delete_by_query",
             self.base,
-            http::encode(index.unwrap_or(&self.index))
+            http::encode(index.unwrap_or(&self.actions.index))
         );
         let body = json!({ "query": { "term": { field: value } } }).to_string();
         let reply = self
@@ -377,8 +411,22 @@ impl Backend for BulkBackend {
     }
 
     fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
+        self.send_encoded(ops, Vec::new())
+    }
+
+    fn encoder(&self) -> Option<Arc<dyn Encoder>> {
+        Some(self.actions.clone())
+    }
+
+    fn send_encoded(
+        &mut self,
+        ops: &[IndexOp],
+        mut encoded: Vec<Option<Encoded>>,
+    ) -> Result<Vec<Option<String>>, BackendError> {
+        encoded.resize_with(ops.len(), || None);
         let mut results: Vec<Option<String>> = Vec::with_capacity(ops.len());
         let mut rest = ops;
+        let mut rest_encoded = &mut encoded[..];
         while !rest.is_empty() {
             let done = match &rest[0] {
                 IndexOp::DeleteByField {
@@ -393,13 +441,15 @@ impl Backend for BulkBackend {
                         .iter()
                         .position(|op| matches!(op, IndexOp::DeleteByField { .. }))
                         .unwrap_or(rest.len());
-                    self.bulk(&rest[..n]).map(|r| (r, n))
+                    self.bulk(&rest[..n], &mut rest_encoded[..n])
+                        .map(|r| (r, n))
                 }
             };
             match done {
                 Ok((r, n)) => {
                     results.extend(r);
                     rest = &rest[n..];
+                    rest_encoded = &mut std::mem::take(&mut rest_encoded)[n..];
                 }
                 Err(e) => {
                     // This request failed for good: it and everything after it FAIL, in order.

@@ -10,9 +10,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
-use super::{Backend, BackendError, IndexOp};
+use serde_json::{json, Map};
+
+use super::{Backend, BackendError, Encoded, Encoder, IndexOp};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 
 pub fn spec() -> Spec {
@@ -55,50 +57,103 @@ impl JsonlBackend {
             .map_err(|e| BackendError::new(format!("cannot open {}: {e}", path.display())))?;
         Ok(JsonlBackend {
             path,
-            writer: BufWriter::new(file),
+            writer: BufWriter::with_capacity(1 << 20, file),
         })
     }
 
-    fn line(op: &IndexOp) -> Value {
+    /// Writes one op's line (with its newline) straight from the op: an upsert's fields are
+    /// serialised where they are, never copied into a new object.
+    fn write_line(out: &mut Vec<u8>, op: &IndexOp) -> serde_json::Result<()> {
         match op {
             IndexOp::Upsert {
                 id, index, fields, ..
             } => {
-                let mut m = Map::with_capacity(fields.len() + 2);
-                m.insert("id".into(), Value::String(id.clone()));
+                out.extend_from_slice(b"{\"id\":");
+                serde_json::to_writer(&mut *out, id)?;
                 if let Some(i) = index {
-                    m.insert("_index".into(), Value::String(i.clone()));
+                    out.extend_from_slice(b",\"_index\":");
+                    serde_json::to_writer(&mut *out, i)?;
                 }
                 for (k, v) in fields {
-                    m.insert(k.clone(), v.clone());
+                    out.push(b',');
+                    serde_json::to_writer(&mut *out, k)?;
+                    out.push(b':');
+                    serde_json::to_writer(&mut *out, v)?;
                 }
-                Value::Object(m)
+                out.push(b'}');
             }
-            IndexOp::DeleteById { id, index, .. } => match index {
-                Some(i) => json!({"id": id, "_index": i, "_delete": true}),
-                None => json!({"id": id, "_delete": true}),
-            },
+            IndexOp::DeleteById { id, index, .. } => {
+                let v = match index {
+                    Some(i) => json!({"id": id, "_index": i, "_delete": true}),
+                    None => json!({"id": id, "_delete": true}),
+                };
+                serde_json::to_writer(&mut *out, &v)?;
+            }
             IndexOp::DeleteByField {
                 field,
                 value,
                 index,
-            } => match index {
-                Some(i) => json!({"_delete_by": {"field": field, "value": value}, "_index": i}),
-                None => json!({"_delete_by": {"field": field, "value": value}}),
-            },
+            } => {
+                let v = match index {
+                    Some(i) => json!({"_delete_by": {"field": field, "value": value}, "_index": i}),
+                    None => json!({"_delete_by": {"field": field, "value": value}}),
+                };
+                serde_json::to_writer(&mut *out, &v)?;
+            }
         }
+        out.push(b'\n');
+        Ok(())
+    }
+}
+
+/// Encodes each op's line on the worker threads; the indexer thread only writes bytes.
+struct LineEncoder;
+
+impl Encoder for LineEncoder {
+    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String> {
+        let mut line = Vec::with_capacity(1024);
+        JsonlBackend::write_line(&mut line, op).map_err(|e| e.to_string())?;
+        if let IndexOp::Upsert { fields, .. } = op {
+            // Encoded: the fields are no longer needed, and are freed here on the worker.
+            *fields = Map::new();
+        }
+        Ok(Some(Box::new(line)))
     }
 }
 
 impl Backend for JsonlBackend {
     fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
+        self.send_encoded(ops, Vec::new())
+    }
+
+    fn encoder(&self) -> Option<Arc<dyn Encoder>> {
+        Some(Arc::new(LineEncoder))
+    }
+
+    fn send_encoded(
+        &mut self,
+        ops: &[IndexOp],
+        mut encoded: Vec<Option<Encoded>>,
+    ) -> Result<Vec<Option<String>>, BackendError> {
+        let path = &self.path;
         let io = |e: std::io::Error| {
-            BackendError::new(format!("writing {} failed: {e}", self.path.display()))
+            BackendError::new(format!("writing {} failed: {e}", path.display()))
         };
-        for op in ops {
-            serde_json::to_writer(&mut self.writer, &Self::line(op))
-                .map_err(|e| io(std::io::Error::other(e)))?;
-            self.writer.write_all(b"\n").map_err(io)?;
+        let mut line = Vec::new();
+        for (i, op) in ops.iter().enumerate() {
+            let bytes = match encoded
+                .get_mut(i)
+                .and_then(Option::take)
+                .map(|e| e.downcast::<Vec<u8>>())
+            {
+                Some(Ok(bytes)) => *bytes,
+                _ => {
+                    line.clear();
+                    Self::write_line(&mut line, op).map_err(|e| io(std::io::Error::other(e)))?;
+                    std::mem::take(&mut line)
+                }
+            };
+            self.writer.write_all(&bytes).map_err(io)?;
         }
         self.writer.flush().map_err(io)?;
         Ok(vec![None; ops.len()])

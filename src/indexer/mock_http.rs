@@ -148,7 +148,7 @@ pub fn run_with(
     let h = IndexerHandle::start(settings, backend, m.clone(), Arc::from("r"), false).unwrap();
     let n = docs.len();
     for d in docs {
-        m.send_for_indexing(Document::from_value(d).unwrap())
+        m.send_for_indexing(Document::from_value(d).unwrap().into())
             .unwrap();
     }
     h.terminate().unwrap();

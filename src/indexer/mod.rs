@@ -14,6 +14,7 @@ pub mod http;
 pub mod jsonl;
 pub mod nop;
 pub mod opensearch;
+pub mod prepare;
 pub mod solr;
 pub mod tantivy;
 pub mod typesense;
@@ -30,6 +31,7 @@ use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{is_reserved, Document};
 use crate::messaging::Messenger;
+pub use prepare::{Encoded, Encoder, PreparedOp, Preparer, ToIndex};
 
 pub const DEFAULT_BATCH_SIZE: usize = 100;
 pub const DEFAULT_BATCH_TIMEOUT_MS: u64 = 100;
@@ -89,6 +91,23 @@ pub trait Backend: Send {
     /// Applies the operations in order. Returns one entry per op: `None` for success,
     /// `Some(reason)` when the backend rejected that document; `Err` when the whole batch failed.
     fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError>;
+
+    /// An encoder the worker threads run on each operation before it reaches the indexer
+    /// thread (see `prepare`); `None` (the default) sends ops as they are.
+    fn encoder(&self) -> Option<Arc<dyn prepare::Encoder>> {
+        None
+    }
+
+    /// As `send`, with `encoded[i]` this backend's encoding of `ops[i]` (`None` where the
+    /// encoder left the op as it is). Only called on backends that have an encoder.
+    fn send_encoded(
+        &mut self,
+        ops: &[IndexOp],
+        encoded: Vec<Option<prepare::Encoded>>,
+    ) -> Result<Vec<Option<String>>, BackendError> {
+        let _ = encoded;
+        self.send(ops)
+    }
 
     /// Makes writes durable (end of run).
     fn close(&mut self) -> Result<(), BackendError> {
@@ -338,15 +357,19 @@ impl IndexerSettings {
             .filter(|s| !s.is_empty())
     }
 
-    /// The operation for one processed document.
+    /// The operation for one processed document (its fields copied; see [`Self::op_into`]).
     pub fn op_for(&self, doc: &Document) -> IndexOp {
-        let id = self
-            .override_value(doc, &self.id_override_field)
-            .unwrap_or_else(|| doc.id().to_string());
-        let index = self.override_value(doc, &self.index_override_field);
-        let routing = self.override_value(doc, &self.routing_field);
-        let version = self.override_value(doc, &self.version_field);
-        if self.is_deletion(doc) {
+        self.op_into(doc.clone())
+    }
+
+    /// The operation for one processed document, its fields moved out of it: reserved fields
+    /// and those the whitelist / blacklist exclude are removed in place, so nothing is copied.
+    pub fn op_into(&self, doc: Document) -> IndexOp {
+        let index = self.override_value(&doc, &self.index_override_field);
+        let routing = self.override_value(&doc, &self.routing_field);
+        let version = self.override_value(&doc, &self.version_field);
+        let id_override = self.override_value(&doc, &self.id_override_field);
+        if self.is_deletion(&doc) {
             if let (Some(ff), Some(fv)) = (&self.delete_by_field_field, &self.delete_by_field_value)
             {
                 if let (Some(field), Some(value)) = (
@@ -361,29 +384,22 @@ impl IndexerSettings {
                 }
             }
             return IndexOp::DeleteById {
-                id,
+                id: id_override.unwrap_or_else(|| doc.id().to_string()),
                 index,
                 routing,
                 version,
             };
         }
-        let mut fields = Map::new();
-        for (k, v) in doc.fields() {
-            if is_reserved(k) {
-                continue;
-            }
-            if let Some(w) = &self.whitelist {
-                if !w.iter().any(|x| x == k) {
-                    continue;
-                }
-            }
-            if let Some(b) = &self.blacklist {
-                if b.iter().any(|x| x == k) {
-                    continue;
-                }
-            }
-            fields.insert(k.to_string(), v.clone());
-        }
+        let mut fields = doc.into_map();
+        // One pass: the id is taken out of its entry, then `retain` drops it with the other
+        // reserved and filtered fields (removing it by key would shift every later entry).
+        let id = match (id_override, fields.get_mut(crate::document::ID_FIELD)) {
+            (Some(id), _) => id,
+            (None, Some(Value::String(id))) => std::mem::take(id),
+            // Every document has a string id.
+            (None, _) => String::new(),
+        };
+        fields.retain(|k, _| !is_reserved(k) && self.keeps_field(k));
         IndexOp::Upsert {
             id,
             index,
@@ -442,15 +458,19 @@ impl IndexerHandle {
         let thread = std::thread::Builder::new()
             .name("lucille-indexer".into())
             .spawn(move || {
-                let mut loop_ = IndexerLoop {
-                    settings,
-                    backend,
-                    messenger,
-                    run_id,
-                    bypass,
-                    stats: st2,
-                };
-                loop_.run(&s2)
+                crate::thread_scope::run(move || {
+                    let encoder = backend.encoder();
+                    let mut loop_ = IndexerLoop {
+                        settings,
+                        backend,
+                        encoder,
+                        messenger,
+                        run_id,
+                        bypass,
+                        stats: st2,
+                    };
+                    loop_.run(&s2)
+                })
             })?;
         Ok(IndexerHandle {
             stop,
@@ -500,15 +520,22 @@ impl Drop for IndexerHandle {
 struct IndexerLoop {
     settings: IndexerSettings,
     backend: Box<dyn Backend>,
+    encoder: Option<Arc<dyn prepare::Encoder>>,
     messenger: Arc<dyn Messenger>,
     run_id: Arc<str>,
     bypass: bool,
     stats: Arc<IndexerStats>,
 }
 
+/// One document of a batch: its id, and its operation unless it already failed to encode.
+struct Pending {
+    doc_id: String,
+    op: Result<(IndexOp, Option<prepare::Encoded>), String>,
+}
+
 impl IndexerLoop {
     fn run(&mut self, stop: &AtomicBool) -> Result<(), BackendError> {
-        let mut batch: Vec<Document> = Vec::with_capacity(self.settings.batch_size);
+        let mut batch: Vec<ToIndex> = Vec::with_capacity(self.settings.batch_size);
         let mut last_flush = Instant::now();
         let poll = self
             .settings
@@ -520,9 +547,9 @@ impl IndexerLoop {
                 .messenger
                 .poll_doc_to_index(if stopping { Duration::ZERO } else { poll })
             {
-                Some(doc) => {
+                Some(item) => {
                     self.stats.progress.fetch_add(1, Ordering::Relaxed);
-                    batch.push(doc);
+                    batch.push(item);
                     if batch.len() >= self.settings.batch_size {
                         self.flush(&mut batch);
                         last_flush = Instant::now();
@@ -544,74 +571,126 @@ impl IndexerLoop {
         }
     }
 
-    fn event(&self, doc: &Document, kind: EventType, message: Option<String>) {
-        crate::messaging::send_event(
-            self.messenger.as_ref(),
-            doc.id(),
-            &self.run_id,
-            kind,
-            message,
-        );
+    fn event(&self, doc_id: &str, kind: EventType, message: Option<String>) {
+        crate::messaging::send_event(self.messenger.as_ref(), doc_id, &self.run_id, kind, message);
     }
 
-    fn flush(&mut self, batch: &mut Vec<Document>) {
+    /// The batch's items as operations; documents that came whole are turned (and encoded)
+    /// here.
+    fn pending(&self, batch: &mut Vec<ToIndex>) -> Vec<Pending> {
+        batch
+            .drain(..)
+            .map(|item| match item {
+                ToIndex::Op(p) => Pending {
+                    doc_id: p.doc_id,
+                    op: p.encoded.map(|e| (p.op, e)),
+                },
+                ToIndex::Doc(doc) => {
+                    let doc_id = doc.id().to_string();
+                    let mut op = self.settings.op_into(doc);
+                    let encoded = prepare::encode(self.encoder.as_deref(), &mut op);
+                    Pending {
+                        doc_id,
+                        op: encoded.map(|e| (op, e)),
+                    }
+                }
+            })
+            .collect()
+    }
+
+    fn flush(&mut self, batch: &mut Vec<ToIndex>) {
         if batch.is_empty() {
             return;
         }
         self.stats.batches.fetch_add(1, Ordering::Relaxed);
-        let results: Result<Vec<Option<String>>, BackendError> =
-            if self.bypass || !self.settings.send_enabled {
-                Ok(vec![None; batch.len()])
-            } else {
-                let ops: Vec<IndexOp> = batch.iter().map(|d| self.settings.op_for(d)).collect();
-                let backend = &mut self.backend;
-                self.stats.sending.store(true, Ordering::Relaxed);
-                let sent =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.send(&ops)));
-                self.stats.sending.store(false, Ordering::Relaxed);
-                self.stats.progress.fetch_add(1, Ordering::Relaxed);
-                match sent {
-                    Ok(Ok(r)) if r.len() == ops.len() => Ok(r),
-                    Ok(Ok(r)) => Err(BackendError::new(format!(
-                        "backend returned {} results for {} documents",
-                        r.len(),
-                        ops.len()
-                    ))),
-                    Ok(Err(e)) => Err(e),
-                    Err(p) => Err(BackendError::new(format!(
-                        "backend panicked: {}",
-                        crate::stage::panic_message(p.as_ref())
-                    ))),
+        if self.bypass || !self.settings.send_enabled {
+            for item in batch.drain(..) {
+                self.stats.indexed.fetch_add(1, Ordering::Relaxed);
+                self.event(item.id(), EventType::Finish, None);
+            }
+            return;
+        }
+        let pending = self.pending(batch);
+        // Documents whose encoding failed FAIL here and never reach the backend.
+        let mut ops = Vec::with_capacity(pending.len());
+        let mut encoded = Vec::with_capacity(pending.len());
+        let mut ids = Vec::with_capacity(pending.len());
+        for p in pending {
+            match p.op {
+                Ok((op, e)) => {
+                    ops.push(op);
+                    encoded.push(e);
+                    ids.push(p.doc_id);
                 }
-            };
+                Err(reason) => {
+                    self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(doc_id = p.doc_id, "cannot index document: {reason}");
+                    self.event(&p.doc_id, EventType::Fail, Some(reason));
+                }
+            }
+        }
+        if ops.is_empty() {
+            return;
+        }
+        let results = self.send(&ops, encoded);
+        drop(ops);
         match results {
             Ok(results) => {
-                for (doc, result) in batch.iter().zip(results) {
+                for (doc_id, result) in ids.iter().zip(results) {
                     match result {
                         None => {
                             self.stats.indexed.fetch_add(1, Ordering::Relaxed);
-                            self.event(doc, EventType::Finish, None);
+                            self.event(doc_id, EventType::Finish, None);
                         }
                         Some(reason) => {
                             self.stats.failed.fetch_add(1, Ordering::Relaxed);
-                            tracing::warn!(
-                                doc_id = doc.id(),
-                                "backend rejected document: {reason}"
-                            );
-                            self.event(doc, EventType::Fail, Some(reason));
+                            tracing::warn!(doc_id, "backend rejected document: {reason}");
+                            self.event(doc_id, EventType::Fail, Some(reason));
                         }
                     }
                 }
             }
             Err(e) => {
-                tracing::error!("indexing a batch of {} documents failed: {e}", batch.len());
-                for doc in batch.iter() {
+                tracing::error!("indexing a batch of {} documents failed: {e}", ids.len());
+                for doc_id in &ids {
                     self.stats.failed.fetch_add(1, Ordering::Relaxed);
-                    self.event(doc, EventType::Fail, Some(e.message.clone()));
+                    self.event(doc_id, EventType::Fail, Some(e.message.clone()));
                 }
             }
         }
-        batch.clear();
+    }
+
+    /// Hands the ops to the backend; a panic or a wrong number of results fails the batch.
+    fn send(
+        &mut self,
+        ops: &[IndexOp],
+        encoded: Vec<Option<prepare::Encoded>>,
+    ) -> Result<Vec<Option<String>>, BackendError> {
+        let backend = &mut self.backend;
+        let use_encoded = self.encoder.is_some();
+        self.stats.sending.store(true, Ordering::Relaxed);
+        let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if use_encoded {
+                backend.send_encoded(ops, encoded)
+            } else {
+                backend.send(ops)
+            }
+        }));
+        self.stats.sending.store(false, Ordering::Relaxed);
+        self.stats.progress.fetch_add(1, Ordering::Relaxed);
+        match sent {
+            Ok(Ok(r)) if r.len() == ops.len() => Ok(r),
+            Ok(Ok(r)) => Err(BackendError::new(format!(
+                "backend returned {} results for {} documents",
+                r.len(),
+                ops.len()
+            ))),
+            Ok(Err(e)) => Err(e),
+            Err(p) => Err(BackendError::new(format!(
+                "backend panicked: {}",
+                crate::stage::panic_message(p.as_ref())
+            ))),
+        }
     }
 }
 

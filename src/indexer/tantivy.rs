@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Number, Value};
@@ -28,7 +29,7 @@ use tantivy::schema::{
 };
 use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
 
-use super::{Backend, BackendError, IndexOp, IndexerSettings};
+use super::{Backend, BackendError, Encoded, Encoder, IndexOp, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 
 pub const ID_FIELD: &str = "id";
@@ -234,25 +235,33 @@ impl Layout {
 
     /// The Tantivy document for one upsert, or why a value does not fit its field.
     fn document(&self, id: &str, fields: &Map<String, Value>) -> Result<TantivyDocument, String> {
+        self.document_owned(id, fields.clone())
+    }
+
+    /// As `document`, taking the fields (the untyped ones move into `_fields` uncopied).
+    fn document_owned(
+        &self,
+        id: &str,
+        mut fields: Map<String, Value>,
+    ) -> Result<TantivyDocument, String> {
         let mut doc = TantivyDocument::new();
         doc.add_text(self.id, id);
         doc.add_text(self.all, id);
-        let mut rest = Map::new();
-        for (name, value) in fields {
+        for (name, value) in &fields {
             collect_strings(value, &mut |s| doc.add_text(self.all, s));
-            match self.typed.get(name) {
-                Some((field, ty)) => add_typed(&mut doc, *field, ty, name, value)?,
-                None => {
-                    rest.insert(name.clone(), value.clone());
-                }
+            if let Some((field, ty)) = self.typed.get(name) {
+                add_typed(&mut doc, *field, ty, name, value)?;
             }
         }
-        if !rest.is_empty() {
+        if !self.typed.is_empty() {
+            fields.retain(|name, _| !self.typed.contains_key(name));
+        }
+        if !fields.is_empty() {
             doc.add_text(
                 self.source,
-                serde_json::to_string(&rest).unwrap_or_default(),
+                serde_json::to_string(&fields).unwrap_or_default(),
             );
-            doc.add_field_value(self.json, &owned_object(rest));
+            doc.add_field_value(self.json, &owned_object(fields));
         }
         Ok(doc)
     }
@@ -636,19 +645,30 @@ impl TantivyBackend {
         Ok(())
     }
 
+    /// Adds a built document, replacing any earlier one with its id.
+    fn add(
+        &mut self,
+        id: &str,
+        index: &Option<String>,
+        doc: TantivyDocument,
+    ) -> Result<(), String> {
+        let t = self.target(index)?;
+        if t.fresh.needs_delete(id) {
+            t.writer.delete_term(Term::from_field_text(t.layout.id, id));
+        }
+        t.writer
+            .add_document(doc)
+            .map_err(|e| format!("tantivy rejected the document: {e}"))?;
+        Ok(())
+    }
+
     fn apply(&mut self, op: &IndexOp) -> Result<(), String> {
         match op {
             IndexOp::Upsert {
                 id, index, fields, ..
             } => {
-                let t = self.target(index)?;
-                let doc = t.layout.document(id, fields)?;
-                if t.fresh.needs_delete(id) {
-                    t.writer.delete_term(Term::from_field_text(t.layout.id, id));
-                }
-                t.writer
-                    .add_document(doc)
-                    .map_err(|e| format!("tantivy rejected the document: {e}"))?;
+                let doc = self.target(index)?.layout.document(id, fields)?;
+                self.add(id, index, doc)?;
             }
             IndexOp::DeleteById { id, index, .. } => {
                 let t = self.target(index)?;
@@ -695,13 +715,68 @@ fn field_query(
         .map_err(|e| format!("cannot delete by field {field:?} = {value:?}: {e}"))
 }
 
+/// Builds upserts' Tantivy documents for the main index, on the worker threads.
+struct DocumentEncoder {
+    layout: Layout,
+}
+
+impl Encoder for DocumentEncoder {
+    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String> {
+        match op {
+            IndexOp::Upsert {
+                id,
+                index: None,
+                fields,
+                ..
+            } => {
+                let doc = self.layout.document_owned(id, std::mem::take(fields))?;
+                Ok(Some(Box::new(doc)))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
 impl Backend for TantivyBackend {
     fn validate_connection(&mut self) -> Result<(), BackendError> {
         self.target(&None).map(|_| ()).map_err(BackendError::new)
     }
 
     fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
-        let results = ops.iter().map(|op| self.apply(op).err()).collect();
+        self.send_encoded(ops, Vec::new())
+    }
+
+    /// Builds the Tantivy documents of upserts into the main index on the worker threads
+    /// (upserts to an override index, and deletes, are applied here as they are).
+    fn encoder(&self) -> Option<Arc<dyn Encoder>> {
+        self.targets.get(&None).map(|t| {
+            Arc::new(DocumentEncoder {
+                layout: t.layout.clone(),
+            }) as Arc<dyn Encoder>
+        })
+    }
+
+    fn send_encoded(
+        &mut self,
+        ops: &[IndexOp],
+        mut encoded: Vec<Option<Encoded>>,
+    ) -> Result<Vec<Option<String>>, BackendError> {
+        let results = ops
+            .iter()
+            .enumerate()
+            .map(|(i, op)| {
+                let doc = encoded
+                    .get_mut(i)
+                    .and_then(Option::take)
+                    .and_then(|e| e.downcast::<TantivyDocument>().ok());
+                match (op, doc) {
+                    (IndexOp::Upsert { id, index, .. }, Some(doc)) => {
+                        self.add(id, index, *doc).err()
+                    }
+                    (op, _) => self.apply(op).err(),
+                }
+            })
+            .collect();
         if self
             .commit_every
             .is_some_and(|every| self.last_commit.elapsed() >= every)

@@ -152,7 +152,8 @@ fn run_indexer(batch: usize, ids: &[&str], bypass: bool) -> (Vec<Vec<IndexOp>>, 
     )
     .unwrap();
     for id in ids {
-        m.send_for_indexing(Document::new(*id).unwrap()).unwrap();
+        m.send_for_indexing(Document::new(*id).unwrap().into())
+            .unwrap();
     }
     std::thread::sleep(Duration::from_millis(100));
     h.terminate().unwrap();
@@ -220,7 +221,8 @@ fn batch_timeout_flushes_a_partial_batch() {
         false,
     )
     .unwrap();
-    m.send_for_indexing(Document::new("a").unwrap()).unwrap();
+    m.send_for_indexing(Document::new("a").unwrap().into())
+        .unwrap();
     let got = m.poll_event(Duration::from_secs(5));
     assert_eq!(
         got.map(|e| e.kind),
@@ -274,4 +276,155 @@ fn jsonl_writes_upserts_and_delete_intents_in_order() {
         "append keeps earlier lines"
     );
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn op_into_moves_fields_and_matches_op_for() {
+    let s = settings(json!({"whitelist": ["title", "n", "id"], "idOverrideField": "cid"}));
+    let mut d = doc(json!({"id": "a", "cid": "c-1", "title": "t", "n": 3, "secret": "s"}));
+    d.initialize_run_id("r").unwrap();
+    d.set_dropped(false);
+    let op = s.op_into(d.clone());
+    assert_eq!(op, s.op_for(&d));
+    let IndexOp::Upsert { id, fields, .. } = op else {
+        panic!("an upsert")
+    };
+    assert_eq!(id, "c-1");
+    // Reserved fields (the id among them) never reach the backend, even when whitelisted.
+    assert_eq!(fields.keys().collect::<Vec<_>>(), ["title", "n"]);
+}
+
+/// Writes `docs` through a JSONL backend twice: as documents the indexer turns into ops, and
+/// as ops prepared (and encoded) the way workers prepare them. Returns both files' text.
+fn jsonl_both_ways(s: &IndexerSettings, docs: &[Value]) -> (String, String) {
+    let dir = std::env::temp_dir().join(format!("lucille-prep-{}", std::process::id()));
+    let mut out = Vec::new();
+    for prepared in [false, true] {
+        let path = dir.join(format!("out-{prepared}.jsonl"));
+        let backend = jsonl::JsonlBackend::open(path.clone(), false).unwrap();
+        let preparer = Preparer::new(s.clone(), backend.encoder());
+        let m = Arc::new(LocalMessenger::new(100));
+        let h = IndexerHandle::start(
+            s.clone(),
+            Box::new(backend),
+            m.clone(),
+            Arc::from("r"),
+            false,
+        )
+        .unwrap();
+        for d in docs {
+            let d = doc(d.clone());
+            let item = if prepared {
+                ToIndex::Op(preparer.prepare(d))
+            } else {
+                ToIndex::Doc(d)
+            };
+            m.send_for_indexing(item).unwrap();
+        }
+        h.terminate().unwrap();
+        let mut finished = 0;
+        while let Some(e) = m.try_poll_event() {
+            assert_eq!(e.kind, EventType::Finish, "{e:?}");
+            finished += 1;
+        }
+        assert_eq!(finished, docs.len());
+        out.push(std::fs::read_to_string(&path).unwrap());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    (out.remove(0), out.remove(0))
+}
+
+#[test]
+fn worker_prepared_jsonl_lines_equal_the_indexers_own() {
+    let s = settings(json!({
+        "blacklist": ["secret"], "indexOverrideField": "idx",
+        "deletionMarkerField": "gone", "deletionMarkerFieldValue": "yes"
+    }));
+    let docs = [
+        json!({"id": "a", "title": "t \"q\" \u{e9}", "tags": ["x", "y"], "nested": {"k": [1, 2.5]}, "secret": "s"}),
+        json!({"id": "b", "idx": "other", "n": null}),
+        json!({"id": "c", "gone": "yes"}),
+    ];
+    let (indexer_made, worker_made) = jsonl_both_ways(&s, &docs);
+    assert_eq!(worker_made, indexer_made);
+    let lines: Vec<Value> = worker_made
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            json!({"id": "a", "title": "t \"q\" \u{e9}", "tags": ["x", "y"], "nested": {"k": [1, 2.5]}}),
+            json!({"id": "b", "_index": "other", "idx": "other", "n": null}),
+            json!({"id": "c", "_delete": true}),
+        ]
+    );
+    // Field order is the document's, id first.
+    assert!(
+        worker_made.starts_with(r#"{"id":"a","title":"#),
+        "{worker_made}"
+    );
+}
+
+/// An encoder that refuses documents whose title is "poison", and panics on "boom".
+struct Picky;
+
+impl Encoder for Picky {
+    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String> {
+        match op {
+            IndexOp::Upsert { fields, .. } => match fields.get("title").and_then(Value::as_str) {
+                Some("poison") => Err("title cannot be encoded".into()),
+                Some("boom") => panic!("encoder exploded"),
+                _ => Ok(None),
+            },
+            _ => Ok(None),
+        }
+    }
+}
+
+#[test]
+fn an_encoding_failure_or_panic_fails_that_document_only() {
+    let p = Preparer::new(settings(json!({})), Some(Arc::new(Picky)));
+    let m = Arc::new(LocalMessenger::new(100));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let h = IndexerHandle::start(
+        settings(json!({"batchSize": 10})),
+        Box::new(Recorder(seen.clone())),
+        m.clone(),
+        Arc::from("r"),
+        false,
+    )
+    .unwrap();
+    for (id, title) in [("a", "fine"), ("b", "poison"), ("c", "boom"), ("d", "fine")] {
+        let item = ToIndex::Op(p.prepare(doc(json!({"id": id, "title": title}))));
+        m.send_for_indexing(item).unwrap();
+    }
+    h.terminate().unwrap();
+    let mut events = Vec::new();
+    while let Some(e) = m.try_poll_event() {
+        events.push((e.doc_id, e.kind, e.message.unwrap_or_default()));
+    }
+    events.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(events[0], ("a".into(), EventType::Finish, String::new()));
+    assert_eq!(
+        events[1],
+        (
+            "b".into(),
+            EventType::Fail,
+            "title cannot be encoded".into()
+        )
+    );
+    assert_eq!((events[2].0.as_str(), events[2].1), ("c", EventType::Fail));
+    assert!(events[2].2.contains("encoder exploded"), "{:?}", events[2]);
+    assert_eq!(events[3], ("d".into(), EventType::Finish, String::new()));
+    let sent: Vec<String> = seen
+        .lock()
+        .iter()
+        .flatten()
+        .map(|op| match op {
+            IndexOp::Upsert { id, .. } => id.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(sent, ["a", "d"], "failed documents never reach the backend");
 }

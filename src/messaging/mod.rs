@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 
 use crate::accounting::Event;
 use crate::document::Document;
+use crate::indexer::ToIndex;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MessagingError {
@@ -22,8 +23,9 @@ pub enum MessagingError {
 pub trait Messenger: Send + Sync {
     fn send_for_processing(&self, doc: Document) -> Result<(), MessagingError>;
     fn poll_doc_to_process(&self, timeout: Duration) -> Option<Document>;
-    fn send_for_indexing(&self, doc: Document) -> Result<(), MessagingError>;
-    fn poll_doc_to_index(&self, timeout: Duration) -> Option<Document>;
+    /// A processed document, or the index operation a worker prepared from it.
+    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError>;
+    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex>;
     fn send_event(&self, event: Event) -> Result<(), MessagingError>;
     fn poll_event(&self, timeout: Duration) -> Option<Event>;
     fn try_poll_event(&self) -> Option<Event>;
@@ -52,7 +54,7 @@ pub fn send_event(
 /// In-memory queues for a local run.
 pub struct LocalMessenger {
     source: (Sender<Document>, Receiver<Document>),
-    destination: (Sender<Document>, Receiver<Document>),
+    destination: (Sender<ToIndex>, Receiver<ToIndex>),
     events: (Sender<Event>, Receiver<Event>),
 }
 
@@ -84,13 +86,13 @@ impl Messenger for LocalMessenger {
     fn poll_doc_to_process(&self, timeout: Duration) -> Option<Document> {
         recv(&self.source.1, timeout)
     }
-    fn send_for_indexing(&self, doc: Document) -> Result<(), MessagingError> {
+    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
         self.destination
             .0
-            .send(doc)
+            .send(item)
             .map_err(|_| MessagingError::Closed("destination"))
     }
-    fn poll_doc_to_index(&self, timeout: Duration) -> Option<Document> {
+    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
         recv(&self.destination.1, timeout)
     }
     fn send_event(&self, event: Event) -> Result<(), MessagingError> {
@@ -145,11 +147,13 @@ impl Messenger for TestMessenger {
     fn poll_doc_to_process(&self, timeout: Duration) -> Option<Document> {
         self.inner.poll_doc_to_process(timeout)
     }
-    fn send_for_indexing(&self, doc: Document) -> Result<(), MessagingError> {
-        self.history.lock().sent_for_indexing.push(doc.clone());
-        self.inner.send_for_indexing(doc)
+    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
+        if let Some(doc) = item.document() {
+            self.history.lock().sent_for_indexing.push(doc.clone());
+        }
+        self.inner.send_for_indexing(item)
     }
-    fn poll_doc_to_index(&self, timeout: Duration) -> Option<Document> {
+    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
         self.inner.poll_doc_to_index(timeout)
     }
     fn send_event(&self, event: Event) -> Result<(), MessagingError> {
@@ -201,7 +205,8 @@ mod tests {
     fn test_messenger_records_everything() {
         let m = TestMessenger::new(10);
         m.send_for_processing(Document::new("a").unwrap()).unwrap();
-        m.send_for_indexing(Document::new("a").unwrap()).unwrap();
+        m.send_for_indexing(Document::new("a").unwrap().into())
+            .unwrap();
         m.send_event(Event::new("a", Arc::from("r"), EventType::Finish))
             .unwrap();
         let h = m.history();

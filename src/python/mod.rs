@@ -29,5 +29,26 @@ fn _lucille(m: &Bound<'_, PyModule>) -> PyResult<()> {
     search::register(m)?;
     logging::install();
     crate::stage::registry::install_python_factory(Box::new(stage::PyStageFactory));
+    crate::thread_scope::install(attached_thread);
     Ok(())
+}
+
+/// The runtime threads' scope: attach the thread to the interpreter once (one Python thread
+/// state for the thread's life) and release the GIL around its Rust body; the body's calls
+/// into Python then only re-take the GIL.
+fn attached_thread(body: &mut dyn FnMut()) {
+    /// `detach` wants a `Send` closure, as it may not run where it was made; this one runs
+    /// on this very thread, inside the call.
+    struct OnThisThread<'a>(&'a mut dyn FnMut());
+    // SAFETY: the wrapped closure is called synchronously by `detach` on the current thread
+    // and never leaves it.
+    unsafe impl Send for OnThisThread<'_> {}
+    let body = OnThisThread(body);
+    Python::attach(move |py| {
+        let body = body;
+        py.detach(move || {
+            let b = body;
+            (b.0)()
+        })
+    });
 }

@@ -474,11 +474,16 @@ fn run_connector(
         }
     }
     let pool_pipeline_name = pipeline.name.clone();
+    // Workers turn documents into index operations (and encode them) in parallel, unless the
+    // run records whole documents (test mode, history).
+    let preparer = (!bypass && test_messenger.is_none())
+        .then(|| indexer::Preparer::new(plan.indexer.clone(), backend.encoder()));
     let pool = match WorkerPool::start(
         pipeline,
         plan.worker.clone(),
         messenger.clone(),
         run_id.clone(),
+        preparer,
     ) {
         Ok(p) => p,
         Err(e) => return (fail(format!("cannot start workers: {e}")), None),
@@ -651,9 +656,9 @@ impl FailDrain {
                     Duration::from_millis(10)
                 };
                 match messenger.poll_doc_to_index(wait) {
-                    Some(doc) => crate::messaging::send_event(
+                    Some(item) => crate::messaging::send_event(
                         messenger.as_ref(),
-                        doc.id(),
+                        item.id(),
                         &run_id,
                         EventType::Fail,
                         Some("not indexed: the indexer was wedged".into()),

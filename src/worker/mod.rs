@@ -27,6 +27,7 @@ use serde_json::json;
 use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
+use crate::indexer::{Preparer, ToIndex};
 use crate::messaging::Messenger;
 use crate::pipeline::{PipelinePlan, StageMetrics};
 use meter::Meter;
@@ -202,6 +203,9 @@ struct WorkerContext {
     running: Arc<AtomicBool>,
     stats: Arc<PoolStats>,
     dead_letter: Option<Arc<DeadLetter>>,
+    /// Turns finished documents into index operations here, in parallel, instead of on the
+    /// single indexer thread (`None`: documents travel whole, as test mode records them).
+    preparer: Option<Preparer>,
 }
 
 impl WorkerPool {
@@ -210,6 +214,7 @@ impl WorkerPool {
         settings: WorkerSettings,
         messenger: Arc<dyn Messenger>,
         run_id: Arc<str>,
+        preparer: Option<Preparer>,
     ) -> std::io::Result<Self> {
         let running = Arc::new(AtomicBool::new(true));
         let stats = Arc::new(PoolStats::default());
@@ -234,11 +239,12 @@ impl WorkerPool {
                 running: running.clone(),
                 stats: stats.clone(),
                 dead_letter: dead_letter.clone(),
+                preparer: preparer.clone(),
             };
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("lucille-worker-{}", i + 1))
-                    .spawn(move || ctx.run())?,
+                    .spawn(move || crate::thread_scope::run(move || ctx.run()))?,
             );
         }
         let logger = {
@@ -407,8 +413,12 @@ impl WorkerContext {
                     Some(e) => self.fail(&out.doc, e.to_string(), attempt),
                     None if out.doc.is_dropped() => self.event(out.doc.id(), EventType::Drop, None),
                     None => {
-                        let id = out.doc.id().to_string();
-                        if let Err(e) = self.messenger.send_for_indexing(out.doc) {
+                        let item = match &self.preparer {
+                            Some(p) => ToIndex::Op(p.prepare(out.doc)),
+                            None => ToIndex::Doc(out.doc),
+                        };
+                        let id = item.id().to_string();
+                        if let Err(e) = self.messenger.send_for_indexing(item) {
                             self.event(
                                 &id,
                                 EventType::Fail,

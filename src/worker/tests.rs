@@ -41,6 +41,7 @@ fn workers_emit_create_drop_fail_and_index() {
         },
         m.clone(),
         Arc::from("r"),
+        None,
     )
     .unwrap();
     for (id, kind) in [("1", "drop"), ("2", "bad"), ("3", "kids"), ("4", "plain")] {
@@ -97,7 +98,7 @@ fn retries_then_dead_letters_a_poison_document() {
         dead_letter_path: Some(dl.clone()),
         ..Default::default()
     };
-    let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r")).unwrap();
+    let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r"), None).unwrap();
     let mut d = Document::new("poison").unwrap();
     d.set_field("a", "x").unwrap();
     m.send_for_processing(d).unwrap();
@@ -122,7 +123,14 @@ fn retries_then_dead_letters_a_poison_document() {
 fn a_stage_error_fails_the_document_and_the_worker_goes_on() {
     let m = Arc::new(LocalMessenger::new(10));
     let p = plan(json!([{"class": "Print", "outputFile": "/proc/definitely/not/writable.json"}]));
-    let pool = WorkerPool::start(p, WorkerSettings::default(), m.clone(), Arc::from("r")).unwrap();
+    let pool = WorkerPool::start(
+        p,
+        WorkerSettings::default(),
+        m.clone(),
+        Arc::from("r"),
+        None,
+    )
+    .unwrap();
     m.send_for_processing(Document::new("a").unwrap()).unwrap();
     m.send_for_processing(Document::new("b").unwrap()).unwrap();
     let events = drain_events(&m, 2);

@@ -300,3 +300,41 @@ def test_python_connector_feeds_python_stage_under_backpressure(conf_dir):
     r = lucille.run(str(cfg), mode="test")
     assert (r.status, r.published, r.succeeded) == ("Success", 300, 300), r.summary
     assert sorted(d.get_int("sq") for d in r.documents) == [i * i for i in range(300)]
+
+
+THREAD_STATE_PY = """
+import threading
+import lucille
+
+_local = threading.local()
+
+class CountPerThread(lucille.Stage):
+    def process_document(self, doc):
+        # threading.local lives in the thread's Python thread state: it survives between calls
+        # only if the worker keeps one thread state for its whole life.
+        _local.n = getattr(_local, "n", 0) + 1
+        doc.set_field("calls_on_this_thread", _local.n)
+        doc.set_field("thread", threading.get_ident())
+"""
+
+
+def test_a_worker_thread_keeps_one_python_thread_state(tmp_path):
+    (tmp_path / "perthread.py").write_text(THREAD_STATE_PY)
+    out = tmp_path / "out.jsonl"
+    r = lucille.run(config={
+        "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 200, "pipeline": "p"}],
+        "pipelines": [{"name": "p", "stages": [{"class": f"{tmp_path / 'perthread.py'}:CountPerThread"}]}],
+        "indexer": {"type": "jsonl"},
+        "jsonl": {"path": str(out)},
+        "worker": {"threads": 2},
+    })
+    assert r.status == "Success" and r.succeeded == 200
+    lines = [json.loads(l) for l in out.read_text().splitlines()]
+    by_thread = {}
+    for l in lines:
+        by_thread.setdefault(l["thread"], []).append(l["calls_on_this_thread"])
+    assert 1 <= len(by_thread) <= 2
+    # Each worker thread's counter ran 1, 2, 3, ... over every document it processed.
+    for counts in by_thread.values():
+        assert sorted(counts) == list(range(1, len(counts) + 1))
+    assert sum(len(c) for c in by_thread.values()) == 200

@@ -197,10 +197,10 @@ fn failed_send_rolls_back() {
         fn poll_doc_to_process(&self, _: Duration) -> Option<Document> {
             None
         }
-        fn send_for_indexing(&self, _: Document) -> Result<(), MessagingError> {
+        fn send_for_indexing(&self, _: crate::indexer::ToIndex) -> Result<(), MessagingError> {
             Ok(())
         }
-        fn poll_doc_to_index(&self, _: Duration) -> Option<Document> {
+        fn poll_doc_to_index(&self, _: Duration) -> Option<crate::indexer::ToIndex> {
             None
         }
         fn send_event(&self, _: Event) -> Result<(), MessagingError> {

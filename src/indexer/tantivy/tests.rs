@@ -296,7 +296,7 @@ fn indexer_loop_applies_overrides_and_filters_into_tantivy() {
             json!({"id": "2", "cid": "c2", "title": "second", "count": "nope"}),
             json!({"id": "3", "title": "third", "secret": "s"}),
         ] {
-            m.send_for_indexing(Document::from_value(v).unwrap())
+            m.send_for_indexing(Document::from_value(v).unwrap().into())
                 .unwrap();
         }
         std::thread::sleep(Duration::from_millis(100));
