@@ -9,12 +9,14 @@
 mod convert;
 mod error;
 pub mod ids;
+mod parse;
 mod path;
 
 use serde_json::{Map, Value};
 
 pub use convert::{f32_to_value, f64_to_value, FromField};
 pub use error::DocumentError;
+pub use parse::{ObjectParser, ParseError};
 pub use path::{FieldPath, Segment};
 
 use crate::jsonata::Expression;

@@ -18,7 +18,9 @@
 //! Differences from Lucille: patterns use Rust's `regex` syntax (no look-around or
 //! back-references; such a pattern is a config error), and `ignoreCase` is Unicode-aware.
 
-use regex::{Captures, Regex};
+use std::borrow::Cow;
+
+use regex::{Captures, NoExpand, Regex};
 
 use super::apply_regex::{flag_keys, source_dest_pairs, RegexFlags};
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
@@ -120,6 +122,15 @@ fn parse_replacement(template: &str, regex: &Regex) -> Result<Vec<Part>, String>
     Ok(parts)
 }
 
+/// The replacement's text when it refers to no group (then nothing needs expanding).
+fn literal(parts: &[Part]) -> Option<&str> {
+    match parts {
+        [] => Some(""),
+        [Part::Text(t)] => Some(t),
+        _ => None,
+    }
+}
+
 fn expand(parts: &[Part], caps: &Captures<'_>, out: &mut String) {
     for part in parts {
         match part {
@@ -211,12 +222,18 @@ impl Stage for ReplacePatterns {
             let mut outputs = Vec::new();
             for mut value in doc.get_string_list(source)? {
                 for (re, parts) in self.regexes.iter().zip(parts) {
-                    let replaced = re.replace_all(&value, |caps: &Captures<'_>| {
-                        let mut s = String::new();
-                        expand(parts, caps, &mut s);
-                        s
-                    });
-                    value = replaced.into_owned();
+                    let replaced = match literal(parts) {
+                        // No group references: plain matching, no capture groups resolved.
+                        Some(text) => re.replace_all(&value, NoExpand(text)),
+                        None => re.replace_all(&value, |caps: &Captures<'_>| {
+                            let mut s = String::new();
+                            expand(parts, caps, &mut s);
+                            s
+                        }),
+                    };
+                    if let Cow::Owned(replaced) = replaced {
+                        value = replaced;
+                    }
                 }
                 outputs.push(value);
             }

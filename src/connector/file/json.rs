@@ -8,7 +8,7 @@
 
 use std::io::BufRead;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{
     format_id, handler_prefix, prefixed, read_line, take, FileHandler, FileSource, HandlerError,
@@ -16,7 +16,7 @@ use super::{
 };
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::ids::id_text;
-use crate::document::Document;
+use crate::document::{Document, ObjectParser};
 
 fn spec() -> Spec {
     Spec::new()
@@ -70,21 +70,8 @@ impl JsonHandler {
     }
 
     /// The document for one line, or why it cannot be one.
-    pub fn document(&self, line: &[u8]) -> Result<Document, String> {
-        let mut map: Map<String, Value> = match serde_json::from_slice::<Value>(line) {
-            Ok(Value::Object(m)) => m,
-            Ok(other) => {
-                let kind = match other {
-                    Value::Array(_) => "an array",
-                    Value::String(_) => "a string",
-                    Value::Number(_) => "a number",
-                    Value::Bool(_) => "a boolean",
-                    _ => "null",
-                };
-                return Err(format!("expected a JSON object, found {kind}"));
-            }
-            Err(e) => return Err(format!("invalid JSON: {e}")),
-        };
+    pub fn document(&self, parser: &mut ObjectParser, line: &[u8]) -> Result<Document, String> {
+        let mut map = parser.parse(line).map_err(|e| e.to_string())?;
         for f in &self.ignore_fields {
             map.shift_remove(f);
         }
@@ -114,6 +101,7 @@ impl FileHandler for JsonHandler {
         sink: &mut dyn RecordSink,
     ) -> Result<(), HandlerError> {
         let mut buf = Vec::with_capacity(4096);
+        let mut parser = ObjectParser::new();
         let mut line_number: u64 = 0;
         loop {
             match read_line(input, &mut buf) {
@@ -134,7 +122,7 @@ impl FileHandler for JsonHandler {
             if buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match self.document(&buf) {
+            match self.document(&mut parser, &buf) {
                 Ok(doc) => sink.publish(doc)?,
                 Err(reason) => sink.fail(
                     source.failure_id(&self.prefix, &format!("line{line_number}")),
