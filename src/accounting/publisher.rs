@@ -10,6 +10,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::event::{Event, EventType};
 use super::ledger::{Counts, Ledger};
+use crate::connector::record::{Record, ToProcess};
 use crate::document::Document;
 use crate::messaging::{MessagingError, Messenger};
 
@@ -144,6 +145,37 @@ impl Publisher {
         }
     }
 
+    /// Hands the run a record a worker will build into a document (see `connector::record`):
+    /// tracked by its id before it is sent, as `publish` tracks a document. When the run keeps
+    /// whole documents (test mode) or collapses them, the record is built here instead, and
+    /// one that cannot be built is accounted as `publish_failed` does.
+    pub fn publish_record(&self, mut record: Record) -> Result<(), PublishError> {
+        if self.collapsing.is_some() || self.messenger.records_documents() {
+            let id = record.id.clone();
+            return match record.build() {
+                Ok(doc) => self.publish(doc),
+                Err(reason) => self.publish_failed(&id, &reason),
+            };
+        }
+        if self.stopping.load(Ordering::Relaxed) {
+            return Err(PublishError::Stopped(record.id));
+        }
+        self.wait_while_paused(&record.id)?;
+        self.num_received.fetch_add(1, Ordering::Relaxed);
+        self.wait_below_max(&record.id)?;
+        record.run_id = Some(self.run_id.clone());
+        let id = record.id.clone();
+        self.ledger.lock().track(&id);
+        if let Err(source) = self
+            .messenger
+            .send_for_processing(ToProcess::Record(record))
+        {
+            self.ledger.lock().rollback(&id);
+            return Err(PublishError::Send { id, source });
+        }
+        Ok(())
+    }
+
     /// Accounts for a record the connector could not turn into a document (a malformed CSV
     /// row, a bad JSON line): tracks `id` as published and sends a FAIL event carrying `reason`,
     /// so the run summary counts it as failed and test mode lists it with its reason. It never
@@ -193,7 +225,7 @@ impl Publisher {
         let id = doc.id().to_string();
         // Track first: a fast worker's terminal event must find the id already pending.
         self.ledger.lock().track(&id);
-        if let Err(source) = self.messenger.send_for_processing(doc) {
+        if let Err(source) = self.messenger.send_for_processing(ToProcess::Doc(doc)) {
             self.ledger.lock().rollback(&id);
             return Err(PublishError::Send { id, source });
         }

@@ -8,6 +8,7 @@
 pub mod checkpoint;
 pub mod database;
 pub mod file;
+pub mod record;
 pub mod rss;
 pub mod sequence;
 

@@ -7,6 +7,7 @@
 //! values are parsed as serde_json does).
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
@@ -14,10 +15,11 @@ use serde_json::{Map, Value};
 /// Room left for the fields stages typically add to a record.
 const HEADROOM: usize = 8;
 
-/// Parses JSON objects, sizing each map from the field count of the previous one.
-#[derive(Debug, Default, Clone)]
+/// Parses JSON objects, sizing each map from the field count of the previous one (shared by
+/// threads: the hint is only a hint, so relaxed atomics do).
+#[derive(Debug, Default)]
 pub struct ObjectParser {
-    last_len: usize,
+    last_len: AtomicUsize,
 }
 
 /// What a parsed line was when it was not an object.
@@ -43,16 +45,16 @@ impl ObjectParser {
     }
 
     /// Parses `bytes` as one JSON object (surrounding whitespace allowed).
-    pub fn parse(&mut self, bytes: &[u8]) -> Result<Map<String, Value>, ParseError> {
+    pub fn parse(&self, bytes: &[u8]) -> Result<Map<String, Value>, ParseError> {
         let mut de = serde_json::Deserializer::from_slice(bytes);
         let parsed = ObjectSeed {
-            capacity: self.last_len + HEADROOM,
+            capacity: self.last_len.load(Ordering::Relaxed) + HEADROOM,
         }
         .deserialize(&mut de)
         .and_then(|r| de.end().map(|()| r));
         match parsed {
             Ok(Ok(map)) => {
-                self.last_len = map.len();
+                self.last_len.store(map.len(), Ordering::Relaxed);
                 Ok(map)
             }
             Ok(Err(kind)) => Err(ParseError::NotAnObject(kind)),
@@ -122,7 +124,7 @@ mod tests {
 
     #[test]
     fn parses_objects_in_order_and_sizes_from_the_previous_one() {
-        let mut p = ObjectParser::new();
+        let p = ObjectParser::new();
         let m = p
             .parse(br#" {"id":"a","b":[1,{"c":2}],"a":null} "#)
             .unwrap();
@@ -131,14 +133,18 @@ mod tests {
             r#"{"id":"a","b":[1,{"c":2}],"a":null}"#
         );
         assert_eq!(m.keys().collect::<Vec<_>>(), ["id", "b", "a"]);
-        assert_eq!(p.last_len, 3, "the next map is sized from this one");
+        assert_eq!(
+            p.last_len.load(Ordering::Relaxed),
+            3,
+            "the next map is sized from this one"
+        );
         p.parse(br#"{"x":1}"#).unwrap();
-        assert_eq!(p.last_len, 1);
+        assert_eq!(p.last_len.load(Ordering::Relaxed), 1);
     }
 
     #[test]
     fn duplicate_keys_keep_the_last_value_as_serde_json() {
-        let mut p = ObjectParser::new();
+        let p = ObjectParser::new();
         let ours = p.parse(br#"{"a":1,"b":2,"a":3}"#).unwrap();
         let theirs: Value = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
         assert_eq!(Value::Object(ours), theirs);
@@ -147,7 +153,7 @@ mod tests {
 
     #[test]
     fn other_values_and_bad_json_are_errors_that_say_what_they_were() {
-        let mut p = ObjectParser::new();
+        let p = ObjectParser::new();
         for (text, want) in [
             ("[1, 2]", "expected a JSON object, found an array"),
             ("\"s\"", "expected a JSON object, found a string"),

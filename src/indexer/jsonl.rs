@@ -10,6 +10,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Map};
@@ -107,12 +108,18 @@ impl JsonlBackend {
 }
 
 /// Encodes each op's line on the worker threads; the indexer thread only writes bytes.
-struct LineEncoder;
+#[derive(Default)]
+struct LineEncoder {
+    /// The last line's length: the next buffer is sized for it, so it rarely regrows.
+    last_len: AtomicUsize,
+}
 
 impl Encoder for LineEncoder {
     fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String> {
-        let mut line = Vec::with_capacity(1024);
+        let hint = self.last_len.load(Ordering::Relaxed);
+        let mut line = Vec::with_capacity(hint + hint / 4 + 64);
         JsonlBackend::write_line(&mut line, op).map_err(|e| e.to_string())?;
+        self.last_len.store(line.len(), Ordering::Relaxed);
         if let IndexOp::Upsert { fields, .. } = op {
             // Encoded: the fields are no longer needed, and are freed here on the worker.
             *fields = Map::new();
@@ -127,7 +134,7 @@ impl Backend for JsonlBackend {
     }
 
     fn encoder(&self) -> Option<Arc<dyn Encoder>> {
-        Some(Arc::new(LineEncoder))
+        Some(Arc::new(LineEncoder::default()))
     }
 
     fn send_encoded(

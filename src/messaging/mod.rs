@@ -10,6 +10,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::accounting::Event;
+use crate::connector::record::ToProcess;
 use crate::document::Document;
 use crate::indexer::ToIndex;
 
@@ -21,8 +22,14 @@ pub enum MessagingError {
 
 /// The three channels of a run, as Lucille's messengers.
 pub trait Messenger: Send + Sync {
-    fn send_for_processing(&self, doc: Document) -> Result<(), MessagingError>;
-    fn poll_doc_to_process(&self, timeout: Duration) -> Option<Document>;
+    /// A published document, or a record a worker builds into one.
+    fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError>;
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess>;
+    /// Whether this messenger keeps whole documents as they are published (test mode's
+    /// history): then records are built before they are sent.
+    fn records_documents(&self) -> bool {
+        false
+    }
     /// A processed document, or the index operation a worker prepared from it.
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError>;
     fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex>;
@@ -53,7 +60,7 @@ pub fn send_event(
 
 /// In-memory queues for a local run.
 pub struct LocalMessenger {
-    source: (Sender<Document>, Receiver<Document>),
+    source: (Sender<ToProcess>, Receiver<ToProcess>),
     destination: (Sender<ToIndex>, Receiver<ToIndex>),
     events: (Sender<Event>, Receiver<Event>),
 }
@@ -77,13 +84,13 @@ fn recv<T>(rx: &Receiver<T>, timeout: Duration) -> Option<T> {
 }
 
 impl Messenger for LocalMessenger {
-    fn send_for_processing(&self, doc: Document) -> Result<(), MessagingError> {
+    fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
         self.source
             .0
-            .send(doc)
+            .send(item)
             .map_err(|_| MessagingError::Closed("source"))
     }
-    fn poll_doc_to_process(&self, timeout: Duration) -> Option<Document> {
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
         recv(&self.source.1, timeout)
     }
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
@@ -140,12 +147,17 @@ impl TestMessenger {
 }
 
 impl Messenger for TestMessenger {
-    fn send_for_processing(&self, doc: Document) -> Result<(), MessagingError> {
-        self.history.lock().sent_for_processing.push(doc.clone());
-        self.inner.send_for_processing(doc)
+    fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
+        if let ToProcess::Doc(doc) = &item {
+            self.history.lock().sent_for_processing.push(doc.clone());
+        }
+        self.inner.send_for_processing(item)
     }
-    fn poll_doc_to_process(&self, timeout: Duration) -> Option<Document> {
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
         self.inner.poll_doc_to_process(timeout)
+    }
+    fn records_documents(&self) -> bool {
+        true
     }
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
         if let Some(doc) = item.document() {
@@ -179,11 +191,16 @@ mod tests {
     #[test]
     fn queues_are_bounded_and_fifo() {
         let m = LocalMessenger::new(2);
-        m.send_for_processing(Document::new("a").unwrap()).unwrap();
-        m.send_for_processing(Document::new("b").unwrap()).unwrap();
+        m.send_for_processing(Document::new("a").unwrap().into())
+            .unwrap();
+        m.send_for_processing(Document::new("b").unwrap().into())
+            .unwrap();
         assert_eq!(m.queued(), (2, 0));
         assert!(
-            m.source.0.try_send(Document::new("c").unwrap()).is_err(),
+            m.source
+                .0
+                .try_send(Document::new("c").unwrap().into())
+                .is_err(),
             "full at capacity"
         );
         assert_eq!(
@@ -204,7 +221,8 @@ mod tests {
     #[test]
     fn test_messenger_records_everything() {
         let m = TestMessenger::new(10);
-        m.send_for_processing(Document::new("a").unwrap()).unwrap();
+        m.send_for_processing(Document::new("a").unwrap().into())
+            .unwrap();
         m.send_for_indexing(Document::new("a").unwrap().into())
             .unwrap();
         m.send_event(Event::new("a", Arc::from("r"), EventType::Finish))

@@ -26,6 +26,7 @@ use serde_json::json;
 
 use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::connector::record::ToProcess;
 use crate::document::Document;
 use crate::indexer::{Preparer, ToIndex};
 use crate::messaging::Messenger;
@@ -356,6 +357,17 @@ impl WorkerContext {
         self.event(doc.id(), EventType::Fail, Some(message));
     }
 
+    /// A record that could not be built into a document: FAILed with its reason (file and
+    /// line) and written to the dead-letter file, as the connector's own failed records are.
+    fn fail_record(&self, id: &str, reason: String) {
+        tracing::error!(doc_id = id, "Record FAILED: {reason}");
+        self.stats.failed.fetch_add(1, Ordering::Relaxed);
+        if let Some(dl) = &self.dead_letter {
+            dl.write_record(id, &self.run_id, &self.plan.name, &reason);
+        }
+        self.event(id, EventType::Fail, Some(reason));
+    }
+
     fn run(self) -> Vec<StageMetrics> {
         let mut pipeline = match self.plan.instantiate() {
             Ok(p) => Ok(p),
@@ -377,8 +389,21 @@ impl WorkerContext {
             tracing::error!("{message}; every document this worker takes will FAIL");
         }
         while self.running.load(Ordering::SeqCst) {
-            let Some(doc) = self.messenger.poll_doc_to_process(POLL) else {
+            let Some(item) = self.messenger.poll_doc_to_process(POLL) else {
                 continue;
+            };
+            let doc = match item {
+                ToProcess::Doc(doc) => doc,
+                ToProcess::Record(record) => {
+                    let id = record.id.clone();
+                    match record.build() {
+                        Ok(doc) => doc,
+                        Err(reason) => {
+                            self.fail_record(&id, reason);
+                            continue;
+                        }
+                    }
+                }
             };
             match &mut pipeline {
                 Ok(p) => self.process(p, doc),

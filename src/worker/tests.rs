@@ -48,7 +48,7 @@ fn workers_emit_create_drop_fail_and_index() {
         let mut d = Document::new(id).unwrap();
         d.set_field("kind", kind).unwrap();
         d.set_field("a", "x").unwrap();
-        m.send_for_processing(d).unwrap();
+        m.send_for_processing(d.into()).unwrap();
     }
     // 1 DROP, 1 FAIL, 2 CREATE for 3's children; 3, its children and 4 go to the indexer.
     let events = drain_events(&m, 4);
@@ -101,7 +101,7 @@ fn retries_then_dead_letters_a_poison_document() {
     let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r"), None).unwrap();
     let mut d = Document::new("poison").unwrap();
     d.set_field("a", "x").unwrap();
-    m.send_for_processing(d).unwrap();
+    m.send_for_processing(d.into()).unwrap();
     let events = drain_events(&m, 1);
     pool.stop();
     assert_eq!(events.len(), 1);
@@ -131,12 +131,100 @@ fn a_stage_error_fails_the_document_and_the_worker_goes_on() {
         None,
     )
     .unwrap();
-    m.send_for_processing(Document::new("a").unwrap()).unwrap();
-    m.send_for_processing(Document::new("b").unwrap()).unwrap();
+    m.send_for_processing(Document::new("a").unwrap().into())
+        .unwrap();
+    m.send_for_processing(Document::new("b").unwrap().into())
+        .unwrap();
     let events = drain_events(&m, 2);
     pool.stop();
     assert_eq!(
         events.iter().map(|e| e.kind).collect::<Vec<_>>(),
         [EventType::Fail, EventType::Fail]
     );
+}
+
+/// Builds `{"id": <id>, "raw": <the bytes as text>}`, refusing bytes that say "bad".
+struct TextBuilder;
+
+impl crate::connector::record::RecordBuilder for TextBuilder {
+    fn build(&self, id: String, bytes: &[u8]) -> Result<Document, String> {
+        let text = String::from_utf8_lossy(bytes);
+        if text.contains("bad") {
+            return Err("cannot build this one".into());
+        }
+        let mut d = Document::new(id).map_err(|e| e.to_string())?;
+        d.set_field("raw", text.as_ref())
+            .map_err(|e| e.to_string())?;
+        Ok(d)
+    }
+}
+
+#[test]
+fn records_are_built_on_the_worker_and_a_failed_build_fails_with_file_and_line() {
+    use crate::connector::record::{Record, ToProcess};
+    let dir = std::env::temp_dir().join(format!("lucille-rec-{}", uuid::Uuid::new_v4()));
+    let dl = dir.join("dead.jsonl");
+    let m = Arc::new(LocalMessenger::new(10));
+    let settings = WorkerSettings {
+        dead_letter_path: Some(dl.clone()),
+        ..Default::default()
+    };
+    let p = plan(json!([{"class": "CopyFields", "fieldMapping": {"raw": "copy"}}]));
+    let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r"), None).unwrap();
+    let builder: Arc<dyn crate::connector::record::RecordBuilder> = Arc::new(TextBuilder);
+    for (id, text, line) in [("a", "fine", 1), ("b", "bad", 2)] {
+        m.send_for_processing(ToProcess::Record(Record {
+            id: id.into(),
+            bytes: text.as_bytes().to_vec(),
+            builder: builder.clone(),
+            origin: Arc::from("/data/x.jsonl"),
+            line,
+            run_id: Some(Arc::from("r")),
+        }))
+        .unwrap();
+    }
+    let events = drain_events(&m, 1);
+    let mut indexed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while indexed.is_empty() && Instant::now() < deadline {
+        if let Some(ToIndex::Doc(d)) = m.poll_doc_to_index(Duration::from_millis(20)) {
+            indexed.push(d);
+        }
+    }
+    pool.stop();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        (events[0].doc_id.as_str(), events[0].kind),
+        ("b", EventType::Fail)
+    );
+    assert_eq!(
+        events[0].message.as_deref(),
+        Some("/data/x.jsonl: line 2: cannot build this one")
+    );
+    assert_eq!(indexed.len(), 1);
+    assert_eq!(indexed[0].id(), "a");
+    assert_eq!(
+        indexed[0].run_id(),
+        Some("r"),
+        "the built document carries the run id"
+    );
+    assert_eq!(
+        indexed[0].get_str("copy"),
+        Some("fine"),
+        "then the pipeline ran"
+    );
+    let dead: Value = serde_json::from_str(
+        std::fs::read_to_string(&dl)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(dead["id"], "b");
+    assert_eq!(
+        dead["error"],
+        "/data/x.jsonl: line 2: cannot build this one"
+    );
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -163,3 +163,42 @@ def test_malformed_records_also_reach_the_dead_letter_file(tmp_path):
     assert sorted(line["id"] for line in lines) == [f"{jsonl}:line4", f"{jsonl}:line5"]
     assert all(line["pipeline"] == "p" and line["document"] is None for line in lines)
     assert any("invalid JSON" in line["error"] for line in lines)
+
+
+def test_local_runs_build_json_lines_on_the_workers_with_the_same_results(tmp_path):
+    # In local mode a JSON line is only scanned for its id on the connector thread and parsed
+    # by a worker; what is indexed, and what fails, must be as in test mode (parsed up front).
+    folder = tmp_path / "in"
+    folder.mkdir()
+    lines = [
+        '{"id": "a", "title": "first", "nested": {"k": [1, 2]}, "run_id": "old"}',
+        '{"key": 1}',                                          # no id: FAILs at the connector
+        '{"id": "b", "___children": 5}',                       # parses, cannot be a document
+        '{"id": "c", "title": "third", "id": "c2"}',           # the last duplicate key wins
+        '{"id": 7, "title": "numeric id"}',
+    ]
+    (folder / "items.jsonl").write_text("\n".join(lines) + "\n")
+    out, dead = tmp_path / "out.jsonl", tmp_path / "dead.jsonl"
+    config = {
+        "connectors": [{"name": "files", "class": "FileConnector", "pipeline": "p",
+                        "paths": [str(folder)], "fileHandlers": {"jsonl": {}}}],
+        "pipelines": [{"name": "p", "stages": [{"class": "CopyFields", "fieldMapping": {"title": "t2"}}]}],
+        "indexer": {"type": "jsonl"}, "jsonl": {"path": str(out)},
+        "worker": {"deadLetterPath": str(dead), "threads": 2},
+    }
+    local = lucille.run(config=config)
+    local_dead = [json.loads(l) for l in dead.read_text().splitlines()]
+    test = lucille.run(config=config, mode="test")
+    assert (local.succeeded, local.failed) == (test.succeeded, test.failed) == (3, 2)
+    indexed = sorted((json.loads(l) for l in out.read_text().splitlines()), key=lambda d: d["id"])
+    assert [d["id"] for d in indexed] == ["7", "a", "c2"]
+    assert indexed[1] == {"id": "a", "title": "first", "nested": {"k": [1, 2]}, "t2": "first"}
+    assert indexed[2]["title"] == "third"
+    failures = {e[0]: e[2] for e in test.events if e[1] == "FAIL"}
+    path = str(folder / "items.jsonl")
+    assert failures[f"{path}:line2"].endswith('no usable id field "id" (a non-empty string or number)')
+    assert "___children" in failures["b"] and f"{path}: line 3" in failures["b"]
+    # The worker that failed to build "b" wrote it to the dead-letter file, as the connector
+    # does for the line without an id.
+    assert sorted(d["id"] for d in local_dead) == sorted(["b", f"{path}:line2"])
+    assert f"{path}: line 3" in next(d for d in local_dead if d["id"] == "b")["error"]

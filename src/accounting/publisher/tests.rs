@@ -39,7 +39,11 @@ fn stamps_run_id_and_tracks_before_sending() {
     let (p, m) = publisher(PublisherSettings::default());
     p.publish(doc("a")).unwrap();
     assert_eq!(p.pending(), 1);
-    let sent = m.poll_doc_to_process(Duration::from_millis(10)).unwrap();
+    let sent = m
+        .poll_doc_to_process(Duration::from_millis(10))
+        .unwrap()
+        .into_document()
+        .unwrap();
     assert_eq!(sent.run_id(), Some("run-1"));
     let mut stamped = doc("b");
     stamped.initialize_run_id("other").unwrap();
@@ -122,7 +126,12 @@ fn collapse_merges_consecutive_same_id_documents() {
     assert_eq!(p.num_received(), 4);
     assert_eq!(p.num_published(), 3);
     let got: Vec<_> = (0..3)
-        .map(|_| m.poll_doc_to_process(Duration::from_millis(10)).unwrap())
+        .map(|_| {
+            m.poll_doc_to_process(Duration::from_millis(10))
+                .unwrap()
+                .into_document()
+                .unwrap()
+        })
         .collect();
     assert_eq!(got[0].get("v"), Some(&serde_json::json!([1, 2])));
     assert_eq!((got[1].id(), got[2].id()), ("b", "a"));
@@ -191,10 +200,13 @@ fn stopping_refuses_new_documents_and_unblocks_waiters() {
 fn failed_send_rolls_back() {
     struct Closed;
     impl Messenger for Closed {
-        fn send_for_processing(&self, _: Document) -> Result<(), MessagingError> {
+        fn send_for_processing(
+            &self,
+            _: crate::connector::record::ToProcess,
+        ) -> Result<(), MessagingError> {
             Err(MessagingError::Closed("source"))
         }
-        fn poll_doc_to_process(&self, _: Duration) -> Option<Document> {
+        fn poll_doc_to_process(&self, _: Duration) -> Option<crate::connector::record::ToProcess> {
             None
         }
         fn send_for_indexing(&self, _: crate::indexer::ToIndex) -> Result<(), MessagingError> {
@@ -278,4 +290,71 @@ fn publish_failed_counts_a_failure_without_sending_a_document() {
     let c = p.counts();
     assert_eq!((c.published, c.failed, c.succeeded), (1, 1, 0));
     assert_eq!(p.num_received(), 1);
+}
+
+/// Builds a document from a record's bytes, refusing "bad".
+struct Builder;
+impl crate::connector::record::RecordBuilder for Builder {
+    fn build(&self, id: String, bytes: &[u8]) -> Result<Document, String> {
+        if bytes == b"bad" {
+            return Err("unbuildable".into());
+        }
+        Document::new(id).map_err(|e| e.to_string())
+    }
+}
+
+fn record(id: &str, bytes: &[u8]) -> crate::connector::record::Record {
+    crate::connector::record::Record {
+        id: id.into(),
+        bytes: bytes.to_vec(),
+        builder: Arc::new(Builder),
+        origin: Arc::from("f.jsonl"),
+        line: 7,
+        run_id: None,
+    }
+}
+
+#[test]
+fn a_record_is_tracked_by_its_id_and_sent_unbuilt_with_the_run_id() {
+    use crate::connector::record::ToProcess;
+    let (p, m) = publisher(PublisherSettings::default());
+    p.publish_record(record("r1", b"bad")).unwrap();
+    assert_eq!(p.pending(), 1, "tracked before a worker sees it");
+    let Some(ToProcess::Record(r)) = m.poll_doc_to_process(Duration::from_millis(10)) else {
+        panic!("the record travels unbuilt")
+    };
+    assert_eq!(r.id, "r1");
+    assert_eq!(r.run_id.as_deref(), Some("run-1"));
+    assert_eq!(
+        ToProcess::Record(r).into_document().unwrap_err(),
+        "f.jsonl: line 7: unbuildable"
+    );
+}
+
+#[test]
+fn a_run_that_keeps_documents_builds_records_at_publish_and_fails_unbuildable_ones() {
+    use crate::connector::record::ToProcess;
+    let m = Arc::new(crate::messaging::TestMessenger::new(100));
+    let p = Publisher::new(
+        Arc::from("run-1"),
+        m.clone(),
+        PublisherSettings::default(),
+        Arc::new(AtomicBool::new(false)),
+    );
+    p.publish_record(record("ok", b"fine")).unwrap();
+    p.publish_record(record("nope", b"bad")).unwrap();
+    assert_eq!(p.pending(), 2);
+    let Some(ToProcess::Doc(d)) = m.poll_doc_to_process(Duration::from_millis(10)) else {
+        panic!("built before sending")
+    };
+    assert_eq!((d.id(), d.run_id()), ("ok", Some("run-1")));
+    assert!(m.poll_doc_to_process(Duration::from_millis(10)).is_none());
+    let h = m.history();
+    assert_eq!(h.sent_for_processing.len(), 1);
+    let fail = h.events.iter().find(|e| e.doc_id == "nope").unwrap();
+    assert_eq!(fail.kind, EventType::Fail);
+    assert_eq!(
+        fail.message.as_deref(),
+        Some("f.jsonl: line 7: unbuildable")
+    );
 }

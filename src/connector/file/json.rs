@@ -6,8 +6,11 @@
 //! A line that is not a JSON object, or has no id, is a FAIL with file and line number (Lucille
 //! stops the file there); blank lines are skipped.
 
+use std::borrow::Cow;
 use std::io::BufRead;
+use std::sync::Arc;
 
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::{
@@ -15,6 +18,7 @@ use super::{
     RecordSink,
 };
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::connector::record::{Record, RecordBuilder};
 use crate::document::ids::id_text;
 use crate::document::{Document, ObjectParser};
 
@@ -31,7 +35,25 @@ pub struct JsonHandler {
     prefix: String,
     id_fields: Vec<String>,
     id_format: Option<String>,
+    builder: Arc<JsonBuilder>,
+}
+
+/// Builds a line's document on a worker (see `connector::record`).
+struct JsonBuilder {
     ignore_fields: Vec<String>,
+    parser: ObjectParser,
+}
+
+impl RecordBuilder for JsonBuilder {
+    fn build(&self, id: String, bytes: &[u8]) -> Result<Document, String> {
+        let mut map = self.parser.parse(bytes).map_err(|e| e.to_string())?;
+        for f in &self.ignore_fields {
+            map.shift_remove(f);
+        }
+        map.shift_remove("run_id");
+        map.insert("id".into(), Value::from(id));
+        Document::from_map(map).map_err(|e| e.to_string())
+    }
 }
 
 impl JsonHandler {
@@ -60,7 +82,10 @@ impl JsonHandler {
             prefix,
             id_fields,
             id_format: take(&mut errors, config.string("docIdFormat")),
-            ignore_fields,
+            builder: Arc::new(JsonBuilder {
+                ignore_fields,
+                parser: ObjectParser::new(),
+            }),
         };
         if errors.is_empty() {
             Ok(handler)
@@ -69,16 +94,28 @@ impl JsonHandler {
         }
     }
 
-    /// The document for one line, or why it cannot be one.
-    pub fn document(&self, parser: &mut ObjectParser, line: &[u8]) -> Result<Document, String> {
-        let mut map = parser.parse(line).map_err(|e| e.to_string())?;
-        for f in &self.ignore_fields {
-            map.shift_remove(f);
+    /// The line's document id, read without building the document: the line is checked as
+    /// JSON, the id field(s) are read, everything else is skipped unallocated.
+    fn scan_id(&self, line: &[u8]) -> Result<String, String> {
+        // Skipped strings are not checked for UTF-8 by the scan; the whole line is, here, so
+        // such a line FAILs at its position as a parse would (with serde_json's own message).
+        if std::str::from_utf8(line).is_err() {
+            return Err(match serde_json::from_slice::<IgnoredAny>(line) {
+                Err(e) => format!("invalid JSON: {e}"),
+                Ok(_) => "invalid JSON: the line is not UTF-8".into(),
+            });
         }
-        map.shift_remove("run_id");
+        let mut de = serde_json::Deserializer::from_slice(line);
+        let found = IdScan {
+            fields: &self.id_fields,
+        }
+        .deserialize(&mut de)
+        .and_then(|r| de.end().map(|()| r))
+        .map_err(|e| format!("invalid JSON: {e}"))?
+        .map_err(|kind| format!("expected a JSON object, found {kind}"))?;
         let mut parts = Vec::with_capacity(self.id_fields.len());
-        for f in &self.id_fields {
-            match map.get(f).and_then(id_text) {
+        for (f, value) in self.id_fields.iter().zip(found) {
+            match value.as_ref().and_then(id_text) {
                 Some(v) if !v.is_empty() => parts.push(v),
                 _ => {
                     return Err(format!(
@@ -87,9 +124,68 @@ impl JsonHandler {
                 }
             }
         }
-        let id = prefixed(&self.prefix, &format_id(self.id_format.as_deref(), &parts));
-        map.insert("id".into(), Value::from(id));
-        Document::from_map(map).map_err(|e| e.to_string())
+        Ok(prefixed(
+            &self.prefix,
+            &format_id(self.id_format.as_deref(), &parts),
+        ))
+    }
+}
+
+/// Reads the values of the id fields of a top-level object (the last of duplicate keys, as a
+/// parsed map keeps) and skips the rest; any other JSON value is reported by its kind.
+struct IdScan<'a> {
+    fields: &'a [String],
+}
+
+impl<'de> DeserializeSeed<'de> for IdScan<'_> {
+    type Value = Result<Vec<Option<Value>>, &'static str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for IdScan<'_> {
+    type Value = Result<Vec<Option<Value>>, &'static str>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+        let mut found = vec![None; self.fields.len()];
+        while let Some(key) = access.next_key::<Cow<'de, str>>()? {
+            match self.fields.iter().position(|f| *f == key) {
+                Some(i) => found[i] = Some(access.next_value::<Value>()?),
+                None => {
+                    access.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Ok(found))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        while a.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Err("an array"))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Err("a string"))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Err("a number"))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Err("a number"))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Err("a number"))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Err("a boolean"))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Err("null"))
     }
 }
 
@@ -101,7 +197,7 @@ impl FileHandler for JsonHandler {
         sink: &mut dyn RecordSink,
     ) -> Result<(), HandlerError> {
         let mut buf = Vec::with_capacity(4096);
-        let mut parser = ObjectParser::new();
+        let origin: Arc<str> = Arc::from(source.path.as_str());
         let mut line_number: u64 = 0;
         loop {
             match read_line(input, &mut buf) {
@@ -122,8 +218,16 @@ impl FileHandler for JsonHandler {
             if buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match self.document(&mut parser, &buf) {
-                Ok(doc) => sink.publish(doc)?,
+            // Only the id is read here; a worker parses the line (see `connector::record`).
+            match self.scan_id(&buf) {
+                Ok(id) => sink.publish_record(Record {
+                    id,
+                    bytes: buf.clone(),
+                    builder: self.builder.clone(),
+                    origin: origin.clone(),
+                    line: line_number,
+                    run_id: None,
+                })?,
                 Err(reason) => sink.fail(
                     source.failure_id(&self.prefix, &format!("line{line_number}")),
                     format!("{}: line {line_number}: {reason}", source.path),

@@ -38,6 +38,7 @@ use parking_lot::Mutex;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::record::Record;
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::{PublishError, Publisher};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
@@ -136,6 +137,15 @@ impl FileSource {
 /// Where a handler sends what it read.
 pub trait RecordSink {
     fn publish(&mut self, doc: Document) -> Result<(), PublishError>;
+    /// A record a worker builds into its document (see `connector::record`); by default it is
+    /// built here and published, or failed with its reason.
+    fn publish_record(&mut self, record: Record) -> Result<(), PublishError> {
+        let id = record.id.clone();
+        match record.build() {
+            Ok(doc) => self.publish(doc),
+            Err(reason) => self.fail(id, reason),
+        }
+    }
     /// A record that could not become a document; `reason` names the file and position.
     fn fail(&mut self, id: String, reason: String) -> Result<(), PublishError>;
 }
@@ -549,6 +559,9 @@ struct PublisherSink<'a> {
 impl RecordSink for PublisherSink<'_> {
     fn publish(&mut self, doc: Document) -> Result<(), PublishError> {
         self.publisher.publish(doc)
+    }
+    fn publish_record(&mut self, record: Record) -> Result<(), PublishError> {
+        self.publisher.publish_record(record)
     }
     fn fail(&mut self, id: String, reason: String) -> Result<(), PublishError> {
         tracing::warn!(id, "{reason}");

@@ -19,6 +19,7 @@ use super::{RecordSink, FILE_PATH};
 use crate::accounting::{PublishError, Publisher};
 use crate::connector::checkpoint::{Checkpoint, Plan, Stamp, Tracker, UnitCounter};
 pub use crate::connector::checkpoint::{TrackerHandle, UnitId};
+use crate::connector::record::Record;
 use crate::connector::{Common, ConnectorError};
 use crate::document::ids::{hex, md5_hex};
 use crate::document::Document;
@@ -228,6 +229,16 @@ impl RecordSink for CheckpointSink<'_> {
             Some(n) => {
                 self.tracker.published(self.unit, n, doc.id());
                 self.inner.publish(doc)
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn publish_record(&mut self, record: Record) -> Result<(), PublishError> {
+        match self.number() {
+            Some(n) => {
+                self.tracker.published(self.unit, n, &record.id);
+                self.inner.publish_record(record)
             }
             None => Ok(()),
         }

@@ -531,7 +531,7 @@ fn publisher() -> (Arc<Publisher>, Arc<LocalMessenger>) {
 fn drain(m: &LocalMessenger) -> Vec<Document> {
     let mut out = Vec::new();
     while let Some(d) = m.poll_doc_to_process(Duration::from_millis(1)) {
-        out.push(d);
+        out.push(d.into_document().unwrap());
     }
     out
 }
