@@ -11,6 +11,7 @@ mod error;
 pub mod ids;
 mod parse;
 mod path;
+pub mod write;
 
 use serde_json::{Map, Value};
 

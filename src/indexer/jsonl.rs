@@ -17,6 +17,7 @@ use serde_json::{json, Map};
 
 use super::{Backend, BackendError, Encoded, Encoder, IndexOp};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::write::{write_str, write_value};
 
 pub fn spec() -> Spec {
     Spec::new()
@@ -70,16 +71,16 @@ impl JsonlBackend {
                 id, index, fields, ..
             } => {
                 out.extend_from_slice(b"{\"id\":");
-                serde_json::to_writer(&mut *out, id)?;
+                write_str(out, id);
                 if let Some(i) = index {
                     out.extend_from_slice(b",\"_index\":");
-                    serde_json::to_writer(&mut *out, i)?;
+                    write_str(out, i);
                 }
                 for (k, v) in fields {
                     out.push(b',');
-                    serde_json::to_writer(&mut *out, k)?;
+                    write_str(out, k);
                     out.push(b':');
-                    serde_json::to_writer(&mut *out, v)?;
+                    write_value(out, v);
                 }
                 out.push(b'}');
             }
