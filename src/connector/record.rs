@@ -35,10 +35,19 @@ impl Record {
     /// The document, stamped with the run id; or the reason it cannot be built (naming the
     /// file and line).
     pub fn build(self) -> Result<Document, String> {
-        let mut doc = self
-            .builder
-            .build(self.id, &self.bytes)
-            .map_err(|reason| format!("{}: line {}: {reason}", self.origin, self.line))?;
+        let (builder, bytes) = (&self.builder, &self.bytes);
+        let id = self.id;
+        // A panicking builder FAILs this record, as a panicking stage fails its document.
+        let built =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| builder.build(id, bytes)))
+                .unwrap_or_else(|p| {
+                    Err(format!(
+                        "building the document panicked: {}",
+                        crate::stage::panic_message(p.as_ref())
+                    ))
+                });
+        let mut doc =
+            built.map_err(|reason| format!("{}: line {}: {reason}", self.origin, self.line))?;
         if let Some(run_id) = &self.run_id {
             doc.initialize_run_id(run_id)
                 .map_err(|e| format!("{}: line {}: {e}", self.origin, self.line))?;

@@ -152,6 +152,9 @@ impl crate::connector::record::RecordBuilder for TextBuilder {
         if text.contains("bad") {
             return Err("cannot build this one".into());
         }
+        if text.contains("boom") {
+            panic!("builder exploded");
+        }
         let mut d = Document::new(id).map_err(|e| e.to_string())?;
         d.set_field("raw", text.as_ref())
             .map_err(|e| e.to_string())?;
@@ -172,7 +175,7 @@ fn records_are_built_on_the_worker_and_a_failed_build_fails_with_file_and_line()
     let p = plan(json!([{"class": "CopyFields", "fieldMapping": {"raw": "copy"}}]));
     let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r"), None).unwrap();
     let builder: Arc<dyn crate::connector::record::RecordBuilder> = Arc::new(TextBuilder);
-    for (id, text, line) in [("a", "fine", 1), ("b", "bad", 2)] {
+    for (id, text, line) in [("a", "fine", 1), ("b", "bad", 2), ("c", "boom", 3)] {
         m.send_for_processing(ToProcess::Record(Record {
             id: id.into(),
             bytes: text.as_bytes().to_vec(),
@@ -183,7 +186,8 @@ fn records_are_built_on_the_worker_and_a_failed_build_fails_with_file_and_line()
         }))
         .unwrap();
     }
-    let events = drain_events(&m, 1);
+    let mut events = drain_events(&m, 2);
+    events.sort_by(|x, y| x.doc_id.cmp(&y.doc_id));
     let mut indexed = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(10);
     while indexed.is_empty() && Instant::now() < deadline {
