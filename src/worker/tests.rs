@@ -196,10 +196,20 @@ fn records_are_built_on_the_worker_and_a_failed_build_fails_with_file_and_line()
         }
     }
     pool.stop();
-    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(
         (events[0].doc_id.as_str(), events[0].kind),
         ("b", EventType::Fail)
+    );
+    assert_eq!(
+        (events[1].doc_id.as_str(), events[1].kind),
+        ("c", EventType::Fail)
+    );
+    let boom = events[1].message.as_deref().unwrap();
+    assert!(
+        boom.starts_with("/data/x.jsonl: line 3: building the document panicked")
+            && boom.contains("builder exploded"),
+        "{boom}"
     );
     assert_eq!(
         events[0].message.as_deref(),
