@@ -1,0 +1,27 @@
+#!/usr/bin/env python3
+"""The pure-Python reference: the standard pipeline's six edits with json, re and dicts."""
+import json
+import re
+import sys
+from datetime import datetime, timezone
+
+THE = re.compile(r"\bthe\b")
+
+
+def main(src, dst):
+    with open(src, encoding="utf-8") as f, open(dst, "w", encoding="utf-8") as out:
+        for line in f:
+            d = json.loads(line)
+            d["title_copy"] = d["title"]
+            d["publication_year"] = d.pop("year")
+            d["summary"] = f"{d['title']} ({d['publication_year']}), {d['price']}"
+            d["body_clean"] = THE.sub("", d["body"])
+            d["tag_count"] = len(d["tags"])
+            day = datetime.strptime(d["date"], "%Y-%m-%d").replace(tzinfo=timezone.utc)
+            d["date_parsed"] = day.strftime("%Y-%m-%dT%H:%M:%SZ")
+            out.write(json.dumps(d, separators=(",", ":")))
+            out.write("\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
