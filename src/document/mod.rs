@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 pub use convert::{f32_to_value, f64_to_value, FromField};
 pub use error::DocumentError;
-pub use parse::{ObjectParser, ParseError};
+pub use parse::{read_object, ObjectParser, ObjectReader, ParseError};
 pub use path::{FieldPath, Segment};
 
 use crate::jsonata::Expression;

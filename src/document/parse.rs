@@ -46,51 +46,70 @@ impl ObjectParser {
 
     /// Parses `bytes` as one JSON object (surrounding whitespace allowed).
     pub fn parse(&self, bytes: &[u8]) -> Result<Map<String, Value>, ParseError> {
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        let parsed = ObjectSeed {
-            capacity: self.last_len.load(Ordering::Relaxed) + HEADROOM,
-        }
-        .deserialize(&mut de)
-        .and_then(|r| de.end().map(|()| r));
-        match parsed {
-            Ok(Ok(map)) => {
-                self.last_len.store(map.len(), Ordering::Relaxed);
-                Ok(map)
-            }
-            Ok(Err(kind)) => Err(ParseError::NotAnObject(kind)),
-            Err(e) => Err(ParseError::Json(e)),
-        }
+        let capacity = self.last_len.load(Ordering::Relaxed) + HEADROOM;
+        let map = read_object(bytes, SizedMap(capacity))?;
+        self.last_len.store(map.len(), Ordering::Relaxed);
+        Ok(map)
     }
 }
 
-/// Deserializes an object into a map of the given capacity; any other value is reported by
-/// its kind (consumed as serde_json would, so errors are positioned the same way).
-struct ObjectSeed {
-    capacity: usize,
+/// What to make of a JSON object's entries (the rest of [`read_object`] is shared).
+pub trait ObjectReader<'de> {
+    type Out;
+    fn read<A: MapAccess<'de>>(self, entries: A) -> Result<Self::Out, A::Error>;
 }
 
-impl<'de> DeserializeSeed<'de> for ObjectSeed {
-    type Value = Result<Map<String, Value>, &'static str>;
+/// Reads `bytes` as one JSON object with `reader`; any other JSON value is an error naming
+/// its kind (consumed as serde_json would, so errors are positioned the same way).
+pub fn read_object<'de, R: ObjectReader<'de>>(
+    bytes: &'de [u8],
+    reader: R,
+) -> Result<R::Out, ParseError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match ObjectOnly(reader)
+        .deserialize(&mut de)
+        .and_then(|r| de.end().map(|()| r))
+    {
+        Ok(Ok(out)) => Ok(out),
+        Ok(Err(kind)) => Err(ParseError::NotAnObject(kind)),
+        Err(e) => Err(ParseError::Json(e)),
+    }
+}
+
+/// The entries into a map of the given capacity; later duplicates win, as serde_json's own
+/// map does.
+struct SizedMap(usize);
+
+impl<'de> ObjectReader<'de> for SizedMap {
+    type Out = Map<String, Value>;
+    fn read<A: MapAccess<'de>>(self, mut entries: A) -> Result<Self::Out, A::Error> {
+        let mut map = Map::with_capacity(self.0);
+        while let Some((k, v)) = entries.next_entry::<String, Value>()? {
+            map.insert(k, v);
+        }
+        Ok(map)
+    }
+}
+
+struct ObjectOnly<R>(R);
+
+impl<'de, R: ObjectReader<'de>> DeserializeSeed<'de> for ObjectOnly<R> {
+    type Value = Result<R::Out, &'static str>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for ObjectSeed {
-    type Value = Result<Map<String, Value>, &'static str>;
+impl<'de, R: ObjectReader<'de>> Visitor<'de> for ObjectOnly<R> {
+    type Value = Result<R::Out, &'static str>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
-        let mut map = Map::with_capacity(self.capacity);
-        while let Some((k, v)) = access.next_entry::<String, Value>()? {
-            // Later duplicates win, as serde_json's own map does.
-            map.insert(k, v);
-        }
-        Ok(Ok(map))
+    fn visit_map<A: MapAccess<'de>>(self, access: A) -> Result<Self::Value, A::Error> {
+        self.0.read(access).map(Ok)
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::io::BufRead;
 use std::sync::Arc;
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
 use super::{
@@ -20,7 +20,7 @@ use super::{
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::connector::record::{Record, RecordBuilder};
 use crate::document::ids::id_text;
-use crate::document::{Document, ObjectParser};
+use crate::document::{read_object, Document, ObjectParser, ObjectReader};
 
 fn spec() -> Spec {
     Spec::new()
@@ -105,14 +105,13 @@ impl JsonHandler {
                 Ok(_) => "invalid JSON: the line is not UTF-8".into(),
             });
         }
-        let mut de = serde_json::Deserializer::from_slice(line);
-        let found = IdScan {
-            fields: &self.id_fields,
-        }
-        .deserialize(&mut de)
-        .and_then(|r| de.end().map(|()| r))
-        .map_err(|e| format!("invalid JSON: {e}"))?
-        .map_err(|kind| format!("expected a JSON object, found {kind}"))?;
+        let found = read_object(
+            line,
+            IdScan {
+                fields: &self.id_fields,
+            },
+        )
+        .map_err(|e| e.to_string())?;
         let mut parts = Vec::with_capacity(self.id_fields.len());
         for (f, value) in self.id_fields.iter().zip(found) {
             match value.as_ref().and_then(id_text) {
@@ -132,60 +131,25 @@ impl JsonHandler {
 }
 
 /// Reads the values of the id fields of a top-level object (the last of duplicate keys, as a
-/// parsed map keeps) and skips the rest; any other JSON value is reported by its kind.
+/// parsed map keeps) and skips the rest unallocated.
 struct IdScan<'a> {
     fields: &'a [String],
 }
 
-impl<'de> DeserializeSeed<'de> for IdScan<'_> {
-    type Value = Result<Vec<Option<Value>>, &'static str>;
+impl<'de> ObjectReader<'de> for IdScan<'_> {
+    type Out = Vec<Option<Value>>;
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for IdScan<'_> {
-    type Value = Result<Vec<Option<Value>>, &'static str>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+    fn read<A: MapAccess<'de>>(self, mut entries: A) -> Result<Self::Out, A::Error> {
         let mut found = vec![None; self.fields.len()];
-        while let Some(key) = access.next_key::<Cow<'de, str>>()? {
+        while let Some(key) = entries.next_key::<Cow<'de, str>>()? {
             match self.fields.iter().position(|f| *f == key) {
-                Some(i) => found[i] = Some(access.next_value::<Value>()?),
+                Some(i) => found[i] = Some(entries.next_value::<Value>()?),
                 None => {
-                    access.next_value::<IgnoredAny>()?;
+                    entries.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        Ok(Ok(found))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
-        while a.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Err("an array"))
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(Err("a string"))
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(Err("a number"))
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(Err("a number"))
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Err("a number"))
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Err("a boolean"))
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(Err("null"))
+        Ok(found)
     }
 }
 
