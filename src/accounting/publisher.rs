@@ -151,10 +151,9 @@ impl Publisher {
     /// one that cannot be built is accounted as `publish_failed` does.
     pub fn publish_record(&self, mut record: Record) -> Result<(), PublishError> {
         if self.collapsing.is_some() || self.messenger.records_documents() {
-            let id = record.id.clone();
             return match record.build() {
                 Ok(doc) => self.publish(doc),
-                Err(reason) => self.publish_failed(&id, &reason),
+                Err(e) => self.publish_failed(&e.id, &e.reason),
             };
         }
         if self.stopping.load(Ordering::Relaxed) {
@@ -162,18 +161,9 @@ impl Publisher {
         }
         self.wait_while_paused(&record.id)?;
         self.num_received.fetch_add(1, Ordering::Relaxed);
-        self.wait_below_max(&record.id)?;
         record.run_id = Some(self.run_id.clone());
         let id = record.id.clone();
-        self.ledger.lock().track(&id);
-        if let Err(source) = self
-            .messenger
-            .send_for_processing(ToProcess::Record(record))
-        {
-            self.ledger.lock().rollback(&id);
-            return Err(PublishError::Send { id, source });
-        }
-        Ok(())
+        self.track_and_send(id, ToProcess::Record(record))
     }
 
     /// Accounts for a record the connector could not turn into a document (a malformed CSV
@@ -219,13 +209,18 @@ impl Publisher {
     }
 
     fn send_for_processing(&self, mut doc: Document) -> Result<(), PublishError> {
-        self.wait_below_max(doc.id())?;
         // A fresh document (checked in publish) has no run id, so this cannot fail.
         let _ = doc.initialize_run_id(&self.run_id);
         let id = doc.id().to_string();
+        self.track_and_send(id, ToProcess::Doc(doc))
+    }
+
+    /// Waits below `maxPendingDocs`, tracks `id`, sends; a failed send rolls the tracking back.
+    fn track_and_send(&self, id: String, item: ToProcess) -> Result<(), PublishError> {
+        self.wait_below_max(&id)?;
         // Track first: a fast worker's terminal event must find the id already pending.
         self.ledger.lock().track(&id);
-        if let Err(source) = self.messenger.send_for_processing(ToProcess::Doc(doc)) {
+        if let Err(source) = self.messenger.send_for_processing(item) {
             self.ledger.lock().rollback(&id);
             return Err(PublishError::Send { id, source });
         }

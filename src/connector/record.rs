@@ -16,7 +16,14 @@ use crate::document::Document;
 pub trait RecordBuilder: Send + Sync {
     /// The document with this `id` (already extracted, prefixed and formatted), built from
     /// `bytes`; `Err(reason)` when the record cannot become one.
-    fn build(&self, id: String, bytes: &[u8]) -> Result<Document, String>;
+    fn build(&self, id: &str, bytes: &[u8]) -> Result<Document, String>;
+}
+
+/// A record that could not become a document: its id, and why (with file and line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordError {
+    pub id: String,
+    pub reason: String,
 }
 
 /// A record on its way to a worker.
@@ -32,11 +39,10 @@ pub struct Record {
 }
 
 impl Record {
-    /// The document, stamped with the run id; or the reason it cannot be built (naming the
-    /// file and line).
-    pub fn build(self) -> Result<Document, String> {
-        let (builder, bytes) = (&self.builder, &self.bytes);
-        let id = self.id;
+    /// The document, stamped with the run id; or the record's id and why it cannot be built
+    /// (naming the file and line).
+    pub fn build(self) -> Result<Document, RecordError> {
+        let (builder, bytes, id) = (&self.builder, &self.bytes, self.id.as_str());
         // A panicking builder FAILs this record, as a panicking stage fails its document.
         let built =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| builder.build(id, bytes)))
@@ -46,11 +52,14 @@ impl Record {
                         crate::stage::panic_message(p.as_ref())
                     ))
                 });
-        let mut doc =
-            built.map_err(|reason| format!("{}: line {}: {reason}", self.origin, self.line))?;
+        let fail = |reason: String| RecordError {
+            reason: format!("{}: line {}: {reason}", self.origin, self.line),
+            id: self.id.clone(),
+        };
+        let mut doc = built.map_err(fail)?;
         if let Some(run_id) = &self.run_id {
             doc.initialize_run_id(run_id)
-                .map_err(|e| format!("{}: line {}: {e}", self.origin, self.line))?;
+                .map_err(|e| fail(e.to_string()))?;
         }
         Ok(doc)
     }
@@ -80,7 +89,7 @@ impl ToProcess {
     pub fn into_document(self) -> Result<Document, String> {
         match self {
             ToProcess::Doc(d) => Ok(d),
-            ToProcess::Record(r) => r.build(),
+            ToProcess::Record(r) => r.build().map_err(|e| e.reason),
         }
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::http::{self, Auth, HttpClient, VersionType};
-use super::{Backend, BackendError, Encoded, Encoder, IndexOp, IndexerSettings};
+use super::{take_encoded, Backend, BackendError, Encoded, Encoder, IndexOp, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 
 /// The block's keys (`opensearch { }` / `elasticsearch { }`); Elasticsearch adds `apiKey`.
@@ -208,11 +208,8 @@ impl BulkBackend {
         let mut lines: Vec<String> = Vec::with_capacity(ops.len());
         let mut pending: Vec<usize> = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
-            let made = encoded
-                .get_mut(i)
-                .and_then(Option::take)
-                .and_then(|e| e.downcast::<String>().ok());
-            match made.map_or_else(|| self.actions.lines(op), |l| Ok(*l)) {
+            let made = take_encoded::<String>(encoded, i);
+            match made.map_or_else(|| self.actions.lines(op), Ok) {
                 Ok(l) => {
                     lines.push(l);
                     pending.push(i);

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map};
 
-use super::{Backend, BackendError, Encoded, Encoder, IndexOp};
+use super::{take_encoded, Backend, BackendError, Encoded, Encoder, IndexOp};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::write::{write_str, write_value};
 
@@ -149,19 +149,14 @@ impl Backend for JsonlBackend {
         };
         let mut line = Vec::new();
         for (i, op) in ops.iter().enumerate() {
-            let bytes = match encoded
-                .get_mut(i)
-                .and_then(Option::take)
-                .map(|e| e.downcast::<Vec<u8>>())
-            {
-                Some(Ok(bytes)) => *bytes,
-                _ => {
+            match take_encoded::<Vec<u8>>(&mut encoded, i) {
+                Some(bytes) => self.writer.write_all(&bytes).map_err(io)?,
+                None => {
                     line.clear();
                     Self::write_line(&mut line, op).map_err(|e| io(std::io::Error::other(e)))?;
-                    std::mem::take(&mut line)
+                    self.writer.write_all(&line).map_err(io)?;
                 }
-            };
-            self.writer.write_all(&bytes).map_err(io)?;
+            }
         }
         self.writer.flush().map_err(io)?;
         Ok(vec![None; ops.len()])

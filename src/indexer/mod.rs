@@ -31,7 +31,7 @@ use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{is_reserved, Document};
 use crate::messaging::Messenger;
-pub use prepare::{Encoded, Encoder, PreparedOp, Preparer, ToIndex};
+pub use prepare::{take_encoded, Encoded, Encoder, PreparedOp, Preparer, ToIndex};
 
 pub const DEFAULT_BATCH_SIZE: usize = 100;
 pub const DEFAULT_BATCH_TIMEOUT_MS: u64 = 100;
@@ -99,7 +99,7 @@ pub trait Backend: Send {
     }
 
     /// As `send`, with `encoded[i]` this backend's encoding of `ops[i]` (`None` where the
-    /// encoder left the op as it is). Only called on backends that have an encoder.
+    /// encoder left the op as it is, or the backend has no encoder). By default, `send`.
     fn send_encoded(
         &mut self,
         ops: &[IndexOp],
@@ -667,14 +667,10 @@ impl IndexerLoop {
         encoded: Vec<Option<prepare::Encoded>>,
     ) -> Result<Vec<Option<String>>, BackendError> {
         let backend = &mut self.backend;
-        let use_encoded = self.encoder.is_some();
         self.stats.sending.store(true, Ordering::Relaxed);
+        // A backend without an encoder gets no encodings; send_encoded then is send.
         let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if use_encoded {
-                backend.send_encoded(ops, encoded)
-            } else {
-                backend.send(ops)
-            }
+            backend.send_encoded(ops, encoded)
         }));
         self.stats.sending.store(false, Ordering::Relaxed);
         self.stats.progress.fetch_add(1, Ordering::Relaxed);

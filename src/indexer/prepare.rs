@@ -29,6 +29,15 @@ pub trait Encoder: Send + Sync {
     fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String>;
 }
 
+/// Takes `encoded[i]` as the backend's own type `T` (`None` where the op was not encoded).
+pub fn take_encoded<T: 'static>(encoded: &mut [Option<Encoded>], i: usize) -> Option<T> {
+    encoded
+        .get_mut(i)
+        .and_then(Option::take)
+        .and_then(|e| e.downcast::<T>().ok())
+        .map(|b| *b)
+}
+
 /// An operation a worker prepared.
 pub struct PreparedOp {
     /// The document's id (its FINISH / FAIL event names it; the op's id may be overridden).

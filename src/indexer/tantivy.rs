@@ -29,7 +29,7 @@ use tantivy::schema::{
 };
 use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
 
-use super::{Backend, BackendError, Encoded, Encoder, IndexOp, IndexerSettings};
+use super::{take_encoded, Backend, BackendError, Encoded, Encoder, IndexOp, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 
 pub const ID_FIELD: &str = "id";
@@ -764,18 +764,14 @@ impl Backend for TantivyBackend {
         let results = ops
             .iter()
             .enumerate()
-            .map(|(i, op)| {
-                let doc = encoded
-                    .get_mut(i)
-                    .and_then(Option::take)
-                    .and_then(|e| e.downcast::<TantivyDocument>().ok());
-                match (op, doc) {
+            .map(
+                |(i, op)| match (op, take_encoded::<TantivyDocument>(&mut encoded, i)) {
                     (IndexOp::Upsert { id, index, .. }, Some(doc)) => {
-                        self.add(id, index, *doc).err()
+                        self.add(id, index, doc).err()
                     }
                     (op, _) => self.apply(op).err(),
-                }
-            })
+                },
+            )
             .collect();
         if self
             .commit_every

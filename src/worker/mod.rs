@@ -394,16 +394,13 @@ impl WorkerContext {
             };
             let doc = match item {
                 ToProcess::Doc(doc) => doc,
-                ToProcess::Record(record) => {
-                    let id = record.id.clone();
-                    match record.build() {
-                        Ok(doc) => doc,
-                        Err(reason) => {
-                            self.fail_record(&id, reason);
-                            continue;
-                        }
+                ToProcess::Record(record) => match record.build() {
+                    Ok(doc) => doc,
+                    Err(e) => {
+                        self.fail_record(&e.id, e.reason);
+                        continue;
                     }
-                }
+                },
             };
             match &mut pipeline {
                 Ok(p) => self.process(p, doc),

@@ -147,7 +147,7 @@ fn a_stage_error_fails_the_document_and_the_worker_goes_on() {
 struct TextBuilder;
 
 impl crate::connector::record::RecordBuilder for TextBuilder {
-    fn build(&self, id: String, bytes: &[u8]) -> Result<Document, String> {
+    fn build(&self, id: &str, bytes: &[u8]) -> Result<Document, String> {
         let text = String::from_utf8_lossy(bytes);
         if text.contains("bad") {
             return Err("cannot build this one".into());

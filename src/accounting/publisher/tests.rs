@@ -295,7 +295,7 @@ fn publish_failed_counts_a_failure_without_sending_a_document() {
 /// Builds a document from a record's bytes, refusing "bad".
 struct Builder;
 impl crate::connector::record::RecordBuilder for Builder {
-    fn build(&self, id: String, bytes: &[u8]) -> Result<Document, String> {
+    fn build(&self, id: &str, bytes: &[u8]) -> Result<Document, String> {
         if bytes == b"bad" {
             return Err("unbuildable".into());
         }

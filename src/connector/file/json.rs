@@ -45,7 +45,7 @@ struct JsonBuilder {
 }
 
 impl RecordBuilder for JsonBuilder {
-    fn build(&self, id: String, bytes: &[u8]) -> Result<Document, String> {
+    fn build(&self, id: &str, bytes: &[u8]) -> Result<Document, String> {
         let mut map = self.parser.parse(bytes).map_err(|e| e.to_string())?;
         for f in &self.ignore_fields {
             map.shift_remove(f);

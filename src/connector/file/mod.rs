@@ -140,10 +140,9 @@ pub trait RecordSink {
     /// A record a worker builds into its document (see `connector::record`); by default it is
     /// built here and published, or failed with its reason.
     fn publish_record(&mut self, record: Record) -> Result<(), PublishError> {
-        let id = record.id.clone();
         match record.build() {
             Ok(doc) => self.publish(doc),
-            Err(reason) => self.fail(id, reason),
+            Err(e) => self.fail(e.id, e.reason),
         }
     }
     /// A record that could not become a document; `reason` names the file and position.
