@@ -1,5 +1,5 @@
 //! Records published unparsed: a connector that reads serialised records (a JSON line) hands
-//! the Publisher the record's id and its bytes, and a worker builds the document.
+//! the Publisher the record's id and its text, and a worker builds the document.
 //!
 //! Parsing is most of a connector's per-record work, and a document parsed on the connector
 //! thread is allocated there and freed on a worker: measured with the standard benchmark's raw
@@ -15,8 +15,8 @@ use crate::document::Document;
 /// Builds documents from one connector's records (one per handler configuration).
 pub trait RecordBuilder: Send + Sync {
     /// The document with this `id` (already extracted, prefixed and formatted), built from
-    /// `bytes`; `Err(reason)` when the record cannot become one.
-    fn build(&self, id: &str, bytes: &[u8]) -> Result<Document, String>;
+    /// `text`; `Err(reason)` when the record cannot become one.
+    fn build(&self, id: &str, text: &str) -> Result<Document, String>;
 }
 
 /// A record that could not become a document: its id, and why (with file and line).
@@ -29,7 +29,8 @@ pub struct RecordError {
 /// A record on its way to a worker.
 pub struct Record {
     pub id: String,
-    pub bytes: Vec<u8>,
+    /// The record as read (checked UTF-8 once, by the connector, so parsers take it as text).
+    pub text: String,
     pub builder: Arc<dyn RecordBuilder>,
     /// Where the record came from (a file), and its line, for a failure's reason.
     pub origin: Arc<str>,
@@ -42,10 +43,10 @@ impl Record {
     /// The document, stamped with the run id; or the record's id and why it cannot be built
     /// (naming the file and line).
     pub fn build(self) -> Result<Document, RecordError> {
-        let (builder, bytes, id) = (&self.builder, &self.bytes, self.id.as_str());
+        let (builder, text, id) = (&self.builder, self.text.as_str(), self.id.as_str());
         // A panicking builder FAILs this record, as a panicking stage fails its document.
         let built =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| builder.build(id, bytes)))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| builder.build(id, text)))
                 .unwrap_or_else(|p| {
                     Err(format!(
                         "building the document panicked: {}",

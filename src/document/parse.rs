@@ -10,7 +10,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+use super::Fields;
 
 /// Room left for the fields stages typically add to a record.
 const HEADROOM: usize = 8;
@@ -45,9 +47,9 @@ impl ObjectParser {
     }
 
     /// Parses `bytes` as one JSON object (surrounding whitespace allowed).
-    pub fn parse(&self, bytes: &[u8]) -> Result<Map<String, Value>, ParseError> {
+    pub fn parse(&self, text: &str) -> Result<Fields, ParseError> {
         let capacity = self.last_len.load(Ordering::Relaxed) + HEADROOM;
-        let map = read_object(bytes, SizedMap(capacity))?;
+        let map = read_object(text, SizedMap(capacity))?;
         self.last_len.store(map.len(), Ordering::Relaxed);
         Ok(map)
     }
@@ -59,13 +61,14 @@ pub trait ObjectReader<'de> {
     fn read<A: MapAccess<'de>>(self, entries: A) -> Result<Self::Out, A::Error>;
 }
 
-/// Reads `bytes` as one JSON object with `reader`; any other JSON value is an error naming
-/// its kind (consumed as serde_json would, so errors are positioned the same way).
+/// Reads `text` as one JSON object with `reader`; any other JSON value is an error naming
+/// its kind (consumed as serde_json would, so errors are positioned the same way). Text, not
+/// bytes: a `&str` is known UTF-8, so serde_json does not validate every string again.
 pub fn read_object<'de, R: ObjectReader<'de>>(
-    bytes: &'de [u8],
+    text: &'de str,
     reader: R,
 ) -> Result<R::Out, ParseError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let mut de = serde_json::Deserializer::from_str(text);
     match ObjectOnly(reader)
         .deserialize(&mut de)
         .and_then(|r| de.end().map(|()| r))
@@ -81,9 +84,9 @@ pub fn read_object<'de, R: ObjectReader<'de>>(
 struct SizedMap(usize);
 
 impl<'de> ObjectReader<'de> for SizedMap {
-    type Out = Map<String, Value>;
+    type Out = Fields;
     fn read<A: MapAccess<'de>>(self, mut entries: A) -> Result<Self::Out, A::Error> {
-        let mut map = Map::with_capacity(self.0);
+        let mut map = super::fields_with_capacity(self.0);
         while let Some((k, v)) = entries.next_entry::<String, Value>()? {
             map.insert(k, v);
         }
@@ -144,11 +147,9 @@ mod tests {
     #[test]
     fn parses_objects_in_order_and_sizes_from_the_previous_one() {
         let p = ObjectParser::new();
-        let m = p
-            .parse(br#" {"id":"a","b":[1,{"c":2}],"a":null} "#)
-            .unwrap();
+        let m = p.parse(r#" {"id":"a","b":[1,{"c":2}],"a":null} "#).unwrap();
         assert_eq!(
-            Value::Object(m.clone()).to_string(),
+            serde_json::to_string(&m).unwrap(),
             r#"{"id":"a","b":[1,{"c":2}],"a":null}"#
         );
         assert_eq!(m.keys().collect::<Vec<_>>(), ["id", "b", "a"]);
@@ -157,16 +158,16 @@ mod tests {
             3,
             "the next map is sized from this one"
         );
-        p.parse(br#"{"x":1}"#).unwrap();
+        p.parse(r#"{"x":1}"#).unwrap();
         assert_eq!(p.last_len.load(Ordering::Relaxed), 1);
     }
 
     #[test]
     fn duplicate_keys_keep_the_last_value_as_serde_json() {
         let p = ObjectParser::new();
-        let ours = p.parse(br#"{"a":1,"b":2,"a":3}"#).unwrap();
+        let ours = p.parse(r#"{"a":1,"b":2,"a":3}"#).unwrap();
         let theirs: Value = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
-        assert_eq!(Value::Object(ours), theirs);
+        assert_eq!(serde_json::to_value(&ours).unwrap(), theirs);
         assert_eq!(theirs, json!({"a": 3, "b": 2}));
     }
 
@@ -180,11 +181,11 @@ mod tests {
             ("true", "expected a JSON object, found a boolean"),
             ("null", "expected a JSON object, found null"),
         ] {
-            assert_eq!(p.parse(text.as_bytes()).unwrap_err().to_string(), want);
+            assert_eq!(p.parse(text).unwrap_err().to_string(), want);
         }
-        let bad = p.parse(br#"{"a": 1"#).unwrap_err().to_string();
+        let bad = p.parse(r#"{"a": 1"#).unwrap_err().to_string();
         assert!(bad.starts_with("invalid JSON: EOF"), "{bad}");
-        let trailing = p.parse(br#"{"a": 1} x"#).unwrap_err().to_string();
+        let trailing = p.parse(r#"{"a": 1} x"#).unwrap_err().to_string();
         assert!(trailing.contains("trailing characters"), "{trailing}");
     }
 }

@@ -140,7 +140,7 @@ impl Encoder for Actions {
         }
         let lines = self.lines(op)?;
         if let IndexOp::Upsert { fields, .. } = op {
-            *fields = Map::new();
+            *fields = crate::document::Fields::default();
         }
         Ok(Some(Box::new(lines)))
     }

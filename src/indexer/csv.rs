@@ -103,7 +103,7 @@ impl CsvBackend {
         })
     }
 
-    fn row(&self, id: &str, fields: &serde_json::Map<String, Value>) -> Vec<String> {
+    fn row(&self, id: &str, fields: &crate::document::Fields) -> Vec<String> {
         self.columns
             .iter()
             .map(|c| match fields.get(c) {
@@ -154,6 +154,7 @@ mod tests {
         let Value::Object(fields) = v else {
             panic!("fields must be an object")
         };
+        let fields = fields.into_iter().collect();
         IndexOp::Upsert {
             id: id.into(),
             index: None,

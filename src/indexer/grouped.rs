@@ -5,8 +5,6 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
-
 use super::{Backend, BackendError, IndexOp};
 
 /// What a sink says about one call.
@@ -26,7 +24,7 @@ pub enum SinkReply {
 pub struct SinkDoc<'a> {
     pub id: &'a str,
     pub index: Option<&'a str>,
-    pub fields: &'a Map<String, Value>,
+    pub fields: &'a crate::document::Fields,
 }
 
 pub trait BatchSink: Send {
@@ -171,7 +169,7 @@ mod tests {
             id: id.into(),
             index: None,
             fields: match json!({"t": id}) {
-                Value::Object(m) => m,
+                serde_json::Value::Object(m) => m.into_iter().collect(),
                 _ => unreachable!(),
             },
             routing: None,

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use serde_json::{json, Map};
+use serde_json::json;
 
 use super::{take_encoded, Backend, BackendError, Encoded, Encoder, IndexOp};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
@@ -123,7 +123,7 @@ impl Encoder for LineEncoder {
         self.last_len.store(line.len(), Ordering::Relaxed);
         if let IndexOp::Upsert { fields, .. } = op {
             // Encoded: the fields are no longer needed, and are freed here on the worker.
-            *fields = Map::new();
+            *fields = crate::document::Fields::default();
         }
         Ok(Some(Box::new(line)))
     }

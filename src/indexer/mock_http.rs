@@ -118,7 +118,7 @@ impl Drop for Mock {
     }
 }
 
-pub fn obj(v: Value) -> Map<String, Value> {
+pub fn obj(v: Value) -> serde_json::Map<String, Value> {
     match v {
         Value::Object(m) => m,
         other => panic!("not an object: {other}"),

@@ -25,7 +25,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+use crate::document::Fields;
 
 use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
@@ -45,7 +47,7 @@ pub enum IndexOp {
         /// The destination index (`indexOverrideField`), if overridden.
         index: Option<String>,
         /// The document's fields, filtered, without reserved fields.
-        fields: Map<String, Value>,
+        fields: Fields,
         /// The routing key (`indexer.routingField`), if configured and present.
         routing: Option<String>,
         /// The external version's text (`indexer.versionField`), if configured and present;
@@ -541,12 +543,27 @@ impl IndexerLoop {
             .settings
             .batch_timeout
             .clamp(Duration::from_millis(1), Duration::from_millis(10));
+        // Items taken without waiting since the clock was last read: while the queue is
+        // busy the batch timeout is checked every QUICK_TAKES items, not per item (a clock
+        // read per document was a third of this thread's samples under perf); whenever the
+        // queue runs dry it is checked before waiting.
+        const QUICK_TAKES: u32 = 256;
+        let mut quick = 0u32;
         loop {
             let stopping = stop.load(Ordering::SeqCst);
-            match self
-                .messenger
-                .poll_doc_to_index(if stopping { Duration::ZERO } else { poll })
-            {
+            let mut item = self.messenger.poll_doc_to_index(Duration::ZERO);
+            quick += u32::from(item.is_some());
+            if item.is_none() || quick >= QUICK_TAKES {
+                quick = 0;
+                if !batch.is_empty() && last_flush.elapsed() >= self.settings.batch_timeout {
+                    self.flush(&mut batch);
+                    last_flush = Instant::now();
+                }
+            }
+            if item.is_none() && !stopping {
+                item = self.messenger.poll_doc_to_index(poll);
+            }
+            match item {
                 Some(item) => {
                     self.stats.progress.fetch_add(1, Ordering::Relaxed);
                     batch.push(item);
@@ -555,12 +572,10 @@ impl IndexerLoop {
                         last_flush = Instant::now();
                     }
                 }
+                // Stopping and drained.
                 None if stopping => break,
+                // Timed out: the next turn finds the queue empty and checks the clock.
                 None => {}
-            }
-            if !batch.is_empty() && last_flush.elapsed() >= self.settings.batch_timeout {
-                self.flush(&mut batch);
-                last_flush = Instant::now();
             }
         }
         self.flush(&mut batch);

@@ -21,6 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Number, Value};
+
+use crate::document::Fields;
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
 use tantivy::schema::{
@@ -234,16 +236,12 @@ impl Layout {
     }
 
     /// The Tantivy document for one upsert, or why a value does not fit its field.
-    fn document(&self, id: &str, fields: &Map<String, Value>) -> Result<TantivyDocument, String> {
+    fn document(&self, id: &str, fields: &Fields) -> Result<TantivyDocument, String> {
         self.document_owned(id, fields.clone())
     }
 
     /// As `document`, taking the fields (the untyped ones move into `_fields` uncopied).
-    fn document_owned(
-        &self,
-        id: &str,
-        mut fields: Map<String, Value>,
-    ) -> Result<TantivyDocument, String> {
+    fn document_owned(&self, id: &str, mut fields: Fields) -> Result<TantivyDocument, String> {
         let mut doc = TantivyDocument::new();
         doc.add_text(self.id, id);
         doc.add_text(self.all, id);
@@ -335,7 +333,7 @@ fn owned(v: Value) -> OwnedValue {
     }
 }
 
-fn owned_object(m: Map<String, Value>) -> OwnedValue {
+fn owned_object(m: impl IntoIterator<Item = (String, Value)>) -> OwnedValue {
     OwnedValue::Object(m.into_iter().map(|(k, v)| (k, owned(v))).collect())
 }
 

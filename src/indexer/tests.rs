@@ -50,7 +50,7 @@ fn ops_apply_overrides_filters_and_deletion_markers() {
             id: "c-1".into(),
             index: Some("books".into()),
             fields: match json!({"cid": "c-1", "idx": "books", "title": "t"}) {
-                Value::Object(m) => m,
+                Value::Object(m) => m.into_iter().collect(),
                 _ => unreachable!(),
             },
             routing: None,
@@ -242,7 +242,7 @@ fn jsonl_writes_upserts_and_delete_intents_in_order() {
             id: "a".into(),
             index: None,
             fields: match json!({"t": 1}) {
-                Value::Object(m) => m,
+                Value::Object(m) => m.into_iter().collect(),
                 _ => unreachable!(),
             },
             routing: None,

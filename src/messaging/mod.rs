@@ -95,20 +95,30 @@ fn nap(current: &mut Duration, limit: Option<Duration>) {
 }
 
 fn recv<T>(rx: &Receiver<T>, timeout: Duration) -> Option<T> {
-    // A timeout and a closed queue both mean "nothing to take now".
+    // A timeout and a closed queue both mean "nothing to take now". The clock is read only
+    // once the queue is found empty: a busy queue hands items over without a clock read.
+    let take = || match rx.try_recv() {
+        Ok(item) => Ok(Some(item)),
+        Err(crossbeam_channel::TryRecvError::Disconnected) => Ok(None),
+        Err(crossbeam_channel::TryRecvError::Empty) => Err(()),
+    };
+    if let Ok(got) = take() {
+        return got;
+    }
+    if timeout.is_zero() {
+        return None;
+    }
     let deadline = std::time::Instant::now() + timeout;
     let mut wait = NAP_MIN;
     loop {
-        match rx.try_recv() {
-            Ok(item) => return Some(item),
-            Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
-            Err(crossbeam_channel::TryRecvError::Empty) => {}
-        }
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
             return None;
         }
         nap(&mut wait, Some(left));
+        if let Ok(got) = take() {
+            return got;
+        }
     }
 }
 

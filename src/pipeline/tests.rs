@@ -419,3 +419,24 @@ fn plan_from_config_names_disables_and_reports_all_errors() {
     .to_string();
     assert!(dup.contains("duplicate stage name \"x\""), "{dup}");
 }
+
+#[test]
+fn stage_time_is_measured_on_every_call_then_on_one_in_eight_scaled_to_all() {
+    let mut m = StageMetrics::default();
+    for _ in 0..TIME_ALL + 80 {
+        let started = m.start_call();
+        m.end_call(started);
+    }
+    assert_eq!(m.calls, TIME_ALL + 80);
+    assert_eq!(m.timed_calls, TIME_ALL + 10, "every call up to TIME_ALL, then 1 in 8");
+    // Each timed call as one second: the total counts the untimed calls at the same rate.
+    m.timed = Duration::from_secs(m.timed_calls);
+    assert_eq!(m.total_time().as_secs_f64().round(), (TIME_ALL + 80) as f64);
+    m.processed = 2;
+    assert_eq!(m.mean_time().as_secs_f64().round(), ((TIME_ALL + 80) / 2) as f64);
+    // Merged copies (one per worker) scale over their summed calls.
+    let mut sum = StageMetrics::default();
+    sum.merge(&m);
+    sum.merge(&m);
+    assert_eq!(sum.total_time().as_secs_f64().round(), (2 * (TIME_ALL + 80)) as f64);
+}

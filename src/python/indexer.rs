@@ -88,7 +88,7 @@ impl BatchSink for PyIndexer {
         for d in docs {
             let mut map = d.fields.clone();
             map.insert("id".into(), d.id.into());
-            match Document::from_map(map) {
+            match Document::from_fields(map) {
                 Ok(doc) => built.push(doc),
                 Err(e) => return SinkReply::Failed(format!("document {:?}: {e}", d.id)),
             }

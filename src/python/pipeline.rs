@@ -328,7 +328,7 @@ pub fn metrics_dict<'py>(
     d.set_item("processed", m.processed)?;
     d.set_item("children", m.children)?;
     d.set_item("errors", m.errors)?;
-    d.set_item("total_seconds", m.total_time.as_secs_f64())?;
+    d.set_item("total_seconds", m.total_time().as_secs_f64())?;
     d.set_item("mean_seconds", m.mean_time().as_secs_f64())?;
     Ok(d)
 }

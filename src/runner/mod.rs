@@ -741,7 +741,7 @@ fn log_stage_metrics(connector: &str, metrics: &[StageMetrics]) {
             m.children,
             m.errors,
             m.mean_time().as_secs_f64() * 1e3,
-            m.total_time.as_secs_f64()
+            m.total_time().as_secs_f64()
         );
     }
 }

@@ -143,12 +143,11 @@ fn a_stage_error_fails_the_document_and_the_worker_goes_on() {
     );
 }
 
-/// Builds `{"id": <id>, "raw": <the bytes as text>}`, refusing bytes that say "bad".
+/// Builds `{"id": <id>, "raw": <the text>}`, refusing text that says "bad".
 struct TextBuilder;
 
 impl crate::connector::record::RecordBuilder for TextBuilder {
-    fn build(&self, id: &str, bytes: &[u8]) -> Result<Document, String> {
-        let text = String::from_utf8_lossy(bytes);
+    fn build(&self, id: &str, text: &str) -> Result<Document, String> {
         if text.contains("bad") {
             return Err("cannot build this one".into());
         }
@@ -156,8 +155,7 @@ impl crate::connector::record::RecordBuilder for TextBuilder {
             panic!("builder exploded");
         }
         let mut d = Document::new(id).map_err(|e| e.to_string())?;
-        d.set_field("raw", text.as_ref())
-            .map_err(|e| e.to_string())?;
+        d.set_field("raw", text).map_err(|e| e.to_string())?;
         Ok(d)
     }
 }
@@ -178,7 +176,7 @@ fn records_are_built_on_the_worker_and_a_failed_build_fails_with_file_and_line()
     for (id, text, line) in [("a", "fine", 1), ("b", "bad", 2), ("c", "boom", 3)] {
         m.send_for_processing(ToProcess::Record(Record {
             id: id.into(),
-            bytes: text.as_bytes().to_vec(),
+            text: text.into(),
             builder: builder.clone(),
             origin: Arc::from("/data/x.jsonl"),
             line,

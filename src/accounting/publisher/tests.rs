@@ -292,21 +292,21 @@ fn publish_failed_counts_a_failure_without_sending_a_document() {
     assert_eq!(p.num_received(), 1);
 }
 
-/// Builds a document from a record's bytes, refusing "bad".
+/// Builds a document from a record's text, refusing "bad".
 struct Builder;
 impl crate::connector::record::RecordBuilder for Builder {
-    fn build(&self, id: &str, bytes: &[u8]) -> Result<Document, String> {
-        if bytes == b"bad" {
+    fn build(&self, id: &str, text: &str) -> Result<Document, String> {
+        if text == "bad" {
             return Err("unbuildable".into());
         }
         Document::new(id).map_err(|e| e.to_string())
     }
 }
 
-fn record(id: &str, bytes: &[u8]) -> crate::connector::record::Record {
+fn record(id: &str, text: &str) -> crate::connector::record::Record {
     crate::connector::record::Record {
         id: id.into(),
-        bytes: bytes.to_vec(),
+        text: text.into(),
         builder: Arc::new(Builder),
         origin: Arc::from("f.jsonl"),
         line: 7,
@@ -318,7 +318,7 @@ fn record(id: &str, bytes: &[u8]) -> crate::connector::record::Record {
 fn a_record_is_tracked_by_its_id_and_sent_unbuilt_with_the_run_id() {
     use crate::connector::record::ToProcess;
     let (p, m) = publisher(PublisherSettings::default());
-    p.publish_record(record("r1", b"bad")).unwrap();
+    p.publish_record(record("r1", "bad")).unwrap();
     assert_eq!(p.pending(), 1, "tracked before a worker sees it");
     let Some(ToProcess::Record(r)) = m.poll_doc_to_process(Duration::from_millis(10)) else {
         panic!("the record travels unbuilt")
@@ -341,8 +341,8 @@ fn a_run_that_keeps_documents_builds_records_at_publish_and_fails_unbuildable_on
         PublisherSettings::default(),
         Arc::new(AtomicBool::new(false)),
     );
-    p.publish_record(record("ok", b"fine")).unwrap();
-    p.publish_record(record("nope", b"bad")).unwrap();
+    p.publish_record(record("ok", "fine")).unwrap();
+    p.publish_record(record("nope", "bad")).unwrap();
     assert_eq!(p.pending(), 2);
     let Some(ToProcess::Doc(d)) = m.poll_doc_to_process(Duration::from_millis(10)) else {
         panic!("built before sending")

@@ -45,14 +45,14 @@ struct JsonBuilder {
 }
 
 impl RecordBuilder for JsonBuilder {
-    fn build(&self, id: &str, bytes: &[u8]) -> Result<Document, String> {
-        let mut map = self.parser.parse(bytes).map_err(|e| e.to_string())?;
+    fn build(&self, id: &str, text: &str) -> Result<Document, String> {
+        let mut map = self.parser.parse(text).map_err(|e| e.to_string())?;
         for f in &self.ignore_fields {
             map.shift_remove(f);
         }
         map.shift_remove("run_id");
         map.insert("id".into(), Value::from(id));
-        Document::from_map(map).map_err(|e| e.to_string())
+        Document::from_fields(map).map_err(|e| e.to_string())
     }
 }
 
@@ -94,17 +94,19 @@ impl JsonHandler {
         }
     }
 
+    /// The line as text, checked UTF-8 here once (the worker then parses it as a `&str`
+    /// without checking every string again); a line that is not FAILs at its position with
+    /// serde_json's own message, as a parse would.
+    fn line_text(line: &[u8]) -> Result<&str, String> {
+        std::str::from_utf8(line).map_err(|_| match serde_json::from_slice::<IgnoredAny>(line) {
+            Err(e) => format!("invalid JSON: {e}"),
+            Ok(_) => "invalid JSON: the line is not UTF-8".into(),
+        })
+    }
+
     /// The line's document id, read without building the document: the line is checked as
     /// JSON, the id field(s) are read, everything else is skipped unallocated.
-    fn scan_id(&self, line: &[u8]) -> Result<String, String> {
-        // Skipped strings are not checked for UTF-8 by the scan; the whole line is, here, so
-        // such a line FAILs at its position as a parse would (with serde_json's own message).
-        if std::str::from_utf8(line).is_err() {
-            return Err(match serde_json::from_slice::<IgnoredAny>(line) {
-                Err(e) => format!("invalid JSON: {e}"),
-                Ok(_) => "invalid JSON: the line is not UTF-8".into(),
-            });
-        }
+    fn scan_id(&self, line: &str) -> Result<String, String> {
         let found = read_object(
             line,
             IdScan {
@@ -183,10 +185,10 @@ impl FileHandler for JsonHandler {
                 continue;
             }
             // Only the id is read here; a worker parses the line (see `connector::record`).
-            match self.scan_id(&buf) {
-                Ok(id) => sink.publish_record(Record {
+            match Self::line_text(&buf).and_then(|text| Ok((self.scan_id(text)?, text))) {
+                Ok((id, text)) => sink.publish_record(Record {
                     id,
-                    bytes: buf.clone(),
+                    text: text.to_owned(),
                     builder: self.builder.clone(),
                     origin: origin.clone(),
                     line: line_number,

@@ -27,7 +27,7 @@ fn upsert(id: &str, v: Value) -> IndexOp {
     IndexOp::Upsert {
         id: id.into(),
         index: None,
-        fields: obj(v),
+        fields: obj(v).into_iter().collect(),
         routing: None,
         version: None,
     }
@@ -207,14 +207,14 @@ fn index_override_writes_a_separate_index() {
             IndexOp::Upsert {
                 id: "side".into(),
                 index: Some("books".into()),
-                fields: obj(json!({"t": "x"})),
+                fields: obj(json!({"t": "x"})).into_iter().collect(),
                 routing: None,
                 version: None,
             },
             IndexOp::Upsert {
                 id: "evil".into(),
                 index: Some("../escape".into()),
-                fields: obj(json!({"t": "x"})),
+                fields: obj(json!({"t": "x"})).into_iter().collect(),
                 routing: None,
                 version: None,
             },
