@@ -79,7 +79,7 @@ impl PyBuiltinStage {
 
 #[pyfunction]
 pub fn builtin_stage_names() -> Vec<&'static str> {
-    registry::builtins().iter().map(|d| d.name).collect()
+    registry::all_builtins().iter().map(|d| d.name).collect()
 }
 
 #[pyclass(name = "Pipeline", module = "lucille._lucille", frozen)]

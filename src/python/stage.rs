@@ -222,6 +222,10 @@ pub fn name_stage(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
 }
 
 impl PythonStageFactory for PyStageFactory {
+    fn builtins(&self) -> &'static [&'static crate::stage::StageDescriptor] {
+        super::stages::descriptors()
+    }
+
     fn check(&self, class: &str, config: &ComponentConfig) -> Result<(), ConfigError> {
         Python::attach(|py| load_class(py, class, config).map(|_| ()))
     }
