@@ -135,11 +135,9 @@ impl PyPipeline {
                     }
                     _ => Conditions::default(),
                 };
-                StageSlot::new(
-                    stage_name,
-                    Box::new(PyStage::new(item.clone().unbind())),
-                    conditions,
-                )
+                let stage = PyStage::new(&item)
+                    .map_err(|m| PyValueError::new_err(format!("stage {stage_name:?}: {m}")))?;
+                StageSlot::new(stage_name, Box::new(stage), conditions)
             } else {
                 return Err(PyValueError::new_err(format!(
                     "pipeline item {i} is neither a lucille.stages.* stage nor an object with process_document"

@@ -75,7 +75,9 @@ fn build_python_stage(
             module.getattr(class)?.call1(PyTuple::new(py, all)?)
         })();
         match built {
-            Ok(obj) => Ok(Box::new(PyStage::new(obj.unbind())) as Box<dyn Stage>),
+            Ok(obj) => PyStage::new(&obj)
+                .map(|s| Box::new(s) as Box<dyn Stage>)
+                .map_err(|m| config.error("batchSize", m)),
             Err(e) => {
                 let value = e.value(py);
                 let is_config = py
