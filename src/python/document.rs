@@ -382,6 +382,14 @@ impl PyDocument {
         }
     }
 
+    /// The document as an HTML table, for notebooks (fields escaped, long values folded).
+    fn _repr_html_(slf: &Bound<'_, Self>) -> PyResult<String> {
+        slf.py()
+            .import("lucille._notebook")?
+            .call_method1("document_html", (slf,))?
+            .extract()
+    }
+
     fn __len__(&self) -> usize {
         self.inner.field_count()
     }

@@ -218,6 +218,26 @@ impl PyRunResult {
         }
         Ok(out)
     }
+    /// Test mode: one dict per document the indexer received, in order (`id`, then the
+    /// fields).
+    fn to_records<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("lucille._notebook")?
+            .call_method1("records", (slf,))
+    }
+    /// Test mode: `to_records()` as a pandas DataFrame (ImportError when pandas is absent).
+    fn to_pandas<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("lucille._notebook")?
+            .call_method1("to_pandas", (slf,))
+    }
+    /// The status, totals and per-connector table as HTML, for notebooks.
+    fn _repr_html_(slf: &Bound<'_, Self>) -> PyResult<String> {
+        slf.py()
+            .import("lucille._notebook")?
+            .call_method1("run_result_html", (slf,))?
+            .extract()
+    }
     fn __repr__(&self) -> String {
         let t = self.result.totals();
         format!(
