@@ -101,7 +101,7 @@ def records(result: "RunResult") -> list[dict[str, Any]]:
 def to_pandas(result: "RunResult") -> Any:
     """Test mode: :func:`records` as a ``pandas.DataFrame``, one row per document."""
     try:
-        import pandas
+        import pandas  # type: ignore[import-untyped, unused-ignore]
     except ImportError as e:
         raise ImportError(
             "RunResult.to_pandas() needs pandas, which is not installed: pip install pandas "
