@@ -82,6 +82,8 @@ pub fn builtin_stage_names() -> Vec<&'static str> {
     registry::all_builtins().iter().map(|d| d.name).collect()
 }
 
+/// Pipeline(stages, name="pipeline"): stages (built-in `lucille.stages.X(...)` or
+/// `lucille.Stage` objects) run in order on one document at a time, for notebooks and tests.
 #[pyclass(name = "Pipeline", module = "lucille._lucille", frozen)]
 pub struct PyPipeline {
     inner: Mutex<Pipeline>,
@@ -181,6 +183,7 @@ impl PyPipeline {
         })
     }
 
+    /// The stages' names, in order (configured names, else `stage_N`).
     #[getter]
     fn stage_names(&self) -> Vec<String> {
         lock(&self.inner)

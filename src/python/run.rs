@@ -96,15 +96,24 @@ fn set_path(root: &mut Value, path: &str, value: Value) {
     }
 }
 
+/// One connector's part of a run: its name, status and document counts.
 #[pyclass(name = "ConnectorResult", module = "lucille._lucille", frozen, get_all)]
 pub struct PyConnectorResult {
+    /// The connector's configured name.
     name: String,
+    /// "complete", "failed", ...: how the connector ended.
     status: String,
+    /// Why the connector failed, or None.
     message: Option<String>,
+    /// Documents the connector published.
     published: u64,
+    /// Documents (children included) that reached FINISH.
     succeeded: u64,
+    /// Documents (children included) that reached FAIL.
     failed: u64,
+    /// Documents (children included) that were dropped.
     dropped: u64,
+    /// How long the connector's run took, in seconds.
     seconds: f64,
 }
 
@@ -118,6 +127,8 @@ impl PyConnectorResult {
     }
 }
 
+/// What `lucille.run` returns: the status, counts, summary and, in test mode, the documents
+/// and events.
 #[pyclass(name = "RunResult", module = "lucille._lucille", frozen)]
 pub struct PyRunResult {
     result: RunResult,
@@ -132,30 +143,37 @@ impl PyRunResult {
     fn status(&self) -> &'static str {
         self.result.status()
     }
+    /// The run's id, stamped on every document.
     #[getter]
     fn run_id(&self) -> &str {
         &self.result.run_id
     }
+    /// Documents the connectors published.
     #[getter]
     fn published(&self) -> u64 {
         self.result.totals().published
     }
+    /// Documents (children included) that reached FINISH.
     #[getter]
     fn succeeded(&self) -> u64 {
         self.result.totals().succeeded
     }
+    /// Documents (children included) that reached FAIL.
     #[getter]
     fn failed(&self) -> u64 {
         self.result.totals().failed
     }
+    /// Documents (children included) that were dropped.
     #[getter]
     fn dropped(&self) -> u64 {
         self.result.totals().dropped
     }
+    /// How long the run took, in seconds.
     #[getter]
     fn seconds(&self) -> f64 {
         self.result.seconds
     }
+    /// The RUN SUMMARY text, as logged.
     #[getter]
     fn summary(&self) -> &str {
         &self.result.summary
@@ -165,6 +183,7 @@ impl PyRunResult {
     fn interrupted(&self) -> bool {
         self.interrupted
     }
+    /// One ConnectorResult per connector, in run order.
     #[getter]
     fn connectors(&self) -> Vec<PyConnectorResult> {
         self.result

@@ -70,3 +70,18 @@ def test_records_only_in_test_mode(tmp_path):
     with pytest.raises(RuntimeError, match="test"):
         r.to_records()
     assert "Success" in r._repr_html_()
+
+
+@pytest.mark.parametrize("cls", [lucille.Document, lucille.RunResult, lucille.ConnectorResult, lucille.Pipeline])
+def test_every_public_method_has_a_docstring(cls):
+    assert (cls.__doc__ or "").strip(), f"{cls.__name__} has no docstring"
+    names = [n for n in dir(cls) if not n.startswith("_") or n == "_repr_html_"]
+    assert names
+    missing = [n for n in names if not (getattr(cls, n).__doc__ or "").strip()]
+    assert missing == [], f"{cls.__name__} methods without a docstring: {missing}"
+
+
+def test_help_shows_the_docstring():
+    import pydoc
+    text = pydoc.render_doc(lucille.Document.set_field, renderer=pydoc.plaintext)
+    assert "Sets a field to a value" in text
