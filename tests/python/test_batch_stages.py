@@ -106,3 +106,36 @@ def test_bad_batch_size_is_a_config_error():
     assert "stages[0].batchSize" in err and "at least 1" in err
     with pytest.raises(ValueError, match="batchSize"):
         Pipeline([PerDocOnly({"batchSize": 2})])
+
+
+class FailsFirstBatch(lucille.Stage):
+    """Raises on the first batch holding document "2"; later calls succeed."""
+
+    calls: list = []
+
+    def process_batch(self, docs):
+        ids = [d.id for d in docs]
+        FailsFirstBatch.calls.append(ids)
+        if "2" in ids and len(FailsFirstBatch.calls) == 1:
+            raise RuntimeError("transient")
+        for d in docs:
+            d.set_field("ok", True)
+
+
+def test_a_failed_batch_is_retried_document_by_document(tmp_path):
+    FailsFirstBatch.calls = []
+    r = lucille.run(config={
+        "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 4, "pipeline": "p"}],
+        "pipelines": [{"name": "p", "stages": [{"class": f"{__name__}:FailsFirstBatch", "batchSize": 4}]}],
+        "worker": {"threads": 1, "maxRetries": 1, "deadLetterPath": str(tmp_path / "dead.jsonl")},
+    }, mode="test")
+    assert (r.succeeded, r.failed) == (4, 0)
+    assert FailsFirstBatch.calls == [["0", "1", "2", "3"], ["0"], ["1"], ["2"], ["3"]]
+    assert all(d.get("ok") for d in r.documents)
+
+
+def test_batches_with_several_worker_threads_account_for_every_document():
+    r = run({"class": f"{__name__}:Batched", "batchSize": 8}, num_docs=200, threads=2)
+    assert (r.published, r.succeeded, r.failed) == (200, 201, 0)
+    assert sum(Batched.sizes) == 200 and max(Batched.sizes) <= 8
+    assert sorted(d.id for d in r.documents) == sorted([str(i) for i in range(200)] + ["3-child"])
