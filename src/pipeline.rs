@@ -271,6 +271,87 @@ impl Run {
     }
 }
 
+/// Applies one stage's result for a document of an eager batch run: records a failure or
+/// panic on it, or gathers its children whole (stamped with its run id). `lent` stages get
+/// `children_done` once the children are drained.
+fn settle(
+    slot: &mut StageSlot,
+    out: &mut Output,
+    result: Result<crate::stage::StageResult, String>,
+    lent: bool,
+) -> Vec<Output> {
+    let children = match result {
+        Ok(Ok(None)) => return Vec::new(),
+        Ok(Ok(Some(children))) => children,
+        Ok(Err(failure)) => {
+            slot.metrics.errors += 1;
+            out.error = Some(process_error(&slot.name, out.doc.id(), failure));
+            return Vec::new();
+        }
+        Err(message) => {
+            slot.metrics.errors += 1;
+            out.error = Some(StageError::Panic {
+                stage: slot.name.clone(),
+                doc_id: out.doc.id().to_string(),
+                message,
+            });
+            return Vec::new();
+        }
+    };
+    let mut gathered = Vec::new();
+    let mut children = children;
+    let started = Instant::now();
+    let failure = loop {
+        match catch_unwind(AssertUnwindSafe(|| children.next())) {
+            Ok(Some(Ok(mut child))) => {
+                slot.metrics.children += 1;
+                if let (None, Some(run_id)) = (child.run_id(), out.doc.run_id()) {
+                    let run_id = run_id.to_string();
+                    // A fresh child has no run id, so this cannot fail.
+                    let _ = child.initialize_run_id(&run_id);
+                }
+                gathered.push(Output {
+                    doc: child,
+                    is_child: true,
+                    error: None,
+                });
+            }
+            Ok(None) => break None,
+            Ok(Some(Err(failure))) => break Some(failure.to_string()),
+            Err(payload) => {
+                break Some(format!(
+                    "panicked while producing children: {}",
+                    panic_message(payload.as_ref())
+                ))
+            }
+        }
+    };
+    drop(children);
+    let mut failure = failure;
+    if lent {
+        if let Err(payload) =
+            catch_unwind(AssertUnwindSafe(|| slot.stage.children_done(&mut out.doc)))
+        {
+            failure.get_or_insert_with(|| {
+                format!(
+                    "panicked after its children: {}",
+                    panic_message(payload.as_ref())
+                )
+            });
+        }
+    }
+    slot.metrics.end_call(Some(started));
+    if let Some(message) = failure {
+        slot.metrics.errors += 1;
+        out.error = Some(StageError::Process {
+            stage: slot.name.clone(),
+            doc_id: out.doc.id().to_string(),
+            message,
+        });
+    }
+    gathered
+}
+
 fn process_error(stage: &str, doc_id: &str, failure: StageFailure) -> StageError {
     StageError::Process {
         stage: stage.to_string(),
@@ -347,6 +428,119 @@ impl Pipeline {
             pipeline: self,
             run,
         }
+    }
+
+    /// The largest batch any stage takes (1 when no stage batches).
+    pub fn batch_size(&self) -> usize {
+        self.stages
+            .iter()
+            .map(|s| s.stage.batch_size())
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+
+    /// Runs several input documents through the pipeline together, so that a stage with a
+    /// batch size above 1 gets them through `process_batch` (see [`Stage::batch_size`]).
+    ///
+    /// Unlike [`Pipeline::process`] this is eager: stage by stage over the whole batch, each
+    /// stage's children gathered before the next stage runs (a batching stage needs several
+    /// documents at once, which the lazy one-document chain never holds). The outputs come in
+    /// the lazy run's order: per input, children before their parent, depth first; a child
+    /// made by stage *i* goes only through the stages after *i*. Drops, skips, conditions,
+    /// failures and metrics are handled per document as in the lazy run.
+    pub fn process_batch(&mut self, docs: Vec<Document>) -> Vec<Output> {
+        // Each item with the index of the first stage it still has to go through.
+        let mut items: Vec<(usize, Output)> = docs
+            .into_iter()
+            .map(|doc| {
+                (
+                    0,
+                    Output {
+                        doc,
+                        is_child: false,
+                        error: None,
+                    },
+                )
+            })
+            .collect();
+        for i in 0..self.stages.len() {
+            let slot = &mut self.stages[i];
+            let eligible: Vec<usize> = items
+                .iter()
+                .enumerate()
+                .filter(|(_, (from, out))| {
+                    *from <= i
+                        && out.error.is_none()
+                        && !out.doc.is_dropped()
+                        && !out.doc.is_skipped()
+                        && slot.conditions.hold(&out.doc)
+                })
+                .map(|(k, _)| k)
+                .collect();
+            if eligible.is_empty() {
+                continue;
+            }
+            let mut children: Vec<Vec<Output>> = (0..items.len()).map(|_| Vec::new()).collect();
+            let batch = slot.stage.batch_size();
+            if batch > 1 {
+                for chunk in eligible.chunks(batch) {
+                    let mut docs: Vec<Document> = chunk
+                        .iter()
+                        .map(|&k| std::mem::replace(&mut items[k].1.doc, Document::placeholder()))
+                        .collect();
+                    let started = Instant::now();
+                    let results =
+                        catch_unwind(AssertUnwindSafe(|| slot.stage.process_batch(&mut docs)));
+                    slot.metrics.end_call(Some(started));
+                    slot.metrics.processed += chunk.len() as u64;
+                    let results: Vec<Result<crate::stage::StageResult, String>> = match results {
+                        Ok(r) if r.len() == chunk.len() => r.into_iter().map(Ok).collect(),
+                        Ok(r) => {
+                            let message = format!(
+                                "process_batch returned {} results for {} documents",
+                                r.len(),
+                                chunk.len()
+                            );
+                            chunk
+                                .iter()
+                                .map(|_| Ok(Err(StageFailure::msg(message.clone()))))
+                                .collect()
+                        }
+                        Err(payload) => {
+                            let message = panic_message(payload.as_ref());
+                            chunk.iter().map(|_| Err(message.clone())).collect()
+                        }
+                    };
+                    for ((&k, doc), result) in chunk.iter().zip(docs).zip(results) {
+                        items[k].1.doc = doc;
+                        children[k] = settle(slot, &mut items[k].1, result, false);
+                    }
+                }
+            } else {
+                for &k in &eligible {
+                    let out = &mut items[k].1;
+                    let started = Instant::now();
+                    let result = catch_unwind(AssertUnwindSafe(|| {
+                        slot.stage.process_document(&mut out.doc)
+                    }))
+                    .map_err(|payload| panic_message(payload.as_ref()));
+                    slot.metrics.end_call(Some(started));
+                    slot.metrics.processed += 1;
+                    children[k] = settle(slot, out, result, true);
+                }
+            }
+            if children.iter().all(Vec::is_empty) {
+                continue;
+            }
+            let mut next = Vec::with_capacity(items.len());
+            for (item, kids) in items.into_iter().zip(children) {
+                next.extend(kids.into_iter().map(|c| (i + 1, c)));
+                next.push(item);
+            }
+            items = next;
+        }
+        items.into_iter().map(|(_, out)| out).collect()
     }
 
     pub fn stage_count(&self) -> usize {

@@ -428,15 +428,80 @@ fn stage_time_is_measured_on_every_call_then_on_one_in_eight_scaled_to_all() {
         m.end_call(started);
     }
     assert_eq!(m.calls, TIME_ALL + 80);
-    assert_eq!(m.timed_calls, TIME_ALL + 10, "every call up to TIME_ALL, then 1 in 8");
+    assert_eq!(
+        m.timed_calls,
+        TIME_ALL + 10,
+        "every call up to TIME_ALL, then 1 in 8"
+    );
     // Each timed call as one second: the total counts the untimed calls at the same rate.
     m.timed = Duration::from_secs(m.timed_calls);
     assert_eq!(m.total_time().as_secs_f64().round(), (TIME_ALL + 80) as f64);
     m.processed = 2;
-    assert_eq!(m.mean_time().as_secs_f64().round(), ((TIME_ALL + 80) / 2) as f64);
+    assert_eq!(
+        m.mean_time().as_secs_f64().round(),
+        ((TIME_ALL + 80) / 2) as f64
+    );
     // Merged copies (one per worker) scale over their summed calls.
     let mut sum = StageMetrics::default();
     sum.merge(&m);
     sum.merge(&m);
-    assert_eq!(sum.total_time().as_secs_f64().round(), (2 * (TIME_ALL + 80)) as f64);
+    assert_eq!(
+        sum.total_time().as_secs_f64().round(),
+        (2 * (TIME_ALL + 80)) as f64
+    );
+}
+
+/// Tags documents in batches of `size`, recording each batch's length in `sizes`.
+struct BatchTag(usize, Arc<parking_lot::Mutex<Vec<usize>>>);
+impl Stage for BatchTag {
+    fn process_document(&mut self, doc: &mut Document) -> StageResult {
+        self.process_batch(std::slice::from_mut(doc))
+            .pop()
+            .unwrap_or(Ok(None))
+    }
+    fn batch_size(&self) -> usize {
+        self.0
+    }
+    fn process_batch(&mut self, docs: &mut [Document]) -> Vec<StageResult> {
+        self.1.lock().push(docs.len());
+        docs.iter_mut()
+            .map(|d| {
+                d.add_to_field("trail", "batch")?;
+                Ok(None)
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn a_batch_run_gives_the_lazy_runs_outputs_in_order() {
+    let sizes = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let stages = |sizes: &Arc<parking_lot::Mutex<Vec<usize>>>| {
+        vec![
+            slot("s1", Tag("s1")),
+            slot("split", Split(2)),
+            slot("b", BatchTag(3, sizes.clone())),
+            slot("fail", FailOn("d2-1")),
+            slot("drop", DropOn("d3")),
+            slot("s2", Tag("s2")),
+        ]
+    };
+    let ids = ["d1", "d2", "d3"];
+    let mut lazy = Pipeline::new("p", stages(&Arc::new(parking_lot::Mutex::new(Vec::new()))));
+    let expected: Vec<Output> = ids.iter().flat_map(|id| run(&mut lazy, id)).collect();
+    let mut batched = Pipeline::new("p", stages(&sizes));
+    assert_eq!(batched.batch_size(), 3);
+    let docs = ids.iter().map(|id| Document::new(*id).unwrap()).collect();
+    let got = batched.process_batch(docs);
+    assert_eq!(summary(&got), summary(&expected));
+    let flags = |o: &[Output]| -> Vec<(bool, bool)> {
+        o.iter()
+            .map(|o| (o.error.is_some(), o.doc.is_dropped()))
+            .collect()
+    };
+    assert_eq!(flags(&got), flags(&expected));
+    // 3 parents + 6 children reach the batching stage: batches of 3.
+    assert_eq!(*sizes.lock(), vec![3, 3, 3]);
+    let m = batched.metrics();
+    assert_eq!((m[2].processed, m[1].children, m[3].errors), (9, 6, 1));
 }

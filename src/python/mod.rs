@@ -9,6 +9,7 @@ mod pipeline;
 mod run;
 mod search;
 mod stage;
+mod stages;
 
 use pyo3::prelude::*;
 

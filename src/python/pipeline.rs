@@ -79,9 +79,11 @@ impl PyBuiltinStage {
 
 #[pyfunction]
 pub fn builtin_stage_names() -> Vec<&'static str> {
-    registry::builtins().iter().map(|d| d.name).collect()
+    registry::all_builtins().iter().map(|d| d.name).collect()
 }
 
+/// Pipeline(stages, name="pipeline"): stages (built-in `lucille.stages.X(...)` or
+/// `lucille.Stage` objects) run in order on one document at a time, for notebooks and tests.
 #[pyclass(name = "Pipeline", module = "lucille._lucille", frozen)]
 pub struct PyPipeline {
     inner: Mutex<Pipeline>,
@@ -135,11 +137,9 @@ impl PyPipeline {
                     }
                     _ => Conditions::default(),
                 };
-                StageSlot::new(
-                    stage_name,
-                    Box::new(PyStage::new(item.clone().unbind())),
-                    conditions,
-                )
+                let stage = PyStage::new(&item)
+                    .map_err(|m| PyValueError::new_err(format!("stage {stage_name:?}: {m}")))?;
+                StageSlot::new(stage_name, Box::new(stage), conditions)
             } else {
                 return Err(PyValueError::new_err(format!(
                     "pipeline item {i} is neither a lucille.stages.* stage nor an object with process_document"
@@ -183,6 +183,7 @@ impl PyPipeline {
         })
     }
 
+    /// The stages' names, in order (configured names, else `stage_N`).
     #[getter]
     fn stage_names(&self) -> Vec<String> {
         lock(&self.inner)

@@ -96,15 +96,24 @@ fn set_path(root: &mut Value, path: &str, value: Value) {
     }
 }
 
+/// One connector's part of a run: its name, status and document counts.
 #[pyclass(name = "ConnectorResult", module = "lucille._lucille", frozen, get_all)]
 pub struct PyConnectorResult {
+    /// The connector's configured name.
     name: String,
+    /// "complete", "failed", ...: how the connector ended.
     status: String,
+    /// Why the connector failed, or None.
     message: Option<String>,
+    /// Documents the connector published.
     published: u64,
+    /// Documents (children included) that reached FINISH.
     succeeded: u64,
+    /// Documents (children included) that reached FAIL.
     failed: u64,
+    /// Documents (children included) that were dropped.
     dropped: u64,
+    /// How long the connector's run took, in seconds.
     seconds: f64,
 }
 
@@ -118,6 +127,8 @@ impl PyConnectorResult {
     }
 }
 
+/// What `lucille.run` returns: the status, counts, summary and, in test mode, the documents
+/// and events.
 #[pyclass(name = "RunResult", module = "lucille._lucille", frozen)]
 pub struct PyRunResult {
     result: RunResult,
@@ -132,30 +143,37 @@ impl PyRunResult {
     fn status(&self) -> &'static str {
         self.result.status()
     }
+    /// The run's id, stamped on every document.
     #[getter]
     fn run_id(&self) -> &str {
         &self.result.run_id
     }
+    /// Documents the connectors published.
     #[getter]
     fn published(&self) -> u64 {
         self.result.totals().published
     }
+    /// Documents (children included) that reached FINISH.
     #[getter]
     fn succeeded(&self) -> u64 {
         self.result.totals().succeeded
     }
+    /// Documents (children included) that reached FAIL.
     #[getter]
     fn failed(&self) -> u64 {
         self.result.totals().failed
     }
+    /// Documents (children included) that were dropped.
     #[getter]
     fn dropped(&self) -> u64 {
         self.result.totals().dropped
     }
+    /// How long the run took, in seconds.
     #[getter]
     fn seconds(&self) -> f64 {
         self.result.seconds
     }
+    /// The RUN SUMMARY text, as logged.
     #[getter]
     fn summary(&self) -> &str {
         &self.result.summary
@@ -165,6 +183,7 @@ impl PyRunResult {
     fn interrupted(&self) -> bool {
         self.interrupted
     }
+    /// One ConnectorResult per connector, in run order.
     #[getter]
     fn connectors(&self) -> Vec<PyConnectorResult> {
         self.result
@@ -217,6 +236,26 @@ impl PyRunResult {
             }
         }
         Ok(out)
+    }
+    /// Test mode: one dict per document the indexer received, in order (`id`, then the
+    /// fields).
+    fn to_records<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("lucille._notebook")?
+            .call_method1("records", (slf,))
+    }
+    /// Test mode: `to_records()` as a pandas DataFrame (ImportError when pandas is absent).
+    fn to_pandas<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py()
+            .import("lucille._notebook")?
+            .call_method1("to_pandas", (slf,))
+    }
+    /// The status, totals and per-connector table as HTML, for notebooks.
+    fn _repr_html_(slf: &Bound<'_, Self>) -> PyResult<String> {
+        slf.py()
+            .import("lucille._notebook")?
+            .call_method1("run_result_html", (slf,))?
+            .extract()
     }
     fn __repr__(&self) -> String {
         let t = self.result.totals();

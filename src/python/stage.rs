@@ -2,7 +2,7 @@
 //! the GIL only for that call, and `PyStageFactory` lets configs name Python classes.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyIterator, PyString};
+use pyo3::types::{PyDict, PyIterator, PyList, PyString};
 
 use super::convert::{map_to_py, py_to_value};
 use super::document::PyDocument;
@@ -38,11 +38,195 @@ pub struct PyStage {
     /// The parent document while its children are being produced: a generator may read it
     /// lazily, so it stays with Python until `children_done`.
     lent: Option<Py<PyDocument>>,
+    /// `batchSize` from the stage's config (1: one document at a time).
+    batch_size: usize,
+    /// The stage defines `process_batch` but not its own `process_document`, so single
+    /// documents go through `process_batch([doc])`.
+    batch_only: bool,
+}
+
+/// The stage's `batchSize` (from `self.config`), checked against its methods. The error is
+/// the message for the `batchSize` key.
+fn batch_settings(obj: &Bound<'_, PyAny>) -> Result<(usize, bool), String> {
+    let py = obj.py();
+    let describe = |e: PyErr| describe_py_err(py, &e);
+    let has_batch = obj
+        .getattr("process_batch")
+        .map(|m| m.is_callable())
+        .unwrap_or(false);
+    let size = match obj.getattr("config") {
+        Ok(cfg) if cfg.is_instance_of::<PyDict>() => {
+            match cfg
+                .cast::<PyDict>()
+                .ok()
+                .and_then(|d| d.get_item("batchSize").ok().flatten())
+            {
+                None => 1,
+                Some(v) if v.is_none() => 1,
+                Some(v) => {
+                    let parsed = v.extract::<i64>().ok().or_else(|| {
+                        v.extract::<String>()
+                            .ok()
+                            .and_then(|t| t.trim().parse().ok())
+                    });
+                    match parsed
+                        .and_then(|n| usize::try_from(n).ok())
+                        .filter(|n| *n >= 1)
+                    {
+                        Some(n) => n,
+                        None => {
+                            return Err(format!(
+                                "batchSize must be an integer of at least 1, found {v}"
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        _ => 1,
+    };
+    let class = obj.get_type();
+    let class_name = class.name().map(|n| n.to_string()).unwrap_or_default();
+    if size > 1 && !has_batch {
+        return Err(format!(
+            "batchSize {size} needs a process_batch(self, docs) method, which {class_name} does not define"
+        ));
+    }
+    let base = py
+        .import("lucille.stage")
+        .and_then(|m| m.getattr("Stage"))
+        .and_then(|s| s.getattr("process_document"))
+        .map_err(describe)?;
+    let own = class.getattr("process_document").ok();
+    let batch_only = has_batch && own.is_none_or(|f| f.is(&base));
+    Ok((size, batch_only))
 }
 
 impl PyStage {
-    pub fn new(obj: Py<PyAny>) -> Self {
-        PyStage { obj, lent: None }
+    /// Wraps a stage object; the error is the message for its `batchSize` key.
+    pub fn new(obj: &Bound<'_, PyAny>) -> Result<Self, String> {
+        let (batch_size, batch_only) = batch_settings(obj)?;
+        Ok(PyStage {
+            obj: obj.clone().unbind(),
+            lent: None,
+            batch_size,
+            batch_only,
+        })
+    }
+
+    /// Calls `process_batch(list_of_documents)`: one result per document, children gathered
+    /// whole while the documents are with Python. An exception fails every document of the
+    /// batch with its message.
+    fn call_batch(&self, docs: &mut [Document]) -> Vec<StageResult> {
+        Python::attach(|py| {
+            let n = docs.len();
+            let fail_all = |message: String| -> Vec<StageResult> {
+                (0..n)
+                    .map(|_| Err(StageFailure::msg(message.clone())))
+                    .collect()
+            };
+            let mut lent: Vec<Py<PyDocument>> = Vec::with_capacity(n);
+            for doc in docs.iter_mut() {
+                let d = std::mem::replace(doc, Document::placeholder());
+                match Py::new(py, PyDocument::new_from(d)) {
+                    Ok(obj) => lent.push(obj),
+                    Err(e) => {
+                        // Nothing was called yet: put back what was lent. (The document that
+                        // failed to wrap is lost with the error, so it is reported for all.)
+                        for (doc, obj) in docs.iter_mut().zip(&lent) {
+                            *doc = reclaim(py, obj);
+                        }
+                        return fail_all(describe_py_err(py, &e));
+                    }
+                }
+            }
+            let results = self.batch_results(py, &lent);
+            for (doc, obj) in docs.iter_mut().zip(&lent) {
+                *doc = reclaim(py, obj);
+            }
+            results
+        })
+    }
+
+    fn batch_results(&self, py: Python<'_>, lent: &[Py<PyDocument>]) -> Vec<StageResult> {
+        let n = lent.len();
+        let fail_all = |message: String| -> Vec<StageResult> {
+            (0..n)
+                .map(|_| Err(StageFailure::msg(message.clone())))
+                .collect()
+        };
+        let list = match PyList::new(py, lent.iter().map(|d| d.clone_ref(py))) {
+            Ok(l) => l,
+            Err(e) => return fail_all(describe_py_err(py, &e)),
+        };
+        let result = match self.obj.bind(py).call_method1("process_batch", (list,)) {
+            Ok(r) => r,
+            Err(e) => return fail_all(describe_py_err(py, &e)),
+        };
+        if result.is_none() {
+            return (0..n).map(|_| Ok(None)).collect();
+        }
+        let entries: Option<Vec<Bound<'_, PyAny>>> = if result.is_instance_of::<PyString>() {
+            None
+        } else {
+            result
+                .try_iter()
+                .ok()
+                .and_then(|it| it.collect::<PyResult<Vec<_>>>().ok())
+        };
+        let entries = match entries {
+            Some(e) if e.len() == n => e,
+            other => {
+                return fail_all(format!(
+                    "process_batch must return None or a list with one entry (None or an \
+                     iterable of children) per document: got {} for {n} documents",
+                    match other {
+                        Some(e) => format!("{} entries", e.len()),
+                        None => result
+                            .get_type()
+                            .name()
+                            .map(|t| t.to_string())
+                            .unwrap_or_default(),
+                    }
+                ))
+            }
+        };
+        entries
+            .iter()
+            .map(|entry| {
+                if entry.is_none() {
+                    return Ok(None);
+                }
+                let bad = || {
+                    StageFailure::msg(format!(
+                        "process_batch returned {} for a document, expected None or an iterable of Documents",
+                        entry.get_type().name().map(|t| t.to_string()).unwrap_or_default()
+                    ))
+                };
+                if entry.is_instance_of::<PyDocument>() || entry.is_instance_of::<PyString>() {
+                    return Err(bad());
+                }
+                let iter = entry.try_iter().map_err(|_| bad())?;
+                let mut children = Vec::new();
+                for item in iter {
+                    let item = item.map_err(|e| py_failure(py, &e))?;
+                    if lent.iter().any(|d| item.is(d)) {
+                        return Err(StageFailure::msg(
+                            "process_batch returned an input document as a child; children must be new Documents",
+                        ));
+                    }
+                    let child = item.cast::<PyDocument>().map_err(|_| {
+                        StageFailure::msg(format!(
+                            "process_batch returned {} as a child, expected a Document",
+                            item.get_type().name().map(|t| t.to_string()).unwrap_or_default()
+                        ))
+                    })?;
+                    let mut child = child.borrow_mut();
+                    children.push(std::mem::replace(&mut child.inner, Document::placeholder()));
+                }
+                Ok(Some(crate::stage::children_from(children)))
+            })
+            .collect()
     }
 
     fn call_hook(&self, hook: &str) -> Result<(), StageFailure> {
@@ -70,7 +254,21 @@ impl Stage for PyStage {
         self.call_hook("stop")
     }
 
+    fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    fn process_batch(&mut self, docs: &mut [Document]) -> Vec<StageResult> {
+        self.call_batch(docs)
+    }
+
     fn process_document(&mut self, doc: &mut Document) -> StageResult {
+        if self.batch_only {
+            let mut results = self.call_batch(std::slice::from_mut(doc));
+            return results
+                .pop()
+                .unwrap_or_else(|| Err(StageFailure::msg("process_batch gave no result")));
+        }
         Python::attach(|py| {
             // The document is lent to Python for the call (moved, not copied) and moved back.
             let lent = std::mem::replace(doc, Document::placeholder());
@@ -222,8 +420,36 @@ pub fn name_stage(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
 }
 
 impl PythonStageFactory for PyStageFactory {
+    fn builtins(&self) -> &'static [&'static crate::stage::StageDescriptor] {
+        super::stages::descriptors()
+    }
+
     fn check(&self, class: &str, config: &ComponentConfig) -> Result<(), ConfigError> {
-        Python::attach(|py| load_class(py, class, config).map(|_| ()))
+        Python::attach(|py| {
+            let cls = load_class(py, class, config)?;
+            // batchSize is checked here too, as the stage is not instantiated at validation.
+            let Some(v) = config.get("batchSize") else {
+                return Ok(());
+            };
+            let size = crate::config::spec::as_i64(v)
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| {
+                    config.error(
+                        "batchSize",
+                        format!("batchSize must be an integer of at least 1, found {v}"),
+                    )
+                })?;
+            if size > 1 && !cls.hasattr("process_batch").unwrap_or(false) {
+                return Err(config.error(
+                    "batchSize",
+                    format!(
+                        "batchSize {size} needs a process_batch(self, docs) method, which \
+                         {class} does not define"
+                    ),
+                ));
+            }
+            Ok(())
+        })
     }
 
     fn build(
@@ -246,7 +472,8 @@ impl PythonStageFactory for PyStageFactory {
             let dict = config_dict(py, config).map_err(fail)?;
             let obj = cls.call1((dict,)).map_err(fail)?;
             name_stage(&obj, name).map_err(fail)?;
-            Ok(Box::new(PyStage::new(obj.unbind())) as Box<dyn Stage>)
+            let stage = PyStage::new(&obj).map_err(|m| config.error("batchSize", m))?;
+            Ok(Box::new(stage) as Box<dyn Stage>)
         })
     }
 }

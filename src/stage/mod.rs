@@ -151,6 +151,19 @@ pub trait Stage: Send {
     /// the parent moves on. A stage that lends the document elsewhere while its children are
     /// produced (a Python generator reads its parent lazily) puts it back here.
     fn children_done(&mut self, _parent: &mut Document) {}
+
+    /// How many documents this stage takes at once through [`Stage::process_batch`]; 1 (the
+    /// default) means one at a time through `process_document`.
+    fn batch_size(&self) -> usize {
+        1
+    }
+
+    /// Processes several documents at once (at most [`Stage::batch_size`]): one result per
+    /// document, in order. Children are returned whole (the pipeline does not call
+    /// `children_done` for them). The default calls `process_document` for each.
+    fn process_batch(&mut self, docs: &mut [Document]) -> Vec<StageResult> {
+        docs.iter_mut().map(|d| self.process_document(d)).collect()
+    }
 }
 
 /// A built-in stage: its Lucille class name, its config spec and its constructor.

@@ -87,6 +87,18 @@ pub fn resolve(class: &str) -> Result<StageClass, String> {
     if let Some(d) = builtins().iter().find(|d| d.name == short) {
         return Ok(StageClass::Builtin(d));
     }
+    if let Some(d) = PYTHON_FACTORY
+        .get()
+        .and_then(|f| f.builtins().iter().find(|d| d.name == short))
+    {
+        return Ok(StageClass::Builtin(d));
+    }
+    if PYTHON_BUILTINS.contains(&short) {
+        return Err(format!(
+            "{short} runs Python code and needs the lucille Python package (run through \
+             `lucille` or `import lucille`)"
+        ));
+    }
     #[cfg(test)]
     if let Some(d) = super::testing::test_descriptors()
         .iter()
@@ -95,8 +107,8 @@ pub fn resolve(class: &str) -> Result<StageClass, String> {
         return Ok(StageClass::Builtin(d));
     }
     let mut message = format!("unknown stage class {class:?}");
-    if let Some(d) = builtins()
-        .iter()
+    if let Some(d) = all_builtins()
+        .into_iter()
         .find(|d| d.name.eq_ignore_ascii_case(short))
     {
         message.push_str(&format!(" (did you mean {:?}?)", d.name));
@@ -107,6 +119,20 @@ pub fn resolve(class: &str) -> Result<StageClass, String> {
         );
     }
     Err(message)
+}
+
+/// Built-in stages that run Python; the Python bindings provide them
+/// ([`PythonStageFactory::builtins`]).
+pub const PYTHON_BUILTINS: [&str; 2] = ["EmbeddedPython", "ExternalPython"];
+
+/// Every built-in stage this build can run: the Rust ones, then those the Python bindings
+/// provide when they are loaded.
+pub fn all_builtins() -> Vec<&'static StageDescriptor> {
+    let mut all: Vec<_> = builtins().to_vec();
+    if let Some(f) = PYTHON_FACTORY.get() {
+        all.extend(f.builtins().iter().copied());
+    }
+    all
 }
 
 /// `module:Class` / `dir/file.py:Class`; a Java-style dotted name has no colon.
@@ -127,6 +153,11 @@ pub trait PythonStageFactory: Send + Sync {
         name: &str,
         config: &ComponentConfig,
     ) -> Result<Box<dyn Stage>, ConfigError>;
+    /// Built-in stages implemented with Python (`EmbeddedPython`, `ExternalPython`), resolved
+    /// by name like the Rust ones.
+    fn builtins(&self) -> &'static [&'static StageDescriptor] {
+        &[]
+    }
 }
 
 static PYTHON_FACTORY: OnceLock<Box<dyn PythonStageFactory>> = OnceLock::new();
@@ -170,6 +201,11 @@ mod tests {
         let err = resolve("copyfields").err().unwrap();
         assert!(err.contains("did you mean \"CopyFields\""), "{err}");
         assert!(resolve("NoSuchStage").is_err());
+        // Without the Python bindings, the Python-backed built-ins say what they need.
+        let err = resolve("com.kmwllc.lucille.stage.EmbeddedPython")
+            .err()
+            .unwrap();
+        assert!(err.contains("needs the lucille Python package"), "{err}");
         assert!(!is_python_reference("C:/path/file"));
         assert!(!is_python_reference(":Class"));
     }

@@ -36,6 +36,10 @@ use meter::Meter;
 // Short, so an idle worker notices the stop flag quickly; the poll blocks, it does not spin.
 const POLL: Duration = Duration::from_millis(10);
 
+/// How long a worker whose pipeline has a batching stage waits to fill a batch after its
+/// first document before running what it has.
+const BATCH_FILL: Duration = Duration::from_millis(100);
+
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {
     pub threads: usize,
@@ -388,21 +392,19 @@ impl WorkerContext {
         if let Err(message) = &pipeline {
             tracing::error!("{message}; every document this worker takes will FAIL");
         }
+        let batch = pipeline.as_ref().map_or(1, |p| p.batch_size());
         while self.running.load(Ordering::SeqCst) {
             let Some(item) = self.messenger.poll_doc_to_process(POLL) else {
                 continue;
             };
-            let doc = match item {
-                ToProcess::Doc(doc) => doc,
-                ToProcess::Record(record) => match record.build() {
-                    Ok(doc) => doc,
-                    Err(e) => {
-                        self.fail_record(&e.id, e.reason);
-                        continue;
-                    }
-                },
+            let Some(doc) = self.take(item) else {
+                continue;
             };
             match &mut pipeline {
+                Ok(p) if batch > 1 => {
+                    let docs = self.fill_batch(doc, batch);
+                    self.process_batch(p, docs);
+                }
                 Ok(p) => self.process(p, doc),
                 Err(message) => self.fail(&doc, message.clone(), 1),
             }
@@ -418,12 +420,108 @@ impl WorkerContext {
         }
     }
 
+    /// The document a queue item carries; a record that cannot be built is FAILed here.
+    fn take(&self, item: ToProcess) -> Option<Document> {
+        match item {
+            ToProcess::Doc(doc) => Some(doc),
+            ToProcess::Record(record) => match record.build() {
+                Ok(doc) => Some(doc),
+                Err(e) => {
+                    self.fail_record(&e.id, e.reason);
+                    None
+                }
+            },
+        }
+    }
+
+    /// Takes up to `size` documents, `first` included, waiting at most [`BATCH_FILL`] for
+    /// the rest, so a slow source still gets its documents processed.
+    fn fill_batch(&self, first: Document, size: usize) -> Vec<Document> {
+        let mut docs = vec![first];
+        let deadline = Instant::now() + BATCH_FILL;
+        while docs.len() < size && self.running.load(Ordering::SeqCst) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            if let Some(item) = self.messenger.poll_doc_to_process(left.min(POLL)) {
+                docs.extend(self.take(item));
+            }
+        }
+        docs
+    }
+
+    /// Runs documents through the pipeline together, for stages that take batches
+    /// (`Pipeline::process_batch`); events as in [`WorkerContext::process`]. A document the
+    /// batch failed is retried on its own, as the per-document path would.
+    fn process_batch(&self, pipeline: &mut crate::pipeline::Pipeline, docs: Vec<Document>) {
+        let started = Instant::now();
+        let n = docs.len();
+        let max_retries = self.settings.max_retries.unwrap_or(0);
+        let mut originals = (max_retries > 0).then(|| docs.clone()).map(Vec::into_iter);
+        let mut retries = Vec::new();
+        for out in pipeline.process_batch(docs) {
+            let original = match (&mut originals, out.is_child) {
+                (Some(o), false) => o.next(),
+                _ => None,
+            };
+            if out.is_child {
+                self.event(out.doc.id(), EventType::Create, None);
+            }
+            match (out.error, original) {
+                (Some(e), Some(fresh)) if !out.is_child => {
+                    tracing::warn!(doc_id = fresh.id(), "attempt 1 failed ({e}); retrying");
+                    retries.push(fresh);
+                }
+                (Some(e), _) => self.fail(&out.doc, e.to_string(), 1),
+                (None, _) => self.index_or_drop(out.doc),
+            }
+        }
+        for fresh in retries {
+            self.attempts(pipeline, fresh, 2);
+        }
+        self.stats.processed.fetch_add(n as u64, Ordering::Relaxed);
+        self.stats.meter.mark(n as u64);
+        let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.stats.latency_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// DROP for a dropped document, else hands it to the indexer.
+    fn index_or_drop(&self, doc: Document) {
+        if doc.is_dropped() {
+            self.event(doc.id(), EventType::Drop, None);
+            return;
+        }
+        let item = match &self.preparer {
+            Some(p) => ToIndex::Op(p.prepare(doc)),
+            None => ToIndex::Doc(doc),
+        };
+        let id = item.id().to_string();
+        if let Err(e) = self.messenger.send_for_indexing(item) {
+            self.event(
+                &id,
+                EventType::Fail,
+                Some(format!("could not send for indexing: {e}")),
+            );
+        }
+    }
+
     fn process(&self, pipeline: &mut crate::pipeline::Pipeline, doc: Document) {
         let started = Instant::now();
+        self.attempts(pipeline, doc, 1);
+        self.stats.processed.fetch_add(1, Ordering::Relaxed);
+        self.stats.meter.mark(1);
+        let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.stats.latency_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// Runs one document, from attempt `first`, retrying up to `worker.maxRetries` attempts
+    /// in all; FAILs it when the last one fails.
+    fn attempts(&self, pipeline: &mut crate::pipeline::Pipeline, doc: Document, first: u32) {
         let max_retries = self.settings.max_retries.unwrap_or(0);
         let original = (max_retries > 0).then(|| doc.clone());
         let mut doc = doc;
-        let mut attempt = 1;
+        let mut attempt = first;
         loop {
             let mut parent_failure = None;
             for out in pipeline.process(doc) {
@@ -433,21 +531,7 @@ impl WorkerContext {
                 match out.error {
                     Some(e) if !out.is_child => parent_failure = Some((out.doc, e.to_string())),
                     Some(e) => self.fail(&out.doc, e.to_string(), attempt),
-                    None if out.doc.is_dropped() => self.event(out.doc.id(), EventType::Drop, None),
-                    None => {
-                        let item = match &self.preparer {
-                            Some(p) => ToIndex::Op(p.prepare(out.doc)),
-                            None => ToIndex::Doc(out.doc),
-                        };
-                        let id = item.id().to_string();
-                        if let Err(e) = self.messenger.send_for_indexing(item) {
-                            self.event(
-                                &id,
-                                EventType::Fail,
-                                Some(format!("could not send for indexing: {e}")),
-                            );
-                        }
-                    }
+                    None => self.index_or_drop(out.doc),
                 }
             }
             match (parent_failure, &original) {
@@ -468,10 +552,6 @@ impl WorkerContext {
                 (None, _) => break,
             }
         }
-        self.stats.processed.fetch_add(1, Ordering::Relaxed);
-        self.stats.meter.mark(1);
-        let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.stats.latency_ns.fetch_add(ns, Ordering::Relaxed);
     }
 }
 

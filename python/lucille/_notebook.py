@@ -1,0 +1,111 @@
+"""Notebook views and exports behind ``Document._repr_html_``, ``RunResult._repr_html_``,
+``RunResult.to_records`` and ``RunResult.to_pandas`` (the native methods call these)."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lucille._lucille import Document, RunResult
+
+# A value longer than this is shown cut, with the whole text folded under it.
+MAX_VALUE_CHARS = 200
+# Fields shown before the rest are summarised in one row.
+MAX_FIELDS = 50
+
+_TABLE = 'style="border-collapse:collapse;text-align:left;font-size:0.9em"'
+_CELL = 'style="border:1px solid #ccc;padding:2px 6px;vertical-align:top;text-align:left"'
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _value_cell(value: Any) -> str:
+    text = _text(value)
+    if len(text) <= MAX_VALUE_CHARS:
+        return f"<td {_CELL}><code>{html.escape(text)}</code></td>"
+    head = html.escape(text[:MAX_VALUE_CHARS])
+    return (
+        f"<td {_CELL}><details><summary><code>{head}</code>… ({len(text)} chars)</summary>"
+        f"<code>{html.escape(text)}</code></details></td>"
+    )
+
+
+def document_html(doc: "Document") -> str:
+    """The document as a compact HTML table: id, run id, flags and children in the caption,
+    one row per field (values as JSON, HTML-escaped, long ones cut and folded)."""
+    caption = [f"Document <b>{html.escape(doc.id)}</b>"]
+    if doc.run_id is not None:
+        caption.append(f"run {html.escape(doc.run_id)}")
+    children = doc.children()
+    if children:
+        caption.append(f"{len(children)} child{'ren' if len(children) != 1 else ''}")
+    if doc.is_dropped():
+        caption.append("dropped")
+    if doc.is_skipped():
+        caption.append("skipped")
+    names = doc.field_names()
+    rows = []
+    for name in names[:MAX_FIELDS]:
+        value = doc[name]
+        kind = f" <small>[{len(value)}]</small>" if doc.is_multivalued(name) else ""
+        rows.append(f"<tr><th {_CELL}>{html.escape(name)}{kind}</th>{_value_cell(value)}</tr>")
+    if len(names) > MAX_FIELDS:
+        rows.append(f"<tr><td {_CELL} colspan=2>… {len(names) - MAX_FIELDS} more fields</td></tr>")
+    if not names:
+        rows.append(f"<tr><td {_CELL} colspan=2><i>no fields</i></td></tr>")
+    return (
+        f"<table {_TABLE}><caption style=\"text-align:left\">{' · '.join(caption)}</caption>"
+        f"{''.join(rows)}</table>"
+    )
+
+
+def run_result_html(result: "RunResult") -> str:
+    """The run's status and totals, then one table row per connector."""
+    status_color = "#2a7" if result.status == "Success" else "#c33"
+    head = (
+        f"<p><b style=\"color:{status_color}\">{html.escape(result.status)}</b> · "
+        f"{result.published} published · {result.succeeded} succeeded · {result.failed} failed · "
+        f"{result.dropped} dropped · {result.seconds:.2f} s"
+        f"{' · interrupted' if result.interrupted else ''}</p>"
+    )
+    cols = ["connector", "status", "published", "succeeded", "failed", "dropped", "seconds", "message"]
+    header = "".join(f"<th {_CELL}>{c}</th>" for c in cols)
+    rows = []
+    for c in result.connectors:
+        cells = [c.name, c.status, c.published, c.succeeded, c.failed, c.dropped, f"{c.seconds:.2f}", c.message or ""]
+        rows.append("<tr>" + "".join(f"<td {_CELL}>{html.escape(str(v))}</td>" for v in cells) + "</tr>")
+    return f"<div>{head}<table {_TABLE}><tr>{header}</tr>{''.join(rows)}</table></div>"
+
+
+def records(result: "RunResult") -> list[dict[str, Any]]:
+    """Test mode: one dict per document the indexer received, in order: ``id`` then the
+    fields (the run id and children, which indexers do not write as fields, left out)."""
+    out = []
+    for doc in result.documents:
+        record: dict[str, Any] = {"id": doc.id}
+        for name in doc.field_names():
+            record[name] = doc[name]
+        out.append(record)
+    return out
+
+
+def to_pandas(result: "RunResult") -> Any:
+    """Test mode: :func:`records` as a ``pandas.DataFrame``, one row per document."""
+    try:
+        import pandas  # type: ignore[import-untyped, unused-ignore]
+    except ImportError as e:
+        raise ImportError(
+            "RunResult.to_pandas() needs pandas, which is not installed: pip install pandas "
+            "(RunResult.to_records() gives the same rows as dicts without it)"
+        ) from e
+    rows = records(result)
+    return pandas.DataFrame.from_records(rows) if rows else pandas.DataFrame(columns=["id"])

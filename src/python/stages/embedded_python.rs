@@ -1,0 +1,65 @@
+//! EmbeddedPython: runs a Python script once per document, in this CPython interpreter.
+//!
+//! Keys (Lucille's): `script` (inline code) or `scriptPath` (a file; `script_path`, the
+//! spelling Lucille's docs use, is an alias) — exactly one. The code is compiled once per
+//! stage instance, so a syntax error is a config error at validation, with its line.
+//!
+//! The script sees `doc`, a live view of the document that is both a dict (`doc["title"]`,
+//! `"x" in doc`, `del doc["x"]`, `doc.keys()`) and an object (`doc.title`, `doc.title = ...`),
+//! with nested objects and lists as write-through views, and `rawDoc`, the `lucille.Document`
+//! (Lucille binds its Java Document there). Its other globals persist from document to
+//! document within a stage instance, as in Lucille's GraalPy context.
+//!
+//! Differences from Lucille: real CPython (any installed package can be imported); Lucille's
+//! `s3` / `azure` / `gcp` script locations are not supported (rejected as unknown keys).
+
+use pyo3::types::PyString;
+
+use super::{build_python_stage, find_script};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::stage::{Stage, StageDescriptor};
+
+pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
+    name: "EmbeddedPython",
+    spec,
+    build,
+};
+
+fn spec() -> Spec {
+    Spec::stage()
+        .optional("script", Kind::String)
+        .optional("scriptPath", Kind::String)
+        .alias("script_path", "scriptPath")
+}
+
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+    let (key, source, filename) = match (config.string("script")?, config.string("scriptPath")?) {
+        (Some(script), None) => ("script", script, "<inline>".to_string()),
+        (None, Some(path)) => {
+            let file = find_script(config, "scriptPath", &path)?;
+            let source = std::fs::read_to_string(&file).map_err(|e| {
+                config.error("scriptPath", format!("cannot read {}: {e}", file.display()))
+            })?;
+            ("scriptPath", source, file.display().to_string())
+        }
+        (Some(_), Some(_)) => {
+            return Err(config.error(
+                "script",
+                "give either script (inline code) or scriptPath (a file), not both",
+            ))
+        }
+        (None, None) => {
+            return Err(config.error(
+                "script",
+                "missing the code: give script (inline Python) or scriptPath (a .py file)",
+            ))
+        }
+    };
+    build_python_stage(config, "EmbeddedPython", key, move |py| {
+        Ok(vec![
+            PyString::new(py, &source).into_any(),
+            PyString::new(py, &filename).into_any(),
+            PyString::new(py, key).into_any(),
+        ])
+    })
+}

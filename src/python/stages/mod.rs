@@ -1,0 +1,106 @@
+//! Built-in stages that run Python: `EmbeddedPython` and `ExternalPython`. Their keys are
+//! validated and their scripts found here; the code runs through `lucille._python_stages` as
+//! an ordinary Python stage (`PyStage`), so a Python exception FAILs only its document.
+//! They exist only in the Python build: the registry asks the installed Python factory for
+//! them (`PythonStageFactory::builtins`).
+
+pub mod embedded_python;
+pub mod external_python;
+
+use std::path::{Path, PathBuf};
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::stage::{config_dict, describe_py_err, PyStage};
+use crate::config::{ComponentConfig, ConfigError};
+use crate::stage::{Stage, StageDescriptor};
+
+pub fn descriptors() -> &'static [&'static StageDescriptor] {
+    static ALL: &[&StageDescriptor] = &[&embedded_python::DESCRIPTOR, &external_python::DESCRIPTOR];
+    ALL
+}
+
+/// Where Lucille's `classpath:` resources are looked up (as for other paths in a config).
+const RESOURCE_ROOTS: [&str; 3] = ["src/main/resources", "src/test/resources", "conf"];
+
+/// A script path from the config: relative to the working directory, else beside the config
+/// file; `classpath:X` under the resource roots, then the config's folder. The error names
+/// every place tried.
+fn find_script(config: &ComponentConfig, key: &str, given: &str) -> Result<PathBuf, ConfigError> {
+    let candidates: Vec<PathBuf> = match given.strip_prefix("classpath:") {
+        Some(rest) => {
+            let rest = rest.trim_start_matches('/');
+            let mut c: Vec<PathBuf> = RESOURCE_ROOTS
+                .iter()
+                .map(|r| Path::new(r).join(rest))
+                .collect();
+            if let Some(dir) = config.base_dir() {
+                c.push(dir.join(rest));
+            }
+            c
+        }
+        None => {
+            let mut c = vec![PathBuf::from(given)];
+            let beside = config.resolve_path(given);
+            if beside != c[0] {
+                c.push(beside);
+            }
+            c
+        }
+    };
+    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
+        return Ok(found.clone());
+    }
+    let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
+    Err(config.error(
+        key,
+        format!("file {given:?} not found (looked for {})", tried.join(", ")),
+    ))
+}
+
+/// Builds `lucille._python_stages.<class>(config_dict, *args)` as a Python stage. A
+/// `StageConfigError` it raises becomes a config error at its key; anything else at `key`.
+fn build_python_stage(
+    config: &ComponentConfig,
+    class: &str,
+    key: &str,
+    args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>>,
+) -> Result<Box<dyn Stage>, ConfigError> {
+    Python::attach(|py| {
+        let built = (|| -> PyResult<Bound<'_, PyAny>> {
+            let module = py.import("lucille._python_stages")?;
+            let mut all = vec![config_dict(py, config)?.into_any()];
+            all.extend(args(py)?);
+            module.getattr(class)?.call1(PyTuple::new(py, all)?)
+        })();
+        match built {
+            Ok(obj) => PyStage::new(&obj)
+                .map(|s| Box::new(s) as Box<dyn Stage>)
+                .map_err(|m| config.error("batchSize", m)),
+            Err(e) => {
+                let value = e.value(py);
+                let is_config = py
+                    .import("lucille._python_stages")
+                    .and_then(|m| m.getattr("StageConfigError"))
+                    .is_ok_and(|cls| value.is_instance(&cls).unwrap_or(false));
+                if is_config {
+                    let at: String = value
+                        .getattr("key")
+                        .and_then(|k| k.extract())
+                        .unwrap_or_else(|_| key.to_string());
+                    let message: String = value
+                        .getattr("message")
+                        .and_then(|m| m.extract())
+                        .unwrap_or_else(|_| value.to_string());
+                    Err(config.error(&at, message))
+                } else {
+                    Err(config.error(
+                        key,
+                        format!("cannot load the Python code: {}", describe_py_err(py, &e)),
+                    ))
+                }
+            }
+        }
+    })
+}
