@@ -4,7 +4,8 @@
 //! A `run_id` left by an earlier run (re-ingesting an indexer's output) is dropped.
 //!
 //! A line that is not a JSON object, or has no id, is a FAIL with file and line number (Lucille
-//! stops the file there); blank lines are skipped.
+//! stops the file there); blank lines are skipped. A line whose id the connector read from its
+//! first key FAILs under that id on the worker if the rest of it is not JSON.
 
 use std::borrow::Cow;
 use std::io::BufRead;
@@ -33,13 +34,70 @@ fn spec() -> Spec {
 
 pub struct JsonHandler {
     prefix: String,
-    id_fields: Vec<String>,
-    id_format: Option<String>,
     builder: Arc<JsonBuilder>,
+}
+
+/// How a line's document id is made: the id field(s)' values, formatted, prefixed.
+struct IdRule {
+    prefix: String,
+    fields: Vec<String>,
+    format: Option<String>,
+}
+
+impl IdRule {
+    /// The id from the id fields' values (in `fields` order).
+    fn of_values<'v>(
+        &self,
+        values: impl IntoIterator<Item = Option<&'v Value>>,
+    ) -> Result<String, String> {
+        let mut parts = Vec::with_capacity(self.fields.len());
+        for (f, value) in self.fields.iter().zip(values) {
+            match value.and_then(id_text) {
+                Some(v) if !v.is_empty() => parts.push(v),
+                _ => {
+                    return Err(format!(
+                        "no usable id field {f:?} (a non-empty string or number)"
+                    ))
+                }
+            }
+        }
+        Ok(prefixed(
+            &self.prefix,
+            &format_id(self.format.as_deref(), &parts),
+        ))
+    }
+
+    /// The id of a line whose first key is the one id field with a plain string value
+    /// (`{"id":"doc-1",...`, the usual shape), read without scanning the rest of the line;
+    /// `None` for any other shape (the full scan reads those). The worker parses the whole
+    /// line, FAILs it if it is not JSON, and checks this id against the parsed one (a later
+    /// duplicate key), see [`JsonBuilder`]. Scanning each ~1 KB line in full on the
+    /// connector thread was ~11% of a six-stage run's instructions (callgrind).
+    fn leading(&self, line: &str) -> Option<String> {
+        let [field] = self.fields.as_slice() else {
+            return None;
+        };
+        let ws = [' ', '\t', '\n', '\r'];
+        let rest = line.trim_start_matches(ws).strip_prefix('{')?;
+        let rest = rest.trim_start_matches(ws).strip_prefix('"')?;
+        let rest = rest.strip_prefix(field.as_str())?.strip_prefix('"')?;
+        let rest = rest.trim_start_matches(ws).strip_prefix(':')?;
+        let rest = rest.trim_start_matches(ws).strip_prefix('"')?;
+        let end = rest.find(['"', '\\'])?;
+        let raw = &rest[..end];
+        if rest.as_bytes()[end] != b'"' || raw.is_empty() || raw.bytes().any(|b| b < 0x20) {
+            return None;
+        }
+        Some(prefixed(
+            &self.prefix,
+            &format_id(self.format.as_deref(), &[raw.to_string()]),
+        ))
+    }
 }
 
 /// Builds a line's document on a worker (see `connector::record`).
 struct JsonBuilder {
+    ids: IdRule,
     ignore_fields: Vec<String>,
     parser: ObjectParser,
 }
@@ -47,6 +105,16 @@ struct JsonBuilder {
 impl RecordBuilder for JsonBuilder {
     fn build(&self, id: &str, text: &str) -> Result<Document, String> {
         let mut map = self.parser.parse(text).map_err(|e| e.to_string())?;
+        // The connector may have read the id from the line's first key only: a later
+        // duplicate of an id field (which the parsed map keeps) must not change it.
+        let parsed = self
+            .ids
+            .of_values(self.ids.fields.iter().map(|f| map.get(f)))?;
+        if parsed != id {
+            return Err(format!(
+                "the id field appears more than once with different values ({id:?}, then {parsed:?})"
+            ));
+        }
         for f in &self.ignore_fields {
             map.shift_remove(f);
         }
@@ -79,10 +147,13 @@ impl JsonHandler {
             ));
         }
         let handler = JsonHandler {
-            prefix,
-            id_fields,
-            id_format: take(&mut errors, config.string("docIdFormat")),
+            prefix: prefix.clone(),
             builder: Arc::new(JsonBuilder {
+                ids: IdRule {
+                    prefix,
+                    fields: id_fields,
+                    format: take(&mut errors, config.string("docIdFormat")),
+                },
                 ignore_fields,
                 parser: ObjectParser::new(),
             }),
@@ -104,31 +175,22 @@ impl JsonHandler {
         })
     }
 
-    /// The line's document id, read without building the document: the line is checked as
-    /// JSON, the id field(s) are read, everything else is skipped unallocated.
+    /// The line's document id, read without building the document: from the first key when
+    /// it is the id ([`IdRule::leading`]), else by scanning the line as JSON, reading the id
+    /// field(s) and skipping everything else unallocated.
     fn scan_id(&self, line: &str) -> Result<String, String> {
+        let ids = &self.builder.ids;
+        if let Some(id) = ids.leading(line) {
+            return Ok(id);
+        }
         let found = read_object(
             line,
             IdScan {
-                fields: &self.id_fields,
+                fields: &ids.fields,
             },
         )
         .map_err(|e| e.to_string())?;
-        let mut parts = Vec::with_capacity(self.id_fields.len());
-        for (f, value) in self.id_fields.iter().zip(found) {
-            match value.as_ref().and_then(id_text) {
-                Some(v) if !v.is_empty() => parts.push(v),
-                _ => {
-                    return Err(format!(
-                        "no usable id field {f:?} (a non-empty string or number)"
-                    ))
-                }
-            }
-        }
-        Ok(prefixed(
-            &self.prefix,
-            &format_id(self.id_format.as_deref(), &parts),
-        ))
+        ids.of_values(found.iter().map(Option::as_ref))
     }
 }
 
