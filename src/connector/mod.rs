@@ -141,9 +141,9 @@ impl ConnectorPlan {
     pub fn from_config(
         mut map: Map<String, Value>,
         path: &str,
-        base_dir: Option<&std::path::Path>,
+        paths: &std::sync::Arc<crate::config::PathContext>,
     ) -> Result<Self, Vec<ConfigError>> {
-        let base = ComponentConfig::new(map.clone(), path).with_base_dir(base_dir.map(Into::into));
+        let base = ComponentConfig::new(map.clone(), path).with_paths(paths.clone());
         let class_name = base.require_string("class").map_err(|e| vec![e])?;
         let mut errors = Vec::new();
         let class = if crate::stage::registry::is_python_reference(&class_name) {
@@ -174,7 +174,7 @@ impl ConnectorPlan {
                 }
             }
         };
-        let config = ComponentConfig::new(map, path).with_base_dir(base_dir.map(Into::into));
+        let config = ComponentConfig::new(map, path).with_paths(paths.clone());
         let mut read = |key: &str| match config.string(key) {
             Ok(v) => v,
             Err(e) => {

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use crate::accounting::EventType;
 use crate::accounting::{Event, Publisher, PublisherSettings};
 use crate::config::hocon::{self, ParseOptions};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, PathContext, Spec};
 use crate::connector::{ConnectorError, ConnectorPlan};
 use crate::document::Document;
 use crate::indexer::watchdog::Watchdog;
@@ -133,6 +133,42 @@ fn runner_spec() -> Spec {
     Spec::new()
         .optional("connectorTimeout", Kind::Integer)
         .optional("metricsLoggingLevel", Kind::String)
+        .optional("resourceRoots", Kind::List)
+}
+
+/// Where the config's relative paths point: the working directory, the config's folder, and the
+/// `classpath:` roots (`runner.resourceRoots`, else the defaults of `config::paths`).
+fn path_context(
+    root: &Map<String, Value>,
+    base_dir: Option<&Path>,
+    errors: &mut Vec<ConfigError>,
+) -> Arc<PathContext> {
+    let configured = root
+        .get("runner")
+        .and_then(|r| r.get("resourceRoots"))
+        .map(|v| match v {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| match crate::config::as_string(item) {
+                    Some(s) => Some(PathBuf::from(s)),
+                    None => {
+                        errors.push(ConfigError::new(
+                            format!("runner.resourceRoots[{i}]"),
+                            "must be a folder path (a string)",
+                        ));
+                        None
+                    }
+                })
+                .collect::<Vec<_>>(),
+            // A non-list is reported by the runner spec.
+            _ => Vec::new(),
+        });
+    let dir = base_dir.map(Path::to_path_buf);
+    Arc::new(match configured {
+        None => PathContext::new(dir),
+        Some(roots) => PathContext::with(std::env::current_dir().ok(), dir, roots),
+    })
 }
 
 fn log_spec() -> Spec {
@@ -143,7 +179,7 @@ fn block(
     root: &Map<String, Value>,
     key: &str,
     errors: &mut Vec<ConfigError>,
-    base_dir: Option<&Path>,
+    paths: &Arc<PathContext>,
 ) -> ComponentConfig {
     let map = match root.get(key) {
         None => Map::new(),
@@ -153,7 +189,7 @@ fn block(
             Map::new()
         }
     };
-    ComponentConfig::new(map, key).with_base_dir(base_dir.map(Into::into))
+    ComponentConfig::new(map, key).with_paths(paths.clone())
 }
 
 /// Validates everything a run needs, reporting every problem at once (spec §9.1).
@@ -165,6 +201,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             "the config must be an object",
         )]));
     };
+    let paths = path_context(root, base_dir, &mut errors);
 
     // Pipelines.
     let mut pipelines = HashMap::new();
@@ -195,8 +232,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
                     Some(Value::Array(s)) => s.clone(),
                     _ => continue,
                 };
-                match PipelinePlan::from_config(&name, &stages, &format!("{path}.stages"), base_dir)
-                {
+                match PipelinePlan::from_config(&name, &stages, &format!("{path}.stages"), &paths) {
                     Ok(plan) => {
                         pipelines.insert(name, plan);
                     }
@@ -231,7 +267,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
                     }
                     names.push(name);
                 }
-                match ConnectorPlan::from_config(m.clone(), &path, base_dir) {
+                match ConnectorPlan::from_config(m.clone(), &path, &paths) {
                     Ok(plan) => {
                         if let Some(p) = &plan.common.pipeline {
                             if !pipelines.contains_key(p)
@@ -256,7 +292,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     }
 
     // Indexer and its backend block.
-    let indexer_block = block(root, "indexer", &mut errors, base_dir);
+    let indexer_block = block(root, "indexer", &mut errors, &paths);
     let indexer = match IndexerSettings::from_config(&indexer_block) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -270,7 +306,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             let b = if s.class.is_some() {
                 indexer_block.clone()
             } else {
-                block(root, &s.kind, &mut errors, base_dir)
+                block(root, &s.kind, &mut errors, &paths)
             };
             if let Err(e) = indexer::validate_backend(s, &b) {
                 errors.extend(e);
@@ -281,10 +317,10 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     };
 
     // worker, publisher, runner, log.
-    let log = block(root, "log", &mut errors, base_dir);
+    let log = block(root, "log", &mut errors, &paths);
     errors.extend(log_spec().validate(log.map(), "log"));
     let log_seconds = log.usize("seconds").unwrap_or(None).map(|s| s as u64);
-    let worker_block = block(root, "worker", &mut errors, base_dir);
+    let worker_block = block(root, "worker", &mut errors, &paths);
     let worker = match WorkerSettings::from_config(&worker_block, log_seconds) {
         Ok(w) => w,
         Err(e) => {
@@ -292,7 +328,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             WorkerSettings::default()
         }
     };
-    let publisher = block(root, "publisher", &mut errors, base_dir);
+    let publisher = block(root, "publisher", &mut errors, &paths);
     errors.extend(publisher_spec().validate(publisher.map(), "publisher"));
     let queue_capacity = match publisher.usize("queueCapacity") {
         Ok(Some(0)) => {
@@ -316,7 +352,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             None
         }
     };
-    let runner = block(root, "runner", &mut errors, base_dir);
+    let runner = block(root, "runner", &mut errors, &paths);
     errors.extend(runner_spec().validate(runner.map(), "runner"));
     let connector_timeout = match runner.i64("connectorTimeout") {
         Ok(Some(ms)) if ms <= 0 => None,

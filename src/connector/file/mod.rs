@@ -303,10 +303,7 @@ impl FileConnector {
         let mut errors = Errors(Vec::new());
         let sub = |key: &str, errors: &mut Errors| -> Option<ComponentConfig> {
             let map = errors.take(config.object(key)).flatten()?.clone();
-            Some(
-                ComponentConfig::new(map, config.key_path(key))
-                    .with_base_dir(config.base_dir().map(Into::into)),
-            )
+            Some(ComponentConfig::new(map, config.key_path(key)).with_paths(config.paths().clone()))
         };
         let filter = sub("filterOptions", &mut errors);
         let file_opts = sub("fileOptions", &mut errors);
@@ -402,7 +399,7 @@ impl FileConnector {
                 errors
                     .take(c.string(key))
                     .flatten()
-                    .map(|p| c.resolve_path(&p))
+                    .map(|p| c.resolve_output_path(&p))
             })
         };
         let move_after = folder("moveToAfterProcessing", &mut errors);
@@ -425,7 +422,7 @@ impl FileConnector {
         let resume = sub("checkpoint", &mut errors).and_then(|c| {
             let path = errors.take(c.require_string("path"))?;
             Some(resume::ResumeSettings {
-                path: c.resolve_path(&path),
+                path: c.resolve_output_path(&path),
                 incremental: false,
                 emit_deletes: false,
                 marker_field: "is_deleted".into(),
@@ -507,8 +504,8 @@ fn build_handlers(
             errors.0.push(ConfigError::new(path, "must be an object"));
             continue;
         };
-        let handler_config = ComponentConfig::new(map.clone(), path.clone())
-            .with_base_dir(config.base_dir().map(Into::into));
+        let handler_config =
+            ComponentConfig::new(map.clone(), path.clone()).with_paths(config.paths().clone());
         let prefix = common.doc_id_prefix.clone().unwrap_or_default();
         let built: Result<Arc<dyn FileHandler>, Vec<ConfigError>> = match key.as_str() {
             "csv" => {
