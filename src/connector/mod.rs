@@ -8,6 +8,7 @@
 pub mod checkpoint;
 pub mod database;
 pub mod file;
+pub mod legacy;
 pub mod record;
 pub mod rss;
 pub mod sequence;
@@ -94,6 +95,9 @@ pub fn builtins() -> &'static [&'static ConnectorDescriptor] {
         &file::DESCRIPTOR,
         &database::DESCRIPTOR,
         &rss::DESCRIPTOR,
+        &legacy::CSV_DESCRIPTOR,
+        &legacy::JSON_DESCRIPTOR,
+        &legacy::XML_DESCRIPTOR,
     ];
     ALL
 }
@@ -152,12 +156,16 @@ impl ConnectorPlan {
             }
             Class::Python(class_name)
         } else {
-            // Lucille keeps DatabaseConnector in the `connector.jdbc` subpackage.
-            let short = class_name
-                .strip_prefix(LUCILLE_CONNECTOR_PACKAGE)
-                .map_or(class_name.as_str(), |s| {
-                    s.strip_prefix("jdbc.").unwrap_or(s)
-                });
+            // Lucille keeps DatabaseConnector in the `connector.jdbc` subpackage and
+            // XMLConnector in `connector.xml`.
+            let short = class_name.strip_prefix(LUCILLE_CONNECTOR_PACKAGE).map_or(
+                class_name.as_str(),
+                |s| {
+                    s.strip_prefix("jdbc.")
+                        .or_else(|| s.strip_prefix("xml."))
+                        .unwrap_or(s)
+                },
+            );
             match builtins().iter().find(|d| d.name == short) {
                 Some(d) => {
                     let spec = (d.spec)();

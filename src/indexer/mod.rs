@@ -177,12 +177,43 @@ pub fn indexer_spec() -> Spec {
         .alias("ignoreFields", "blacklist")
 }
 
+/// Lucille's indexer classes (`com.kmwllc.lucille.indexer.X`, or `X` alone) and the
+/// `indexer.type` each one is here.
+const LUCILLE_INDEXERS: [(&str, &str); 5] = [
+    ("SolrIndexer", "solr"),
+    ("OpenSearchIndexer", "opensearch"),
+    ("ElasticsearchIndexer", "elasticsearch"),
+    ("CSVIndexer", "csv"),
+    ("NopIndexer", "nop"),
+];
+
+/// Lucille's plugin indexers, which are not built in.
+const LUCILLE_PLUGIN_INDEXERS: [&str; 2] = [
+    "com.kmwllc.lucille.pinecone.indexer.PineconeIndexer",
+    "com.kmwllc.lucille.weaviate.indexer.WeaviateIndexer",
+];
+
+/// The `indexer.type` a Lucille indexer class stands for.
+pub fn lucille_indexer_type(class: &str) -> Option<&'static str> {
+    let short = class
+        .strip_prefix("com.kmwllc.lucille.indexer.")
+        .unwrap_or(class);
+    LUCILLE_INDEXERS
+        .iter()
+        .find(|(name, _)| *name == short)
+        .map(|(_, kind)| *kind)
+}
+
 impl IndexerSettings {
     /// Reads and checks the `indexer` block (`path` is `indexer`). Every error at once.
     pub fn from_config(config: &ComponentConfig) -> Result<Self, Vec<ConfigError>> {
         let mut map = config.map().clone();
         // A Python indexer takes its own keys from the indexer block.
-        let spec = if map.contains_key("class") {
+        let python_class = map
+            .get("class")
+            .and_then(crate::config::as_string)
+            .is_some_and(|c| crate::stage::registry::is_python_reference(&c));
+        let spec = if python_class {
             indexer_spec().open()
         } else {
             indexer_spec()
@@ -207,22 +238,33 @@ impl IndexerSettings {
         let delete_by_field_value = take(c.string("deleteByFieldValue"));
         let routing_field = take(c.string("routingField"));
         let version_field = take(c.string("versionField"));
-        let kind = match (type_, &class) {
-            (Some(_), Some(_)) => {
-                errors.push(c.error("class", "give indexer.type or indexer.class, not both"));
-                "nop".into()
-            }
-            (Some(t), None) => t,
-            (None, Some(class)) => {
-                if !crate::stage::registry::is_python_reference(class) {
-                    errors.push(c.error(
-                        "class",
-                        format!("{class:?} is not a Python class reference (\"module:Class\" or \"file.py:Class\"); built-in indexers are chosen with indexer.type"),
-                    ));
+        // As in Lucille, indexer.class wins over indexer.type when both are given.
+        let (kind, class) = match (type_, class) {
+            (type_, Some(class)) => {
+                if let Some(t) = type_.filter(|t| !t.eq_ignore_ascii_case(&class)) {
+                    tracing::debug!("indexer.type {t:?} is not used: indexer.class {class:?} wins, as in Lucille");
                 }
-                "python".into()
+                if let Some(kind) = lucille_indexer_type(&class) {
+                    (kind.to_string(), None)
+                } else if crate::stage::registry::is_python_reference(&class) {
+                    ("python".to_string(), Some(class))
+                } else {
+                    let known = LUCILLE_INDEXERS
+                        .iter()
+                        .map(|(n, _)| format!("com.kmwllc.lucille.indexer.{n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let message = if LUCILLE_PLUGIN_INDEXERS.contains(&class.as_str()) {
+                        format!("{class:?} (a lucille-plugins indexer) is not built in here; write a Python indexer and name it as \"module:Class\"")
+                    } else {
+                        format!("unknown indexer class {class:?}; use one of Lucille's ({known}), indexer.type, or a Python indexer as \"module:Class\" or \"file.py:Class\"")
+                    };
+                    errors.push(c.error("class", message));
+                    ("nop".to_string(), None)
+                }
             }
-            (None, None) => "nop".into(),
+            (Some(t), None) => (t, None),
+            (None, None) => ("nop".into(), None),
         };
         let pairs = [
             (

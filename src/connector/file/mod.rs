@@ -210,6 +210,9 @@ pub struct FileConnector {
     settings: Settings,
     /// Handlers by lower-case extension.
     handlers: HashMap<String, Arc<dyn FileHandler>>,
+    /// One handler for every file whatever its extension (Lucille's CSVConnector,
+    /// JSONConnector, XMLConnector: `connector::legacy`).
+    every_file: Option<Arc<dyn FileHandler>>,
     /// The checkpoint of the current `execute`, finished in `post_execute`.
     run: Option<resume::ResumeRun>,
 }
@@ -474,6 +477,7 @@ impl FileConnector {
                     resume,
                 },
                 handlers,
+                every_file: None,
                 run: None,
             }),
             1 => Err(errors.0.remove(0)),
@@ -487,6 +491,33 @@ impl FileConnector {
                     .join("; "),
             )),
         }
+    }
+}
+
+impl FileConnector {
+    /// Reads every file with `handler`, whatever its extension.
+    pub fn with_handler_for_every_file(mut self, handler: Arc<dyn FileHandler>) -> Self {
+        self.every_file = Some(handler);
+        self
+    }
+}
+
+/// The file handler `kind` (`csv`, `json` / `jsonl`, `xml`) from its config block.
+pub fn build_handler(
+    kind: &str,
+    config: &ComponentConfig,
+    prefix: &str,
+) -> Result<Arc<dyn FileHandler>, Vec<ConfigError>> {
+    match kind {
+        "csv" => csv::CsvHandler::from_config(config, prefix).map(|h| Arc::new(h) as _),
+        "json" | "jsonl" => {
+            json::JsonHandler::from_config(config, prefix).map(|h| Arc::new(h) as _)
+        }
+        "xml" => xml::XmlHandler::from_config(config, prefix).map(|h| Arc::new(h) as _),
+        other => Err(vec![ConfigError::new(
+            config.path(),
+            format!("unknown file handler {other:?}; known: csv, json, jsonl, xml"),
+        )]),
     }
 }
 
@@ -507,22 +538,7 @@ fn build_handlers(
         let handler_config =
             ComponentConfig::new(map.clone(), path.clone()).with_paths(config.paths().clone());
         let prefix = common.doc_id_prefix.clone().unwrap_or_default();
-        let built: Result<Arc<dyn FileHandler>, Vec<ConfigError>> = match key.as_str() {
-            "csv" => {
-                csv::CsvHandler::from_config(&handler_config, &prefix).map(|h| Arc::new(h) as _)
-            }
-            "json" | "jsonl" => {
-                json::JsonHandler::from_config(&handler_config, &prefix).map(|h| Arc::new(h) as _)
-            }
-            "xml" => {
-                xml::XmlHandler::from_config(&handler_config, &prefix).map(|h| Arc::new(h) as _)
-            }
-            other => Err(vec![ConfigError::new(
-                path.clone(),
-                format!("unknown file handler {other:?}; known: csv, json, jsonl, xml"),
-            )]),
-        };
-        match built {
+        match build_handler(key, &handler_config, &prefix) {
             Ok(h) => {
                 out.insert(key.clone(), h);
             }
@@ -651,7 +667,9 @@ impl FileConnector {
     }
 
     fn handler_for(&self, name: &str) -> Option<&Arc<dyn FileHandler>> {
-        extension(name).and_then(|e| self.handlers.get(&e))
+        self.every_file
+            .as_ref()
+            .or_else(|| extension(name).and_then(|e| self.handlers.get(&e)))
     }
 
     /// The document for a whole file (or archive entry) with no handler.
