@@ -115,6 +115,9 @@ pub fn parse_config_text(
 pub struct RunPlan {
     pub connectors: Vec<ConnectorPlan>,
     pub pipelines: HashMap<String, PipelinePlan>,
+    /// `pipelines[].threads`: worker threads for that pipeline, instead of `worker.threads`
+    /// (as Lucille's WorkerPool).
+    pub pipeline_threads: HashMap<String, usize>,
     pub indexer: IndexerSettings,
     backend_config: ComponentConfig,
     pub worker: WorkerSettings,
@@ -205,6 +208,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
 
     // Pipelines.
     let mut pipelines = HashMap::new();
+    let mut pipeline_threads = HashMap::new();
     match root.get("pipelines") {
         None => {}
         Some(Value::Array(items)) => {
@@ -219,11 +223,25 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
                     Spec::new()
                         .required("name", Kind::String)
                         .required("stages", Kind::List)
+                        .optional("threads", Kind::Integer)
                         .validate(m, &path),
                 );
                 let Ok(Some(name)) = pc.string("name") else {
                     continue;
                 };
+                match pc.usize("threads") {
+                    Ok(Some(0)) => errors.push(pc.error("threads", "must be at least 1")),
+                    Ok(Some(n)) => {
+                        pipeline_threads.insert(name.clone(), n);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        // A type error the spec reported already is not repeated.
+                        if !errors.iter().any(|x| x.path == e.path) {
+                            errors.push(e);
+                        }
+                    }
+                }
                 if pipelines.contains_key(&name) {
                     errors.push(pc.error("name", format!("duplicate pipeline name {name:?}")));
                     continue;
@@ -368,6 +386,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     Ok(RunPlan {
         connectors,
         pipelines,
+        pipeline_threads,
         indexer: indexer.unwrap_or_default(),
         backend_config,
         worker,
@@ -514,9 +533,18 @@ fn run_connector(
     // run records whole documents (test mode, history).
     let preparer = (!bypass && test_messenger.is_none())
         .then(|| indexer::Preparer::new(plan.indexer.clone(), backend.encoder()));
+    let mut worker = plan.worker.clone();
+    if let Some(n) = cplan
+        .common
+        .pipeline
+        .as_ref()
+        .and_then(|p| plan.pipeline_threads.get(p))
+    {
+        worker.threads = *n;
+    }
     let pool = match WorkerPool::start(
         pipeline,
-        plan.worker.clone(),
+        worker,
         messenger.clone(),
         run_id.clone(),
         preparer,
