@@ -276,6 +276,12 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
                     errors.push(ConfigError::new(path, "a connector must be an object"));
                     continue;
                 };
+                // As Lucille: a connector without a name is `connector_N` (1-based).
+                let mut m = m.clone();
+                if !m.contains_key("name") {
+                    m.insert("name".into(), Value::from(format!("connector_{}", i + 1)));
+                }
+                let m = &m;
                 if let Some(name) = m.get("name").and_then(crate::config::as_string) {
                     if names.contains(&name) {
                         errors.push(ConfigError::new(
@@ -508,7 +514,8 @@ fn run_connector(
             stages: Vec::new(),
         },
     };
-    let bypass = opts.mode == RunMode::Test;
+    // Test mode, and `indexer.sendEnabled: false` as in Lucille, run without the backend.
+    let bypass = opts.mode == RunMode::Test || !plan.indexer.send_enabled;
     let backend = if bypass {
         Ok(Box::new(indexer::nop::NopBackend) as Box<dyn indexer::Backend>)
     } else {

@@ -101,3 +101,30 @@ def test_batch_byte_size_caps_batches_by_json_size(mods):
     assert [len(b) for b in indexer.BATCHES] == [1] * 7
     (e,) = lucille.validate(config={**cfg, "indexer": {"batchByteSize": "big"}})
     assert e.startswith("indexer.batchByteSize")
+
+
+def test_connectors_without_a_name_are_named_by_position_as_in_lucille():
+    cfg = {"connectors": [
+        {"class": "SequenceConnector", "numDocs": 1},
+        {"class": "SequenceConnector", "numDocs": 2, "name": "mine"},
+        {"class": "SequenceConnector", "numDocs": 3},
+    ]}
+    r = lucille.run(config=cfg, mode="test")
+    assert [(c.name, c.succeeded) for c in r.connectors] == [("connector_1", 1), ("mine", 2), ("connector_3", 3)]
+    (e,) = lucille.validate(config={"connectors": [{"class": "SequenceConnector", "numDocs": 1},
+                                                   {"class": "SequenceConnector", "numDocs": 1, "name": "connector_1"}]})
+    assert e.startswith("connectors[1].name") and "duplicate" in e
+
+
+def test_solr_url_is_needed_only_to_send_as_in_lucille():
+    cfg = {"connectors": [{"name": "a", "class": "SequenceConnector", "numDocs": 3}], "indexer": {"type": "solr"}}
+    assert lucille.validate(config=cfg) == []
+    assert lucille.run(config=cfg, mode="test").succeeded == 3
+    # sendEnabled: false runs without the backend, as Lucille's bypass
+    off = {**cfg, "indexer": {"type": "solr", "sendEnabled": False}}
+    r = lucille.run(config=off)
+    assert (r.status, r.succeeded) == ("Success", 3), r.summary
+    # a run that would send fails before its connector starts, naming the key
+    r = lucille.run(config=cfg)
+    assert (r.status, r.published) == ("Failure", 0), r.summary
+    assert "solr.url" in r.summary and "missing" in r.summary, r.summary
