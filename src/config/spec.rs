@@ -132,6 +132,9 @@ pub struct Property {
 pub struct Spec {
     properties: Vec<Property>,
     aliases: Vec<(&'static str, &'static str)>,
+    /// Lucille keys this project does not do, each with what to use instead: rejected with
+    /// that message rather than as unknown.
+    unsupported: Vec<(&'static str, &'static str)>,
     /// Objects whose inner keys are free-form (`fieldMapping { a: b }`), so the unknown-key
     /// check stops at them.
     open: bool,
@@ -173,6 +176,13 @@ impl Spec {
     /// Accepts `old` as another spelling of `new`.
     pub fn alias(mut self, old: &'static str, new: &'static str) -> Self {
         self.aliases.push((old, new));
+        self
+    }
+
+    /// Rejects Lucille's key `name`, which names something not done here, with `message`
+    /// (what to use instead).
+    pub fn unsupported(mut self, name: &'static str, message: &'static str) -> Self {
+        self.unsupported.push((name, message));
         self
     }
 
@@ -221,7 +231,9 @@ impl Spec {
             for key in config.keys() {
                 let known = self.properties.iter().any(|p| p.name == key)
                     || self.aliases.iter().any(|(old, _)| old == key);
-                if !known {
+                if let Some((_, why)) = self.unsupported.iter().find(|(k, _)| k == key) {
+                    errors.push(ConfigError::new(at(key), *why));
+                } else if !known {
                     let mut message = format!("unknown key {key:?}");
                     if let Some(close) = self.closest(key) {
                         message.push_str(&format!(" (did you mean {close:?}?)"));

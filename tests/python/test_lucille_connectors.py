@@ -67,3 +67,19 @@ def test_old_connectors_reject_what_lucille_rejects_and_what_is_not_done_here(tm
     assert {x.split(":")[0] for x in e} >= {"connectors[0].xmlIdPath", "connectors[0].encoding", "connectors[0].outputField"}, e
     (e,) = errors({"class": "com.kmwllc.lucille.connector.CSVConnector", "path": "a.csv", "separatorChar": ";;"})
     assert "connectors[0].separatorChar" in e
+
+
+def test_lucille_file_connector_keys_not_done_here_say_what_to_use_instead(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    base = {"name": "f", "class": "FileConnector", "paths": ["s3://bucket/folder/"]}
+    errors = lucille.validate(config={"connectors": [{
+        **base, "s3": {"region": "us-east-1"}, "gcp": {"pathToServiceKey": "k"}, "azure": {},
+        "state": {"driver": "org.apache.derby.iapi.jdbc.AutoloadedDriver"},
+    }]})
+    by_key = {e.split(":")[0]: e for e in errors}
+    for key in ["s3", "gcp", "azure"]:
+        assert "cloud storage" in by_key[f"connectors[0].{key}"] and "local folder" in by_key[f"connectors[0].{key}"]
+    assert "checkpoint" in by_key["connectors[0].state"]
+    assert len(errors) == 4, errors
+    (e,) = lucille.validate(config={"connectors": [{**base, "filterOptions": {"lastPublishedCutoff": "6h"}}]})
+    assert e.startswith("connectors[0].filterOptions.lastPublishedCutoff") and "checkpoint" in e

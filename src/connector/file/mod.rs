@@ -86,12 +86,25 @@ fn spec() -> Spec {
         .optional("emitDeletes", Kind::Bool)
         .optional("deletionMarkerField", Kind::String)
         .optional("deletionMarkerFieldValue", Kind::String)
+        .unsupported("s3", CLOUD_STORAGE)
+        .unsupported("gcp", CLOUD_STORAGE)
+        .unsupported("azure", CLOUD_STORAGE)
+        .unsupported(
+            "state",
+            "Lucille's JDBC file state is not kept here; use checkpoint { path } with incremental: true to skip files already handled",
+        )
 }
+
+const CLOUD_STORAGE: &str = "reading cloud storage (Lucille's s3 / gcp / azure blocks) is not done here; copy the files to a local folder and list it in paths";
 
 fn filter_options_spec() -> Spec {
     Spec::new()
         .optional("includes", Kind::StringList)
         .optional("excludes", Kind::StringList)
+        .unsupported(
+            "lastPublishedCutoff",
+            "needs Lucille's file state, which is not kept here; use checkpoint { path } with incremental: true",
+        )
         .optional("modificationCutoff", Kind::Any)
         .alias("lastModifiedCutoff", "modificationCutoff")
         .alias("modifiedCutoff", "modificationCutoff")
