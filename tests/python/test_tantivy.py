@@ -98,10 +98,14 @@ def test_second_run_upserts_and_deletes_in_the_same_index(conf):
 
 
 def test_cli_run_hints_and_search_prints_hits(conf):
-    r = cli("run", str(conf), cwd=conf.parent)
+    # run from another folder: the index, and the hint, are in the working directory
+    work = conf.parent / "work"
+    work.mkdir()
+    r = cli("run", str(conf), cwd=work)
     out = r.stdout + r.stderr
-    assert "lucille search" in out, out
-    index = conf.parent / "index"
+    index = work / "index"
+    assert f"lucille search {index}" in out, out
+    assert not (conf.parent / "index").exists()
 
     s = cli("search", str(index), "serialize obj JSON formatted str", "--limit", "5", "--json")
     assert s.returncode == 0, s.stderr
