@@ -145,9 +145,15 @@ fn build_xml(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connec
     let moved = ["filePaths", "urlFiles"];
     let files = config.string_list("filePaths")?;
     let urls = config.string_list("urlFiles")?;
-    // Lucille reads urlFiles when both are given.
     let paths = match (urls, files) {
-        (Some(urls), _) => urls
+        // Lucille would read urlFiles and ignore filePaths.
+        (Some(_), Some(_)) => {
+            return Err(config.error(
+                "filePaths",
+                "give filePaths or urlFiles, not both (Lucille reads only urlFiles then)",
+            ))
+        }
+        (Some(urls), None) => urls
             .iter()
             .map(|u| match u.strip_prefix("file://") {
                 Some(p) => Ok(p.to_string()),

@@ -160,10 +160,10 @@ impl ConnectorPlan {
             // XMLConnector in `connector.xml`.
             let short = class_name.strip_prefix(LUCILLE_CONNECTOR_PACKAGE).map_or(
                 class_name.as_str(),
-                |s| {
-                    s.strip_prefix("jdbc.")
-                        .or_else(|| s.strip_prefix("xml."))
-                        .unwrap_or(s)
+                |s| match s {
+                    "jdbc.DatabaseConnector" => "DatabaseConnector",
+                    "xml.XMLConnector" => "XMLConnector",
+                    other => other,
                 },
             );
             match builtins().iter().find(|d| d.name == short) {

@@ -83,3 +83,14 @@ def test_lucille_file_connector_keys_not_done_here_say_what_to_use_instead(tmp_p
     assert len(errors) == 4, errors
     (e,) = lucille.validate(config={"connectors": [{**base, "filterOptions": {"lastPublishedCutoff": "6h"}}]})
     assert e.startswith("connectors[0].filterOptions.lastPublishedCutoff") and "checkpoint" in e
+
+
+def test_xml_connector_with_both_file_lists_is_rejected_and_package_names_are_exact(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    keys = {"xmlRootPath": "/a/b", "xmlIdPath": "/a/b/id", "encoding": "utf-8", "outputField": "xml"}
+    (e,) = lucille.validate(config={"connectors": [{"name": "c", "class": "com.kmwllc.lucille.connector.xml.XMLConnector",
+                                                    "filePaths": ["a.xml"], "urlFiles": ["file://b.xml"], **keys}]})
+    assert e.startswith("connectors[0].filePaths") and "not both" in e
+    (e,) = lucille.validate(config={"connectors": [{"name": "c", "class": "com.kmwllc.lucille.connector.xml.SequenceConnector", "numDocs": 1}]})
+    assert "unknown connector class" in e
+    assert lucille.validate(config={"connectors": [{"name": "c", "class": "com.kmwllc.lucille.connector.SequenceConnector", "numDocs": 1}]}) == []
