@@ -82,7 +82,8 @@ fn check(pipeline: &mut Pipeline, doc: &Document) {
 
 fn main() {
     let bytes = SAMPLE.trim().as_bytes();
-    let plan = PipelinePlan::from_config("bench", &stage_configs(), "stages", None).unwrap();
+    let plan = PipelinePlan::from_config("bench", &stage_configs(), "stages", &Default::default())
+        .unwrap();
     let mut pipeline = plan.instantiate().unwrap();
     pipeline.start().unwrap();
     let doc = Document::from_json_bytes(bytes).unwrap();

@@ -619,7 +619,7 @@ impl PipelinePlan {
         name: &str,
         stages: &[Value],
         path: &str,
-        base_dir: Option<&std::path::Path>,
+        paths: &std::sync::Arc<crate::config::PathContext>,
     ) -> Result<Self, ConfigErrors> {
         let mut errors = Vec::new();
         let mut plans = Vec::new();
@@ -630,7 +630,7 @@ impl PipelinePlan {
                 errors.push(ConfigError::new(stage_path, "a stage must be an object"));
                 continue;
             };
-            match plan_stage(map.clone(), i, &stage_path, base_dir) {
+            match plan_stage(map.clone(), i, &stage_path, paths) {
                 Ok(Some(plan)) => {
                     if seen_names.contains(&plan.name) {
                         errors.push(ConfigError::new(
@@ -678,9 +678,9 @@ pub fn plan_stage(
     mut map: Map<String, Value>,
     index: usize,
     path: &str,
-    base_dir: Option<&std::path::Path>,
+    paths: &std::sync::Arc<crate::config::PathContext>,
 ) -> Result<Option<StagePlan>, Vec<ConfigError>> {
-    let base = ComponentConfig::new(map.clone(), path).with_base_dir(base_dir.map(Into::into));
+    let base = ComponentConfig::new(map.clone(), path).with_paths(paths.clone());
     let class = match base.require_string("class") {
         Ok(c) => c,
         Err(e) => return Err(vec![e]),
@@ -706,7 +706,7 @@ pub fn plan_stage(
             PlanClass::Python(class)
         }
     };
-    let config = ComponentConfig::new(map, path).with_base_dir(base_dir.map(Into::into));
+    let config = ComponentConfig::new(map, path).with_paths(paths.clone());
     let conditions = match Conditions::from_stage_config(&config) {
         Ok(c) => c,
         Err(mut e) => {

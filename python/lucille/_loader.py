@@ -1,7 +1,8 @@
 """Finds the Python class named by a config's ``class: "module:Class"`` or ``"dir/file.py:Class"``.
 
-Called by the Rust core; the folder of the config file is put on the import path so a config
-can name a module that sits beside it.
+Called by the Rust core. As with every relative path in a config, a file is looked up in the
+working directory first, then beside the config file; a module is imported from the working
+directory, the config's folder or `sys.path`.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ def load_object(reference: str, base_dir: Optional[str] = None) -> Any:
     module_part, sep, attr = reference.rpartition(":")
     if not sep or not module_part or not attr:
         raise ValueError(f"{reference!r} is not of the form 'module:Class' or 'path/file.py:Class'")
-    if base_dir and base_dir not in sys.path:
-        sys.path.insert(0, base_dir)
+    for folder in (base_dir, os.getcwd()):
+        if folder and folder not in sys.path:
+            sys.path.insert(0, folder)
     if module_part.endswith(".py") or "/" in module_part or os.sep in module_part:
         path = module_part
-        if base_dir and not os.path.isabs(path):
+        if base_dir and not os.path.isabs(path) and not os.path.isfile(path):
             path = os.path.join(base_dir, path)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"Python file {path!r} (from {reference!r}) does not exist")

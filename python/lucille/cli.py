@@ -25,7 +25,8 @@ def _overrides(items: Sequence[str]) -> list[str]:
 
 
 def _tantivy_path(config: str, overrides: list[str]) -> str | None:
-    """The index a config writes with the tantivy indexer (resolved from the config's folder)."""
+    """The index a config writes with the tantivy indexer (relative paths resolve against the
+    working directory, as every output path of a config does)."""
     try:
         resolved = json.loads(lucille.render(config, overrides=overrides, json=True))
     except (lucille.ConfigError, ValueError, OSError):
@@ -36,7 +37,7 @@ def _tantivy_path(config: str, overrides: list[str]) -> str | None:
     path = (resolved.get("tantivy") or {}).get("path")
     if not isinstance(path, str):
         return None
-    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(config)), path))
+    return os.path.abspath(path)
 
 
 _SUMMARY_FIELDS = ("title", "name", "summary", "teaser", "description", "body", "text")

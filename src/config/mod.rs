@@ -4,9 +4,11 @@
 
 pub mod duration;
 pub mod hocon;
+pub mod paths;
 pub mod spec;
 
 pub use duration::parse_duration;
+pub use paths::PathContext;
 
 pub use spec::{
     as_bool, as_f64, as_i64, as_string, ComponentConfig, ConfigError, ConfigErrors, Kind, Property,

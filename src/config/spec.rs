@@ -132,6 +132,9 @@ pub struct Property {
 pub struct Spec {
     properties: Vec<Property>,
     aliases: Vec<(&'static str, &'static str)>,
+    /// Lucille keys this project does not do, each with what to use instead: rejected with
+    /// that message rather than as unknown.
+    unsupported: Vec<(&'static str, &'static str)>,
     /// Objects whose inner keys are free-form (`fieldMapping { a: b }`), so the unknown-key
     /// check stops at them.
     open: bool,
@@ -173,6 +176,13 @@ impl Spec {
     /// Accepts `old` as another spelling of `new`.
     pub fn alias(mut self, old: &'static str, new: &'static str) -> Self {
         self.aliases.push((old, new));
+        self
+    }
+
+    /// Rejects Lucille's key `name`, which names something not done here, with `message`
+    /// (what to use instead).
+    pub fn unsupported(mut self, name: &'static str, message: &'static str) -> Self {
+        self.unsupported.push((name, message));
         self
     }
 
@@ -221,7 +231,9 @@ impl Spec {
             for key in config.keys() {
                 let known = self.properties.iter().any(|p| p.name == key)
                     || self.aliases.iter().any(|(old, _)| old == key);
-                if !known {
+                if let Some((_, why)) = self.unsupported.iter().find(|(k, _)| k == key) {
+                    errors.push(ConfigError::new(at(key), *why));
+                } else if !known {
                     let mut message = format!("unknown key {key:?}");
                     if let Some(close) = self.closest(key) {
                         message.push_str(&format!(" (did you mean {close:?}?)"));
@@ -337,8 +349,9 @@ pub fn as_bool(v: &Value) -> Option<bool> {
 pub struct ComponentConfig {
     map: Map<String, Value>,
     path: String,
-    /// The folder of the config file, for resolving relative paths (dictionaries, Python files).
-    base_dir: Option<std::path::PathBuf>,
+    /// Where relative paths point (the working directory, the config file's folder, the
+    /// `classpath:` roots): `config::paths`.
+    paths: std::sync::Arc<super::paths::PathContext>,
 }
 
 impl ComponentConfig {
@@ -346,26 +359,41 @@ impl ComponentConfig {
         ComponentConfig {
             map,
             path: path.into(),
-            base_dir: None,
+            paths: std::sync::Arc::new(super::paths::PathContext::new(None)),
         }
     }
 
+    /// A config whose file sits in `dir`, run from the current working directory with the
+    /// default resource roots.
     pub fn with_base_dir(mut self, dir: Option<std::path::PathBuf>) -> Self {
-        self.base_dir = dir;
+        self.paths = std::sync::Arc::new(super::paths::PathContext::new(dir));
         self
     }
 
-    pub fn base_dir(&self) -> Option<&std::path::Path> {
-        self.base_dir.as_deref()
+    /// The same path context as another config (a sub-block, a handler).
+    pub fn with_paths(mut self, paths: std::sync::Arc<super::paths::PathContext>) -> Self {
+        self.paths = paths;
+        self
     }
 
-    /// Resolves a path from the config relative to the config file's folder.
+    pub fn paths(&self) -> &std::sync::Arc<super::paths::PathContext> {
+        &self.paths
+    }
+
+    /// The folder of the config file.
+    pub fn base_dir(&self) -> Option<&std::path::Path> {
+        self.paths.config_dir()
+    }
+
+    /// A path the run reads (`config::paths`): from the working directory, else beside the
+    /// config file; `classpath:X` from the resource roots.
     pub fn resolve_path(&self, p: &str) -> std::path::PathBuf {
-        let path = std::path::Path::new(p);
-        match (&self.base_dir, path.is_absolute()) {
-            (Some(dir), false) => dir.join(path),
-            _ => path.to_path_buf(),
-        }
+        self.paths.resolve_input(p)
+    }
+
+    /// A path the run writes: from the working directory.
+    pub fn resolve_output_path(&self, p: &str) -> std::path::PathBuf {
+        self.paths.resolve_output(p)
     }
 
     pub fn map(&self) -> &Map<String, Value> {

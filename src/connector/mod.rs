@@ -8,6 +8,7 @@
 pub mod checkpoint;
 pub mod database;
 pub mod file;
+pub mod legacy;
 pub mod record;
 pub mod rss;
 pub mod sequence;
@@ -94,6 +95,9 @@ pub fn builtins() -> &'static [&'static ConnectorDescriptor] {
         &file::DESCRIPTOR,
         &database::DESCRIPTOR,
         &rss::DESCRIPTOR,
+        &legacy::CSV_DESCRIPTOR,
+        &legacy::JSON_DESCRIPTOR,
+        &legacy::XML_DESCRIPTOR,
     ];
     ALL
 }
@@ -141,9 +145,9 @@ impl ConnectorPlan {
     pub fn from_config(
         mut map: Map<String, Value>,
         path: &str,
-        base_dir: Option<&std::path::Path>,
+        paths: &std::sync::Arc<crate::config::PathContext>,
     ) -> Result<Self, Vec<ConfigError>> {
-        let base = ComponentConfig::new(map.clone(), path).with_base_dir(base_dir.map(Into::into));
+        let base = ComponentConfig::new(map.clone(), path).with_paths(paths.clone());
         let class_name = base.require_string("class").map_err(|e| vec![e])?;
         let mut errors = Vec::new();
         let class = if crate::stage::registry::is_python_reference(&class_name) {
@@ -152,12 +156,16 @@ impl ConnectorPlan {
             }
             Class::Python(class_name)
         } else {
-            // Lucille keeps DatabaseConnector in the `connector.jdbc` subpackage.
-            let short = class_name
-                .strip_prefix(LUCILLE_CONNECTOR_PACKAGE)
-                .map_or(class_name.as_str(), |s| {
-                    s.strip_prefix("jdbc.").unwrap_or(s)
-                });
+            // Lucille keeps DatabaseConnector in the `connector.jdbc` subpackage and
+            // XMLConnector in `connector.xml`.
+            let short = class_name.strip_prefix(LUCILLE_CONNECTOR_PACKAGE).map_or(
+                class_name.as_str(),
+                |s| match s {
+                    "jdbc.DatabaseConnector" => "DatabaseConnector",
+                    "xml.XMLConnector" => "XMLConnector",
+                    other => other,
+                },
+            );
             match builtins().iter().find(|d| d.name == short) {
                 Some(d) => {
                     let spec = (d.spec)();
@@ -174,7 +182,7 @@ impl ConnectorPlan {
                 }
             }
         };
-        let config = ComponentConfig::new(map, path).with_base_dir(base_dir.map(Into::into));
+        let config = ComponentConfig::new(map, path).with_paths(paths.clone());
         let mut read = |key: &str| match config.string(key) {
             Ok(v) => v,
             Err(e) => {

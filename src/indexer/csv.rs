@@ -59,7 +59,7 @@ impl CsvBackend {
         continuing: bool,
     ) -> Result<Self, Vec<ConfigError>> {
         let one = |e: ConfigError| vec![e];
-        let path = config.resolve_path(&config.require_string("path").map_err(one)?);
+        let path = config.resolve_output_path(&config.require_string("path").map_err(one)?);
         let columns = config
             .string_list("columns")
             .map_err(one)?

@@ -40,7 +40,7 @@ impl JsonlBackend {
             return Err(errors);
         }
         let one = |e: ConfigError| vec![e];
-        let path = config.resolve_path(&config.require_string("path").map_err(one)?);
+        let path = config.resolve_output_path(&config.require_string("path").map_err(one)?);
         let append = continuing || config.bool_or("append", false).map_err(one)?;
         Self::open(path, append).map_err(|e| vec![config.error("path", e.message)])
     }

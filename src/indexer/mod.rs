@@ -125,6 +125,11 @@ pub struct IndexerSettings {
     /// `indexer.class`: a Python indexer as `module:Class` (its config is the indexer block).
     pub class: Option<String>,
     pub batch_size: usize,
+    /// `batchByteSize`: a batch is also sent before the JSON size of its documents would pass
+    /// this many bytes (Lucille's SingleBatch); with it and no `batchSize`, only bytes count.
+    pub batch_byte_size: Option<u64>,
+    /// `logRate`: log the documents indexed so far and the rate every this many documents.
+    pub log_rate: Option<u64>,
     pub batch_timeout: Duration,
     pub id_override_field: Option<String>,
     pub index_override_field: Option<String>,
@@ -155,6 +160,8 @@ pub fn indexer_spec() -> Spec {
         .optional("type", Kind::String)
         .optional("class", Kind::String)
         .optional("batchSize", Kind::Integer)
+        .optional("batchByteSize", Kind::Integer)
+        .optional("logRate", Kind::Integer)
         .optional("batchTimeout", Kind::Integer)
         .optional("idOverrideField", Kind::String)
         .optional("indexOverrideField", Kind::String)
@@ -179,12 +186,43 @@ pub fn indexer_spec() -> Spec {
         .alias("ignoreFields", "blacklist")
 }
 
+/// Lucille's indexer classes (`com.kmwllc.lucille.indexer.X`, or `X` alone) and the
+/// `indexer.type` each one is here.
+const LUCILLE_INDEXERS: [(&str, &str); 5] = [
+    ("SolrIndexer", "solr"),
+    ("OpenSearchIndexer", "opensearch"),
+    ("ElasticsearchIndexer", "elasticsearch"),
+    ("CSVIndexer", "csv"),
+    ("NopIndexer", "nop"),
+];
+
+/// Lucille's plugin indexers, which are not built in.
+const LUCILLE_PLUGIN_INDEXERS: [&str; 2] = [
+    "com.kmwllc.lucille.pinecone.indexer.PineconeIndexer",
+    "com.kmwllc.lucille.weaviate.indexer.WeaviateIndexer",
+];
+
+/// The `indexer.type` a Lucille indexer class stands for.
+pub fn lucille_indexer_type(class: &str) -> Option<&'static str> {
+    let short = class
+        .strip_prefix("com.kmwllc.lucille.indexer.")
+        .unwrap_or(class);
+    LUCILLE_INDEXERS
+        .iter()
+        .find(|(name, _)| *name == short)
+        .map(|(_, kind)| *kind)
+}
+
 impl IndexerSettings {
     /// Reads and checks the `indexer` block (`path` is `indexer`). Every error at once.
     pub fn from_config(config: &ComponentConfig) -> Result<Self, Vec<ConfigError>> {
         let mut map = config.map().clone();
         // A Python indexer takes its own keys from the indexer block.
-        let spec = if map.contains_key("class") {
+        let python_class = map
+            .get("class")
+            .and_then(crate::config::as_string)
+            .is_some_and(|c| crate::stage::registry::is_python_reference(&c));
+        let spec = if python_class {
             indexer_spec().open()
         } else {
             indexer_spec()
@@ -209,22 +247,33 @@ impl IndexerSettings {
         let delete_by_field_value = take(c.string("deleteByFieldValue"));
         let routing_field = take(c.string("routingField"));
         let version_field = take(c.string("versionField"));
-        let kind = match (type_, &class) {
-            (Some(_), Some(_)) => {
-                errors.push(c.error("class", "give indexer.type or indexer.class, not both"));
-                "nop".into()
-            }
-            (Some(t), None) => t,
-            (None, Some(class)) => {
-                if !crate::stage::registry::is_python_reference(class) {
-                    errors.push(c.error(
-                        "class",
-                        format!("{class:?} is not a Python class reference (\"module:Class\" or \"file.py:Class\"); built-in indexers are chosen with indexer.type"),
-                    ));
+        // As in Lucille, indexer.class wins over indexer.type when both are given.
+        let (kind, class) = match (type_, class) {
+            (type_, Some(class)) => {
+                if let Some(t) = type_.filter(|t| !t.eq_ignore_ascii_case(&class)) {
+                    tracing::debug!("indexer.type {t:?} is not used: indexer.class {class:?} wins, as in Lucille");
                 }
-                "python".into()
+                if let Some(kind) = lucille_indexer_type(&class) {
+                    (kind.to_string(), None)
+                } else if crate::stage::registry::is_python_reference(&class) {
+                    ("python".to_string(), Some(class))
+                } else {
+                    let known = LUCILLE_INDEXERS
+                        .iter()
+                        .map(|(n, _)| format!("com.kmwllc.lucille.indexer.{n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let message = if LUCILLE_PLUGIN_INDEXERS.contains(&class.as_str()) {
+                        format!("{class:?} (a lucille-plugins indexer) is not built in here; write a Python indexer and name it as \"module:Class\"")
+                    } else {
+                        format!("unknown indexer class {class:?}; use one of Lucille's ({known}), indexer.type, or a Python indexer as \"module:Class\" or \"file.py:Class\"")
+                    };
+                    errors.push(c.error("class", message));
+                    ("nop".to_string(), None)
+                }
             }
-            (None, None) => "nop".into(),
+            (Some(t), None) => (t, None),
+            (None, None) => ("nop".into(), None),
         };
         let pairs = [
             (
@@ -248,11 +297,26 @@ impl IndexerSettings {
         if delete_by_field_field.is_some() && deletion_marker_field.is_none() {
             errors.push(c.error("deleteByFieldField", "delete by field needs deletionMarkerField / deletionMarkerFieldValue to mark deletions"));
         }
+        let mut positive = |key: &str| match c.usize(key) {
+            Ok(Some(0)) => {
+                errors.push(c.error(key, "must be at least 1"));
+                None
+            }
+            Ok(v) => v.map(|n| n as u64),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
+        let batch_byte_size = positive("batchByteSize");
+        let log_rate = positive("logRate");
         let batch_size = match c.usize("batchSize") {
             Ok(Some(0)) => {
                 errors.push(c.error("batchSize", "must be at least 1"));
                 DEFAULT_BATCH_SIZE
             }
+            // As Lucille: a byte limit alone leaves the count unlimited.
+            Ok(None) if batch_byte_size.is_some() => usize::MAX,
             Ok(v) => v.unwrap_or(DEFAULT_BATCH_SIZE),
             Err(e) => {
                 errors.push(e);
@@ -314,6 +378,9 @@ impl IndexerSettings {
             }
         };
         if !errors.is_empty() {
+            // A key the spec found of the wrong type is reported again by its typed read: once.
+            let mut seen = std::collections::HashSet::new();
+            errors.retain(|e| seen.insert(e.path.clone()));
             return Err(errors);
         }
         Ok(IndexerSettings {
@@ -326,6 +393,8 @@ impl IndexerSettings {
             kind: kind.to_ascii_lowercase(),
             class,
             batch_size,
+            batch_byte_size,
+            log_rate,
             batch_timeout,
             id_override_field,
             index_override_field,
@@ -463,6 +532,7 @@ impl IndexerHandle {
                 crate::thread_scope::run(move || {
                     let encoder = backend.encoder();
                     let mut loop_ = IndexerLoop {
+                        rate: RateLine::new(settings.log_rate),
                         settings,
                         backend,
                         encoder,
@@ -527,6 +597,58 @@ struct IndexerLoop {
     run_id: Arc<str>,
     bypass: bool,
     stats: Arc<IndexerStats>,
+    rate: RateLine,
+}
+
+/// `indexer.logRate`: a line every `every` documents the indexer has finished with.
+struct RateLine {
+    every: Option<u64>,
+    started: Instant,
+    logged: u64,
+}
+
+impl RateLine {
+    fn new(every: Option<u64>) -> Self {
+        RateLine {
+            every,
+            started: Instant::now(),
+            logged: 0,
+        }
+    }
+
+    fn after_batch(&mut self, stats: &IndexerStats) {
+        let Some(every) = self.every else { return };
+        let indexed = stats.indexed.load(Ordering::Relaxed);
+        let failed = stats.failed.load(Ordering::Relaxed);
+        let done = indexed + failed;
+        if done / every > self.logged / every {
+            self.logged = done;
+            let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+            tracing::info!(
+                "Indexer: {done} docs indexed ({indexed} succeeded, {failed} failed). Rate: {:.2} docs/sec.",
+                done as f64 / secs
+            );
+        }
+    }
+}
+
+/// The JSON size in bytes of a document as the indexer receives it (Lucille's
+/// `Document.getByteSize`), for `indexer.batchByteSize`.
+pub fn json_byte_size(doc: &Document) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail; a map of JSON values always serializes.
+    let _ = serde_json::to_writer(&mut count, doc.as_map());
+    count.0
 }
 
 /// One document of a batch: its id, and its operation unless it already failed to encode.
@@ -537,7 +659,8 @@ struct Pending {
 
 impl IndexerLoop {
     fn run(&mut self, stop: &AtomicBool) -> Result<(), BackendError> {
-        let mut batch: Vec<ToIndex> = Vec::with_capacity(self.settings.batch_size);
+        let mut batch: Vec<ToIndex> = Vec::with_capacity(self.settings.batch_size.min(4096));
+        let mut batch_bytes: u64 = 0;
         let mut last_flush = Instant::now();
         let poll = self
             .settings
@@ -558,6 +681,7 @@ impl IndexerLoop {
                 if !batch.is_empty() && last_flush.elapsed() >= self.settings.batch_timeout {
                     self.flush(&mut batch);
                     last_flush = Instant::now();
+                    batch_bytes = 0;
                 }
             }
             if item.is_none() && !stopping {
@@ -566,10 +690,26 @@ impl IndexerLoop {
             match item {
                 Some(item) => {
                     self.stats.progress.fetch_add(1, Ordering::Relaxed);
+                    if let Some(cap) = self.settings.batch_byte_size {
+                        // As Lucille's SingleBatch: a document that would take the batch past
+                        // the byte limit starts the next batch (one larger than the limit
+                        // goes alone).
+                        let size = match &item {
+                            ToIndex::Doc(doc) => json_byte_size(doc),
+                            ToIndex::Op(p) => p.bytes,
+                        };
+                        if !batch.is_empty() && batch_bytes + size > cap {
+                            self.flush(&mut batch);
+                            last_flush = Instant::now();
+                            batch_bytes = 0;
+                        }
+                        batch_bytes += size;
+                    }
                     batch.push(item);
                     if batch.len() >= self.settings.batch_size {
                         self.flush(&mut batch);
                         last_flush = Instant::now();
+                        batch_bytes = 0;
                     }
                 }
                 // Stopping and drained.
@@ -617,6 +757,11 @@ impl IndexerLoop {
         if batch.is_empty() {
             return;
         }
+        self.send_batch(batch);
+        self.rate.after_batch(&self.stats);
+    }
+
+    fn send_batch(&mut self, batch: &mut Vec<ToIndex>) {
         self.stats.batches.fetch_add(1, Ordering::Relaxed);
         if self.bypass || !self.settings.send_enabled {
             for item in batch.drain(..) {

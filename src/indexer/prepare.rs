@@ -44,6 +44,8 @@ pub struct PreparedOp {
     pub doc_id: String,
     pub op: IndexOp,
     pub encoded: Result<Option<Encoded>, String>,
+    /// The document's JSON size when `indexer.batchByteSize` is set, else 0.
+    pub bytes: u64,
 }
 
 /// What the destination queue carries.
@@ -97,12 +99,17 @@ impl Preparer {
     /// The document's operation, its fields moved out, encoded when the backend encodes.
     pub fn prepare(&self, doc: Document) -> PreparedOp {
         let doc_id = doc.id().to_string();
+        let bytes = match self.settings.batch_byte_size {
+            Some(_) => super::json_byte_size(&doc),
+            None => 0,
+        };
         let mut op = self.settings.op_into(doc);
         let encoded = encode(self.encoder.as_deref(), &mut op);
         PreparedOp {
             doc_id,
             op,
             encoded,
+            bytes,
         }
     }
 }

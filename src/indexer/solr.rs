@@ -4,6 +4,8 @@
 //! first node that answers the connection check is used (any SolrCloud node routes updates,
 //! so `useCloudClient` needs no ZooKeeper here; `zkHosts` is not supported). Without a
 //! collection (`defaultCollection` or `indexer.indexOverrideField`) the URL must name the core.
+//! As in Lucille, `url` is needed only to send: a config without it validates and runs in test
+//! mode or with `indexer.sendEnabled: false`; a run that would send fails before it starts.
 //!
 //! Each run of operations on one collection is one request to the JSON update handler, whose
 //! commands (`add`, `delete: {id}`, `delete: {query}`) Solr applies in the order written, so
@@ -21,7 +23,7 @@ use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 
 pub fn spec() -> Spec {
     Spec::new()
-        .required("url", Kind::StringOrList)
+        .optional("url", Kind::StringOrList)
         .optional("defaultCollection", Kind::String)
         .optional("commitWithin", Kind::Integer)
         .optional("userName", Kind::String)
@@ -99,7 +101,14 @@ impl SolrBackend {
         let one = |e: ConfigError| vec![e];
         let mut urls = Vec::new();
         let mut credentials = None;
-        for u in c.strings("url").map_err(one)?.unwrap_or_default() {
+        let given = c.strings("url").map_err(one)?.unwrap_or_default();
+        if given.is_empty() {
+            return Err(vec![c.error(
+                "url",
+                "missing: the Solr base URL(s) documents are sent to (a run in test mode or with indexer.sendEnabled: false needs none)",
+            )]);
+        }
+        for u in given {
             let base = http::parse_url(&u).map_err(|e| vec![c.error("url", e)])?;
             credentials = credentials.or(base.credentials);
             urls.push(base.url);

@@ -547,7 +547,7 @@ pub struct TantivyBackend {
 impl TantivyBackend {
     pub fn from_config(config: &ComponentConfig) -> Result<Self, Vec<ConfigError>> {
         let one = |e: ConfigError| vec![e];
-        let path = config.resolve_path(&config.require_string("path").map_err(one)?);
+        let path = config.resolve_output_path(&config.require_string("path").map_err(one)?);
         let defs = field_defs(config)?;
         let commit = config.i64("commitEverySecs").map_err(one)?;
         let memory = config.i64("writerMemoryMb").map_err(one)?;

@@ -359,7 +359,7 @@ fn plan_from_config_names_disables_and_reports_all_errors() {
              "conditions": [{"fields": ["b"], "values": ["zap"]}]}
         ])),
         "pipelines[0].stages",
-        None,
+        &std::sync::Arc::new(crate::config::PathContext::new(None)),
     )
     .unwrap();
     let names: Vec<_> = plan.stages.iter().map(|s| s.name.as_str()).collect();
@@ -390,7 +390,7 @@ fn plan_from_config_names_disables_and_reports_all_errors() {
             {"class": "mystages:Enrich"}
         ])),
         "pipelines[0].stages",
-        None,
+        &std::sync::Arc::new(crate::config::PathContext::new(None)),
     )
     .err()
     .unwrap();
@@ -412,7 +412,7 @@ fn plan_from_config_names_disables_and_reports_all_errors() {
             json!([{"name": "x", "class": "DropDocument"}, {"name": "x", "class": "DropDocument"}]),
         ),
         "p",
-        None,
+        &std::sync::Arc::new(crate::config::PathContext::new(None)),
     )
     .err()
     .unwrap()

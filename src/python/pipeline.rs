@@ -46,11 +46,16 @@ impl PyBuiltinStage {
                 "BuiltinStage is for built-in stages; pass a Python stage instance to Pipeline instead",
             ));
         }
-        let plan = plan_stage(map.clone(), 0, class_name, None)
-            .map_err(|e| config_err(ConfigErrors(e)))?
-            .ok_or_else(|| {
-                PyValueError::new_err(format!("{class_name} is disabled (enabled: false)"))
-            })?;
+        let plan = plan_stage(
+            map.clone(),
+            0,
+            class_name,
+            &std::sync::Arc::new(crate::config::PathContext::new(None)),
+        )
+        .map_err(|e| config_err(ConfigErrors(e)))?
+        .ok_or_else(|| {
+            PyValueError::new_err(format!("{class_name} is disabled (enabled: false)"))
+        })?;
         Ok(PyBuiltinStage {
             class: class_name.to_string(),
             config: map,
@@ -175,8 +180,13 @@ impl PyPipeline {
             .map(|s| super::convert::py_to_value(&s, "stages"))
             .collect::<PyResult<Vec<_>>>()?;
         let pipeline = py.detach(|| {
-            crate::pipeline::PipelinePlan::from_config(name, &values, "stages", base_dir.as_deref())
-                .and_then(|plan| plan.instantiate())
+            crate::pipeline::PipelinePlan::from_config(
+                name,
+                &values,
+                "stages",
+                &std::sync::Arc::new(crate::config::PathContext::new(base_dir)),
+            )
+            .and_then(|plan| plan.instantiate())
         });
         Ok(PyPipeline {
             inner: Mutex::new(pipeline.map_err(config_err)?),

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use crate::accounting::EventType;
 use crate::accounting::{Event, Publisher, PublisherSettings};
 use crate::config::hocon::{self, ParseOptions};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, PathContext, Spec};
 use crate::connector::{ConnectorError, ConnectorPlan};
 use crate::document::Document;
 use crate::indexer::watchdog::Watchdog;
@@ -115,6 +115,9 @@ pub fn parse_config_text(
 pub struct RunPlan {
     pub connectors: Vec<ConnectorPlan>,
     pub pipelines: HashMap<String, PipelinePlan>,
+    /// `pipelines[].threads`: worker threads for that pipeline, instead of `worker.threads`
+    /// (as Lucille's WorkerPool).
+    pub pipeline_threads: HashMap<String, usize>,
     pub indexer: IndexerSettings,
     backend_config: ComponentConfig,
     pub worker: WorkerSettings,
@@ -133,6 +136,42 @@ fn runner_spec() -> Spec {
     Spec::new()
         .optional("connectorTimeout", Kind::Integer)
         .optional("metricsLoggingLevel", Kind::String)
+        .optional("resourceRoots", Kind::List)
+}
+
+/// Where the config's relative paths point: the working directory, the config's folder, and the
+/// `classpath:` roots (`runner.resourceRoots`, else the defaults of `config::paths`).
+fn path_context(
+    root: &Map<String, Value>,
+    base_dir: Option<&Path>,
+    errors: &mut Vec<ConfigError>,
+) -> Arc<PathContext> {
+    let configured = root
+        .get("runner")
+        .and_then(|r| r.get("resourceRoots"))
+        .map(|v| match v {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| match crate::config::as_string(item) {
+                    Some(s) => Some(PathBuf::from(s)),
+                    None => {
+                        errors.push(ConfigError::new(
+                            format!("runner.resourceRoots[{i}]"),
+                            "must be a folder path (a string)",
+                        ));
+                        None
+                    }
+                })
+                .collect::<Vec<_>>(),
+            // A non-list is reported by the runner spec.
+            _ => Vec::new(),
+        });
+    let dir = base_dir.map(Path::to_path_buf);
+    Arc::new(match configured {
+        None => PathContext::new(dir),
+        Some(roots) => PathContext::with(std::env::current_dir().ok(), dir, roots),
+    })
 }
 
 fn log_spec() -> Spec {
@@ -143,7 +182,7 @@ fn block(
     root: &Map<String, Value>,
     key: &str,
     errors: &mut Vec<ConfigError>,
-    base_dir: Option<&Path>,
+    paths: &Arc<PathContext>,
 ) -> ComponentConfig {
     let map = match root.get(key) {
         None => Map::new(),
@@ -153,7 +192,7 @@ fn block(
             Map::new()
         }
     };
-    ComponentConfig::new(map, key).with_base_dir(base_dir.map(Into::into))
+    ComponentConfig::new(map, key).with_paths(paths.clone())
 }
 
 /// Validates everything a run needs, reporting every problem at once (spec §9.1).
@@ -165,9 +204,11 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             "the config must be an object",
         )]));
     };
+    let paths = path_context(root, base_dir, &mut errors);
 
     // Pipelines.
     let mut pipelines = HashMap::new();
+    let mut pipeline_threads = HashMap::new();
     match root.get("pipelines") {
         None => {}
         Some(Value::Array(items)) => {
@@ -182,11 +223,25 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
                     Spec::new()
                         .required("name", Kind::String)
                         .required("stages", Kind::List)
+                        .optional("threads", Kind::Integer)
                         .validate(m, &path),
                 );
                 let Ok(Some(name)) = pc.string("name") else {
                     continue;
                 };
+                match pc.usize("threads") {
+                    Ok(Some(0)) => errors.push(pc.error("threads", "must be at least 1")),
+                    Ok(Some(n)) => {
+                        pipeline_threads.insert(name.clone(), n);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        // A type error the spec reported already is not repeated.
+                        if !errors.iter().any(|x| x.path == e.path) {
+                            errors.push(e);
+                        }
+                    }
+                }
                 if pipelines.contains_key(&name) {
                     errors.push(pc.error("name", format!("duplicate pipeline name {name:?}")));
                     continue;
@@ -195,8 +250,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
                     Some(Value::Array(s)) => s.clone(),
                     _ => continue,
                 };
-                match PipelinePlan::from_config(&name, &stages, &format!("{path}.stages"), base_dir)
-                {
+                match PipelinePlan::from_config(&name, &stages, &format!("{path}.stages"), &paths) {
                     Ok(plan) => {
                         pipelines.insert(name, plan);
                     }
@@ -222,6 +276,12 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
                     errors.push(ConfigError::new(path, "a connector must be an object"));
                     continue;
                 };
+                // As Lucille: a connector without a name is `connector_N` (1-based).
+                let mut m = m.clone();
+                if !m.contains_key("name") {
+                    m.insert("name".into(), Value::from(format!("connector_{}", i + 1)));
+                }
+                let m = &m;
                 if let Some(name) = m.get("name").and_then(crate::config::as_string) {
                     if names.contains(&name) {
                         errors.push(ConfigError::new(
@@ -231,7 +291,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
                     }
                     names.push(name);
                 }
-                match ConnectorPlan::from_config(m.clone(), &path, base_dir) {
+                match ConnectorPlan::from_config(m.clone(), &path, &paths) {
                     Ok(plan) => {
                         if let Some(p) = &plan.common.pipeline {
                             if !pipelines.contains_key(p)
@@ -256,7 +316,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     }
 
     // Indexer and its backend block.
-    let indexer_block = block(root, "indexer", &mut errors, base_dir);
+    let indexer_block = block(root, "indexer", &mut errors, &paths);
     let indexer = match IndexerSettings::from_config(&indexer_block) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -270,7 +330,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             let b = if s.class.is_some() {
                 indexer_block.clone()
             } else {
-                block(root, &s.kind, &mut errors, base_dir)
+                block(root, &s.kind, &mut errors, &paths)
             };
             if let Err(e) = indexer::validate_backend(s, &b) {
                 errors.extend(e);
@@ -281,10 +341,10 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     };
 
     // worker, publisher, runner, log.
-    let log = block(root, "log", &mut errors, base_dir);
+    let log = block(root, "log", &mut errors, &paths);
     errors.extend(log_spec().validate(log.map(), "log"));
     let log_seconds = log.usize("seconds").unwrap_or(None).map(|s| s as u64);
-    let worker_block = block(root, "worker", &mut errors, base_dir);
+    let worker_block = block(root, "worker", &mut errors, &paths);
     let worker = match WorkerSettings::from_config(&worker_block, log_seconds) {
         Ok(w) => w,
         Err(e) => {
@@ -292,7 +352,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             WorkerSettings::default()
         }
     };
-    let publisher = block(root, "publisher", &mut errors, base_dir);
+    let publisher = block(root, "publisher", &mut errors, &paths);
     errors.extend(publisher_spec().validate(publisher.map(), "publisher"));
     let queue_capacity = match publisher.usize("queueCapacity") {
         Ok(Some(0)) => {
@@ -316,7 +376,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             None
         }
     };
-    let runner = block(root, "runner", &mut errors, base_dir);
+    let runner = block(root, "runner", &mut errors, &paths);
     errors.extend(runner_spec().validate(runner.map(), "runner"));
     let connector_timeout = match runner.i64("connectorTimeout") {
         Ok(Some(ms)) if ms <= 0 => None,
@@ -332,6 +392,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     Ok(RunPlan {
         connectors,
         pipelines,
+        pipeline_threads,
         indexer: indexer.unwrap_or_default(),
         backend_config,
         worker,
@@ -453,7 +514,8 @@ fn run_connector(
             stages: Vec::new(),
         },
     };
-    let bypass = opts.mode == RunMode::Test;
+    // Test mode, and `indexer.sendEnabled: false` as in Lucille, run without the backend.
+    let bypass = opts.mode == RunMode::Test || !plan.indexer.send_enabled;
     let backend = if bypass {
         Ok(Box::new(indexer::nop::NopBackend) as Box<dyn indexer::Backend>)
     } else {
@@ -478,9 +540,18 @@ fn run_connector(
     // run records whole documents (test mode, history).
     let preparer = (!bypass && test_messenger.is_none())
         .then(|| indexer::Preparer::new(plan.indexer.clone(), backend.encoder()));
+    let mut worker = plan.worker.clone();
+    if let Some(n) = cplan
+        .common
+        .pipeline
+        .as_ref()
+        .and_then(|p| plan.pipeline_threads.get(p))
+    {
+        worker.threads = *n;
+    }
     let pool = match WorkerPool::start(
         pipeline,
-        plan.worker.clone(),
+        worker,
         messenger.clone(),
         run_id.clone(),
         preparer,

@@ -61,7 +61,7 @@ fn local_mode_writes_jsonl_and_appends_across_connectors() {
         ],
         "pipelines": [{"name": "p", "stages": [{"class": "SetStaticValues", "staticValues": {"s": 1}}]}],
         "indexer": {"type": "jsonl", "batchSize": 2},
-        "jsonl": {"path": "out.jsonl"}
+        "jsonl": {"path": dir.join("out.jsonl")}
     });
     let r = run(&config, Some(&dir), &RunOptions::default()).unwrap();
     assert!(r.ok, "{}", r.summary);

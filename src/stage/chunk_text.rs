@@ -1025,7 +1025,8 @@ mod tests {
                 "output": "about", "value": "dogs"}),
         ];
         let plan =
-            crate::pipeline::PipelinePlan::from_config("p", &stages, "stages", None).unwrap();
+            crate::pipeline::PipelinePlan::from_config("p", &stages, "stages", &Default::default())
+                .unwrap();
         let mut pipeline = plan.instantiate().unwrap();
         pipeline.start().unwrap();
         let doc =

@@ -183,7 +183,7 @@ impl Conditions {
                     match item {
                         Value::Object(m) => {
                             let c = ComponentConfig::new(m.clone(), path)
-                                .with_base_dir(config.base_dir().map(Into::into));
+                                .with_paths(config.paths().clone());
                             match Condition::from_config(&c) {
                                 Ok(c) => conditions.push(c),
                                 Err(mut e) => errors.append(&mut e),

@@ -27,8 +27,8 @@
 //! - An unreadable dictionary, a line that is not valid UTF-8 or malformed CSV is a config
 //!   error naming `dictPath`, the file and the line (Lucille skips lines with undecodable bytes
 //!   with a log warning, and reports a missing file when the stage starts). A backslash is an
-//!   ordinary character (opencsv treats `\"` as an escaped quote). There is no `classpath:`
-//!   and no cloud storage (`s3`, `gcp`, `azure`).
+//!   ordinary character (opencsv treats `\"` as an escaped quote). `classpath:X` is read
+//!   from the resource roots (`config::paths`); there is no cloud storage (`s3`, `gcp`, `azure`).
 //! - With `usePayloads: false` the value is written as it appears in the document; Lucille
 //!   writes it lower-cased when `ignoreCase` is on.
 //!
@@ -260,7 +260,7 @@ pub(crate) fn dictionary_error(
     )
 }
 
-/// Reads a dictionary file (resolved against the config folder): calls `each(line, term,
+/// Reads a dictionary file (resolved by `config::paths`): calls `each(line, term,
 /// payloads)` for every line with a non-empty term, columns trimmed. Errors name `key`, the
 /// file and the line.
 pub(crate) fn read_dictionary(
@@ -272,8 +272,11 @@ pub(crate) fn read_dictionary(
     let resolved = config.resolve_path(path);
     let file = std::fs::File::open(&resolved).map_err(|e| {
         let mut message = format!("cannot read dictionary {:?}: {e}", resolved.display());
-        if path.starts_with("classpath:") {
-            message.push_str(" (there is no classpath here: give a file path)");
+        if path.starts_with(crate::config::paths::CLASSPATH_PREFIX) {
+            message.push_str(&format!(
+                " (classpath: is searched in {}; set runner.resourceRoots to add folders)",
+                config.paths().describe_roots()
+            ));
         }
         config.error(key, message)
     })?;
@@ -538,7 +541,7 @@ mod tests {
             "{err}"
         );
         let err = build_err(with("dictPath", json!("classpath:x.txt")));
-        assert!(err.contains("no classpath"), "{err}");
+        assert!(err.contains("classpath: is searched in"), "{err}");
         let err = build_err(with("setOnly", json!(true)));
         assert!(err.contains("dictPath") && err.contains("line 5"), "{err}");
         let mut c = with("setOnly", json!(true));
@@ -557,7 +560,7 @@ mod tests {
     }
 
     #[test]
-    fn relative_paths_resolve_against_the_config_folder() {
+    fn a_relative_path_missing_from_the_working_directory_resolves_beside_the_config() {
         let dir = std::fs::canonicalize("tests/data").unwrap();
         let map = match json!({"class": "DictionaryLookup", "source": "a", "dest": "b",
             "dictPath": "dictionaries/countries.txt"})
@@ -565,9 +568,14 @@ mod tests {
             serde_json::Value::Object(m) => m,
             _ => unreachable!(),
         };
-        let plan = crate::pipeline::plan_stage(map, 0, "s", Some(&dir))
-            .unwrap()
-            .unwrap();
+        let plan = crate::pipeline::plan_stage(
+            map,
+            0,
+            "s",
+            &std::sync::Arc::new(crate::config::PathContext::new(Some(dir.clone()))),
+        )
+        .unwrap()
+        .unwrap();
         let mut stage = plan.instantiate().unwrap().into_stage();
         let out = process(&mut stage, json!({"id": "d", "a": "Canada"}));
         assert_eq!(out.get("b"), Some(&json!("Canada")));

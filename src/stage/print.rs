@@ -55,7 +55,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         Some(p) if p.is_empty() => {
             return Err(config.error("outputFile", "must not be empty"));
         }
-        Some(p) => Some(config.resolve_path(&p)),
+        Some(p) => Some(config.resolve_output_path(&p)),
         None => None,
     };
     Ok(Box::new(Print {

@@ -17,7 +17,13 @@ fn plan(config: Value) -> Result<Box<dyn Stage>, String> {
             .collect::<Vec<_>>()
             .join("; ")
     };
-    let plan = plan_stage(map, 0, "stage", None).map_err(join)?;
+    let plan = plan_stage(
+        map,
+        0,
+        "stage",
+        &std::sync::Arc::new(crate::config::PathContext::new(None)),
+    )
+    .map_err(join)?;
     let plan = plan.ok_or_else(|| "stage is disabled".to_string())?;
     let slot = plan.instantiate().map_err(|e| e.to_string())?;
     Ok(slot.into_stage())

@@ -94,7 +94,7 @@ impl WorkerSettings {
             Err(e) => errors.push(e),
         }
         match worker.string("deadLetterPath") {
-            Ok(v) => s.dead_letter_path = v.map(|p| worker.resolve_path(&p)),
+            Ok(v) => s.dead_letter_path = v.map(|p| worker.resolve_output_path(&p)),
             Err(e) => errors.push(e),
         }
         match worker.bool_or("enableHeartbeat", false) {
@@ -102,7 +102,7 @@ impl WorkerSettings {
             Err(e) => errors.push(e),
         }
         match worker.string("heartbeatPath") {
-            Ok(Some(p)) => s.heartbeat_path = PathBuf::from(p),
+            Ok(Some(p)) => s.heartbeat_path = worker.resolve_output_path(&p),
             Ok(None) => {}
             Err(e) => errors.push(e),
         }

@@ -11,7 +11,7 @@ fn plan(stages: Value) -> PipelinePlan {
     let Value::Array(stages) = stages else {
         panic!()
     };
-    PipelinePlan::from_config("main", &stages, "pipelines[0].stages", None).unwrap()
+    PipelinePlan::from_config("main", &stages, "pipelines[0].stages", &Default::default()).unwrap()
 }
 
 fn drain_events(m: &LocalMessenger, want: usize) -> Vec<Event> {

@@ -152,8 +152,34 @@ def test_bad_indexer_class_is_a_config_error(mod):
         lucille.run(config=config([{"id": "a"}], **{"class": "idx_mod:Nope"}))
     assert "indexer.class" in str(e.value)
     with pytest.raises(lucille.ConfigError) as e:
-        lucille.run(config=config([{"id": "a"}], **{"class": "idx_mod:Memory", "type": "csv"}))
-    assert "not both" in str(e.value)
+        lucille.run(config=config([{"id": "a"}], **{"class": "com.kmwllc.lucille.indexer.NoSuchIndexer"}))
+    assert "unknown indexer class" in str(e.value) and "com.kmwllc.lucille.indexer.SolrIndexer" in str(e.value)
+    with pytest.raises(lucille.ConfigError) as e:
+        lucille.run(config=config([{"id": "a"}], **{"class": "com.kmwllc.lucille.pinecone.indexer.PineconeIndexer"}))
+    assert "not built in" in str(e.value) and "module:Class" in str(e.value)
+
+
+def test_indexer_class_wins_over_type_as_in_lucille(mod):
+    r = lucille.run(config=config([{"id": "a"}], **{"class": "idx_mod:Memory", "type": "csv"}), mode="local")
+    assert (r.status, r.succeeded) == ("Success", 1), r.summary
+    assert ("send", ["a"]) in mod.LOG
+
+
+def test_lucille_indexer_class_names_choose_the_built_in_backend(tmp_path, mod):
+    out = tmp_path / "docs.csv"
+    cfg = config([{"id": "a", "fields": {"t": "x"}}], **{"class": "com.kmwllc.lucille.indexer.CSVIndexer", "type": "solr"})
+    cfg["csv"] = {"path": str(out), "columns": ["id", "t"]}
+    r = lucille.run(config=cfg, mode="local")
+    assert (r.status, r.succeeded) == ("Success", 1), r.summary
+    assert out.read_text().splitlines() == ["id,t", "a,x"]
+    for name in ["NopIndexer", "com.kmwllc.lucille.indexer.NopIndexer"]:
+        r = lucille.run(config=config([{"id": "a"}], **{"class": name}), mode="local")
+        assert (r.status, r.succeeded) == ("Success", 1), r.summary
+    # Lucille's OpenSearchIndexer and ElasticsearchIndexer need their blocks, as the types do
+    # (SolrIndexer's url is needed only to send: test_lucille_keys)
+    for name, block in [("OpenSearchIndexer", "opensearch"), ("ElasticsearchIndexer", "elasticsearch")]:
+        errors = lucille.validate(config=config([{"id": "a"}], **{"class": f"com.kmwllc.lucille.indexer.{name}"}))
+        assert any(e.startswith(f"{block}.") for e in errors), (name, errors)
 
 
 def test_csv_indexer_writes_columns_in_order(tmp_path, mod):

@@ -45,7 +45,10 @@ def cli(*args, cwd=None):
 
 
 @pytest.fixture
-def conf(tmp_path):
+def conf(tmp_path, monkeypatch):
+    # Run from the config's folder, as Lucille is started from its project folder: the relative
+    # index path resolves against the working directory.
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "records.py").write_text(CONNECTOR_PY)
     cfg = tmp_path / "ingest.conf"
     cfg.write_text(textwrap.dedent("""
@@ -57,7 +60,7 @@ def conf(tmp_path):
 
 
 def test_run_indexes_and_python_search_finds_records(conf):
-    index = conf.parent / "index"  # relative path resolves from the config's folder
+    index = conf.parent / "index"  # the relative path resolves from the working directory
     r = lucille.run(str(conf))
     assert (r.succeeded, r.failed) == (3, 1), r.summary
 
@@ -95,10 +98,14 @@ def test_second_run_upserts_and_deletes_in_the_same_index(conf):
 
 
 def test_cli_run_hints_and_search_prints_hits(conf):
-    r = cli("run", str(conf))
+    # run from another folder: the index, and the hint, are in the working directory
+    work = conf.parent / "work"
+    work.mkdir()
+    r = cli("run", str(conf), cwd=work)
     out = r.stdout + r.stderr
-    assert "lucille search" in out, out
-    index = conf.parent / "index"
+    index = work / "index"
+    assert f"lucille search {index}" in out, out
+    assert not (conf.parent / "index").exists()
 
     s = cli("search", str(index), "serialize obj JSON formatted str", "--limit", "5", "--json")
     assert s.returncode == 0, s.stderr

@@ -288,6 +288,19 @@ impl<'c> Parser<'c> {
         }
     }
 
+    /// Typesafe takes a comma that starts a later line (`a = [1\n, 2]`, `a = 1\n, b = 2`) as
+    /// the separator: when only whitespace and newlines stand before a comma, moves to it.
+    fn comma_after_newlines(&mut self) {
+        if self.peek().tok != Tok::Newline {
+            return;
+        }
+        let start = self.i;
+        self.skip_ws_nl();
+        if self.peek().tok != Tok::Comma {
+            self.i = start;
+        }
+    }
+
     fn skip_ws_nl(&mut self) {
         while matches!(self.peek().tok, Tok::Ws(_) | Tok::Newline) {
             self.i += 1;
@@ -383,8 +396,9 @@ impl<'c> Parser<'c> {
                 }
                 _ => self.parse_field(&mut obj)?,
             }
-            // field separator
+            // field separator (a comma may also start a following line, as Typesafe allows)
             self.skip_ws();
+            self.comma_after_newlines();
             let s = self.peek().clone();
             match &s.tok {
                 Tok::Comma => {
@@ -512,9 +526,22 @@ impl<'c> Parser<'c> {
             ));
         }
         let mut pieces: Vec<Piece> = Vec::new();
+        // Whether an object, array or substitution came before: Typesafe ignores unquoted text
+        // after an object or array (`fieldsToCopy: ["a"];`), as it ignores whitespace, so such
+        // text is kept as whitespace is (it still joins a substitution that is a string).
+        let mut after_structure = false;
         loop {
-            let v = self.parse_single()?;
-            pieces.push(Piece::Val(v));
+            match &self.peek().tok {
+                Tok::Unquoted(text) if after_structure => {
+                    pieces.push(Piece::Ws(text.clone()));
+                    self.i += 1;
+                }
+                _ => {
+                    let v = self.parse_single()?;
+                    after_structure = matches!(v, Node::Obj(_) | Node::Arr(_) | Node::Subst(_));
+                    pieces.push(Piece::Val(v));
+                }
+            }
             let mut ws = String::new();
             while let Tok::Ws(s) = &self.peek().tok {
                 ws.push_str(s);
@@ -674,6 +701,7 @@ impl<'c> Parser<'c> {
             }
             items.push(self.parse_value()?);
             self.skip_ws();
+            self.comma_after_newlines();
             let s = self.peek().clone();
             match s.tok {
                 Tok::Comma => {

@@ -572,7 +572,12 @@ impl Resolver<'_> {
         let mut any_defined = false;
         for p in pieces {
             match p {
-                Piece::Ws(s) => parts.push(RPart::Ws(s.clone())),
+                Piece::Ws(s) => {
+                    // Typesafe: `${?x} ${?y}` with both unset is " " (the whitespace is a
+                    // defined piece); only pieces that are all undefined make no field.
+                    any_defined = true;
+                    parts.push(RPart::Ws(s.clone()));
+                }
                 Piece::Val(n) => {
                     if let Some(v) = self.resolve_value(n, path, None, ctx)? {
                         any_defined = true;
@@ -585,11 +590,10 @@ impl Resolver<'_> {
             // e.g. `a = ${?x}${?y}` with both undefined: the field is not created
             return Ok(None);
         }
-        if parts.len() == 1 {
+        if let [RPart::Val(..)] = parts.as_slice() {
             if let Some(RPart::Val(v, _)) = parts.pop() {
                 return Ok(Some(v));
             }
-            return Ok(None);
         }
         let structured = parts
             .iter()

@@ -268,7 +268,10 @@ fn array_and_object_concatenation() {
         &json!({"a": [1, 2, 3], "b": {"x": 3, "y": 2}, "c": [[1, 2, 3, 4]], "d": [[1, 2], [3, 4]]}),
     );
     same(&p("a = [ 1 2 3 4 ]"), &json!({"a": ["1 2 3 4"]}));
-    assert!(matches!(perr("a = [1] foo"), HoconError::Type { .. }));
+    // Typesafe ignores unquoted text after an array or object (ConfigConcatenation's
+    // isIgnoredWhitespace), but not before one
+    same(&p("a = [1] foo"), &json!({"a": [1]}));
+    assert!(matches!(perr("a = foo [1]"), HoconError::Type { .. }));
     assert!(matches!(perr("a = {x: 1} [1]"), HoconError::Type { .. }));
 }
 
@@ -464,8 +467,12 @@ fn cycle_errors() {
 
 #[test]
 fn concat_type_errors() {
+    same(
+        &p("o = {a: 1}\nx = ${o} foo"),
+        &json!({"o": {"a": 1}, "x": {"a": 1}}),
+    );
     assert!(matches!(
-        perr("o = {a: 1}\nx = ${o} foo"),
+        perr("o = {a: 1}\nx = ${o} \"foo\""),
         HoconError::Type { .. }
     ));
     assert!(matches!(
@@ -732,4 +739,55 @@ fn error_type_is_send_sync_and_io_errors() {
     // default options read the process environment
     let o = ParseOptions::default();
     assert!(o.overrides.is_empty());
+}
+
+#[test]
+fn a_comma_may_start_the_next_line_as_in_typesafe() {
+    same(&p("a = [1\n, 2]"), &json!({"a": [1, 2]}));
+    same(&p("a = [1\n\n  , 2\n, 3]"), &json!({"a": [1, 2, 3]}));
+    same(&p("a = 1\n, b = 2"), &json!({"a": 1, "b": 2}));
+    same(
+        &p("x { a = 1\n  , b = [\"s\"]\n}\n, c = 3"),
+        &json!({"x": {"a": 1, "b": ["s"]}, "c": 3}),
+    );
+    // still one comma per separator
+    for bad in ["a = [1\n, , 2]", "a = 1\n,\n, b = 2", "a = [1,\n, 2]"] {
+        assert!(
+            matches!(perr(bad), HoconError::Syntax { .. }),
+            "{bad} should be a syntax error"
+        );
+    }
+}
+
+#[test]
+fn undefined_optional_substitutions_with_whitespace_between_leave_the_whitespace() {
+    same(&p("a = ${?nope1} ${?nope2}"), &json!({"a": " "}));
+    // without whitespace between them, no field is made
+    same(&p("a = ${?nope1}${?nope2}"), &json!({}));
+    same(&p("a = ${?nope1}"), &json!({}));
+    same(
+        &p("x = hi\na = ${?nope1} ${x}"),
+        &json!({"x": "hi", "a": " hi"}),
+    );
+}
+
+#[test]
+fn unquoted_text_after_an_array_or_object_is_dropped_as_in_typesafe() {
+    same(
+        &p("f: [ \"a\", \"b\"]; \ng: 1"),
+        &json!({"f": ["a", "b"], "g": 1}),
+    );
+    same(&p("f: [1] ;\r\ng: 1"), &json!({"f": [1], "g": 1}));
+    same(&p("o: { x: 1 } trailing words"), &json!({"o": {"x": 1}}));
+    same(&p("f: [1] junk [2]"), &json!({"f": [1, 2]}));
+    same(&p("l = [1]\nf: ${l};"), &json!({"l": [1], "f": [1]}));
+    // a string substitution still joins the text that follows it
+    same(&p("s = ab\nf: ${s}cd"), &json!({"s": "ab", "f": "abcd"}));
+    // quoted text, numbers and booleans after an array are still type errors, as in Typesafe
+    for bad in ["f: [1] \"x\"", "f: [1] 2", "f: [1] true", "f: text [1]"] {
+        assert!(
+            matches!(perr(bad), HoconError::Type { .. }),
+            "{bad} should be a type error"
+        );
+    }
 }

@@ -86,12 +86,25 @@ fn spec() -> Spec {
         .optional("emitDeletes", Kind::Bool)
         .optional("deletionMarkerField", Kind::String)
         .optional("deletionMarkerFieldValue", Kind::String)
+        .unsupported("s3", CLOUD_STORAGE)
+        .unsupported("gcp", CLOUD_STORAGE)
+        .unsupported("azure", CLOUD_STORAGE)
+        .unsupported(
+            "state",
+            "Lucille's JDBC file state is not kept here; use checkpoint { path } with incremental: true to skip files already handled",
+        )
 }
+
+const CLOUD_STORAGE: &str = "reading cloud storage (Lucille's s3 / gcp / azure blocks) is not done here; copy the files to a local folder and list it in paths";
 
 fn filter_options_spec() -> Spec {
     Spec::new()
         .optional("includes", Kind::StringList)
         .optional("excludes", Kind::StringList)
+        .unsupported(
+            "lastPublishedCutoff",
+            "needs Lucille's file state, which is not kept here; use checkpoint { path } with incremental: true",
+        )
         .optional("modificationCutoff", Kind::Any)
         .alias("lastModifiedCutoff", "modificationCutoff")
         .alias("modifiedCutoff", "modificationCutoff")
@@ -210,6 +223,9 @@ pub struct FileConnector {
     settings: Settings,
     /// Handlers by lower-case extension.
     handlers: HashMap<String, Arc<dyn FileHandler>>,
+    /// One handler for every file whatever its extension (Lucille's CSVConnector,
+    /// JSONConnector, XMLConnector: `connector::legacy`).
+    every_file: Option<Arc<dyn FileHandler>>,
     /// The checkpoint of the current `execute`, finished in `post_execute`.
     run: Option<resume::ResumeRun>,
 }
@@ -303,10 +319,7 @@ impl FileConnector {
         let mut errors = Errors(Vec::new());
         let sub = |key: &str, errors: &mut Errors| -> Option<ComponentConfig> {
             let map = errors.take(config.object(key)).flatten()?.clone();
-            Some(
-                ComponentConfig::new(map, config.key_path(key))
-                    .with_base_dir(config.base_dir().map(Into::into)),
-            )
+            Some(ComponentConfig::new(map, config.key_path(key)).with_paths(config.paths().clone()))
         };
         let filter = sub("filterOptions", &mut errors);
         let file_opts = sub("fileOptions", &mut errors);
@@ -402,7 +415,7 @@ impl FileConnector {
                 errors
                     .take(c.string(key))
                     .flatten()
-                    .map(|p| c.resolve_path(&p))
+                    .map(|p| c.resolve_output_path(&p))
             })
         };
         let move_after = folder("moveToAfterProcessing", &mut errors);
@@ -425,7 +438,7 @@ impl FileConnector {
         let resume = sub("checkpoint", &mut errors).and_then(|c| {
             let path = errors.take(c.require_string("path"))?;
             Some(resume::ResumeSettings {
-                path: c.resolve_path(&path),
+                path: c.resolve_output_path(&path),
                 incremental: false,
                 emit_deletes: false,
                 marker_field: "is_deleted".into(),
@@ -477,6 +490,7 @@ impl FileConnector {
                     resume,
                 },
                 handlers,
+                every_file: None,
                 run: None,
             }),
             1 => Err(errors.0.remove(0)),
@@ -490,6 +504,33 @@ impl FileConnector {
                     .join("; "),
             )),
         }
+    }
+}
+
+impl FileConnector {
+    /// Reads every file with `handler`, whatever its extension.
+    pub fn with_handler_for_every_file(mut self, handler: Arc<dyn FileHandler>) -> Self {
+        self.every_file = Some(handler);
+        self
+    }
+}
+
+/// The file handler `kind` (`csv`, `json` / `jsonl`, `xml`) from its config block.
+pub fn build_handler(
+    kind: &str,
+    config: &ComponentConfig,
+    prefix: &str,
+) -> Result<Arc<dyn FileHandler>, Vec<ConfigError>> {
+    match kind {
+        "csv" => csv::CsvHandler::from_config(config, prefix).map(|h| Arc::new(h) as _),
+        "json" | "jsonl" => {
+            json::JsonHandler::from_config(config, prefix).map(|h| Arc::new(h) as _)
+        }
+        "xml" => xml::XmlHandler::from_config(config, prefix).map(|h| Arc::new(h) as _),
+        other => Err(vec![ConfigError::new(
+            config.path(),
+            format!("unknown file handler {other:?}; known: csv, json, jsonl, xml"),
+        )]),
     }
 }
 
@@ -507,25 +548,10 @@ fn build_handlers(
             errors.0.push(ConfigError::new(path, "must be an object"));
             continue;
         };
-        let handler_config = ComponentConfig::new(map.clone(), path.clone())
-            .with_base_dir(config.base_dir().map(Into::into));
+        let handler_config =
+            ComponentConfig::new(map.clone(), path.clone()).with_paths(config.paths().clone());
         let prefix = common.doc_id_prefix.clone().unwrap_or_default();
-        let built: Result<Arc<dyn FileHandler>, Vec<ConfigError>> = match key.as_str() {
-            "csv" => {
-                csv::CsvHandler::from_config(&handler_config, &prefix).map(|h| Arc::new(h) as _)
-            }
-            "json" | "jsonl" => {
-                json::JsonHandler::from_config(&handler_config, &prefix).map(|h| Arc::new(h) as _)
-            }
-            "xml" => {
-                xml::XmlHandler::from_config(&handler_config, &prefix).map(|h| Arc::new(h) as _)
-            }
-            other => Err(vec![ConfigError::new(
-                path.clone(),
-                format!("unknown file handler {other:?}; known: csv, json, jsonl, xml"),
-            )]),
-        };
-        match built {
+        match build_handler(key, &handler_config, &prefix) {
             Ok(h) => {
                 out.insert(key.clone(), h);
             }
@@ -654,7 +680,9 @@ impl FileConnector {
     }
 
     fn handler_for(&self, name: &str) -> Option<&Arc<dyn FileHandler>> {
-        extension(name).and_then(|e| self.handlers.get(&e))
+        self.every_file
+            .as_ref()
+            .or_else(|| extension(name).and_then(|e| self.handlers.get(&e)))
     }
 
     /// The document for a whole file (or archive entry) with no handler.

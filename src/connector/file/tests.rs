@@ -74,8 +74,11 @@ fn connector(config: Value, base: Option<&Path>) -> Result<FileConnector, Config
     if let Some(e) = errors.into_iter().next() {
         return Err(e);
     }
-    let cc = ComponentConfig::new(map.clone(), "connectors[0]")
-        .with_base_dir(base.map(Path::to_path_buf));
+    // Run from the config's folder (relative paths resolve against the working directory).
+    let base = base.map(Path::to_path_buf);
+    let paths = crate::config::PathContext::with(base.clone(), base, Vec::new());
+    let cc =
+        ComponentConfig::new(map.clone(), "connectors[0]").with_paths(std::sync::Arc::new(paths));
     let common = Common {
         name: "files".into(),
         doc_id_prefix: map
