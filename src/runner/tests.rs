@@ -345,3 +345,31 @@ fn a_slow_but_moving_indexer_is_not_wedged() {
     assert!(r.ok, "{}", r.summary);
     assert_eq!((r.connectors[0].succeeded, r.connectors[0].failed), (27, 3));
 }
+
+#[test]
+fn a_document_past_max_processing_secs_fails_and_the_run_goes_on() {
+    let config = json!({
+        "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 20, "pipeline": "main", "docIdPrefix": "d-"}],
+        "pipelines": [{"name": "main", "stages": [
+            {"class": "TestSleepOn", "field": "id", "value": "d-5", "millis": 3_600_000},
+            {"class": "SetStaticValues", "staticValues": {"kind": "x"}}
+        ]}],
+        "worker": {"threads": 2, "maxProcessingSecs": 1}
+    });
+    let r = run(&config, None, &test_opts()).unwrap();
+    let c = &r.connectors[0];
+    assert_eq!(
+        (c.published, c.succeeded, c.failed, c.dropped),
+        (20, 19, 1, 0),
+        "{}",
+        r.summary
+    );
+    let (docs, events) = test_history(&r);
+    assert_eq!(docs.len(), 19);
+    assert!(docs.iter().all(|d| d.id() != "d-5"));
+    let terminal: Vec<_> = events.iter().filter(|e| e.doc_id == "d-5").collect();
+    assert_eq!(terminal.len(), 1, "{terminal:?}");
+    assert_eq!(terminal[0].kind, EventType::Fail);
+    let message = terminal[0].message.as_deref().unwrap_or_default();
+    assert!(message.contains("worker.maxProcessingSecs"), "{message}");
+}

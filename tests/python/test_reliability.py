@@ -1,0 +1,57 @@
+"""Faults and bad input: a run goes on, and every document ends with a reason (docs/RELIABILITY.md)."""
+
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import lucille
+
+STAGES_PY = """
+import lucille
+
+class Spin(lucille.Stage):
+    def process_document(self, doc):
+        if doc.id == "d-3":
+            while True:
+                pass
+        doc.set_field("seen", True)
+"""
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def test_python_stage_stuck_in_a_loop_times_out_and_the_run_goes_on(tmp_path):
+    (tmp_path / "spinstages.py").write_text(STAGES_PY)
+    cfg = write(tmp_path, "spin.conf", """
+        connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 12, docIdPrefix: "d-", pipeline: "p" }]
+        pipelines: [{ name: "p", stages: [{ class: "spinstages:Spin" }] }]
+        worker { threads: 2, maxProcessingSecs: 1 }
+    """)
+    r = lucille.run(str(cfg), mode="test")
+    assert (r.published, r.succeeded, r.failed) == (12, 11, 1), r.summary
+    fails = [e for e in r.events if e[1] == "FAIL"]
+    assert [f[0] for f in fails] == ["d-3"]
+    assert "timed out" in fails[0][2] and "worker.maxProcessingSecs (1 s)" in fails[0][2]
+    # The thread recovered through the interrupt (no thread was abandoned) and went on.
+    assert "abandoned" not in fails[0][2]
+    assert sorted(d.id for d in r.documents) == sorted(f"d-{i}" for i in range(12) if i != 3)
+    assert all(d.get("seen") for d in r.documents)
+
+
+def test_exit_on_timeout_ends_the_process(tmp_path):
+    (tmp_path / "spinstages.py").write_text(STAGES_PY)
+    cfg = write(tmp_path, "exit.conf", """
+        connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 5, docIdPrefix: "d-", pipeline: "p" }]
+        pipelines: [{ name: "p", stages: [{ class: "spinstages:Spin" }] }]
+        worker { maxProcessingSecs: 1, exitOnTimeout: true }
+    """)
+    r = subprocess.run([sys.executable, "-m", "lucille.cli", "run", str(cfg)], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 1
+    assert "exitOnTimeout" in r.stderr
+    assert "RUN SUMMARY" not in r.stdout
