@@ -78,6 +78,9 @@ pub struct Common {
     pub pipeline: Option<String>,
     pub doc_id_prefix: Option<String>,
     pub collapse: bool,
+    /// `maxDocumentBytes`: a record larger than this FAILs with its position instead of being
+    /// read whole (the connectors that read records enforce it).
+    pub max_document_bytes: Option<u64>,
 }
 
 impl Common {
@@ -187,6 +190,7 @@ impl ConnectorPlan {
             pipeline: read("pipeline"),
             doc_id_prefix: read("docIdPrefix"),
             collapse: false,
+            max_document_bytes: None,
         };
         let collapse = match config.bool_or("collapse", false) {
             Ok(b) => b,
@@ -195,7 +199,22 @@ impl ConnectorPlan {
                 false
             }
         };
-        let common = Common { collapse, ..common };
+        let max_document_bytes = match config.usize("maxDocumentBytes") {
+            Ok(Some(0)) => {
+                errors.push(config.error("maxDocumentBytes", "must be at least 1"));
+                None
+            }
+            Ok(v) => v.map(|n| n as u64),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
+        let common = Common {
+            collapse,
+            max_document_bytes,
+            ..common
+        };
         if !errors.is_empty() {
             return Err(errors);
         }

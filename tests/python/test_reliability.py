@@ -55,3 +55,37 @@ def test_exit_on_timeout_ends_the_process(tmp_path):
     assert r.returncode == 1
     assert "exitOnTimeout" in r.stderr
     assert "RUN SUMMARY" not in r.stdout
+
+
+def test_max_document_bytes_fails_oversized_records_with_their_position(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    big = "x" * 5000
+    (data / "a.jsonl").write_text('{"id": "j1"}\n{"id": "jbig", "body": "%s"}\n{"id": "j2"}\n' % big)
+    (data / "b.csv").write_text("key,body\nc1,short\ncbig,%s\nc2,fine\n" % big)
+    xml = "<r><item><k>x1</k></item><item><k>xbig</k><b>%s</b></item><item><k>x2</k></item></r>" % big
+    (data / "c.xml").write_text(xml)
+    cfg = write(tmp_path, "max.conf", f"""
+        connectors: [{{ name: "files", class: "FileConnector", paths: ["{data}"], maxDocumentBytes: 1000,
+                        fileHandlers {{ jsonl {{}}, csv {{ idField: "key" }}, xml {{ xmlRootPath: "/r/item", idField: "k" }} }} }}]
+    """)
+    r = lucille.run(str(cfg), mode="test")
+    assert (r.published, r.succeeded, r.failed) == (9, 6, 3), r.summary
+    assert sorted(d.id for d in r.documents) == ["c1", "c2", "j1", "j2", "x1", "x2"]
+    reasons = sorted(e[2] for e in r.events if e[1] == "FAIL")
+    assert len(reasons) == 3
+    assert all("larger than maxDocumentBytes (1000)" in m for m in reasons), reasons
+    assert any(m.startswith(f"{data / 'a.jsonl'}: line 2:") for m in reasons), reasons
+    assert any(f"{data / 'b.csv'}: line 3:" in m for m in reasons), reasons
+    assert any(m.startswith(f"{data / 'c.xml'}: element at byte {xml.index('<item><k>xbig')}:") for m in reasons), reasons
+
+
+def test_max_document_bytes_is_checked(tmp_path):
+    cfg = write(tmp_path, "bad.conf", """
+        connectors: [{ name: "files", class: "FileConnector", paths: ["."], maxDocumentBytes: 0 },
+                     { name: "seq", class: "SequenceConnector", numDocs: 1, maxDocumentBytes: 10 }]
+    """)
+    r = subprocess.run([sys.executable, "-m", "lucille.cli", "validate", str(cfg)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "connectors[0].maxDocumentBytes" in r.stderr and "at least 1" in r.stderr
+    assert "connectors[1]" in r.stderr and "maxDocumentBytes" in r.stderr.split("connectors[1]", 1)[1]
