@@ -314,7 +314,7 @@ pub fn run(
         },
         ..Default::default()
     };
-    let stop = opts.stop.clone();
+    let (stop, force) = (opts.stop.clone(), opts.force.clone());
     let (tx, rx) = crossbeam_channel::bounded(1);
     let handle = std::thread::Builder::new()
         .name("lucille-runner".into())
@@ -330,10 +330,20 @@ pub fn run(
         if done {
             break;
         }
-        if py.check_signals().is_err() && !interrupted {
-            interrupted = true;
-            tracing::warn!("interrupted: stopping the run; workers drain and the indexer flushes");
-            stop.store(true, Ordering::SeqCst);
+        let signalled = py.check_signals().is_err();
+        if signalled || super::logging::take_interrupt() {
+            if !interrupted {
+                interrupted = true;
+                tracing::warn!(
+                    "interrupted: stopping the run; workers drain and the indexer flushes \
+                     (interrupt again to stop now)"
+                );
+                stop.store(true, Ordering::SeqCst);
+            } else if !force.swap(true, Ordering::SeqCst) {
+                tracing::warn!(
+                    "interrupted again: stopping now; unfinished documents are reported in flight"
+                );
+            }
         }
     }
     let result = py

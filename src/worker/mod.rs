@@ -399,6 +399,40 @@ impl WorkerPool {
         totals
     }
 
+    /// A forced stop: tells the workers to stop, waits at most `grace` for them and leaves any
+    /// still busy behind (detached; whatever they send later is not counted). Returns the
+    /// stage metrics of those that ended.
+    pub fn abandon(mut self, grace: Duration) -> Vec<StageMetrics> {
+        self.running.store(false, Ordering::SeqCst);
+        let deadline = Instant::now() + grace;
+        while !self.threads.lock().iter().all(|l| l.handle.is_finished())
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.supervising.store(false, Ordering::SeqCst);
+        if let Some(l) = self.logger.take() {
+            let _ = l.join();
+        }
+        let mut totals: Vec<StageMetrics> = Vec::new();
+        for live in self.threads.lock().drain(..) {
+            if !live.handle.is_finished() {
+                tracing::warn!("forced stop: leaving a busy worker thread behind");
+                continue;
+            }
+            if let Ok(metrics) = live.handle.join() {
+                if totals.is_empty() {
+                    totals = metrics;
+                } else {
+                    for (t, m) in totals.iter_mut().zip(&metrics) {
+                        t.merge(m);
+                    }
+                }
+            }
+        }
+        totals
+    }
+
     /// Tells the workers to stop, waits until every live one has ended (the supervisor may
     /// still abandon and replace one meanwhile), stops the supervisor and returns their
     /// handles, all finished.

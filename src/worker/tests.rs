@@ -52,6 +52,15 @@ fn workers_emit_create_drop_fail_and_index() {
     }
     // 1 DROP, 1 FAIL, 2 CREATE for 3's children; 3, its children and 4 go to the indexer.
     let events = drain_events(&m, 4);
+    // Document 4 sends no event: wait for it to reach the indexer queue before stopping (a
+    // stop ends workers before documents they have not taken).
+    let mut indexed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while indexed.len() < 4 && Instant::now() < deadline {
+        if let Some(d) = m.poll_doc_to_index(Duration::from_millis(10)) {
+            indexed.push(d.id().to_string());
+        }
+    }
     let stats = pool.stats.clone();
     let metrics = pool.stop();
     let mut kinds: Vec<_> = events.iter().map(|e| (e.doc_id.clone(), e.kind)).collect();
@@ -64,7 +73,6 @@ fn workers_emit_create_drop_fail_and_index() {
         fail.message.as_deref().unwrap().contains("reserved"),
         "{fail:?}"
     );
-    let mut indexed = Vec::new();
     while let Some(d) = m.poll_doc_to_index(Duration::from_millis(10)) {
         indexed.push(d.id().to_string());
     }

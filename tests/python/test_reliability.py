@@ -89,3 +89,51 @@ def test_max_document_bytes_is_checked(tmp_path):
     assert r.returncode == 1
     assert "connectors[0].maxDocumentBytes" in r.stderr and "at least 1" in r.stderr
     assert "connectors[1]" in r.stderr and "maxDocumentBytes" in r.stderr.split("connectors[1]", 1)[1]
+
+
+SLOW_PY = """
+import time
+import lucille
+
+class Slow(lucille.Stage):
+    def process_document(self, doc):
+        if doc.id == "d-2":
+            time.sleep(600)
+"""
+
+
+def test_a_second_sigint_stops_now_and_reports_documents_in_flight(tmp_path):
+    import signal
+
+    (tmp_path / "slowstages.py").write_text(SLOW_PY)
+    cfg = write(tmp_path, "slow.conf", """
+        connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 100, docIdPrefix: "d-", pipeline: "p" }]
+        pipelines: [{ name: "p", stages: [{ class: "slowstages:Slow" }] }]
+        publisher { queueCapacity: 10 }
+    """)
+    p = subprocess.Popen([sys.executable, "-m", "lucille.cli", "run", str(cfg)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    seen = []
+
+    def wait_for(text):
+        for line in p.stderr:
+            seen.append(line)
+            if text in line:
+                return
+        raise AssertionError(f"never logged {text!r}: {''.join(seen)}")
+
+    wait_for("starting run")
+    p.send_signal(signal.SIGINT)
+    # A graceful stop would wait ten minutes for d-2; the second signal stops now.
+    wait_for("interrupt again to stop now")
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("the second SIGINT did not stop the run:\n" + "".join(seen))
+    assert p.returncode == 1, "".join(seen) + err
+    assert "RUN SUMMARY: Failure. 0/1 connectors complete. Some docs did not finish." in out
+    line = [l for l in out.splitlines() if l.startswith("seq:")][0]
+    assert "ERROR. forced stop" in line, out
+    assert "documents in flight (published, not finished)" in line, out
