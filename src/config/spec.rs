@@ -40,6 +40,24 @@ impl ConfigError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct ConfigErrors(pub Vec<ConfigError>);
 
+impl ConfigErrors {
+    /// Keeps each error once: an exact repeat, or a second type error on a key that already
+    /// has one (a spec's check and a typed read of the same key word it differently).
+    pub fn dedup(errors: Vec<ConfigError>) -> Vec<ConfigError> {
+        let mut out: Vec<ConfigError> = Vec::with_capacity(errors.len());
+        for e in errors {
+            let is_type = |m: &str| m.starts_with("must be");
+            let repeat = out.iter().any(|o| {
+                o == &e || (o.path == e.path && is_type(&o.message) && is_type(&e.message))
+            });
+            if !repeat {
+                out.push(e);
+            }
+        }
+        out
+    }
+}
+
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0.len();
@@ -111,7 +129,9 @@ impl Kind {
             Kind::ObjectList => {
                 matches!(v, Value::Array(items) if items.iter().all(Value::is_object))
             }
-            Kind::StringOrList => as_string(v).is_some() || Kind::StringList.accepts(v),
+            // A single value must be a string: a bare number or boolean where field names are
+            // expected is a mistake (Lucille's getStringList would not take it either).
+            Kind::StringOrList => v.is_string() || Kind::StringList.accepts(v),
             Kind::OneOf(options) => {
                 as_string(v).is_some_and(|s| options.iter().any(|o| o.eq_ignore_ascii_case(&s)))
             }

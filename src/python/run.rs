@@ -51,10 +51,20 @@ fn load(
     overrides: &[(String, String)],
     base_dir: Option<PathBuf>,
 ) -> PyResult<(Value, Option<PathBuf>)> {
+    load_checked(py, path, config, hocon, overrides, base_dir)?.map_err(config_err)
+}
+
+/// As [`load`], with the config's own errors (HOCON syntax, includes) kept as a list.
+fn load_checked(
+    py: Python<'_>,
+    path: Option<PathBuf>,
+    config: Option<&Bound<'_, PyDict>>,
+    hocon: Option<String>,
+    overrides: &[(String, String)],
+    base_dir: Option<PathBuf>,
+) -> PyResult<Result<(Value, Option<PathBuf>), crate::config::ConfigErrors>> {
     match (path, config, hocon) {
-        (Some(p), None, None) => py
-            .detach(|| runner::load_config(&p, overrides))
-            .map_err(config_err),
+        (Some(p), None, None) => Ok(py.detach(|| runner::load_config(&p, overrides))),
         (None, Some(c), None) => {
             let mut v = py_to_value(c.as_any(), "config")?;
             for (k, val) in overrides {
@@ -64,13 +74,13 @@ fn load(
                     .unwrap_or(Value::String(val.clone()));
                 set_path(&mut v, k, parsed);
             }
-            Ok((v, base_dir))
+            Ok(Ok((v, base_dir)))
         }
         (None, None, Some(text)) => {
             let dir = base_dir.clone();
-            py.detach(|| runner::parse_config_text(&text, dir.as_deref(), overrides))
-                .map(|v| (v, base_dir))
-                .map_err(config_err)
+            Ok(py
+                .detach(|| runner::parse_config_text(&text, dir.as_deref(), overrides))
+                .map(|v| (v, base_dir)))
         }
         _ => Err(PyValueError::new_err(
             "give exactly one of: a config path, config=dict, or hocon=str",
@@ -368,10 +378,9 @@ pub fn validate(
     base_dir: Option<PathBuf>,
 ) -> PyResult<Vec<String>> {
     let overrides = overrides_list(overrides)?;
-    let (value, dir) = match load(py, path, config, hocon, &overrides, base_dir) {
+    let (value, dir) = match load_checked(py, path, config, hocon, &overrides, base_dir)? {
         Ok(v) => v,
-        Err(e) if e.is_instance_of::<ConfigError>(py) => return Ok(vec![e.value(py).to_string()]),
-        Err(e) => return Err(e),
+        Err(errors) => return Ok(errors.0.iter().map(ToString::to_string).collect()),
     };
     Ok(match py.detach(|| runner::plan(&value, dir.as_deref())) {
         Ok(_) => Vec::new(),

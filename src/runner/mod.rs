@@ -325,7 +325,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     };
 
     // A type error in a key reported by a spec may also appear from a typed read; keep one.
-    errors.dedup();
+    let errors = ConfigErrors::dedup(errors);
     if !errors.is_empty() {
         return Err(ConfigErrors(errors));
     }

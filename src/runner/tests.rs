@@ -422,3 +422,27 @@ fn a_forced_stop_ends_now_and_reports_documents_in_flight() {
         r.summary
     );
 }
+
+#[test]
+fn each_config_error_is_reported_once() {
+    let config = json!({
+        "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p"}],
+        "pipelines": [{"name": "p", "stages": [{"class": "ParseDate", "source": 5}]}],
+        "worker": {"threads": "two"},
+        "publisher": {"queueCapacity": "many"}
+    });
+    let Err(errors) = plan(&config, None) else {
+        panic!("accepted")
+    };
+    let paths: Vec<&str> = errors.0.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "pipelines[0].stages[0].source",
+            "pipelines[0].stages[0].dest",
+            "worker.threads",
+            "publisher.queueCapacity"
+        ],
+        "{errors}"
+    );
+}
