@@ -258,7 +258,11 @@ impl Spec {
                 )),
                 Some(v) if !p.kind.accepts(v) => errors.push(ConfigError::new(
                     at(p.name),
-                    format!("must be {}, found {}", p.kind.describe(), describe_value(v)),
+                    format!(
+                        "must be {}, found {}",
+                        p.kind.describe(),
+                        describe_value(p.name, v)
+                    ),
                 )),
                 _ => {}
             }
@@ -289,7 +293,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-fn describe_value(v: &Value) -> String {
+/// The type and value of `v` for an error about `key`; a secret key's value is not quoted.
+fn describe_value(key: &str, v: &Value) -> String {
     let text = v.to_string();
     let short = if text.chars().count() > 40 {
         format!("{}...", text.chars().take(37).collect::<String>())
@@ -304,6 +309,9 @@ fn describe_value(v: &Value) -> String {
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
     };
+    if super::is_secret_key(key) {
+        return format!("{kind} (value hidden: the key holds a secret)");
+    }
     format!("{kind} ({short})")
 }
 
@@ -425,7 +433,10 @@ impl ComponentConfig {
         match self.map.get(key) {
             None => Ok(None),
             Some(v) => f(v).map(Some).ok_or_else(|| {
-                self.error(key, format!("must be {kind}, found {}", describe_value(v)))
+                self.error(
+                    key,
+                    format!("must be {kind}, found {}", describe_value(key, v)),
+                )
             }),
         }
     }
@@ -493,7 +504,7 @@ impl ComponentConfig {
             Some(Value::Object(m)) => Ok(Some(m)),
             Some(v) => Err(self.error(
                 key,
-                format!("must be an object, found {}", describe_value(v)),
+                format!("must be an object, found {}", describe_value(key, v)),
             )),
         }
     }
@@ -512,6 +523,26 @@ impl ComponentConfig {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_wrong_typed_secret_is_not_quoted() {
+        let spec = Spec::new()
+            .required("apiKey", Kind::String)
+            .optional("maxTokens", Kind::Integer);
+        let config = serde_json::json!({"apiKey": ["s3cr3t"], "maxTokens": "many"});
+        let errors = spec.validate(config.as_object().unwrap(), "x");
+        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "x.apiKey: must be a string, found a list (value hidden: the key holds a secret)",
+                "x.maxTokens: must be an integer, found a string (\"many\")"
+            ]
+        );
+        let cc = ComponentConfig::new(config.as_object().unwrap().clone(), "x");
+        let e = cc.string("apiKey").unwrap_err().to_string();
+        assert!(!e.contains("s3cr3t") && e.contains("value hidden"), "{e}");
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -50,3 +50,33 @@ def test_a_name_far_from_every_stage_gets_no_guess(tmp_path):
     """)
     assert code == 1
     assert "did you mean" not in err and "use a built-in stage name" in err, err
+
+
+def test_render_hides_secret_keys_matched_as_words(tmp_path):
+    p = tmp_path / "r.conf"
+    p.write_text(textwrap.dedent("""
+        connectors: []
+        opensearch { url: "http://localhost:9200", index: "docs", password: "hunter2" }
+        typesense { apiKey: "abc123" }
+        tokenizer { "max-token-count": 512, FAIL_ON_TRAILING_TOKENS: true, authToken: "t0k3n", secret: "s" }
+    """))
+    r = subprocess.run([sys.executable, "-m", "lucille.cli", "render", str(p), "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    import json
+    out = json.loads(r.stdout)
+    assert out["tokenizer"]["max-token-count"] == 512
+    assert out["tokenizer"]["FAIL_ON_TRAILING_TOKENS"] is True
+    for block, key in [("opensearch", "password"), ("typesense", "apiKey"), ("tokenizer", "authToken"), ("tokenizer", "secret")]:
+        assert out[block][key] == "***REDACTED***", (block, key)
+    assert "hunter2" not in r.stdout and "abc123" not in r.stdout and "t0k3n" not in r.stdout
+
+
+def test_a_wrong_typed_secret_is_reported_without_its_value(tmp_path):
+    code, err = validate(tmp_path, "s.conf", """
+        connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 1 }]
+        indexer { type: "opensearch" }
+        opensearch { url: "http://localhost:9200", index: "docs", username: "u", password: ["hunter2"] }
+    """)
+    assert code == 1
+    assert "opensearch.password: must be a string, found a list (value hidden" in err, err
+    assert "hunter2" not in err
