@@ -416,6 +416,8 @@ pub fn render(
 #[pyclass(name = "Publisher", module = "lucille._lucille", frozen)]
 pub struct PyPublisher {
     inner: Arc<Publisher>,
+    /// The connector's name and `maxDocumentBytes`.
+    common: Common,
 }
 
 #[pymethods]
@@ -430,8 +432,22 @@ impl PyPublisher {
             ));
         }
         let p = self.inner.clone();
-        py.detach(move || p.publish(inner))
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        let common = self.common.clone();
+        py.detach(move || match common.oversize(&inner) {
+            None => p.publish(inner),
+            // `maxDocumentBytes`: a larger document FAILs (its id says which), not published.
+            Some(size) => p.publish_failed(
+                inner.id(),
+                &format!(
+                    "{}: document {}: the record is larger than maxDocumentBytes ({}): {size} \
+                     bytes as JSON",
+                    common.name,
+                    inner.id(),
+                    common.max_document_bytes.unwrap_or_default()
+                ),
+            ),
+        })
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
     #[getter]
@@ -448,6 +464,7 @@ impl PyPublisher {
 
 struct PyConnector {
     obj: Py<PyAny>,
+    common: Common,
 }
 
 impl PyConnector {
@@ -478,6 +495,7 @@ impl Connector for PyConnector {
                 py,
                 PyPublisher {
                     inner: publisher.clone(),
+                    common: self.common.clone(),
                 },
             )
             .map_err(|e| ConnectorError::new(e.to_string()))?;
@@ -542,7 +560,10 @@ impl PythonConnectorFactory for PyConnectorFactory {
                 .call1((config_dict(py, config).map_err(fail)?,))
                 .map_err(fail)?;
             obj.setattr("name", &common.name).map_err(fail)?;
-            Ok(Box::new(PyConnector { obj: obj.unbind() }) as Box<dyn Connector>)
+            Ok(Box::new(PyConnector {
+                obj: obj.unbind(),
+                common: common.clone(),
+            }) as Box<dyn Connector>)
         })
     }
 }

@@ -137,3 +137,24 @@ def test_a_second_sigint_stops_now_and_reports_documents_in_flight(tmp_path):
     line = [l for l in out.splitlines() if l.startswith("seq:")][0]
     assert "ERROR. forced stop" in line, out
     assert "documents in flight (published, not finished)" in line, out
+
+
+def test_max_document_bytes_applies_to_python_connectors(tmp_path):
+    (tmp_path / "bigsource.py").write_text(textwrap.dedent("""
+        import lucille
+
+        class Source(lucille.Connector):
+            def execute(self, publisher):
+                publisher.publish(lucille.Document("small", {"body": "x"}))
+                publisher.publish(lucille.Document("big", {"body": "x" * 5000}))
+                publisher.publish(lucille.Document("small2", {"body": "y"}))
+    """))
+    cfg = write(tmp_path, "py.conf", """
+        connectors: [{ name: "src", class: "bigsource:Source", maxDocumentBytes: 1000 }]
+    """)
+    r = lucille.run(str(cfg), mode="test")
+    assert (r.published, r.succeeded, r.failed) == (3, 2, 1), r.summary
+    assert [d.id for d in r.documents] == ["small", "small2"]
+    fail = [e for e in r.events if e[1] == "FAIL"][0]
+    assert fail[0] == "big"
+    assert fail[2].startswith("src: document big: the record is larger than maxDocumentBytes (1000)"), fail
