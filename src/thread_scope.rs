@@ -39,3 +39,30 @@ pub fn run<T>(body: impl FnOnce() -> T) -> T {
         },
     }
 }
+
+/// Interrupting a runtime thread stuck in Python code (`worker.maxProcessingSecs`). The Python
+/// bindings install one that raises `TimeoutError` in the thread (CPython's
+/// `PyThreadState_SetAsyncExc`), so the thread itself unwinds out of the stage and FAILs its
+/// document; without one (no Python), a stuck thread can only be abandoned.
+pub struct Interrupter {
+    /// An id of the calling thread, for `raise` and `clear`.
+    pub thread_id: fn() -> u64,
+    /// Raises a timeout in thread `id`, if `still()` holds once the interpreter is held (the
+    /// thread may have moved on meanwhile); true when raised. May block until the
+    /// interpreter is free, so call it off any thread that must not wait.
+    pub raise: fn(u64, &dyn Fn() -> bool) -> bool,
+    /// Withdraws a raise that has not been delivered yet (the thread finished on its own).
+    pub clear: fn(u64),
+}
+
+static INTERRUPTER: OnceLock<Interrupter> = OnceLock::new();
+
+/// Installs the interrupter (the first call wins; the Python bindings call it at import).
+pub fn install_interrupter(i: Interrupter) {
+    let _ = INTERRUPTER.set(i);
+}
+
+/// The installed interrupter, if any.
+pub fn interrupter() -> Option<&'static Interrupter> {
+    INTERRUPTER.get()
+}

@@ -13,7 +13,7 @@ from typing import Sequence
 import lucille
 
 
-def _interrupt(signum, frame):  # SIGTERM behaves like Ctrl-C: a graceful stop.
+def _interrupt(signum, frame):  # SIGTERM behaves like Ctrl-C: a graceful stop; again: stop now.
     raise KeyboardInterrupt
 
 
@@ -112,7 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _search(args)
     if args.command == "run":
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        # SIGINT explicitly too: a process started in the background by a shell inherits
+        # SIGINT ignored, and `kill -INT` must still stop it (a second one stops it now).
         signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, _interrupt)
         try:
             result = lucille.run(args.config, mode=args.mode, overrides=_overrides(args.overrides))
         except lucille.ConfigError as e:

@@ -15,25 +15,70 @@ pub use spec::{
     Spec,
 };
 
-/// Replaces the values of secret-looking keys (password, apiKey, token, secret, ...) with a
-/// marker, for `lucille render`.
+/// The words of a key: split at `_`, `-`, `.` and other punctuation and at camelCase
+/// boundaries (`apiKey`, `APIKey`, `api_key` and `API-KEY` are all `api`, `key`), lower-cased.
+fn key_words(key: &str) -> Vec<String> {
+    let chars: Vec<char> = key.chars().collect();
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        if c.is_uppercase() && !cur.is_empty() {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            // fooBar | APIKey (the K starts a word) | v2Token
+            if prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower) {
+                words.push(std::mem::take(&mut cur));
+            }
+        }
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+/// Whether a key names a secret: its last word is one (`password`, `authToken`,
+/// `clientSecret`), or its last two (`apiKey`, `private_key`). Matched as words, not
+/// substrings, so `max-token-count` or `FAIL_ON_TRAILING_TOKENS` are not secrets.
+pub fn is_secret_key(key: &str) -> bool {
+    const LAST: [&str; 9] = [
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "credential",
+        "credentials",
+        "apikey",
+        "privatekey",
+        "passphrase",
+    ];
+    const PAIRS: [&str; 4] = ["apikey", "privatekey", "secretkey", "accesskey"];
+    let words = key_words(key);
+    let Some(last) = words.last() else {
+        return false;
+    };
+    if LAST.contains(&last.as_str()) {
+        return true;
+    }
+    words.len() >= 2 && PAIRS.contains(&format!("{}{last}", words[words.len() - 2]).as_str())
+}
+
+/// Replaces the values of secret keys (password, apiKey, token, secret, ...: see
+/// [`is_secret_key`]) and the passwords of connection strings with a marker, for
+/// `lucille render`.
 pub fn redact(value: &mut serde_json::Value) {
     const MARKER: &str = "***REDACTED***";
     match value {
         serde_json::Value::Object(map) => {
             for (k, v) in map.iter_mut() {
-                let key = k.to_ascii_lowercase().replace(['_', '-'], "");
-                let secret = [
-                    "password",
-                    "passwd",
-                    "apikey",
-                    "token",
-                    "secret",
-                    "credential",
-                    "privatekey",
-                ]
-                .iter()
-                .any(|s| key.contains(s));
+                let secret = is_secret_key(k);
                 if secret && !v.is_object() && !v.is_array() && !v.is_null() {
                     *v = serde_json::Value::String(MARKER.into());
                 } else {
@@ -75,6 +120,46 @@ mod tests {
         assert_eq!(v["opensearch"]["url"], "http://x");
         assert_eq!(v["list"][0]["authToken"], "***REDACTED***");
         assert_eq!(v["name"], "ok");
+    }
+
+    #[test]
+    fn secret_keys_are_matched_as_words() {
+        for k in [
+            "password",
+            "apiKey",
+            "api_key",
+            "API-KEY",
+            "APIKey",
+            "token",
+            "authToken",
+            "access_token",
+            "secret",
+            "clientSecret",
+            "privateKey",
+            "aws.secretKey",
+            "DB_PASSWORD",
+        ] {
+            assert!(super::is_secret_key(k), "{k} is a secret");
+        }
+        for k in [
+            "max-token-count",
+            "FAIL_ON_TRAILING_TOKENS",
+            "maxTokens",
+            "tokenizer",
+            "passwordFile",
+            "secretsPath",
+            "keyField",
+            "name",
+            "",
+        ] {
+            assert!(!super::is_secret_key(k), "{k} is not a secret");
+        }
+        let mut v = serde_json::json!({"max-token-count": 5, "FAIL_ON_TRAILING_TOKENS": true,
+            "typesense": {"apiKey": "abc"}});
+        super::redact(&mut v);
+        assert_eq!(v["max-token-count"], 5);
+        assert_eq!(v["FAIL_ON_TRAILING_TOKENS"], true);
+        assert_eq!(v["typesense"]["apiKey"], "***REDACTED***");
     }
 
     #[test]

@@ -40,6 +40,24 @@ impl ConfigError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct ConfigErrors(pub Vec<ConfigError>);
 
+impl ConfigErrors {
+    /// Keeps each error once: an exact repeat, or a second type error on a key that already
+    /// has one (a spec's check and a typed read of the same key word it differently).
+    pub fn dedup(errors: Vec<ConfigError>) -> Vec<ConfigError> {
+        let mut out: Vec<ConfigError> = Vec::with_capacity(errors.len());
+        for e in errors {
+            let is_type = |m: &str| m.starts_with("must be");
+            let repeat = out.iter().any(|o| {
+                o == &e || (o.path == e.path && is_type(&o.message) && is_type(&e.message))
+            });
+            if !repeat {
+                out.push(e);
+            }
+        }
+        out
+    }
+}
+
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0.len();
@@ -111,7 +129,9 @@ impl Kind {
             Kind::ObjectList => {
                 matches!(v, Value::Array(items) if items.iter().all(Value::is_object))
             }
-            Kind::StringOrList => as_string(v).is_some() || Kind::StringList.accepts(v),
+            // A single value must be a string: a bare number or boolean where field names are
+            // expected is a mistake (Lucille's getStringList would not take it either).
+            Kind::StringOrList => v.is_string() || Kind::StringList.accepts(v),
             Kind::OneOf(options) => {
                 as_string(v).is_some_and(|s| options.iter().any(|o| o.eq_ignore_ascii_case(&s)))
             }
@@ -250,7 +270,11 @@ impl Spec {
                 )),
                 Some(v) if !p.kind.accepts(v) => errors.push(ConfigError::new(
                     at(p.name),
-                    format!("must be {}, found {}", p.kind.describe(), describe_value(v)),
+                    format!(
+                        "must be {}, found {}",
+                        p.kind.describe(),
+                        describe_value(p.name, v)
+                    ),
                 )),
                 _ => {}
             }
@@ -281,7 +305,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-fn describe_value(v: &Value) -> String {
+/// The type and value of `v` for an error about `key`; a secret key's value is not quoted.
+fn describe_value(key: &str, v: &Value) -> String {
     let text = v.to_string();
     let short = if text.chars().count() > 40 {
         format!("{}...", text.chars().take(37).collect::<String>())
@@ -296,6 +321,9 @@ fn describe_value(v: &Value) -> String {
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
     };
+    if super::is_secret_key(key) {
+        return format!("{kind} (value hidden: the key holds a secret)");
+    }
     format!("{kind} ({short})")
 }
 
@@ -433,7 +461,10 @@ impl ComponentConfig {
         match self.map.get(key) {
             None => Ok(None),
             Some(v) => f(v).map(Some).ok_or_else(|| {
-                self.error(key, format!("must be {kind}, found {}", describe_value(v)))
+                self.error(
+                    key,
+                    format!("must be {kind}, found {}", describe_value(key, v)),
+                )
             }),
         }
     }
@@ -501,7 +532,7 @@ impl ComponentConfig {
             Some(Value::Object(m)) => Ok(Some(m)),
             Some(v) => Err(self.error(
                 key,
-                format!("must be an object, found {}", describe_value(v)),
+                format!("must be an object, found {}", describe_value(key, v)),
             )),
         }
     }
@@ -520,6 +551,26 @@ impl ComponentConfig {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_wrong_typed_secret_is_not_quoted() {
+        let spec = Spec::new()
+            .required("apiKey", Kind::String)
+            .optional("maxTokens", Kind::Integer);
+        let config = serde_json::json!({"apiKey": ["s3cr3t"], "maxTokens": "many"});
+        let errors = spec.validate(config.as_object().unwrap(), "x");
+        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "x.apiKey: must be a string, found a list (value hidden: the key holds a secret)",
+                "x.maxTokens: must be an integer, found a string (\"many\")"
+            ]
+        );
+        let cc = ComponentConfig::new(config.as_object().unwrap().clone(), "x");
+        let e = cc.string("apiKey").unwrap_err().to_string();
+        assert!(!e.contains("s3cr3t") && e.contains("value hidden"), "{e}");
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -79,12 +79,41 @@ pub struct Common {
     pub pipeline: Option<String>,
     pub doc_id_prefix: Option<String>,
     pub collapse: bool,
+    /// `maxDocumentBytes`: a record larger than this FAILs with its position instead of being
+    /// read whole (the connectors that read records enforce it).
+    pub max_document_bytes: Option<u64>,
 }
 
 impl Common {
     pub fn doc_id(&self, id: &str) -> String {
         crate::document::ids::with_prefix(self.doc_id_prefix.as_deref(), id)
     }
+
+    /// For a connector whose driver hands it whole records (database rows, feed items): the
+    /// size of `doc` as JSON when it is over `maxDocumentBytes`, else `None`.
+    pub fn oversize(&self, doc: &crate::document::Document) -> Option<u64> {
+        let max = self.max_document_bytes?;
+        let n = json_bytes(doc);
+        (n > max).then_some(n)
+    }
+}
+
+/// The length of a document's JSON, counted without building the text.
+pub fn json_bytes(doc: &crate::document::Document) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    // Writing to a counter cannot fail; a failure would only make the count short.
+    let _ = serde_json::to_writer(&mut c, doc.as_map());
+    c.0
 }
 
 pub const LUCILLE_CONNECTOR_PACKAGE: &str = "com.kmwllc.lucille.connector.";
@@ -195,6 +224,7 @@ impl ConnectorPlan {
             pipeline: read("pipeline"),
             doc_id_prefix: read("docIdPrefix"),
             collapse: false,
+            max_document_bytes: None,
         };
         let collapse = match config.bool_or("collapse", false) {
             Ok(b) => b,
@@ -203,7 +233,22 @@ impl ConnectorPlan {
                 false
             }
         };
-        let common = Common { collapse, ..common };
+        let max_document_bytes = match config.usize("maxDocumentBytes") {
+            Ok(Some(0)) => {
+                errors.push(config.error("maxDocumentBytes", "must be at least 1"));
+                None
+            }
+            Ok(v) => v.map(|n| n as u64),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
+        let common = Common {
+            collapse,
+            max_document_bytes,
+            ..common
+        };
         if !errors.is_empty() {
             return Err(errors);
         }

@@ -44,6 +44,7 @@ pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
 
 fn spec() -> Spec {
     connector_spec()
+        .optional("maxDocumentBytes", Kind::Integer)
         .required("rssURL", Kind::String)
         .optional("useGuidForDocID", Kind::Bool)
         .optional("pubDateCutoff", Kind::Any)
@@ -595,7 +596,20 @@ impl Connector for RssConnector {
                     _ => false,
                 };
                 if fresh && !too_old {
-                    publisher.publish(self.document(&item, fields)?)?;
+                    let doc = self.document(&item, fields)?;
+                    match self.common.oversize(&doc) {
+                        None => publisher.publish(doc)?,
+                        Some(size) => publisher.publish_failed(
+                            doc.id(),
+                            &format!(
+                                "{}: item {}: the record is larger than maxDocumentBytes \
+                                 ({}): {size} bytes as JSON",
+                                self.source,
+                                doc.id(),
+                                self.common.max_document_bytes.unwrap_or_default()
+                            ),
+                        )?,
+                    }
                     published += 1;
                 }
                 Ok(())

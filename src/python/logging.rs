@@ -62,10 +62,23 @@ impl<S: Subscriber> Layer<S> for PyLogLayer {
                 .and_then(|l| l.call_method1("getLogger", ("lucille",)))
                 .and_then(|logger| logger.call_method1("log", (level, text)));
             if let Err(e) = r {
-                e.print(py);
+                // A signal that arrives while the main thread runs the logging code raises
+                // there; keep it for the run loop rather than lose a Ctrl-C.
+                if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+                } else {
+                    e.print(py);
+                }
             }
         });
     }
+}
+
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a KeyboardInterrupt was raised inside a logging call since the last check.
+pub fn take_interrupt() -> bool {
+    INTERRUPTED.swap(false, std::sync::atomic::Ordering::SeqCst)
 }
 
 pub fn install() {

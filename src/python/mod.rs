@@ -31,7 +31,42 @@ fn _lucille(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::install();
     crate::stage::registry::install_python_factory(Box::new(stage::PyStageFactory));
     crate::thread_scope::install(attached_thread);
+    crate::thread_scope::install_interrupter(crate::thread_scope::Interrupter {
+        thread_id,
+        raise: raise_timeout,
+        clear: clear_timeout,
+    });
     Ok(())
+}
+
+/// The Python thread id of the calling thread (what `PyThreadState_SetAsyncExc` takes).
+#[allow(clippy::useless_conversion)] // c_ulong is u32 on some platforms
+fn thread_id() -> u64 {
+    // SAFETY: a plain query of the calling thread's id; it needs no interpreter state.
+    u64::from(unsafe { pyo3::ffi::PyThread_get_thread_ident() })
+}
+
+/// Raises `TimeoutError` in Python thread `id` (delivered the next time it runs Python
+/// bytecode), if `still()` holds with the interpreter held.
+fn raise_timeout(id: u64, still: &dyn Fn() -> bool) -> bool {
+    Python::attach(|_py| {
+        if !still() {
+            return false;
+        }
+        // SAFETY: the interpreter is held (attach); the exception type is a static,
+        // immortal object; an unknown id only makes the call return 0.
+        let n =
+            unsafe { pyo3::ffi::PyThreadState_SetAsyncExc(id as _, pyo3::ffi::PyExc_TimeoutError) };
+        n == 1
+    })
+}
+
+/// Withdraws an undelivered `TimeoutError` from Python thread `id`.
+fn clear_timeout(id: u64) {
+    Python::attach(|_py| {
+        // SAFETY: the interpreter is held; a null exception clears a pending one.
+        unsafe { pyo3::ffi::PyThreadState_SetAsyncExc(id as _, std::ptr::null_mut()) };
+    });
 }
 
 /// The runtime threads' scope: attach the thread to the interpreter once (one Python thread

@@ -51,10 +51,20 @@ fn load(
     overrides: &[(String, String)],
     base_dir: Option<PathBuf>,
 ) -> PyResult<(Value, Option<PathBuf>)> {
+    load_checked(py, path, config, hocon, overrides, base_dir)?.map_err(config_err)
+}
+
+/// As [`load`], with the config's own errors (HOCON syntax, includes) kept as a list.
+fn load_checked(
+    py: Python<'_>,
+    path: Option<PathBuf>,
+    config: Option<&Bound<'_, PyDict>>,
+    hocon: Option<String>,
+    overrides: &[(String, String)],
+    base_dir: Option<PathBuf>,
+) -> PyResult<Result<(Value, Option<PathBuf>), crate::config::ConfigErrors>> {
     match (path, config, hocon) {
-        (Some(p), None, None) => py
-            .detach(|| runner::load_config(&p, overrides))
-            .map_err(config_err),
+        (Some(p), None, None) => Ok(py.detach(|| runner::load_config(&p, overrides))),
         (None, Some(c), None) => {
             let mut v = py_to_value(c.as_any(), "config")?;
             for (k, val) in overrides {
@@ -64,13 +74,13 @@ fn load(
                     .unwrap_or(Value::String(val.clone()));
                 set_path(&mut v, k, parsed);
             }
-            Ok((v, base_dir))
+            Ok(Ok((v, base_dir)))
         }
         (None, None, Some(text)) => {
             let dir = base_dir.clone();
-            py.detach(|| runner::parse_config_text(&text, dir.as_deref(), overrides))
-                .map(|v| (v, base_dir))
-                .map_err(config_err)
+            Ok(py
+                .detach(|| runner::parse_config_text(&text, dir.as_deref(), overrides))
+                .map(|v| (v, base_dir)))
         }
         _ => Err(PyValueError::new_err(
             "give exactly one of: a config path, config=dict, or hocon=str",
@@ -314,7 +324,7 @@ pub fn run(
         },
         ..Default::default()
     };
-    let stop = opts.stop.clone();
+    let (stop, force) = (opts.stop.clone(), opts.force.clone());
     let (tx, rx) = crossbeam_channel::bounded(1);
     let handle = std::thread::Builder::new()
         .name("lucille-runner".into())
@@ -330,10 +340,20 @@ pub fn run(
         if done {
             break;
         }
-        if py.check_signals().is_err() && !interrupted {
-            interrupted = true;
-            tracing::warn!("interrupted: stopping the run; workers drain and the indexer flushes");
-            stop.store(true, Ordering::SeqCst);
+        let signalled = py.check_signals().is_err();
+        if signalled || super::logging::take_interrupt() {
+            if !interrupted {
+                interrupted = true;
+                tracing::warn!(
+                    "interrupted: stopping the run; workers drain and the indexer flushes \
+                     (interrupt again to stop now)"
+                );
+                stop.store(true, Ordering::SeqCst);
+            } else if !force.swap(true, Ordering::SeqCst) {
+                tracing::warn!(
+                    "interrupted again: stopping now; unfinished documents are reported in flight"
+                );
+            }
         }
     }
     let result = py
@@ -358,10 +378,9 @@ pub fn validate(
     base_dir: Option<PathBuf>,
 ) -> PyResult<Vec<String>> {
     let overrides = overrides_list(overrides)?;
-    let (value, dir) = match load(py, path, config, hocon, &overrides, base_dir) {
+    let (value, dir) = match load_checked(py, path, config, hocon, &overrides, base_dir)? {
         Ok(v) => v,
-        Err(e) if e.is_instance_of::<ConfigError>(py) => return Ok(vec![e.value(py).to_string()]),
-        Err(e) => return Err(e),
+        Err(errors) => return Ok(errors.0.iter().map(ToString::to_string).collect()),
     };
     Ok(match py.detach(|| runner::plan(&value, dir.as_deref())) {
         Ok(_) => Vec::new(),
@@ -397,6 +416,8 @@ pub fn render(
 #[pyclass(name = "Publisher", module = "lucille._lucille", frozen)]
 pub struct PyPublisher {
     inner: Arc<Publisher>,
+    /// The connector's name and `maxDocumentBytes`.
+    common: Common,
 }
 
 #[pymethods]
@@ -411,8 +432,22 @@ impl PyPublisher {
             ));
         }
         let p = self.inner.clone();
-        py.detach(move || p.publish(inner))
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        let common = self.common.clone();
+        py.detach(move || match common.oversize(&inner) {
+            None => p.publish(inner),
+            // `maxDocumentBytes`: a larger document FAILs (its id says which), not published.
+            Some(size) => p.publish_failed(
+                inner.id(),
+                &format!(
+                    "{}: document {}: the record is larger than maxDocumentBytes ({}): {size} \
+                     bytes as JSON",
+                    common.name,
+                    inner.id(),
+                    common.max_document_bytes.unwrap_or_default()
+                ),
+            ),
+        })
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
     #[getter]
@@ -429,6 +464,7 @@ impl PyPublisher {
 
 struct PyConnector {
     obj: Py<PyAny>,
+    common: Common,
 }
 
 impl PyConnector {
@@ -459,6 +495,7 @@ impl Connector for PyConnector {
                 py,
                 PyPublisher {
                     inner: publisher.clone(),
+                    common: self.common.clone(),
                 },
             )
             .map_err(|e| ConnectorError::new(e.to_string()))?;
@@ -523,7 +560,10 @@ impl PythonConnectorFactory for PyConnectorFactory {
                 .call1((config_dict(py, config).map_err(fail)?,))
                 .map_err(fail)?;
             obj.setattr("name", &common.name).map_err(fail)?;
-            Ok(Box::new(PyConnector { obj: obj.unbind() }) as Box<dyn Connector>)
+            Ok(Box::new(PyConnector {
+                obj: obj.unbind(),
+                common: common.clone(),
+            }) as Box<dyn Connector>)
         })
     }
 }

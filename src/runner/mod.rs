@@ -385,7 +385,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     };
 
     // A type error in a key reported by a spec may also appear from a typed read; keep one.
-    errors.dedup();
+    let errors = ConfigErrors::dedup(errors);
     if !errors.is_empty() {
         return Err(ConfigErrors(errors));
     }
@@ -412,6 +412,10 @@ pub struct RunOptions {
     /// Set (by a signal handler, or Ctrl-C in Python) to stop gracefully: the connector stops
     /// publishing, workers drain, the indexer flushes, and the summary covers what was done.
     pub stop: Arc<AtomicBool>,
+    /// Set (by a second signal) to stop now: stop waiting for the drain, leave workers still
+    /// busy behind, give the indexer a moment to flush, and report every published document
+    /// that had not reached a terminal event as in flight.
+    pub force: Arc<AtomicBool>,
     /// Called between polls of the completion loop with the connector name and publisher.
     pub progress: Option<ProgressFn>,
     pub run_id: Option<String>,
@@ -424,6 +428,7 @@ impl Default for RunOptions {
         RunOptions {
             mode: RunMode::Local,
             stop: Arc::new(AtomicBool::new(false)),
+            force: Arc::new(AtomicBool::new(false)),
             progress: None,
             run_id: None,
             record_history: false,
@@ -590,6 +595,7 @@ fn run_connector(
 
     let mut error: Option<String> = None;
     let mut wedged = false;
+    let mut forced = false;
     let mut drainer: Option<FailDrain> = None;
     let mut connector_back = None;
     match catch(|| connector.pre_execute(run_id)) {
@@ -615,6 +621,10 @@ fn run_connector(
                         if let Some(f) = &progress {
                             f(&name, p);
                         }
+                        if opts.force.load(Ordering::SeqCst) {
+                            forced = true;
+                            return Err("forced stop (a second interrupt)".into());
+                        }
                         rates.maybe_log(p, &indexer_stats);
                         match watchdog.check(&indexer_stats, messenger.queued().1, Instant::now()) {
                             Some(reason) => {
@@ -635,7 +645,8 @@ fn run_connector(
                         // Unblock a connector stuck in publish so its thread can end, and give
                         // it a moment to do so (the workers still drain the queue meanwhile).
                         opts.stop.store(true, Ordering::SeqCst);
-                        let deadline = Instant::now() + Duration::from_secs(5);
+                        let grace = if forced { 1 } else { 5 };
+                        let deadline = Instant::now() + Duration::from_secs(grace);
                         while !handle.is_finished() && Instant::now() < deadline {
                             std::thread::sleep(Duration::from_millis(10));
                         }
@@ -670,8 +681,14 @@ fn run_connector(
             tracing::error!("closing connector {name:?} failed: {e}");
         }
     }
-    let metrics = pool.stop();
-    let terminated = if wedged {
+    let metrics = if forced {
+        pool.abandon(Duration::from_secs(1))
+    } else {
+        pool.stop()
+    };
+    let terminated = if forced {
+        indexer.terminate_within(Duration::from_secs(2))
+    } else if wedged {
         if let Some(d) = drainer {
             d.finish();
         }
@@ -688,7 +705,11 @@ fn run_connector(
     }
     if let Some(m) = error.as_mut() {
         let pending = publisher.pending();
-        if pending > 0 {
+        if forced {
+            m.push_str(&format!(
+                "; {pending} documents in flight (published, not finished)"
+            ));
+        } else if pending > 0 {
             m.push_str(&format!(
                 "; {pending} documents did not reach a terminal event"
             ));
@@ -702,6 +723,7 @@ fn run_connector(
         Some(m) => ConnectorResult::failed_with_counts(&name, m, counts, started.elapsed()),
     };
     result.received = publisher.num_received();
+    result.in_flight = publisher.pending() as u64;
     result.history = history;
     (result, Some(metrics))
 }

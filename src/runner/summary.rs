@@ -34,6 +34,9 @@ pub struct ConnectorResult {
     pub succeeded: u64,
     pub failed: u64,
     pub dropped: u64,
+    /// Documents (children included) tracked but without a terminal event when the
+    /// connector ended: only after a stop, a timeout or a failure.
+    pub in_flight: u64,
     pub seconds: f64,
     pub history: Option<History>,
 }
@@ -48,6 +51,7 @@ impl ConnectorResult {
             succeeded: counts.succeeded,
             failed: counts.failed,
             dropped: counts.dropped,
+            in_flight: 0,
             seconds: elapsed.as_secs_f64(),
             history: None,
         }
@@ -181,12 +185,17 @@ fn render(ok: bool, connectors: &[ConnectorResult], seconds: f64) -> String {
         "RUN SUMMARY: {verdict} {complete}/{} connectors complete.",
         connectors.len()
     );
+    let any_in_flight = connectors.iter().any(|c| c.in_flight > 0);
     if any_docs {
-        out.push_str(if any_failed_docs {
-            " Some docs failed."
-        } else {
-            " All published docs succeeded."
-        });
+        if any_failed_docs {
+            out.push_str(" Some docs failed.");
+        }
+        if any_in_flight {
+            out.push_str(" Some docs did not finish.");
+        }
+        if !any_failed_docs && !any_in_flight {
+            out.push_str(" All published docs succeeded.");
+        }
     }
     out.push('\n');
     for c in connectors {

@@ -345,3 +345,104 @@ fn a_slow_but_moving_indexer_is_not_wedged() {
     assert!(r.ok, "{}", r.summary);
     assert_eq!((r.connectors[0].succeeded, r.connectors[0].failed), (27, 3));
 }
+
+#[test]
+fn a_document_past_max_processing_secs_fails_and_the_run_goes_on() {
+    let config = json!({
+        "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 20, "pipeline": "main", "docIdPrefix": "d-"}],
+        "pipelines": [{"name": "main", "stages": [
+            {"class": "TestSleepOn", "field": "id", "value": "d-5", "millis": 3_600_000},
+            {"class": "SetStaticValues", "staticValues": {"kind": "x"}}
+        ]}],
+        "worker": {"threads": 2, "maxProcessingSecs": 1}
+    });
+    let r = run(&config, None, &test_opts()).unwrap();
+    let c = &r.connectors[0];
+    assert_eq!(
+        (c.published, c.succeeded, c.failed, c.dropped),
+        (20, 19, 1, 0),
+        "{}",
+        r.summary
+    );
+    let (docs, events) = test_history(&r);
+    assert_eq!(docs.len(), 19);
+    assert!(docs.iter().all(|d| d.id() != "d-5"));
+    let terminal: Vec<_> = events.iter().filter(|e| e.doc_id == "d-5").collect();
+    assert_eq!(terminal.len(), 1, "{terminal:?}");
+    assert_eq!(terminal[0].kind, EventType::Fail);
+    let message = terminal[0].message.as_deref().unwrap_or_default();
+    assert!(message.contains("worker.maxProcessingSecs"), "{message}");
+}
+
+#[test]
+fn a_forced_stop_ends_now_and_reports_documents_in_flight() {
+    let opts = test_opts();
+    let (stop, force) = (opts.stop.clone(), opts.force.clone());
+    let config = json!({
+        "connectors": [{"name": "big", "class": "SequenceConnector", "numDocs": 1000, "docIdPrefix": "d-", "pipeline": "p"}],
+        "pipelines": [{"name": "p", "stages": [
+            {"class": "TestSleepOn", "field": "id", "value": "d-3", "millis": 3_600_000}
+        ]}],
+        "publisher": {"queueCapacity": 10}
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&config, None, &opts).unwrap());
+    });
+    // A graceful stop would wait for d-3 (an hour); a forced one does not.
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(300));
+    force.store(true, Ordering::SeqCst);
+    let r = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the forced stop did not end the run");
+    let c = &r.connectors[0];
+    let ConnectorStatus::Failed(message) = &c.status else {
+        panic!("{:?}", c.status)
+    };
+    assert!(message.starts_with("forced stop"), "{message}");
+    let in_flight: u64 = message
+        .split("; ")
+        .find_map(|part| part.strip_suffix(" documents in flight (published, not finished)"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no in-flight count in {message:?}"));
+    assert!(in_flight >= 1, "d-3 at least is in flight");
+    assert_eq!(
+        c.published,
+        c.succeeded + c.failed + c.dropped + in_flight,
+        "every published document is finished or reported in flight"
+    );
+    assert_eq!(c.in_flight, in_flight);
+    assert!(
+        r.summary.starts_with(
+            "RUN SUMMARY: Failure. 0/1 connectors complete. Some docs did not finish.\n"
+        ),
+        "{}",
+        r.summary
+    );
+}
+
+#[test]
+fn each_config_error_is_reported_once() {
+    let config = json!({
+        "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p"}],
+        "pipelines": [{"name": "p", "stages": [{"class": "ParseDate", "source": 5}]}],
+        "worker": {"threads": "two"},
+        "publisher": {"queueCapacity": "many"}
+    });
+    let Err(errors) = plan(&config, None) else {
+        panic!("accepted")
+    };
+    let paths: Vec<&str> = errors.0.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "pipelines[0].stages[0].source",
+            "pipelines[0].stages[0].dest",
+            "worker.threads",
+            "publisher.queueCapacity"
+        ],
+        "{errors}"
+    );
+}

@@ -107,11 +107,8 @@ pub fn resolve(class: &str) -> Result<StageClass, String> {
         return Ok(StageClass::Builtin(d));
     }
     let mut message = format!("unknown stage class {class:?}");
-    if let Some(d) = all_builtins()
-        .into_iter()
-        .find(|d| d.name.eq_ignore_ascii_case(short))
-    {
-        message.push_str(&format!(" (did you mean {:?}?)", d.name));
+    if let Some(name) = closest(short, all_builtins().iter().map(|d| d.name)) {
+        message.push_str(&format!(" (did you mean {name:?}?)"));
     } else {
         message.push_str(
             "; use a built-in stage name, Lucille's full class name, or a Python class as \
@@ -119,6 +116,48 @@ pub fn resolve(class: &str) -> Result<StageClass, String> {
         );
     }
     Err(message)
+}
+
+/// The candidate nearest to `name` (case-insensitive edit distance), if it is near enough to
+/// be a misspelling: at most 1 edit for short names, 2 from 6 letters, 3 from 12.
+pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = name.to_lowercase();
+    let limit = match name.chars().count() {
+        0..=5 => 1,
+        6..=11 => 2,
+        _ => 3,
+    };
+    candidates
+        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance with adjacent transpositions counted as one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (rows[i - 1][j] + 1)
+                .min(rows[i][j - 1] + 1)
+                .min(rows[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = d;
+        }
+    }
+    rows[a.len()][b.len()]
 }
 
 /// Built-in stages that run Python; the Python bindings provide them
@@ -227,5 +266,23 @@ mod tests {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod suggestion_tests {
+    use super::*;
+
+    #[test]
+    fn misspelt_names_get_the_nearest_builtin() {
+        let names = || all_builtins().into_iter().map(|d| d.name);
+        assert_eq!(closest("CopyFeilds", names()), Some("CopyFields"));
+        assert_eq!(closest("copyfields", names()), Some("CopyFields"));
+        assert_eq!(closest("RenameFeild", names()), Some("RenameFields"));
+        assert_eq!(closest("Frobnicate", names()), None);
+        assert_eq!(edit_distance("ab", "ba"), 1);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        let err = resolve("CopyFeilds").err().unwrap_or_default();
+        assert!(err.contains("did you mean \"CopyFields\"?"), "{err}");
     }
 }

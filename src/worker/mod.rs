@@ -12,6 +12,7 @@
 //! configured.
 
 pub mod meter;
+pub mod watch;
 
 use std::fs::OpenOptions;
 use std::io::{BufWriter, Write};
@@ -32,6 +33,7 @@ use crate::indexer::{Preparer, ToIndex};
 use crate::messaging::Messenger;
 use crate::pipeline::{PipelinePlan, StageMetrics};
 use meter::Meter;
+use watch::{Abandoned, Observed, Slot, Verdict};
 
 // Short, so an idle worker notices the stop flag quickly; the poll blocks, it does not spin.
 const POLL: Duration = Duration::from_millis(10);
@@ -48,6 +50,12 @@ pub struct WorkerSettings {
     pub enable_heartbeat: bool,
     pub heartbeat_path: PathBuf,
     pub log_interval: Duration,
+    /// `worker.maxProcessingSecs`: a document whose stages run longer FAILs with a timeout
+    /// reason and its worker is interrupted or replaced (see [`watch`]).
+    pub max_processing: Option<Duration>,
+    /// `worker.exitOnTimeout`: end the process (exit code 1) on such a timeout, as Lucille
+    /// does, for a supervisor (Kubernetes, systemd) to restart it.
+    pub exit_on_timeout: bool,
 }
 
 impl Default for WorkerSettings {
@@ -59,6 +67,8 @@ impl Default for WorkerSettings {
             enable_heartbeat: false,
             heartbeat_path: PathBuf::from("heartbeat.log"),
             log_interval: Duration::from_secs(30),
+            max_processing: None,
+            exit_on_timeout: false,
         }
     }
 }
@@ -104,6 +114,15 @@ impl WorkerSettings {
         match worker.string("heartbeatPath") {
             Ok(Some(p)) => s.heartbeat_path = worker.resolve_output_path(&p),
             Ok(None) => {}
+            Err(e) => errors.push(e),
+        }
+        match worker.usize("maxProcessingSecs") {
+            Ok(Some(0)) => errors.push(worker.error("maxProcessingSecs", "must be at least 1")),
+            Ok(v) => s.max_processing = v.map(|n| Duration::from_secs(n as u64)),
+            Err(e) => errors.push(e),
+        }
+        match worker.bool_or("exitOnTimeout", false) {
+            Ok(b) => s.exit_on_timeout = b,
             Err(e) => errors.push(e),
         }
         if let Some(secs) = log_seconds {
@@ -194,10 +213,85 @@ impl DeadLetter {
 
 pub struct WorkerPool {
     running: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<Vec<StageMetrics>>>,
+    /// The live workers; the supervisor swaps an abandoned one for its replacement.
+    threads: Arc<Mutex<Vec<Live>>>,
+    /// Runs the supervisor and the rate log while set (cleared after the workers stopped).
+    supervising: Arc<AtomicBool>,
     logger: Option<JoinHandle<()>>,
     pub stats: Arc<PoolStats>,
     dead_letter: Option<Arc<DeadLetter>>,
+}
+
+/// A live worker thread and, under `worker.maxProcessingSecs`, what the supervisor watches.
+struct Live {
+    handle: JoinHandle<Vec<StageMetrics>>,
+    slot: Option<Arc<Slot>>,
+    observed: Observed,
+}
+
+/// Everything needed to start a worker (at the start, and to replace an abandoned one).
+struct Spawner {
+    plan: PipelinePlan,
+    settings: WorkerSettings,
+    messenger: Arc<dyn Messenger>,
+    run_id: Arc<str>,
+    running: Arc<AtomicBool>,
+    stats: Arc<PoolStats>,
+    dead_letter: Option<Arc<DeadLetter>>,
+    preparer: Option<Preparer>,
+    started: AtomicU64,
+}
+
+impl Spawner {
+    fn spawn(&self) -> std::io::Result<Live> {
+        let n = self.started.fetch_add(1, Ordering::Relaxed) + 1;
+        let slot = self
+            .settings
+            .max_processing
+            .map(|_| Arc::new(Slot::default()));
+        let ctx = WorkerContext {
+            plan: self.plan.clone(),
+            settings: self.settings.clone(),
+            messenger: self.messenger.clone(),
+            run_id: self.run_id.clone(),
+            running: self.running.clone(),
+            stats: self.stats.clone(),
+            dead_letter: self.dead_letter.clone(),
+            preparer: self.preparer.clone(),
+            watch: slot.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name(format!("lucille-worker-{n}"))
+            .spawn(move || crate::thread_scope::run(move || ctx.run()))?;
+        Ok(Live {
+            handle,
+            slot,
+            observed: Observed::default(),
+        })
+    }
+
+    /// FAILs documents the supervisor took from a worker that ran past the limit.
+    fn fail_timed_out(&self, ids: &[String], limit: Duration) {
+        let reason = format!(
+            "timed out: processing took longer than worker.maxProcessingSecs ({} s); the \
+             worker thread was abandoned and replaced",
+            limit.as_secs()
+        );
+        for id in ids {
+            tracing::error!(doc_id = id.as_str(), "Document FAILED: {reason}");
+            self.stats.failed.fetch_add(1, Ordering::Relaxed);
+            if let Some(dl) = &self.dead_letter {
+                dl.write_record(id, &self.run_id, &self.plan.name, &reason);
+            }
+            crate::messaging::send_event(
+                self.messenger.as_ref(),
+                id,
+                &self.run_id,
+                EventType::Fail,
+                Some(reason.clone()),
+            );
+        }
+    }
 }
 
 struct WorkerContext {
@@ -211,6 +305,8 @@ struct WorkerContext {
     /// Turns finished documents into index operations here, in parallel, instead of on the
     /// single indexer thread (`None`: documents travel whole, as test mode records them).
     preparer: Option<Preparer>,
+    /// Under `worker.maxProcessingSecs`, the state the supervisor observes.
+    watch: Option<Arc<Slot>>,
 }
 
 impl WorkerPool {
@@ -234,35 +330,45 @@ impl WorkerPool {
                 out: Mutex::new(None),
             })
         });
-        let mut threads = Vec::with_capacity(settings.threads);
-        for i in 0..settings.threads {
-            let ctx = WorkerContext {
-                plan: plan.clone(),
-                settings: settings.clone(),
-                messenger: messenger.clone(),
-                run_id: run_id.clone(),
-                running: running.clone(),
-                stats: stats.clone(),
-                dead_letter: dead_letter.clone(),
-                preparer: preparer.clone(),
-            };
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("lucille-worker-{}", i + 1))
-                    .spawn(move || crate::thread_scope::run(move || ctx.run()))?,
-            );
+        let spawner = Arc::new(Spawner {
+            plan,
+            settings: settings.clone(),
+            messenger,
+            run_id,
+            running: running.clone(),
+            stats: stats.clone(),
+            dead_letter: dead_letter.clone(),
+            preparer,
+            started: AtomicU64::new(0),
+        });
+        let mut live = Vec::with_capacity(settings.threads);
+        for _ in 0..settings.threads {
+            match spawner.spawn() {
+                Ok(l) => live.push(l),
+                Err(e) => {
+                    running.store(false, Ordering::SeqCst);
+                    for l in live {
+                        let _ = l.handle.join();
+                    }
+                    return Err(e);
+                }
+            }
         }
+        let threads = Arc::new(Mutex::new(live));
+        let supervising = Arc::new(AtomicBool::new(true));
         let logger = {
-            let (running, stats, settings) = (running.clone(), stats.clone(), settings.clone());
+            let (supervising, stats, threads) =
+                (supervising.clone(), stats.clone(), threads.clone());
             Some(
                 std::thread::Builder::new()
                     .name("lucille-worker-pool".into())
-                    .spawn(move || log_loop(&running, &stats, &settings))?,
+                    .spawn(move || log_loop(&supervising, &stats, &spawner, &threads))?,
             )
         };
         Ok(WorkerPool {
             running,
             threads,
+            supervising,
             logger,
             stats,
             dead_letter,
@@ -275,10 +381,11 @@ impl WorkerPool {
     }
 
     /// Stops the workers after their current document and returns the summed stage metrics.
+    /// The supervisor keeps watching until they are done, so a worker stuck past
+    /// `worker.maxProcessingSecs` is abandoned rather than waited for.
     pub fn stop(mut self) -> Vec<StageMetrics> {
-        self.running.store(false, Ordering::SeqCst);
         let mut totals: Vec<StageMetrics> = Vec::new();
-        for t in self.threads.drain(..) {
+        for t in self.stop_threads() {
             if let Ok(metrics) = t.join() {
                 if totals.is_empty() {
                     totals = metrics;
@@ -289,30 +396,88 @@ impl WorkerPool {
                 }
             }
         }
+        totals
+    }
+
+    /// A forced stop: tells the workers to stop, waits at most `grace` for them and leaves any
+    /// still busy behind (detached; whatever they send later is not counted). Returns the
+    /// stage metrics of those that ended.
+    pub fn abandon(mut self, grace: Duration) -> Vec<StageMetrics> {
+        self.running.store(false, Ordering::SeqCst);
+        let deadline = Instant::now() + grace;
+        while !self.threads.lock().iter().all(|l| l.handle.is_finished())
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.supervising.store(false, Ordering::SeqCst);
         if let Some(l) = self.logger.take() {
             let _ = l.join();
         }
+        let mut totals: Vec<StageMetrics> = Vec::new();
+        for live in self.threads.lock().drain(..) {
+            if !live.handle.is_finished() {
+                tracing::warn!("forced stop: leaving a busy worker thread behind");
+                continue;
+            }
+            if let Ok(metrics) = live.handle.join() {
+                if totals.is_empty() {
+                    totals = metrics;
+                } else {
+                    for (t, m) in totals.iter_mut().zip(&metrics) {
+                        t.merge(m);
+                    }
+                }
+            }
+        }
         totals
+    }
+
+    /// Tells the workers to stop, waits until every live one has ended (the supervisor may
+    /// still abandon and replace one meanwhile), stops the supervisor and returns their
+    /// handles, all finished.
+    fn stop_threads(&mut self) -> Vec<JoinHandle<Vec<StageMetrics>>> {
+        self.running.store(false, Ordering::SeqCst);
+        while !self.threads.lock().iter().all(|l| l.handle.is_finished()) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.supervising.store(false, Ordering::SeqCst);
+        if let Some(l) = self.logger.take() {
+            let _ = l.join();
+        }
+        self.threads.lock().drain(..).map(|l| l.handle).collect()
     }
 }
 
 impl Drop for WorkerPool {
     fn drop(&mut self) {
-        self.running.store(false, Ordering::SeqCst);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-        if let Some(l) = self.logger.take() {
-            let _ = l.join();
+        if self.logger.is_some() {
+            for t in self.stop_threads() {
+                let _ = t.join();
+            }
         }
     }
 }
 
-fn log_loop(running: &AtomicBool, stats: &PoolStats, settings: &WorkerSettings) {
+/// The pool's own thread: the supervisor of `worker.maxProcessingSecs` (every tick), the
+/// meter, the rate log and the heartbeat.
+fn log_loop(
+    supervising: &AtomicBool,
+    stats: &PoolStats,
+    spawner: &Spawner,
+    threads: &Mutex<Vec<Live>>,
+) {
+    let settings = &spawner.settings;
     let mut last_log = Instant::now();
     let mut last_tick = Instant::now();
-    while running.load(Ordering::SeqCst) {
+    let mut last_watch = Instant::now();
+    while supervising.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
+        if let Some(limit) = settings.max_processing {
+            let now = Instant::now();
+            supervise(spawner, threads, limit, now - last_watch);
+            last_watch = now;
+        }
         if last_tick.elapsed() >= meter::TICK {
             stats.meter.tick();
             last_tick = Instant::now();
@@ -329,6 +494,76 @@ fn log_loop(running: &AtomicBool, stats: &PoolStats, settings: &WorkerSettings) 
                 write_heartbeat(&settings.heartbeat_path, n);
             }
         }
+    }
+}
+
+/// One supervisor tick: interrupts, or abandons and replaces, workers whose document has been
+/// in stage code longer than `limit`.
+fn supervise(spawner: &Spawner, threads: &Mutex<Vec<Live>>, limit: Duration, tick: Duration) {
+    let interrupter = crate::thread_scope::interrupter();
+    let mut threads = threads.lock();
+    let mut i = 0;
+    while i < threads.len() {
+        let live = &mut threads[i];
+        let Some(slot) = live.slot.clone() else {
+            i += 1;
+            continue;
+        };
+        let thread_id = slot.thread_id.load(Ordering::Relaxed);
+        let can_interrupt = interrupter.is_some() && thread_id != 0;
+        match live
+            .observed
+            .observe(slot.word(), tick, limit, can_interrupt)
+        {
+            Verdict::Fine => {}
+            Verdict::Interrupt { seq, word } => {
+                exit_if_asked(spawner);
+                tracing::warn!(
+                    "a document has run longer than worker.maxProcessingSecs ({} s); \
+                     interrupting its worker",
+                    limit.as_secs()
+                );
+                slot.request_interrupt(seq);
+                if let Some(int) = interrupter {
+                    // Raising waits for the interpreter: never on the supervisor's thread.
+                    let s2 = slot.clone();
+                    let raised = std::thread::Builder::new()
+                        .name("lucille-interrupt".into())
+                        .spawn(move || (int.raise)(thread_id, &|| s2.word() == word));
+                    if let Err(e) = raised {
+                        tracing::error!("cannot start the interrupting thread: {e}");
+                    }
+                }
+            }
+            Verdict::Abandon { word } => {
+                if let Some(ids) = slot.abandon(word) {
+                    exit_if_asked(spawner);
+                    spawner.fail_timed_out(&ids, limit);
+                    // Detach the stuck thread (its handle is dropped, never joined) and
+                    // start its replacement while the pool is still running.
+                    threads.swap_remove(i);
+                    if spawner.running.load(Ordering::SeqCst) {
+                        match spawner.spawn() {
+                            Ok(l) => threads.push(l),
+                            Err(e) => tracing::error!("cannot start a replacement worker: {e}"),
+                        }
+                    }
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+}
+
+/// `worker.exitOnTimeout`: a timeout ends the process, as in Lucille.
+fn exit_if_asked(spawner: &Spawner) {
+    if spawner.settings.exit_on_timeout {
+        tracing::error!(
+            "a document ran longer than worker.maxProcessingSecs and worker.exitOnTimeout is \
+             set: exiting"
+        );
+        std::process::exit(1);
     }
 }
 
@@ -372,7 +607,46 @@ impl WorkerContext {
         self.event(id, EventType::Fail, Some(reason));
     }
 
+    /// Leaves stage code to emit events (see [`watch`]); `Err` when the supervisor took the
+    /// document: the caller must send nothing more and end the thread.
+    fn enter_send(&self) -> Result<(), Abandoned> {
+        match &self.watch {
+            Some(w) => w.enter_send(),
+            None => Ok(()),
+        }
+    }
+
+    fn leave_send(&self) {
+        if let Some(w) = &self.watch {
+            w.leave_send();
+        }
+    }
+
+    fn begin<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
+        if let Some(w) = &self.watch {
+            w.begin(ids);
+        }
+    }
+
+    /// The document(s) begun last are done: withdraws an interrupt that may still be pending.
+    fn end(&self) -> Result<(), Abandoned> {
+        if let Some(w) = &self.watch {
+            let seq = w.seq();
+            w.end()?;
+            w.clear_interrupt(seq);
+        }
+        Ok(())
+    }
+
+    /// Whether the supervisor interrupted the current document for running too long.
+    fn timed_out(&self) -> bool {
+        self.watch.as_ref().is_some_and(|w| w.interrupted())
+    }
+
     fn run(self) -> Vec<StageMetrics> {
+        if let (Some(w), Some(i)) = (&self.watch, crate::thread_scope::interrupter()) {
+            w.thread_id.store((i.thread_id)(), Ordering::Relaxed);
+        }
         let mut pipeline = match self.plan.instantiate() {
             Ok(p) => Ok(p),
             Err(e) => Err(format!(
@@ -400,13 +674,22 @@ impl WorkerContext {
             let Some(doc) = self.take(item) else {
                 continue;
             };
-            match &mut pipeline {
+            let done = match &mut pipeline {
                 Ok(p) if batch > 1 => {
                     let docs = self.fill_batch(doc, batch);
-                    self.process_batch(p, docs);
+                    self.process_batch(p, docs)
                 }
                 Ok(p) => self.process(p, doc),
-                Err(message) => self.fail(&doc, message.clone(), 1),
+                Err(message) => {
+                    self.fail(&doc, message.clone(), 1);
+                    Ok(())
+                }
+            };
+            if done.is_err() {
+                // The supervisor FAILed this thread's document and replaced it: whatever the
+                // late result was, it is discarded, and the thread ends here.
+                tracing::warn!("an abandoned worker came back; its late result is discarded");
+                return Vec::new();
             }
         }
         match pipeline {
@@ -454,13 +737,21 @@ impl WorkerContext {
     /// Runs documents through the pipeline together, for stages that take batches
     /// (`Pipeline::process_batch`); events as in [`WorkerContext::process`]. A document the
     /// batch failed is retried on its own, as the per-document path would.
-    fn process_batch(&self, pipeline: &mut crate::pipeline::Pipeline, docs: Vec<Document>) {
+    fn process_batch(
+        &self,
+        pipeline: &mut crate::pipeline::Pipeline,
+        docs: Vec<Document>,
+    ) -> Result<(), Abandoned> {
         let started = Instant::now();
         let n = docs.len();
         let max_retries = self.settings.max_retries.unwrap_or(0);
         let mut originals = (max_retries > 0).then(|| docs.clone()).map(Vec::into_iter);
         let mut retries = Vec::new();
-        for out in pipeline.process_batch(docs) {
+        self.begin(docs.iter().map(Document::id));
+        let outputs = pipeline.process_batch(docs);
+        self.enter_send()?;
+        let timed_out = self.timed_out();
+        for out in outputs {
             let original = match (&mut originals, out.is_child) {
                 (Some(o), false) => o.next(),
                 _ => None,
@@ -469,21 +760,37 @@ impl WorkerContext {
                 self.event(out.doc.id(), EventType::Create, None);
             }
             match (out.error, original) {
-                (Some(e), Some(fresh)) if !out.is_child => {
+                (Some(e), Some(fresh)) if !out.is_child && !timed_out => {
                     tracing::warn!(doc_id = fresh.id(), "attempt 1 failed ({e}); retrying");
                     retries.push(fresh);
+                }
+                (Some(e), _) if timed_out => {
+                    self.fail(&out.doc, self.timeout_reason(&e.to_string()), 1)
                 }
                 (Some(e), _) => self.fail(&out.doc, e.to_string(), 1),
                 (None, _) => self.index_or_drop(out.doc),
             }
         }
+        self.end()?;
         for fresh in retries {
-            self.attempts(pipeline, fresh, 2);
+            self.begin([fresh.id()]);
+            self.attempts(pipeline, fresh, 2)?;
+            self.end()?;
         }
         self.stats.processed.fetch_add(n as u64, Ordering::Relaxed);
         self.stats.meter.mark(n as u64);
         let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.stats.latency_ns.fetch_add(ns, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The FAIL reason of a document whose stage was interrupted for running too long.
+    fn timeout_reason(&self, error: &str) -> String {
+        format!(
+            "timed out: processing took longer than worker.maxProcessingSecs ({} s) and was \
+             interrupted ({error})",
+            self.settings.max_processing.unwrap_or_default().as_secs()
+        )
     }
 
     /// DROP for a dropped document, else hands it to the indexer.
@@ -506,18 +813,32 @@ impl WorkerContext {
         }
     }
 
-    fn process(&self, pipeline: &mut crate::pipeline::Pipeline, doc: Document) {
+    fn process(
+        &self,
+        pipeline: &mut crate::pipeline::Pipeline,
+        doc: Document,
+    ) -> Result<(), Abandoned> {
         let started = Instant::now();
-        self.attempts(pipeline, doc, 1);
+        self.begin([doc.id()]);
+        self.attempts(pipeline, doc, 1)?;
+        self.end()?;
         self.stats.processed.fetch_add(1, Ordering::Relaxed);
         self.stats.meter.mark(1);
         let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.stats.latency_ns.fetch_add(ns, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Runs one document, from attempt `first`, retrying up to `worker.maxRetries` attempts
-    /// in all; FAILs it when the last one fails.
-    fn attempts(&self, pipeline: &mut crate::pipeline::Pipeline, doc: Document, first: u32) {
+    /// in all; FAILs it when the last one fails. A child's events are sent in `SEND`, then
+    /// stage code resumes; the parent (last out) keeps `SEND` to the end, so its terminal
+    /// event and a supervisor's timeout can never both be sent.
+    fn attempts(
+        &self,
+        pipeline: &mut crate::pipeline::Pipeline,
+        doc: Document,
+        first: u32,
+    ) -> Result<(), Abandoned> {
         let max_retries = self.settings.max_retries.unwrap_or(0);
         let original = (max_retries > 0).then(|| doc.clone());
         let mut doc = doc;
@@ -525,6 +846,7 @@ impl WorkerContext {
         loop {
             let mut parent_failure = None;
             for out in pipeline.process(doc) {
+                self.enter_send()?;
                 if out.is_child {
                     self.event(out.doc.id(), EventType::Create, None);
                 }
@@ -533,15 +855,23 @@ impl WorkerContext {
                     Some(e) => self.fail(&out.doc, e.to_string(), attempt),
                     None => self.index_or_drop(out.doc),
                 }
+                if out.is_child {
+                    self.leave_send();
+                }
             }
+            self.enter_send()?;
+            let timed_out = self.timed_out();
             match (parent_failure, &original) {
-                (Some(_), Some(fresh)) if attempt <= max_retries => {
+                (Some(_), Some(fresh)) if attempt <= max_retries && !timed_out => {
                     tracing::warn!(doc_id = fresh.id(), "attempt {attempt} failed; retrying");
                     attempt += 1;
                     doc = fresh.clone();
+                    self.leave_send();
                 }
                 (Some((failed, message)), _) => {
-                    let message = if attempt > 1 {
+                    let message = if timed_out {
+                        self.timeout_reason(&message)
+                    } else if attempt > 1 {
                         format!("{message} (after {attempt} attempts)")
                     } else {
                         message
@@ -552,6 +882,7 @@ impl WorkerContext {
                 (None, _) => break,
             }
         }
+        Ok(())
     }
 }
 

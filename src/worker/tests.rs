@@ -52,6 +52,15 @@ fn workers_emit_create_drop_fail_and_index() {
     }
     // 1 DROP, 1 FAIL, 2 CREATE for 3's children; 3, its children and 4 go to the indexer.
     let events = drain_events(&m, 4);
+    // Document 4 sends no event: wait for it to reach the indexer queue before stopping (a
+    // stop ends workers before documents they have not taken).
+    let mut indexed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while indexed.len() < 4 && Instant::now() < deadline {
+        if let Some(d) = m.poll_doc_to_index(Duration::from_millis(10)) {
+            indexed.push(d.id().to_string());
+        }
+    }
     let stats = pool.stats.clone();
     let metrics = pool.stop();
     let mut kinds: Vec<_> = events.iter().map(|e| (e.doc_id.clone(), e.kind)).collect();
@@ -64,7 +73,6 @@ fn workers_emit_create_drop_fail_and_index() {
         fail.message.as_deref().unwrap().contains("reserved"),
         "{fail:?}"
     );
-    let mut indexed = Vec::new();
     while let Some(d) = m.poll_doc_to_index(Duration::from_millis(10)) {
         indexed.push(d.id().to_string());
     }
@@ -239,4 +247,93 @@ fn records_are_built_on_the_worker_and_a_failed_build_fails_with_file_and_line()
         "/data/x.jsonl: line 2: cannot build this one"
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+fn timeout_pool(m: &Arc<LocalMessenger>, until: &std::path::Path, threads: usize) -> WorkerPool {
+    let p = plan(json!([
+        {"class": "TestSleepOn", "field": "id", "value": "slow", "millis": 3_600_000,
+         "untilFile": until.to_str().unwrap()},
+        {"class": "SetStaticValues", "staticValues": {"done": true}}
+    ]));
+    WorkerPool::start(
+        p,
+        WorkerSettings {
+            threads,
+            max_processing: Some(Duration::from_secs(1)),
+            ..Default::default()
+        },
+        m.clone(),
+        Arc::from("r"),
+        None,
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_stuck_rust_stage_is_timed_out_and_its_late_result_discarded() {
+    let dir = std::env::temp_dir().join(format!("lucille-timeout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let release = dir.join("release");
+    let _ = std::fs::remove_file(&release);
+    let m = Arc::new(LocalMessenger::new(100));
+    let pool = timeout_pool(&m, &release, 1);
+    for id in ["a", "slow", "b", "c"] {
+        m.send_for_processing(Document::new(id).unwrap().into())
+            .unwrap();
+    }
+    // The one worker is stuck on "slow": the supervisor FAILs it and a replacement worker
+    // takes "b" and "c".
+    let events = drain_events(&m, 1);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        (events[0].doc_id.as_str(), events[0].kind),
+        ("slow", EventType::Fail)
+    );
+    let message = events[0].message.clone().unwrap_or_default();
+    assert!(message.contains("timed out"), "{message}");
+    assert!(
+        message.contains("worker.maxProcessingSecs (1 s)"),
+        "{message}"
+    );
+    let mut indexed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while indexed.len() < 3 && Instant::now() < deadline {
+        if let Some(d) = m.poll_doc_to_index(Duration::from_millis(20)) {
+            indexed.push(d.id().to_string());
+        }
+    }
+    indexed.sort();
+    assert_eq!(indexed, ["a", "b", "c"]);
+    // Let the abandoned thread return and wait until it has ended (it held a messenger
+    // handle, as the replacement and the pool's spawner do): it must have sent nothing.
+    std::fs::write(&release, "").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Arc::strong_count(&m) > 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(Arc::strong_count(&m), 3, "the abandoned worker never ended");
+    assert!(m.try_poll_event().is_none());
+    assert!(m.poll_doc_to_index(Duration::ZERO).is_none());
+    assert_eq!(pool.stats.failed.load(Ordering::Relaxed), 1);
+    pool.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn max_processing_secs_is_read_and_checked() {
+    let ok = ComponentConfig::new(
+        json!({"maxProcessingSecs": 5, "exitOnTimeout": false})
+            .as_object()
+            .unwrap()
+            .clone(),
+        "worker",
+    );
+    let s = WorkerSettings::from_config(&ok, None).unwrap();
+    assert_eq!(s.max_processing, Some(Duration::from_secs(5)));
+    let bad = ComponentConfig::new(
+        json!({"maxProcessingSecs": 0}).as_object().unwrap().clone(),
+        "worker",
+    );
+    let e = WorkerSettings::from_config(&bad, None).unwrap_err();
+    assert!(e[0].to_string().contains("at least 1"), "{:?}", e);
 }

@@ -55,6 +55,7 @@ const DEFAULT_FETCH_SIZE: usize = 1000;
 
 fn spec() -> Spec {
     connector_spec()
+        .optional("maxDocumentBytes", Kind::Integer)
         .optional("driver", Kind::String)
         .required("connectionString", Kind::String)
         .optional("jdbcUser", Kind::String)
@@ -498,6 +499,21 @@ impl DatabaseConnector {
             }
             for (n, other) in others.iter_mut().enumerate() {
                 attach_children(src, n + 1, other, key, &mut doc)?;
+            }
+            if let Some(size) = self.common.oversize(&doc) {
+                // The driver hands over whole rows; one over the limit is FAILed, not published.
+                let reason = format!(
+                    "row {row_number} of the SQL {:?}: the record is larger than \
+                     maxDocumentBytes ({}): {size} bytes as JSON",
+                    s.sql,
+                    self.common.max_document_bytes.unwrap_or_default()
+                );
+                emit(Row::Failed {
+                    id: doc.id().to_string(),
+                    reason,
+                })?;
+                published += 1;
+                continue;
             }
             emit(Row::Doc(doc))?;
             published += 1;

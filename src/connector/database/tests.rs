@@ -38,6 +38,7 @@ fn connector(config: Value, base: Option<&Path>) -> Result<DatabaseConnector, Co
     let common = Common {
         name: "db".into(),
         doc_id_prefix: config.string("docIdPrefix")?,
+        max_document_bytes: config.usize("maxDocumentBytes")?.map(|n| n as u64),
         ..Default::default()
     };
     Ok(DatabaseConnector {
@@ -629,4 +630,35 @@ fn postgres_other_sqls_pre_and_post_sql_and_errors() {
         err.contains("after 2 attempt(s)") && err.contains("password"),
         "{err}"
     );
+}
+
+#[test]
+fn a_row_over_max_document_bytes_fails_with_its_row_number() {
+    let dir = temp_dir("maxbytes");
+    let path = dir.join("big.db");
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(&format!(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT);
+         INSERT INTO t VALUES (1, 'small'), (2, '{}'), (3, 'fine');",
+        "b".repeat(2000)
+    ))
+    .unwrap();
+    let c = connector(
+        json!({"driver": "org.sqlite.JDBC", "connectionString": "jdbc:sqlite:big.db",
+               "sql": "SELECT * FROM t ORDER BY id", "idField": "id", "maxDocumentBytes": 500}),
+        Some(&dir),
+    )
+    .unwrap();
+    let (docs, failed) = read_rows(&c).unwrap();
+    assert_eq!(docs.iter().map(|d| d.id()).collect::<Vec<_>>(), ["1", "3"]);
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].0, "2");
+    assert!(
+        failed[0]
+            .1
+            .starts_with("row 2 of the SQL \"SELECT * FROM t ORDER BY id\": the record is larger than maxDocumentBytes (500)"),
+        "{}",
+        failed[0].1
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

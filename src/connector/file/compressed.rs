@@ -63,6 +63,7 @@ pub(super) fn read_zip(
         let source = FileSource {
             path: format!("{path}{ARCHIVE_SEPARATOR}{entry_name}"),
             name,
+            max_bytes: connector.common.max_document_bytes,
         };
         let entry_metadata = FileMetadata {
             size: entry.size(),

@@ -15,8 +15,8 @@ use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
 use super::{
-    format_id, handler_prefix, prefixed, read_line, take, FileHandler, FileSource, HandlerError,
-    RecordSink,
+    format_id, handler_prefix, prefixed, read_line_max, take, FileHandler, FileSource,
+    HandlerError, Line, RecordSink,
 };
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::connector::record::{Record, RecordBuilder};
@@ -231,9 +231,22 @@ impl FileHandler for JsonHandler {
         let origin: Arc<str> = Arc::from(source.path.as_str());
         let mut line_number: u64 = 0;
         loop {
-            match read_line(input, &mut buf) {
-                Ok(true) => {}
-                Ok(false) => return Ok(()),
+            match read_line_max(input, &mut buf, source.max_bytes) {
+                Ok(Line::Read) => {}
+                Ok(Line::Eof) => return Ok(()),
+                Ok(Line::TooLong) => {
+                    line_number += 1;
+                    sink.fail(
+                        source.failure_id(&self.prefix, &format!("line{line_number}")),
+                        format!(
+                            "{}: line {line_number}: the record is larger than \
+                             maxDocumentBytes ({}); skipped without reading it whole",
+                            source.path,
+                            source.max_bytes.unwrap_or_default()
+                        ),
+                    )?;
+                    continue;
+                }
                 Err(e) => {
                     return Err(HandlerError::File {
                         id: source.failure_id(&self.prefix, &format!("line{}", line_number + 1)),

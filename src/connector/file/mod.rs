@@ -65,6 +65,7 @@ const DEFAULT_READER_THREADS: usize = 2;
 
 fn spec() -> Spec {
     connector_spec()
+        .optional("maxDocumentBytes", Kind::Integer)
         .required("paths", Kind::StringOrList)
         .alias("pathToStorage", "paths")
         .optional("includes", Kind::StringList)
@@ -137,6 +138,8 @@ pub struct FileSource {
     pub path: String,
     /// The file name the handler and extension were chosen by (the inner name for `.gz`).
     pub name: String,
+    /// The connector's `maxDocumentBytes`: a larger record FAILs at its position.
+    pub max_bytes: Option<u64>,
 }
 
 impl FileSource {
@@ -196,6 +199,92 @@ pub(crate) fn read_line(input: &mut dyn BufRead, buf: &mut Vec<u8>) -> std::io::
         }
     }
     Ok(true)
+}
+
+/// What [`read_line_max`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Line {
+    Eof,
+    Read,
+    /// The line was longer than the limit: it was skipped to its end, never held whole.
+    TooLong,
+}
+
+/// [`read_line`] with a limit on the line's length (without its line ending): a longer line
+/// is not buffered past the limit but skipped to the next newline.
+pub(crate) fn read_line_max(
+    input: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    max: Option<u64>,
+) -> std::io::Result<Line> {
+    let Some(max) = max else {
+        return Ok(if read_line(input, buf)? {
+            Line::Read
+        } else {
+            Line::Eof
+        });
+    };
+    // One byte of slack for a `\r` before the `\n`.
+    let cap = usize::try_from(max).unwrap_or(usize::MAX).saturating_add(1);
+    buf.clear();
+    let mut any = false;
+    loop {
+        let chunk = input.fill_buf()?;
+        if chunk.is_empty() {
+            if !any {
+                return Ok(Line::Eof);
+            }
+            break;
+        }
+        any = true;
+        let (part, newline) = match memchr::memchr(b'\n', chunk) {
+            Some(i) => (&chunk[..i], true),
+            None => (chunk, false),
+        };
+        if buf.len() + part.len() > cap {
+            let used = part.len() + usize::from(newline);
+            input.consume(used);
+            if !newline {
+                skip_line(input)?;
+            }
+            buf.clear();
+            return Ok(Line::TooLong);
+        }
+        buf.extend_from_slice(part);
+        let used = part.len() + usize::from(newline);
+        input.consume(used);
+        if newline {
+            break;
+        }
+    }
+    if buf.last() == Some(&b'\r') {
+        buf.pop();
+    }
+    if buf.len() as u64 > max {
+        buf.clear();
+        return Ok(Line::TooLong);
+    }
+    Ok(Line::Read)
+}
+
+/// Consumes input up to and including the next newline (or to the end).
+fn skip_line(input: &mut dyn BufRead) -> std::io::Result<()> {
+    loop {
+        let chunk = input.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                input.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let n = chunk.len();
+                input.consume(n);
+            }
+        }
+    }
 }
 
 /// ISO-8601 in UTC, as Lucille's `Instant.toString()`.
@@ -746,9 +835,24 @@ impl FileConnector {
         }
         let content = if self.settings.get_file_content {
             let mut bytes = Vec::new();
-            if let Err(e) = input.read_to_end(&mut bytes) {
+            let limit = source.max_bytes.unwrap_or(u64::MAX);
+            if let Err(e) = std::io::Read::read_to_end(
+                &mut std::io::Read::take(&mut *input, limit.saturating_add(1)),
+                &mut bytes,
+            ) {
                 let id = self.common.doc_id(&md5_hex(&source.path));
                 sink.fail(id, format!("{}: cannot read: {e}", source.path))?;
+                return Ok(Outcome::Failed);
+            }
+            if bytes.len() as u64 > limit {
+                let id = self.common.doc_id(&md5_hex(&source.path));
+                sink.fail(
+                    id,
+                    format!(
+                        "{}: the file is larger than maxDocumentBytes ({limit}); not read",
+                        source.path
+                    ),
+                )?;
                 return Ok(Outcome::Failed);
             }
             Some(bytes)
@@ -790,6 +894,7 @@ impl FileConnector {
             let source = FileSource {
                 path: display,
                 name: inner,
+                max_bytes: self.common.max_document_bytes,
             };
             let mut input = compressed::gunzip(file);
             return self.read_stream(&mut input, &source, &metadata, sink);
@@ -797,6 +902,7 @@ impl FileConnector {
         let source = FileSource {
             path: display,
             name,
+            max_bytes: self.common.max_document_bytes,
         };
         let mut input = std::io::BufReader::with_capacity(256 * 1024, file);
         self.read_stream(&mut input, &source, &metadata, sink)

@@ -85,6 +85,7 @@ fn connector(config: Value, base: Option<&Path>) -> Result<FileConnector, Config
             .get("docIdPrefix")
             .and_then(|v| v.as_str())
             .map(str::to_string),
+        max_document_bytes: map.get("maxDocumentBytes").and_then(Value::as_u64),
         ..Default::default()
     };
     FileConnector::from_config(&cc, &common)
@@ -112,6 +113,7 @@ fn read_with(
     let source = FileSource {
         path: format!("/data/{name}"),
         name: name.into(),
+        max_bytes: None,
     };
     let mut input: &[u8] = bytes;
     let r = handler.process(&mut input, &source, &mut sink);
@@ -656,4 +658,131 @@ fn full_run_in_test_mode_counts_every_record_and_failure() {
         .as_deref()
         .unwrap_or("")
         .contains("items.jsonl: line 4: invalid JSON")));
+}
+
+// ----- maxDocumentBytes -----
+
+fn read_max(
+    handler: &dyn FileHandler,
+    bytes: &[u8],
+    name: &str,
+    max: u64,
+) -> (Collect, Result<(), HandlerError>) {
+    let mut sink = Collect::default();
+    let source = FileSource {
+        path: format!("/data/{name}"),
+        name: name.into(),
+        max_bytes: Some(max),
+    };
+    let mut input = std::io::BufReader::with_capacity(64, bytes);
+    let r = handler.process(&mut input, &source, &mut sink);
+    (sink, r)
+}
+
+#[test]
+fn a_line_over_the_limit_is_skipped_to_its_end_without_being_held() {
+    let big = format!("{{\"id\":\"big\",\"body\":\"{}\"}}", "x".repeat(1 << 20));
+    let text = format!("{{\"id\":\"a\"}}\n{big}\r\n{{\"id\":\"b\"}}\r\n{big}");
+    let mut input = std::io::BufReader::with_capacity(64, text.as_bytes());
+    let mut buf = Vec::new();
+    let mut seen = Vec::new();
+    loop {
+        match read_line_max(&mut input, &mut buf, Some(100)).unwrap() {
+            Line::Eof => break,
+            Line::Read => seen.push(String::from_utf8(buf.clone()).unwrap()),
+            Line::TooLong => seen.push("TOO LONG".into()),
+        }
+        // Never more than the limit (and a chunk) held, however long the line.
+        assert!(buf.capacity() < 1024, "{}", buf.capacity());
+    }
+    assert_eq!(
+        seen,
+        ["{\"id\":\"a\"}", "TOO LONG", "{\"id\":\"b\"}", "TOO LONG"]
+    );
+    // Exactly the limit is allowed, one more byte is not (line endings do not count).
+    for (line, want) in [("12345\r\n", Line::Read), ("123456\n", Line::TooLong)] {
+        let mut input = line.as_bytes();
+        assert_eq!(read_line_max(&mut input, &mut buf, Some(5)).unwrap(), want);
+    }
+}
+
+#[test]
+fn jsonl_record_over_max_document_bytes_fails_with_its_line_and_the_file_goes_on() {
+    let big = format!("{{\"id\":\"big\",\"body\":\"{}\"}}", "x".repeat(5000));
+    let text = format!("{{\"id\":\"a\"}}\n{big}\n{{\"id\":\"b\"}}\n");
+    let (sink, r) = read_max(&json_handler(json!({})), text.as_bytes(), "m.jsonl", 1000);
+    r.unwrap();
+    assert_eq!(sink.ids(), ["a", "b"]);
+    assert_eq!(sink.failures.len(), 1);
+    assert_eq!(sink.failures[0].0, "/data/m.jsonl:line2");
+    assert!(
+        sink.failures[0].1.starts_with(
+            "/data/m.jsonl: line 2: the record is larger than maxDocumentBytes (1000)"
+        ),
+        "{}",
+        sink.failures[0].1
+    );
+}
+
+#[test]
+fn csv_row_over_max_document_bytes_fails_with_its_line() {
+    let text = format!("id,body\n1,short\n2,{}\n3,fine\n", "y".repeat(3000));
+    let (sink, r) = read_max(&csv_handler(json!({})), text.as_bytes(), "m.csv", 1000);
+    r.unwrap();
+    assert_eq!(sink.ids(), ["m.csv-1", "m.csv-3"]);
+    assert_eq!(sink.failures.len(), 1);
+    assert_eq!(sink.failures[0].0, "/data/m.csv:line3");
+    assert!(
+        sink.failures[0]
+            .1
+            .contains("line 3: the record is larger than maxDocumentBytes (1000)"),
+        "{}",
+        sink.failures[0].1
+    );
+}
+
+#[test]
+fn xml_element_over_max_document_bytes_fails_at_its_byte_and_the_file_goes_on() {
+    let text = format!(
+        "<catalog><book><isbn>a</isbn></book><book><isbn>big</isbn><body>{}</body><more>{}</more></book><book><isbn>b</isbn></book></catalog>",
+        "z".repeat(800),
+        "w".repeat(800)
+    );
+    let h = xml_handler(json!({"xmlRootPath": "/catalog/book", "idField": "isbn"})).unwrap();
+    let (sink, r) = read_max(&h, text.as_bytes(), "m.xml", 500);
+    r.unwrap();
+    assert_eq!(sink.ids(), ["a", "b"]);
+    assert_eq!(sink.failures.len(), 1);
+    let start = text.find("<book><isbn>big").unwrap();
+    assert_eq!(sink.failures[0].0, format!("/data/m.xml:byte{start}"));
+    assert!(
+        sink.failures[0]
+            .1
+            .contains("larger than maxDocumentBytes (500)"),
+        "{}",
+        sink.failures[0].1
+    );
+}
+
+#[test]
+fn whole_file_over_max_document_bytes_fails_without_being_read() {
+    let dir = TempDir::new("maxbytes");
+    dir.copy(&["notes.txt", "junk.bin"]);
+    // notes.txt has 17 bytes, junk.bin 12.
+    let c = connector(
+        json!({"paths": ["."], "maxDocumentBytes": 12}),
+        Some(&dir.0),
+    )
+    .unwrap();
+    let sink = run_files(&c);
+    assert_eq!(sink.docs.len(), 1);
+    assert_eq!(sink.docs[0].get_str(FILE_NAME), Some("junk.bin"));
+    assert_eq!(sink.failures.len(), 1);
+    assert!(
+        sink.failures[0]
+            .1
+            .ends_with("notes.txt: the file is larger than maxDocumentBytes (12); not read"),
+        "{}",
+        sink.failures[0].1
+    );
 }

@@ -159,6 +159,9 @@ struct Record {
     child: Option<(String, String)>,
     id: String,
     error: Option<String>,
+    /// Past `maxDocumentBytes`: what was gathered is freed and the rest of the element is
+    /// read without keeping it, to FAIL it at its end.
+    oversize: bool,
 }
 
 impl Record {
@@ -266,6 +269,20 @@ impl FileHandler for XmlHandler {
         let mut record: Option<Record> = None;
         let mut number: u64 = 0;
         loop {
+            if let (Some(r), Some(max)) = (&mut record, source.max_bytes) {
+                if r.oversize || reader.buffer_position().saturating_sub(r.start) > max {
+                    if !r.oversize {
+                        r.oversize = true;
+                        r.error = Some(format!(
+                            "the element is larger than maxDocumentBytes ({max}); not read whole"
+                        ));
+                    }
+                    r.writer.get_mut().clear();
+                    r.fields.clear();
+                    r.child = None;
+                    r.id.clear();
+                }
+            }
             buf.clear();
             let before = reader.buffer_position();
             let event = match reader.read_event_into(&mut buf) {
@@ -297,6 +314,7 @@ impl FileHandler for XmlHandler {
                             child: None,
                             id: String::new(),
                             error: None,
+                            oversize: false,
                         };
                         let _ = r.writer.write_event(event.borrow());
                         Self::attributes(e, &mut r);

@@ -297,3 +297,41 @@ fn a_stopping_run_ends_the_polling() {
         .collect();
     assert_eq!(ids, ["a", "b"]);
 }
+
+#[test]
+fn an_item_over_max_document_bytes_fails_and_the_feed_goes_on() {
+    let all = run_rss(json!({"rssURL": "news.rss.xml"}), &data_dir());
+    let items = docs(&all);
+    let sizes: Vec<usize> = items.iter().map(|d| d.to_string().len()).collect();
+    let (smallest, largest) = (*sizes.iter().min().unwrap(), *sizes.iter().max().unwrap());
+    assert!(
+        smallest < largest,
+        "the test feed needs items of different sizes"
+    );
+    // A limit below the largest item: it FAILs with the feed and its id; the rest publish.
+    let limit = largest - 1;
+    let r = run_rss(
+        json!({"rssURL": "news.rss.xml", "maxDocumentBytes": limit}),
+        &data_dir(),
+    );
+    let c = &r.connectors[0];
+    let big = sizes.iter().filter(|&&n| n > limit).count() as u64;
+    assert!(big >= 1);
+    assert_eq!(
+        (c.published, c.failed),
+        (items.len() as u64, big),
+        "{}",
+        r.summary
+    );
+    let (_, events) = test_history(&r);
+    let fail = events
+        .iter()
+        .find(|e| e.kind == crate::accounting::EventType::Fail)
+        .unwrap();
+    let message = fail.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("news.rss.xml: item ")
+            && message.contains(&format!("larger than maxDocumentBytes ({limit})")),
+        "{message}"
+    );
+}

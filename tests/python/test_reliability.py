@@ -1,0 +1,160 @@
+"""Faults and bad input: a run goes on, and every document ends with a reason (docs/RELIABILITY.md)."""
+
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import lucille
+
+STAGES_PY = """
+import lucille
+
+class Spin(lucille.Stage):
+    def process_document(self, doc):
+        if doc.id == "d-3":
+            while True:
+                pass
+        doc.set_field("seen", True)
+"""
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def test_python_stage_stuck_in_a_loop_times_out_and_the_run_goes_on(tmp_path):
+    (tmp_path / "spinstages.py").write_text(STAGES_PY)
+    cfg = write(tmp_path, "spin.conf", """
+        connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 12, docIdPrefix: "d-", pipeline: "p" }]
+        pipelines: [{ name: "p", stages: [{ class: "spinstages:Spin" }] }]
+        worker { threads: 2, maxProcessingSecs: 1 }
+    """)
+    r = lucille.run(str(cfg), mode="test")
+    assert (r.published, r.succeeded, r.failed) == (12, 11, 1), r.summary
+    fails = [e for e in r.events if e[1] == "FAIL"]
+    assert [f[0] for f in fails] == ["d-3"]
+    assert "timed out" in fails[0][2] and "worker.maxProcessingSecs (1 s)" in fails[0][2]
+    # The thread recovered through the interrupt (no thread was abandoned) and went on.
+    assert "abandoned" not in fails[0][2]
+    assert sorted(d.id for d in r.documents) == sorted(f"d-{i}" for i in range(12) if i != 3)
+    assert all(d.get("seen") for d in r.documents)
+
+
+def test_exit_on_timeout_ends_the_process(tmp_path):
+    (tmp_path / "spinstages.py").write_text(STAGES_PY)
+    cfg = write(tmp_path, "exit.conf", """
+        connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 5, docIdPrefix: "d-", pipeline: "p" }]
+        pipelines: [{ name: "p", stages: [{ class: "spinstages:Spin" }] }]
+        worker { maxProcessingSecs: 1, exitOnTimeout: true }
+    """)
+    r = subprocess.run([sys.executable, "-m", "lucille.cli", "run", str(cfg)], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 1
+    assert "exitOnTimeout" in r.stderr
+    assert "RUN SUMMARY" not in r.stdout
+
+
+def test_max_document_bytes_fails_oversized_records_with_their_position(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    big = "x" * 5000
+    (data / "a.jsonl").write_text('{"id": "j1"}\n{"id": "jbig", "body": "%s"}\n{"id": "j2"}\n' % big)
+    (data / "b.csv").write_text("key,body\nc1,short\ncbig,%s\nc2,fine\n" % big)
+    xml = "<r><item><k>x1</k></item><item><k>xbig</k><b>%s</b></item><item><k>x2</k></item></r>" % big
+    (data / "c.xml").write_text(xml)
+    cfg = write(tmp_path, "max.conf", f"""
+        connectors: [{{ name: "files", class: "FileConnector", paths: ["{data}"], maxDocumentBytes: 1000,
+                        fileHandlers {{ jsonl {{}}, csv {{ idField: "key" }}, xml {{ xmlRootPath: "/r/item", idField: "k" }} }} }}]
+    """)
+    r = lucille.run(str(cfg), mode="test")
+    assert (r.published, r.succeeded, r.failed) == (9, 6, 3), r.summary
+    assert sorted(d.id for d in r.documents) == ["c1", "c2", "j1", "j2", "x1", "x2"]
+    reasons = sorted(e[2] for e in r.events if e[1] == "FAIL")
+    assert len(reasons) == 3
+    assert all("larger than maxDocumentBytes (1000)" in m for m in reasons), reasons
+    assert any(m.startswith(f"{data / 'a.jsonl'}: line 2:") for m in reasons), reasons
+    assert any(f"{data / 'b.csv'}: line 3:" in m for m in reasons), reasons
+    assert any(m.startswith(f"{data / 'c.xml'}: element at byte {xml.index('<item><k>xbig')}:") for m in reasons), reasons
+
+
+def test_max_document_bytes_is_checked(tmp_path):
+    cfg = write(tmp_path, "bad.conf", """
+        connectors: [{ name: "files", class: "FileConnector", paths: ["."], maxDocumentBytes: 0 },
+                     { name: "seq", class: "SequenceConnector", numDocs: 1, maxDocumentBytes: 10 }]
+    """)
+    r = subprocess.run([sys.executable, "-m", "lucille.cli", "validate", str(cfg)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "connectors[0].maxDocumentBytes" in r.stderr and "at least 1" in r.stderr
+    assert "connectors[1]" in r.stderr and "maxDocumentBytes" in r.stderr.split("connectors[1]", 1)[1]
+
+
+SLOW_PY = """
+import time
+import lucille
+
+class Slow(lucille.Stage):
+    def process_document(self, doc):
+        if doc.id == "d-2":
+            time.sleep(600)
+"""
+
+
+def test_a_second_sigint_stops_now_and_reports_documents_in_flight(tmp_path):
+    import signal
+
+    (tmp_path / "slowstages.py").write_text(SLOW_PY)
+    cfg = write(tmp_path, "slow.conf", """
+        connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 100, docIdPrefix: "d-", pipeline: "p" }]
+        pipelines: [{ name: "p", stages: [{ class: "slowstages:Slow" }] }]
+        publisher { queueCapacity: 10 }
+    """)
+    p = subprocess.Popen([sys.executable, "-m", "lucille.cli", "run", str(cfg)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    seen = []
+
+    def wait_for(text):
+        for line in p.stderr:
+            seen.append(line)
+            if text in line:
+                return
+        raise AssertionError(f"never logged {text!r}: {''.join(seen)}")
+
+    wait_for("starting run")
+    p.send_signal(signal.SIGINT)
+    # A graceful stop would wait ten minutes for d-2; the second signal stops now.
+    wait_for("interrupt again to stop now")
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("the second SIGINT did not stop the run:\n" + "".join(seen))
+    assert p.returncode == 1, "".join(seen) + err
+    assert "RUN SUMMARY: Failure. 0/1 connectors complete. Some docs did not finish." in out
+    line = [l for l in out.splitlines() if l.startswith("seq:")][0]
+    assert "ERROR. forced stop" in line, out
+    assert "documents in flight (published, not finished)" in line, out
+
+
+def test_max_document_bytes_applies_to_python_connectors(tmp_path):
+    (tmp_path / "bigsource.py").write_text(textwrap.dedent("""
+        import lucille
+
+        class Source(lucille.Connector):
+            def execute(self, publisher):
+                publisher.publish(lucille.Document("small", {"body": "x"}))
+                publisher.publish(lucille.Document("big", {"body": "x" * 5000}))
+                publisher.publish(lucille.Document("small2", {"body": "y"}))
+    """))
+    cfg = write(tmp_path, "py.conf", """
+        connectors: [{ name: "src", class: "bigsource:Source", maxDocumentBytes: 1000 }]
+    """)
+    r = lucille.run(str(cfg), mode="test")
+    assert (r.published, r.succeeded, r.failed) == (3, 2, 1), r.summary
+    assert [d.id for d in r.documents] == ["small", "small2"]
+    fail = [e for e in r.events if e[1] == "FAIL"][0]
+    assert fail[0] == "big"
+    assert fail[2].startswith("src: document big: the record is larger than maxDocumentBytes (1000)"), fail
