@@ -93,27 +93,9 @@ impl Common {
     /// size of `doc` as JSON when it is over `maxDocumentBytes`, else `None`.
     pub fn oversize(&self, doc: &crate::document::Document) -> Option<u64> {
         let max = self.max_document_bytes?;
-        let n = json_bytes(doc);
+        let n = doc.byte_size();
         (n > max).then_some(n)
     }
-}
-
-/// The length of a document's JSON, counted without building the text.
-pub fn json_bytes(doc: &crate::document::Document) -> u64 {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut c = Count(0);
-    // Writing to a counter cannot fail; a failure would only make the count short.
-    let _ = serde_json::to_writer(&mut c, doc.as_map());
-    c.0
 }
 
 pub const LUCILLE_CONNECTOR_PACKAGE: &str = "com.kmwllc.lucille.connector.";

@@ -888,9 +888,23 @@ impl Document {
         Ok(())
     }
 
-    /// Rough JSON size in bytes (the serialised length).
-    pub fn byte_size(&self) -> usize {
-        self.to_json().len()
+    /// The length in bytes of the document's JSON (Lucille's `getByteSize`), counted without
+    /// building the text.
+    pub fn byte_size(&self) -> u64 {
+        struct Count(u64);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 += buf.len() as u64;
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        // Writing to a counter cannot fail; a map of JSON values always serializes.
+        let _ = serde_json::to_writer(&mut count, &self.data);
+        count.0
     }
 }
 

@@ -632,25 +632,6 @@ impl RateLine {
     }
 }
 
-/// The JSON size in bytes of a document as the indexer receives it (Lucille's
-/// `Document.getByteSize`), for `indexer.batchByteSize`.
-pub fn json_byte_size(doc: &Document) -> u64 {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing to a counter cannot fail; a map of JSON values always serializes.
-    let _ = serde_json::to_writer(&mut count, doc.as_map());
-    count.0
-}
-
 /// One document of a batch: its id, and its operation unless it already failed to encode.
 struct Pending {
     doc_id: String,
@@ -695,7 +676,7 @@ impl IndexerLoop {
                         // the byte limit starts the next batch (one larger than the limit
                         // goes alone).
                         let size = match &item {
-                            ToIndex::Doc(doc) => json_byte_size(doc),
+                            ToIndex::Doc(doc) => doc.byte_size(),
                             ToIndex::Op(p) => p.bytes,
                         };
                         if !batch.is_empty() && batch_bytes + size > cap {

@@ -100,7 +100,7 @@ impl Preparer {
     pub fn prepare(&self, doc: Document) -> PreparedOp {
         let doc_id = doc.id().to_string();
         let bytes = match self.settings.batch_byte_size {
-            Some(_) => super::json_byte_size(&doc),
+            Some(_) => doc.byte_size(),
             None => 0,
         };
         let mut op = self.settings.op_into(doc);

@@ -256,3 +256,23 @@ def test_transport_keys_are_accepted_and_logged(tmp_path, caplog):
     for key in ("pythonExecutable", "port"):
         lines = [l for l in r.stderr.splitlines() if f"stages[0].{key}: does not apply" in l]
         assert len(lines) == 1, r.stderr
+
+
+def test_script_paths_resolve_as_every_input_path(tmp_path, monkeypatch):
+    # classpath: under the resource roots (runner.resourceRoots replaces the defaults), and a
+    # relative path from the working directory, as for every other input path of a config.
+    (tmp_path / "res" / "scripts").mkdir(parents=True)
+    (tmp_path / "res" / "scripts" / "up.py").write_text("doc['t'] = 'x'\n")
+    (tmp_path / "here.py").write_text("doc['n'] = 1\n")
+    monkeypatch.chdir(tmp_path)
+    config = {
+        "runner": {"resourceRoots": ["res"]},
+        "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p"}],
+        "pipelines": [{"name": "p", "stages": [
+            {"class": "EmbeddedPython", "scriptPath": "classpath:scripts/up.py"},
+            {"class": "EmbeddedPython", "scriptPath": "here.py"}]}],
+    }
+    assert lucille.validate(config=config) == []
+    config["runner"]["resourceRoots"] = ["elsewhere"]
+    (err,) = lucille.validate(config=config)
+    assert "classpath:scripts/up.py" in err and "elsewhere" in err, err

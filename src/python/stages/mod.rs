@@ -7,7 +7,7 @@
 pub mod embedded_python;
 pub mod external_python;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -21,42 +21,21 @@ pub fn descriptors() -> &'static [&'static StageDescriptor] {
     ALL
 }
 
-/// Where Lucille's `classpath:` resources are looked up (as for other paths in a config).
-const RESOURCE_ROOTS: [&str; 3] = ["src/main/resources", "src/test/resources", "conf"];
-
-/// A script path from the config: relative to the working directory, else beside the config
-/// file; `classpath:X` under the resource roots, then the config's folder. The error names
-/// every place tried.
+/// A script path from the config, resolved as every input path is (`config::paths`: the
+/// working directory, else beside the config file; `classpath:X` under the resource roots).
+/// The error says where it looked.
 fn find_script(config: &ComponentConfig, key: &str, given: &str) -> Result<PathBuf, ConfigError> {
-    let candidates: Vec<PathBuf> = match given.strip_prefix("classpath:") {
-        Some(rest) => {
-            let rest = rest.trim_start_matches('/');
-            let mut c: Vec<PathBuf> = RESOURCE_ROOTS
-                .iter()
-                .map(|r| Path::new(r).join(rest))
-                .collect();
-            if let Some(dir) = config.base_dir() {
-                c.push(dir.join(rest));
-            }
-            c
-        }
-        None => {
-            let mut c = vec![PathBuf::from(given)];
-            let beside = config.resolve_path(given);
-            if beside != c[0] {
-                c.push(beside);
-            }
-            c
-        }
-    };
-    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
-        return Ok(found.clone());
+    let paths = config.paths();
+    let found = paths.resolve_input(given);
+    if found.is_file() {
+        return Ok(found);
     }
-    let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
-    Err(config.error(
-        key,
-        format!("file {given:?} not found (looked for {})", tried.join(", ")),
-    ))
+    let looked = if given.starts_with("classpath:") {
+        format!("looked under {}", paths.describe_roots())
+    } else {
+        format!("looked for {}", found.display())
+    };
+    Err(config.error(key, format!("file {given:?} not found ({looked})")))
 }
 
 /// Builds `lucille._python_stages.<class>(config_dict, *args)` as a Python stage. A
