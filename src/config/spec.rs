@@ -34,6 +34,16 @@ impl ConfigError {
             message: message.into(),
         }
     }
+
+    /// One error standing for several found under `path` (a component whose constructor
+    /// reports a single error): the only one as it is, else their texts joined by "; ".
+    pub fn joined(path: &str, mut errors: Vec<ConfigError>) -> ConfigError {
+        if errors.len() == 1 {
+            return errors.remove(0);
+        }
+        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        ConfigError::new(path, text.join("; "))
+    }
 }
 
 /// Every error found in a config, reported together.

@@ -92,26 +92,12 @@ fn file_connector(
     let prefix = common.doc_id_prefix.clone().unwrap_or_default();
     let handler_config =
         ComponentConfig::new(handler, config.path()).with_paths(config.paths().clone());
-    let handler =
-        build_handler(kind, &handler_config, &prefix).map_err(|errors| join(config, errors))?;
+    let handler = build_handler(kind, &handler_config, &prefix)
+        .map_err(|errors| ConfigError::joined(config.path(), errors))?;
     extra.insert("paths".into(), json!(paths));
     let file_config = ComponentConfig::new(extra, config.path()).with_paths(config.paths().clone());
     let connector = FileConnector::from_config(&file_config, common)?;
     Ok(Box::new(connector.with_handler_for_every_file(handler)))
-}
-
-fn join(config: &ComponentConfig, mut errors: Vec<ConfigError>) -> ConfigError {
-    if errors.len() == 1 {
-        return errors.remove(0);
-    }
-    ConfigError::new(
-        config.path(),
-        errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; "),
-    )
 }
 
 fn build_csv(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {

@@ -582,16 +582,7 @@ impl FileConnector {
                 every_file: None,
                 run: None,
             }),
-            1 => Err(errors.0.remove(0)),
-            _ => Err(ConfigError::new(
-                config.path(),
-                errors
-                    .0
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )),
+            _ => Err(ConfigError::joined(config.path(), errors.0)),
         }
     }
 }
