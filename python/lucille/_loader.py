@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import itertools
 import os
 import sys
+import types
 from typing import Any, Optional
 
 
@@ -47,22 +49,45 @@ def load_object(reference: str, base_dir: Optional[str] = None) -> Any:
     return obj
 
 
-def load_stage_class(reference: str, base_dir: Optional[str] = None) -> type:
-    cls = load_object(reference, base_dir)
-    if not isinstance(cls, type) or not callable(getattr(cls, "process_document", None)):
-        raise TypeError(f"{reference!r} is not a stage class (a class with a process_document method)")
-    return cls
+# Objects handed to ``lucille.run(stages=..., connector=..., indexer=...)``: the run's config names
+# each as ``lucille._loader:given.oN``, so the Rust core finds them as it finds any class, and
+# uses the object itself instead of making one.
+given = types.SimpleNamespace()
+_given_count = itertools.count(1)
 
 
-def load_connector_class(reference: str, base_dir: Optional[str] = None) -> type:
-    cls = load_object(reference, base_dir)
-    if not isinstance(cls, type) or not callable(getattr(cls, "execute", None)):
-        raise TypeError(f"{reference!r} is not a connector class (a class with an execute method)")
-    return cls
+def register_given(obj: Any) -> str:
+    """Names ``obj`` for one run; `release_given` forgets it afterwards."""
+    key = f"o{next(_given_count)}"
+    setattr(given, key, obj)
+    try:
+        # How many worker threads use the object: start() runs for the first, stop() for the last.
+        obj._lucille_users = 0
+    except AttributeError:  # __slots__: start() and stop() then run once per worker thread
+        pass
+    return f"lucille._loader:given.{key}"
 
 
-def load_indexer_class(reference: str, base_dir: Optional[str] = None) -> type:
-    cls = load_object(reference, base_dir)
-    if not isinstance(cls, type) or not callable(getattr(cls, "send_batch", None)):
-        raise TypeError(f"{reference!r} is not an indexer class (a class with a send_batch method)")
-    return cls
+def release_given(reference: str) -> None:
+    key = reference.rpartition(".")[2]
+    if hasattr(given, key):
+        delattr(given, key)
+
+
+def _check(reference: str, obj: Any, method: str, what: str) -> Any:
+    # A class, or (from lucille.run(...)) an object to use as it is.
+    if not callable(getattr(obj, method, None)):
+        raise TypeError(f"{reference!r} is not a {what} class (a class with a {method} method)")
+    return obj
+
+
+def load_stage_class(reference: str, base_dir: Optional[str] = None) -> Any:
+    return _check(reference, load_object(reference, base_dir), "process_document", "stage")
+
+
+def load_connector_class(reference: str, base_dir: Optional[str] = None) -> Any:
+    return _check(reference, load_object(reference, base_dir), "execute", "connector")
+
+
+def load_indexer_class(reference: str, base_dir: Optional[str] = None) -> Any:
+    return _check(reference, load_object(reference, base_dir), "send_batch", "indexer")

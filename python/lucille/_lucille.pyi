@@ -209,6 +209,9 @@ def run(
     overrides: _Overrides = None,
     base_dir: Optional[str] = None,
     progress: Optional[bool] = None,
+    stages: Optional[list[Any]] = None,
+    connector: Optional[Any] = None,
+    indexer: Optional[Any] = None,
 ) -> RunResult: ...
 def validate(
     path: Optional[str] = None,

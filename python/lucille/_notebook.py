@@ -109,3 +109,67 @@ def to_pandas(result: "RunResult") -> Any:
         ) from e
     rows = records(result)
     return pandas.DataFrame.from_records(rows) if rows else pandas.DataFrame(columns=["id"])
+
+
+def in_notebook() -> bool:
+    """True inside a Jupyter kernel (IPython with a kernel attached)."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except AttributeError:
+        return False
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+class Progress:
+    """The live progress of ``lucille.run`` outside a terminal: a tqdm bar (``tqdm.auto``, a
+    widget in Jupyter) when tqdm is installed, else one plain line rewritten in place on stderr.
+    The Rust run loop calls :meth:`update` a few times a second and :meth:`close` at the end."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._plain_width = 0
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            self._tqdm: Any = None
+        else:
+            self._tqdm = tqdm
+
+    @staticmethod
+    def describe(name: str, published: int, succeeded: int, failed: int, dropped: int) -> str:
+        return f"{name}: {published} published, {succeeded} indexed, {failed} failed, {dropped} dropped"
+
+    def update(self, name: str, published: int, succeeded: int, failed: int, dropped: int) -> None:
+        done = succeeded + failed + dropped
+        if self._tqdm is not None:
+            if self._bar is None or self._bar.desc != name:
+                if self._bar is not None:
+                    self._bar.close()
+                self._bar = self._tqdm(desc=name, unit="doc", total=None, leave=True)
+            self._bar.total = max(published, done)
+            self._bar.n = done
+            self._bar.set_postfix(published=published, failed=failed, dropped=dropped, refresh=False)
+            self._bar.refresh()
+            return
+        import sys
+
+        line = self.describe(name, published, succeeded, failed, dropped)
+        sys.stderr.write("\r" + line.ljust(self._plain_width))
+        sys.stderr.flush()
+        self._plain_width = len(line)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif self._plain_width:
+            import sys
+
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self._plain_width = 0

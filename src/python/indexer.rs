@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use super::document::PyDocument;
-use super::stage::{config_dict, describe_py_err};
+use super::stage::{config_dict, describe_py_err, instantiate};
 use crate::config::{ComponentConfig, ConfigError};
 use crate::document::Document;
 use crate::indexer::grouped::{BatchSink, Grouped, SinkDoc, SinkReply};
@@ -177,9 +177,7 @@ impl PythonIndexerFactory for PyIndexerFactory {
                     ),
                 )
             };
-            let obj = cls
-                .call1((config_dict(py, config).map_err(fail)?,))
-                .map_err(fail)?;
+            let obj = instantiate(&cls, || config_dict(py, config)).map_err(fail)?;
             Ok(Box::new(Grouped(PyIndexer { obj: obj.unbind() })) as Box<dyn Backend>)
         })
     }

@@ -3,6 +3,7 @@
 
 mod convert;
 mod document;
+mod given;
 mod indexer;
 mod logging;
 mod pipeline;

@@ -31,6 +31,13 @@ pub struct PyBuiltinStage {
     plan: StagePlan,
 }
 
+impl PyBuiltinStage {
+    /// The stage's config block, `class` included.
+    pub fn config_block(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.config.clone()
+    }
+}
+
 #[pymethods]
 impl PyBuiltinStage {
     #[new]

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 
 use super::convert::{config_err, py_to_value, ConfigError};
 use super::document::PyDocument;
-use super::stage::{config_dict, describe_py_err};
+use super::stage::{config_dict, describe_py_err, instantiate};
 use crate::accounting::Publisher;
 use crate::config::{ComponentConfig, ConfigError as CfgError};
 use crate::connector::{Common, Connector, ConnectorError, PythonConnectorFactory};
@@ -292,10 +292,40 @@ impl PyRunResult {
     }
 }
 
-/// Runs a config. The GIL is released while the run goes on; Ctrl-C (or SIGTERM, which the
-/// CLI turns into KeyboardInterrupt) stops it gracefully and returns the partial result.
+/// The last progress a run reported: connector name and published, succeeded, failed, dropped.
+type Snapshot = (String, [u64; 4]);
+
+fn py_progress(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    py.import("lucille._notebook")?.call_method0("Progress")
+}
+
+/// Hands the latest progress (if any since the last call) to the Python progress display.
+fn show_progress(
+    bar: &Bound<'_, PyAny>,
+    latest: &parking_lot::Mutex<Option<Snapshot>>,
+) -> PyResult<()> {
+    let Some((name, [published, succeeded, failed, dropped])) = latest.lock().take() else {
+        return Ok(());
+    };
+    bar.call_method1("update", (name, published, succeeded, failed, dropped))?;
+    Ok(())
+}
+
+/// Runs a config (a path, `config=dict` or `hocon=str`) and returns its `RunResult`.
+///
+/// `mode="test"` records what the indexer received (`result.documents`, `result.events`).
+/// `stages=[...]` (lucille.Stage objects, lucille.stages.* stages or config dicts) replace the
+/// stages of the config's one pipeline, `connector=` becomes the only connector and `indexer=`
+/// the indexer, so a notebook can run objects defined in a cell; with only objects, no config
+/// is needed. An object is used as it is, shared by every worker thread: its start() runs once
+/// before the first document and stop() once after the last.
+///
+/// The GIL is released while the run goes on. Ctrl-C (a notebook's interrupt, or SIGTERM, which
+/// the CLI turns into KeyboardInterrupt) stops it gracefully and returns the partial result; a
+/// second one stops at once. Progress: a line on a terminal, a tqdm bar (plain text without
+/// tqdm) in a notebook or with `progress=True`; `progress=False` shows none.
 #[pyfunction]
-#[pyo3(signature = (path = None, *, config = None, hocon = None, mode = "local", overrides = None, base_dir = None, progress = None))]
+#[pyo3(signature = (path = None, *, config = None, hocon = None, mode = "local", overrides = None, base_dir = None, progress = None, stages = None, connector = None, indexer = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     py: Python<'_>,
@@ -306,21 +336,61 @@ pub fn run(
     overrides: Option<&Bound<'_, PyAny>>,
     base_dir: Option<PathBuf>,
     progress: Option<bool>,
+    stages: Option<&Bound<'_, PyList>>,
+    connector: Option<&Bound<'_, PyAny>>,
+    indexer: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyRunResult> {
     let mode = RunMode::parse(mode).ok_or_else(|| {
         PyValueError::new_err(format!("mode must be \"local\" or \"test\", not {mode:?}"))
     })?;
     let overrides = overrides_list(overrides)?;
-    let (value, dir) = load(py, path, config, hocon, &overrides, base_dir)?;
+    let objects = stages.is_some() || connector.is_some() || indexer.is_some_and(|i| !i.is_none());
+    let (mut value, dir) = if objects && path.is_none() && config.is_none() && hocon.is_none() {
+        // A run made only of objects: an empty config, with the overrides laid on it.
+        let empty = PyDict::new(py);
+        load(py, None, Some(&empty), None, &overrides, base_dir)?
+    } else {
+        load(py, path, config, hocon, &overrides, base_dir)?
+    };
+    // Released (the loader forgets the objects) when the run returns.
+    let _given = objects
+        .then(|| super::given::Given::attach(py, &mut value, stages, connector, indexer))
+        .transpose()?;
     let plan = py
         .detach(|| runner::plan(&value, dir.as_deref()))
         .map_err(config_err)?;
+    let terminal = if progress != Some(false) {
+        runner::terminal_progress()
+    } else {
+        None
+    };
+    // Outside a terminal (a notebook, or progress=True in a script) the run loop below shows
+    // the progress through lucille._notebook.Progress: tqdm when installed, else plain text.
+    let shown = match (&terminal, progress) {
+        (Some(_), _) | (None, Some(false)) => None,
+        (None, Some(true)) => Some(py_progress(py)?),
+        (None, None) => py
+            .import("lucille._notebook")?
+            .call_method0("in_notebook")?
+            .is_truthy()?
+            .then(|| py_progress(py))
+            .transpose()?,
+    };
+    let latest: Arc<parking_lot::Mutex<Option<Snapshot>>> = Arc::default();
     let opts = RunOptions {
         mode,
-        progress: if progress.unwrap_or(true) {
-            runner::terminal_progress()
-        } else {
-            None
+        progress: match &shown {
+            Some(_) => {
+                let latest = latest.clone();
+                Some(Arc::new(move |name: &str, p: &Publisher| {
+                    let c = p.counts();
+                    *latest.lock() = Some((
+                        name.to_string(),
+                        [c.published, c.succeeded, c.failed, c.dropped],
+                    ));
+                }))
+            }
+            None => terminal,
         },
         ..Default::default()
     };
@@ -337,6 +407,9 @@ pub fn run(
     let mut interrupted = false;
     loop {
         let done = py.detach(|| rx.recv_timeout(Duration::from_millis(100)).is_ok());
+        if let Some(bar) = &shown {
+            show_progress(bar, &latest)?;
+        }
         if done {
             break;
         }
@@ -359,6 +432,16 @@ pub fn run(
     let result = py
         .detach(|| handle.join())
         .map_err(|_| PyRuntimeError::new_err("the run panicked"))?;
+    if let Some(bar) = &shown {
+        // The last progress report can precede the last events: end on the final counts.
+        if let Some(c) = result.connectors.last() {
+            bar.call_method1(
+                "update",
+                (&c.name, c.published, c.succeeded, c.failed, c.dropped),
+            )?;
+        }
+        bar.call_method0("close")?;
+    }
     Ok(PyRunResult {
         result,
         mode,
@@ -556,9 +639,7 @@ impl PythonConnectorFactory for PyConnectorFactory {
                     ),
                 )
             };
-            let obj = cls
-                .call1((config_dict(py, config).map_err(fail)?,))
-                .map_err(fail)?;
+            let obj = instantiate(&cls, || config_dict(py, config)).map_err(fail)?;
             obj.setattr("name", &common.name).map_err(fail)?;
             Ok(Box::new(PyConnector {
                 obj: obj.unbind(),

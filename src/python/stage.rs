@@ -232,11 +232,46 @@ impl PyStage {
     fn call_hook(&self, hook: &str) -> Result<(), StageFailure> {
         Python::attach(|py| {
             let obj = self.obj.bind(py);
+            if !shared_turn(obj, hook) {
+                return Ok(());
+            }
             if obj.hasattr(hook).map_err(|e| py_failure(py, &e))? {
                 obj.call_method0(hook).map_err(|e| py_failure(py, &e))?;
             }
             Ok(())
         })
+    }
+}
+
+/// An object given to `lucille.run(stages=[...])` is shared by every worker thread (the loader
+/// gives it a `_lucille_users` count): its `start()` runs for the first thread to start and its
+/// `stop()` for the last to stop. Other objects run every hook.
+fn shared_turn(obj: &Bound<'_, PyAny>, hook: &str) -> bool {
+    let Ok(users) = obj
+        .getattr("_lucille_users")
+        .and_then(|v| v.extract::<i64>())
+    else {
+        return true;
+    };
+    let (next, run) = match hook {
+        "start" => (users + 1, users == 0),
+        _ => ((users - 1).max(0), users <= 1),
+    };
+    // Holding the GIL, the read and this write are one step for every worker thread.
+    let _ = obj.setattr("_lucille_users", next);
+    run
+}
+
+/// Makes a component from what the loader found: a class is called with the config dict; an
+/// object handed to `lucille.run(...)` is used as it is.
+pub fn instantiate<'py>(
+    found: &Bound<'py, PyAny>,
+    config: impl FnOnce() -> PyResult<Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if found.is_instance_of::<pyo3::types::PyType>() {
+        found.call1((config()?,))
+    } else {
+        Ok(found.clone())
     }
 }
 
@@ -469,8 +504,7 @@ impl PythonStageFactory for PyStageFactory {
                     ),
                 )
             };
-            let dict = config_dict(py, config).map_err(fail)?;
-            let obj = cls.call1((dict,)).map_err(fail)?;
+            let obj = instantiate(&cls, || config_dict(py, config)).map_err(fail)?;
             name_stage(&obj, name).map_err(fail)?;
             let stage = PyStage::new(&obj).map_err(|m| config.error("batchSize", m))?;
             Ok(Box::new(stage) as Box<dyn Stage>)
