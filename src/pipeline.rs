@@ -26,7 +26,8 @@ use crate::stage::registry::{self, StageClass};
 use crate::stage::{panic_message, Children, Stage, StageError, StageFailure};
 
 /// Counters for one stage, summed over the documents it saw.
-#[derive(Debug, Clone, Default, PartialEq)]
+// Serializable: a worker process (`worker.processes`) reports its stages' metrics at the end.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StageMetrics {
     pub name: String,
     /// Documents passed to `process_document` (conditions held, not dropped/skipped/failed).
@@ -46,6 +47,14 @@ const TIME_ALL: u64 = 1024;
 const TIME_EVERY: u64 = 8;
 
 impl StageMetrics {
+    /// Zero counts for the named stage.
+    pub fn named(name: impl Into<String>) -> Self {
+        StageMetrics {
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
     /// Time spent in the stage: measured exactly over its first 1024 calls, then estimated
     /// from one call in eight, scaled to all of them.
     pub fn total_time(&self) -> Duration {
@@ -612,6 +621,23 @@ pub struct PipelinePlan {
 }
 
 impl PipelinePlan {
+    /// The stage configs this plan was made from (each with its name) and their path
+    /// context: what [`PipelinePlan::from_config`] takes to make the same plan again, in a
+    /// worker process.
+    pub fn stage_configs(&self) -> (Vec<Value>, Option<crate::config::PathContext>) {
+        let configs = self
+            .stages
+            .iter()
+            .map(|s| {
+                let mut map = s.config.map().clone();
+                map.insert("name".into(), Value::String(s.name.clone()));
+                Value::Object(map)
+            })
+            .collect();
+        let paths = self.stages.first().map(|s| (**s.config.paths()).clone());
+        (configs, paths)
+    }
+
     /// Validates every stage config of a pipeline (`stages` is the list under
     /// `pipelines[i].stages`), building one instance of each to catch what a spec cannot
     /// (bad regexes, unreadable files). Every error is returned at once.

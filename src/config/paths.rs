@@ -20,7 +20,8 @@ pub const CLASSPATH_PREFIX: &str = "classpath:";
 /// the working directory (the config's folder is searched after them).
 pub const DEFAULT_RESOURCE_ROOTS: [&str; 3] = ["src/main/resources", "src/test/resources", "conf"];
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+// Serializable: a worker process (`worker.processes`) resolves paths as the run does.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct PathContext {
     /// The working directory when the config was planned; `None` if it could not be read.
     cwd: Option<PathBuf>,

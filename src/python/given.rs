@@ -64,6 +64,21 @@ impl Given {
             return Err(PyValueError::new_err("the config must be an object"));
         };
         let mut pipeline: Option<String> = None;
+        let processes = root
+            .get("worker")
+            .and_then(|w| w.get("processes"))
+            .is_some();
+        if let (Some(list), true) = (stages, processes) {
+            if list.iter().any(|item| {
+                !item.is_instance_of::<PyDict>() && !item.is_instance_of::<PyBuiltinStage>()
+            }) {
+                return Err(PyValueError::new_err(
+                    "stage objects given to lucille.run live in this process and cannot run in \
+                     worker processes (worker.processes): name their class in the config as \
+                     module:Class or file.py:Class instead",
+                ));
+            }
+        }
         if let Some(list) = stages {
             let blocks = list
                 .iter()

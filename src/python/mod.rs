@@ -7,6 +7,7 @@ mod given;
 mod indexer;
 mod logging;
 mod pipeline;
+mod process;
 mod run;
 mod search;
 mod stage;
@@ -29,6 +30,7 @@ fn _lucille(m: &Bound<'_, PyModule>) -> PyResult<()> {
     run::register(m)?;
     indexer::register(m)?;
     search::register(m)?;
+    process::register(m)?;
     logging::install();
     crate::stage::registry::install_python_factory(Box::new(stage::PyStageFactory));
     crate::thread_scope::install(attached_thread);

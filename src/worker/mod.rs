@@ -11,7 +11,9 @@
 //! accounting tracks each emission). Every FAIL is written to the dead-letter file when one is
 //! configured.
 
+pub mod engine;
 pub mod meter;
+pub mod process;
 pub mod watch;
 
 use std::fs::OpenOptions;
@@ -32,7 +34,9 @@ use crate::document::Document;
 use crate::indexer::{Preparer, ToIndex};
 use crate::messaging::Messenger;
 use crate::pipeline::{PipelinePlan, StageMetrics};
+use engine::Engine;
 use meter::Meter;
+use process::remote::{Connect, Processes, RemotePipeline};
 use watch::{Abandoned, Observed, Slot, Verdict};
 
 // Short, so an idle worker notices the stop flag quickly; the poll blocks, it does not spin.
@@ -56,6 +60,9 @@ pub struct WorkerSettings {
     /// `worker.exitOnTimeout`: end the process (exit code 1) on such a timeout, as Lucille
     /// does, for a supervisor (Kubernetes, systemd) to restart it.
     pub exit_on_timeout: bool,
+    /// `worker.processes`: the pipeline runs in this many worker processes, one per worker
+    /// thread (see [`process`]).
+    pub processes: Option<usize>,
 }
 
 impl Default for WorkerSettings {
@@ -69,6 +76,7 @@ impl Default for WorkerSettings {
             log_interval: Duration::from_secs(30),
             max_processing: None,
             exit_on_timeout: false,
+            processes: None,
         }
     }
 }
@@ -82,6 +90,7 @@ pub fn worker_spec() -> Spec {
         .optional("heartbeatPath", Kind::String)
         .optional("maxProcessingSecs", Kind::Integer)
         .optional("exitOnTimeout", Kind::Bool)
+        .optional("processes", Kind::Integer)
         .optional("pipeline", Kind::String)
 }
 
@@ -123,6 +132,30 @@ impl WorkerSettings {
         }
         match worker.bool_or("exitOnTimeout", false) {
             Ok(b) => s.exit_on_timeout = b,
+            Err(e) => errors.push(e),
+        }
+        match worker.usize("processes") {
+            Ok(Some(0)) => errors.push(worker.error("processes", "must be at least 1")),
+            Ok(Some(n)) if worker.map().contains_key("threads") && s.threads != n => {
+                errors.push(worker.error(
+                    "processes",
+                    format!(
+                        "each worker thread drives one worker process, so threads ({}) and \
+                         processes ({n}) must agree: give only processes",
+                        s.threads
+                    ),
+                ))
+            }
+            Ok(Some(_)) if process::launcher().is_none() => errors.push(worker.error(
+                "processes",
+                "worker processes are started by the Python package: run this config with \
+                 `lucille run` or lucille.run(), or remove processes",
+            )),
+            Ok(Some(n)) => {
+                s.processes = Some(n);
+                s.threads = n;
+            }
+            Ok(None) => {}
             Err(e) => errors.push(e),
         }
         if let Some(secs) = log_seconds {
@@ -220,6 +253,8 @@ pub struct WorkerPool {
     logger: Option<JoinHandle<()>>,
     pub stats: Arc<PoolStats>,
     dead_letter: Option<Arc<DeadLetter>>,
+    /// Worker processes started for `worker.processes`, ended with the pool.
+    processes: Arc<Processes>,
 }
 
 /// A live worker thread and, under `worker.maxProcessingSecs`, what the supervisor watches.
@@ -240,6 +275,8 @@ struct Spawner {
     dead_letter: Option<Arc<DeadLetter>>,
     preparer: Option<Preparer>,
     started: AtomicU64,
+    /// Under `worker.processes`: how a worker thread starts its process.
+    connect: Option<Connect>,
 }
 
 impl Spawner {
@@ -259,6 +296,7 @@ impl Spawner {
             dead_letter: self.dead_letter.clone(),
             preparer: self.preparer.clone(),
             watch: slot.clone(),
+            connect: self.connect.clone(),
         };
         let handle = std::thread::Builder::new()
             .name(format!("lucille-worker-{n}"))
@@ -307,6 +345,7 @@ struct WorkerContext {
     preparer: Option<Preparer>,
     /// Under `worker.maxProcessingSecs`, the state the supervisor observes.
     watch: Option<Arc<Slot>>,
+    connect: Option<Connect>,
 }
 
 impl WorkerPool {
@@ -330,6 +369,8 @@ impl WorkerPool {
                 out: Mutex::new(None),
             })
         });
+        let processes = Arc::new(Processes::default());
+        let connect = settings.processes.and_then(|_| processes.launcher());
         let spawner = Arc::new(Spawner {
             plan,
             settings: settings.clone(),
@@ -340,6 +381,7 @@ impl WorkerPool {
             dead_letter: dead_letter.clone(),
             preparer,
             started: AtomicU64::new(0),
+            connect,
         });
         let mut live = Vec::with_capacity(settings.threads);
         for _ in 0..settings.threads {
@@ -372,6 +414,7 @@ impl WorkerPool {
             logger,
             stats,
             dead_letter,
+            processes,
         })
     }
 
@@ -456,6 +499,7 @@ impl Drop for WorkerPool {
                 let _ = t.join();
             }
         }
+        self.processes.end_all();
     }
 }
 
@@ -647,13 +691,18 @@ impl WorkerContext {
         if let (Some(w), Some(i)) = (&self.watch, crate::thread_scope::interrupter()) {
             w.thread_id.store((i.thread_id)(), Ordering::Relaxed);
         }
-        let mut pipeline = match self.plan.instantiate() {
-            Ok(p) => Ok(p),
-            Err(e) => Err(format!(
-                "the worker could not build pipeline {:?}: {}",
-                self.plan.name,
-                e.to_string().trim_end()
-            )),
+        let mut pipeline = match &self.connect {
+            Some(connect) => RemotePipeline::start(&self.plan, connect.clone())
+                .map(Engine::Remote)
+                .map_err(|e| format!("pipeline {:?}: {e}", self.plan.name)),
+            None => match self.plan.instantiate() {
+                Ok(p) => Ok(Engine::Local(p)),
+                Err(e) => Err(format!(
+                    "the worker could not build pipeline {:?}: {}",
+                    self.plan.name,
+                    e.to_string().trim_end()
+                )),
+            },
         };
         if let Ok(p) = &mut pipeline {
             if let Err(e) = p.start() {
@@ -737,11 +786,7 @@ impl WorkerContext {
     /// Runs documents through the pipeline together, for stages that take batches
     /// (`Pipeline::process_batch`); events as in [`WorkerContext::process`]. A document the
     /// batch failed is retried on its own, as the per-document path would.
-    fn process_batch(
-        &self,
-        pipeline: &mut crate::pipeline::Pipeline,
-        docs: Vec<Document>,
-    ) -> Result<(), Abandoned> {
+    fn process_batch(&self, pipeline: &mut Engine, docs: Vec<Document>) -> Result<(), Abandoned> {
         let started = Instant::now();
         let n = docs.len();
         let max_retries = self.settings.max_retries.unwrap_or(0);
@@ -813,11 +858,7 @@ impl WorkerContext {
         }
     }
 
-    fn process(
-        &self,
-        pipeline: &mut crate::pipeline::Pipeline,
-        doc: Document,
-    ) -> Result<(), Abandoned> {
+    fn process(&self, pipeline: &mut Engine, doc: Document) -> Result<(), Abandoned> {
         let started = Instant::now();
         self.begin([doc.id()]);
         self.attempts(pipeline, doc, 1)?;
@@ -833,12 +874,7 @@ impl WorkerContext {
     /// in all; FAILs it when the last one fails. A child's events are sent in `SEND`, then
     /// stage code resumes; the parent (last out) keeps `SEND` to the end, so its terminal
     /// event and a supervisor's timeout can never both be sent.
-    fn attempts(
-        &self,
-        pipeline: &mut crate::pipeline::Pipeline,
-        doc: Document,
-        first: u32,
-    ) -> Result<(), Abandoned> {
+    fn attempts(&self, pipeline: &mut Engine, doc: Document, first: u32) -> Result<(), Abandoned> {
         let max_retries = self.settings.max_retries.unwrap_or(0);
         let original = (max_retries > 0).then(|| doc.clone());
         let mut doc = doc;

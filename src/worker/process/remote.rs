@@ -1,0 +1,273 @@
+//! The run's side: a worker thread's pipeline that lives in a worker process.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Stdio};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde::Deserialize;
+
+use super::WireOutput;
+use crate::document::Document;
+use crate::pipeline::{Output, PipelinePlan, StageMetrics};
+use crate::stage::StageError;
+
+/// How many documents a worker thread hands its process at once when it can: one round trip
+/// per document would leave the process idle while the thread sends events.
+pub const REMOTE_BATCH: usize = 32;
+
+/// Both ends of a worker process's pipes, and the process when there is one.
+pub struct Conn {
+    pub to: Box<dyn Write + Send>,
+    pub from: Box<dyn BufRead + Send>,
+    pub child: Option<Arc<Mutex<Child>>>,
+}
+
+/// Opens a connection to a fresh worker process.
+pub type Connect = Arc<dyn Fn() -> std::io::Result<Conn> + Send + Sync>;
+
+/// The worker processes a pool started, so that those its threads left behind (a thread the
+/// timeout supervisor abandoned) are ended with the pool.
+#[derive(Default)]
+pub struct Processes(Mutex<Vec<Arc<Mutex<Child>>>>);
+
+impl Processes {
+    /// A [`Connect`] that starts processes with the installed launcher.
+    pub fn launcher(self: &Arc<Self>) -> Option<Connect> {
+        let launcher = super::launcher()?;
+        let processes = self.clone();
+        Some(Arc::new(move || {
+            let mut child = launcher()
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()?;
+            let (Some(to), Some(from)) = (child.stdin.take(), child.stdout.take()) else {
+                let _ = child.kill();
+                return Err(std::io::Error::other("the worker process has no pipes"));
+            };
+            let child = Arc::new(Mutex::new(child));
+            processes.0.lock().push(child.clone());
+            Ok(Conn {
+                to: Box::new(std::io::BufWriter::new(to)),
+                from: Box::new(BufReader::new(from)),
+                child: Some(child),
+            })
+        }))
+    }
+
+    /// Ends every process still running (after the pool's threads are done with them).
+    pub fn end_all(&self) {
+        for child in self.0.lock().drain(..) {
+            let mut c = child.lock();
+            if matches!(c.try_wait(), Ok(None)) {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Reply {
+    #[serde(default)]
+    ready: bool,
+    error: Option<String>,
+    out: Option<Vec<WireOutput>>,
+    metrics: Option<Vec<StageMetrics>>,
+}
+
+pub struct RemotePipeline {
+    hello: String,
+    stage_names: Vec<String>,
+    connect: Connect,
+    conn: Option<Conn>,
+    metrics: Vec<StageMetrics>,
+}
+
+fn read_reply(conn: &mut Conn) -> Result<Reply, String> {
+    let mut line = String::new();
+    match conn.from.read_line(&mut line) {
+        Ok(0) => Err("the worker process exited".into()),
+        Ok(_) => serde_json::from_str(&line)
+            .map_err(|e| format!("the worker process answered what is not a reply ({e})")),
+        Err(e) => Err(format!("cannot read from the worker process: {e}")),
+    }
+}
+
+impl RemotePipeline {
+    /// Starts a worker process and has it build the plan's pipeline.
+    pub fn start(plan: &PipelinePlan, connect: Connect) -> Result<Self, String> {
+        let (stages, paths) = plan.stage_configs();
+        let hello = serde_json::json!({ "pipeline": plan.name, "stages": stages, "paths": paths });
+        let mut remote = RemotePipeline {
+            hello: hello.to_string(),
+            stage_names: plan.stages.iter().map(|s| s.name.clone()).collect(),
+            connect,
+            conn: None,
+            metrics: Vec::new(),
+        };
+        remote.connect()?;
+        Ok(remote)
+    }
+
+    fn connect(&mut self) -> Result<(), String> {
+        let mut conn =
+            (self.connect)().map_err(|e| format!("cannot start a worker process: {e}"))?;
+        let hello = writeln!(conn.to, "{}", self.hello).and_then(|_| conn.to.flush());
+        hello.map_err(|e| format!("cannot talk to the worker process: {e}"))?;
+        let reply = read_reply(&mut conn);
+        match reply {
+            Ok(Reply { ready: true, .. }) => {
+                self.conn = Some(conn);
+                Ok(())
+            }
+            Ok(Reply { error: Some(e), .. }) => {
+                end(conn);
+                Err(format!(
+                    "the worker process could not build the pipeline: {e}"
+                ))
+            }
+            Ok(_) => {
+                end(conn);
+                Err("the worker process answered out of turn".into())
+            }
+            Err(e) => {
+                end(conn);
+                Err(e)
+            }
+        }
+    }
+
+    pub fn batch_size(&self) -> usize {
+        REMOTE_BATCH
+    }
+
+    /// Runs documents in the worker process. When the process cannot (it died, or the pipe
+    /// broke), every document of the call FAILs with the reason and the next call starts a
+    /// new process.
+    pub fn process(&mut self, docs: Vec<Document>) -> Vec<Output> {
+        let result = self.round_trip(&docs);
+        match result {
+            Ok(outputs) => outputs,
+            Err(message) => {
+                if let Some(conn) = self.conn.take() {
+                    end(conn);
+                }
+                tracing::error!("{message}");
+                docs.into_iter()
+                    .map(|doc| {
+                        let error = StageError::Process {
+                            stage: "worker process".into(),
+                            doc_id: doc.id().to_string(),
+                            message: message.clone(),
+                        };
+                        Output {
+                            doc,
+                            is_child: false,
+                            error: Some(error),
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    fn round_trip(&mut self, docs: &[Document]) -> Result<Vec<Output>, String> {
+        if self.conn.is_none() {
+            self.connect()?;
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return Err("no worker process".into());
+        };
+        let sent = (|| -> std::io::Result<()> {
+            conn.to.write_all(b"{\"docs\":[")?;
+            for (i, doc) in docs.iter().enumerate() {
+                if i > 0 {
+                    conn.to.write_all(b",")?;
+                }
+                doc.write_json(&mut conn.to)?;
+            }
+            conn.to.write_all(b"]}\n")?;
+            conn.to.flush()
+        })();
+        sent.map_err(|e| format!("cannot send to the worker process: {e}"))?;
+        let reply = read_reply(conn).map_err(|e| format!("{e} while processing this document"))?;
+        let Some(out) = reply.out else {
+            return Err("the worker process answered out of turn".into());
+        };
+        out.into_iter()
+            .map(|o| {
+                let doc = Document::from_value(o.doc).map_err(|e| {
+                    format!("the worker process sent back a malformed document: {e}")
+                })?;
+                Ok(Output {
+                    doc,
+                    is_child: o.child,
+                    error: o.error.map(super::WireError::into_error),
+                })
+            })
+            .collect()
+    }
+
+    /// Ends the process: it stops its stages and reports their metrics.
+    pub fn stop(&mut self) -> Result<(), StageError> {
+        let Some(mut conn) = self.conn.take() else {
+            return Ok(());
+        };
+        drop(std::mem::replace(&mut conn.to, Box::new(std::io::sink())));
+        let reply = read_reply(&mut conn);
+        end(conn);
+        match reply {
+            Ok(Reply {
+                metrics: Some(m), ..
+            }) => {
+                self.metrics = m;
+                Ok(())
+            }
+            Ok(_) => Ok(()),
+            Err(message) => Err(StageError::Lifecycle {
+                stage: "worker process".into(),
+                phase: "stop",
+                message,
+            }),
+        }
+    }
+
+    /// The stages' metrics the process reported when it stopped (zeros before that).
+    pub fn metrics(&self) -> Vec<StageMetrics> {
+        if !self.metrics.is_empty() {
+            return self.metrics.clone();
+        }
+        self.stage_names.iter().map(StageMetrics::named).collect()
+    }
+}
+
+/// Closes a connection; its process, if still running, is ended.
+fn end(conn: Conn) {
+    let Conn { to, from, child } = conn;
+    drop(to);
+    drop(from);
+    if let Some(child) = child {
+        let mut c = child.lock();
+        if matches!(c.try_wait(), Ok(None)) {
+            // Given a moment to exit on its own after its input closed.
+            for _ in 0..50 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                if !matches!(c.try_wait(), Ok(None)) {
+                    return;
+                }
+            }
+            let _ = c.kill();
+        }
+        let _ = c.wait();
+    }
+}
+
+impl Drop for RemotePipeline {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            end(conn);
+        }
+    }
+}

@@ -1,0 +1,112 @@
+"""worker.processes: the pipeline runs in worker processes (Python stages on several cores),
+with the same accounting as worker threads."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import lucille
+
+STAGES = '''
+import os
+import lucille
+
+
+class Pid(lucille.Stage):
+    def process_document(self, doc):
+        print("a print in a stage must not break the protocol")
+        doc.set_field("pid", os.getpid())
+        n = int(doc.id.split("-")[1])
+        if n % 10 == 3:
+            raise ValueError(f"no threes: {doc.id}")
+        if n % 10 == 5:
+            doc.drop()
+        if n % 10 == 7:
+            return [lucille.Document(f"{doc.id}-child", {"parent": doc.id})]
+        return None
+
+
+class Crash(lucille.Stage):
+    def process_document(self, doc):
+        if doc.id == "doc-13":
+            os._exit(7)
+'''
+
+
+def write(tmp_path: Path, stages: str, worker: str, n: int = 60) -> Path:
+    (tmp_path / "procstages.py").write_text(STAGES)
+    conf = tmp_path / "run.conf"
+    conf.write_text(
+        textwrap.dedent(
+            f"""
+            connectors: [{{ name: "seq", class: "SequenceConnector", numDocs: {n}, docIdPrefix: "doc-",
+                            pipeline: "p" }}]
+            pipelines: [{{ name: "p", stages: [{stages}] }}]
+            worker {{ {worker} }}
+            """
+        )
+    )
+    return conf
+
+
+def outcome(result: Any) -> list[tuple[str, str]]:
+    return sorted((doc_id, kind) for doc_id, kind, _ in result.events)
+
+
+def test_two_processes_give_the_same_events_as_threads(tmp_path: Path) -> None:
+    stage = '{ class: "procstages.py:Pid" }'
+    threads = lucille.run(str(write(tmp_path, stage, "threads: 2")), mode="test", progress=False)
+    procs = lucille.run(str(write(tmp_path, stage, "processes: 2")), mode="test", progress=False)
+    assert procs.status == threads.status
+    assert outcome(procs) == outcome(threads)
+    assert (procs.published, procs.succeeded, procs.failed, procs.dropped) == (
+        threads.published,
+        threads.succeeded,
+        threads.failed,
+        threads.dropped,
+    )
+    assert (procs.failed, procs.dropped) == (6, 6)
+    messages = [m for _, kind, m in procs.events if kind == "FAIL"]
+    assert all(m is not None and "no threes" in m for m in messages), messages
+    # The stage ran in two processes other than this one.
+    pids = {d.get_int("pid") for d in procs.documents if d.has("pid")}
+    assert os.getpid() not in pids
+    assert len(pids) == 2, pids
+
+
+def test_a_process_that_dies_fails_only_its_document_with_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the dead-letter file (p_fail.jsonl) goes here
+    conf = write(tmp_path, '{ class: "procstages.py:Crash" }', "processes: 2, maxRetries: 1", n=30)
+    result = lucille.run(str(conf), mode="test", progress=False)
+    # doc-13 kills its process on every attempt; the documents sent with it are retried one by
+    # one in a new process and succeed; nothing is lost.
+    failed = [(i, m) for i, kind, m in result.events if kind == "FAIL"]
+    assert [i for i, _ in failed] == ["doc-13"], failed
+    assert failed[0][1] is not None and "worker process" in failed[0][1]
+    assert (result.published, result.succeeded, result.failed) == (30, 29, 1)
+    assert "doc-13" in (tmp_path / "p_fail.jsonl").read_text()
+
+
+def test_processes_and_threads_must_agree() -> None:
+    errors = lucille.validate(hocon='worker { threads: 3, processes: 2 }\nconnectors: []')
+    assert any("worker.processes" in e and "must agree" in e for e in errors), errors
+
+
+def test_objects_given_to_run_cannot_go_to_processes() -> None:
+    class Here(lucille.Stage):
+        def process_document(self, doc: lucille.Document) -> None:
+            pass
+
+    class One(lucille.Connector):
+        def execute(self, publisher: lucille.Publisher) -> None:
+            publisher.publish(lucille.Document("a"))
+
+    with pytest.raises(ValueError, match="worker processes"):
+        lucille.run(config={"worker": {"processes": 2}}, stages=[Here()], connector=One(), mode="test")
