@@ -7,6 +7,7 @@ import pytest
 
 import lucille
 from lucille import Document, Pipeline
+from pathlib import Path
 
 MODULE = sys.modules[__name__]
 
@@ -51,7 +52,7 @@ def _reset():
     yield
 
 
-def test_batches_of_the_configured_size_with_children_first():
+def test_batches_of_the_configured_size_with_children_first() -> None:
     r = run({"class": f"{__name__}:Batched", "batchSize": 4},
             extra_stages=[{"class": "SetStaticValues", "staticValues": {"after": "yes"}}])
     assert Batched.sizes == [4, 4, 2]
@@ -65,13 +66,13 @@ def test_batches_of_the_configured_size_with_children_first():
     assert [e[0] for e in r.events if e[1] == "CREATE"] == ["3-child"]
 
 
-def test_default_batch_size_is_one_document_at_a_time():
+def test_default_batch_size_is_one_document_at_a_time() -> None:
     r = run({"class": f"{__name__}:Batched"}, num_docs=3)
     assert Batched.sizes == [1, 1, 1]
     assert r.succeeded == 3
 
 
-def test_an_exception_fails_every_document_of_its_batch():
+def test_an_exception_fails_every_document_of_its_batch() -> None:
     r = run({"class": f"{__name__}:Batched", "batchSize": 5, "fail_on": ["7"]})
     assert (r.succeeded, r.failed) == (6, 5), "0-4 and the child of 3 succeed"
     failed = sorted(e[0] for e in r.events if e[1] == "FAIL")
@@ -80,21 +81,21 @@ def test_an_exception_fails_every_document_of_its_batch():
     assert sorted(d.id for d in r.documents) == ["0", "1", "2", "3", "3-child", "4"]
 
 
-def test_a_result_of_the_wrong_length_fails_the_batch():
+def test_a_result_of_the_wrong_length_fails_the_batch() -> None:
     r = run({"class": f"{__name__}:WrongLength", "batchSize": 3}, num_docs=3)
     assert r.failed == 3
     assert all("one entry" in e[2] and "1 entries for 3 documents" in e[2]
                for e in r.events if e[1] == "FAIL")
 
 
-def test_batch_only_stage_in_a_notebook_pipeline():
+def test_batch_only_stage_in_a_notebook_pipeline() -> None:
     p = Pipeline([Batched({"batchSize": 8})])
     out = p.process(Document("3"))
     assert [d.id for d in out] == ["3-child", "3"]
     assert out[1].get("batch_len") == 1
 
 
-def test_bad_batch_size_is_a_config_error():
+def test_bad_batch_size_is_a_config_error() -> None:
     def errors(stage):
         return lucille.validate(config={
             "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p"}],
@@ -122,7 +123,7 @@ class FailsFirstBatch(lucille.Stage):
             d.set_field("ok", True)
 
 
-def test_a_failed_batch_is_retried_document_by_document(tmp_path):
+def test_a_failed_batch_is_retried_document_by_document(tmp_path: Path) -> None:
     FailsFirstBatch.calls = []
     r = lucille.run(config={
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 4, "pipeline": "p"}],
@@ -134,7 +135,7 @@ def test_a_failed_batch_is_retried_document_by_document(tmp_path):
     assert all(d.get("ok") for d in r.documents)
 
 
-def test_batches_with_several_worker_threads_account_for_every_document():
+def test_batches_with_several_worker_threads_account_for_every_document() -> None:
     r = run({"class": f"{__name__}:Batched", "batchSize": 8}, num_docs=200, threads=2)
     assert (r.published, r.succeeded, r.failed) == (200, 201, 0)
     assert sum(Batched.sizes) == 200 and max(Batched.sizes) <= 8

@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 import lucille
+from pathlib import Path
 
 
 def make_sqlite(path):
@@ -28,7 +29,7 @@ def make_sqlite(path):
     conn.close()
 
 
-def test_sqlite_rows_become_documents_with_children(tmp_path):
+def test_sqlite_rows_become_documents_with_children(tmp_path: Path) -> None:
     make_sqlite(tmp_path / "movies.db")
     conf = tmp_path / "db.conf"
     # A relative database path is read from the config file's folder.
@@ -70,7 +71,7 @@ def test_sqlite_rows_become_documents_with_children(tmp_path):
     assert [r[0] for r in conn.execute("SELECT what FROM audit ORDER BY rowid")] == ["start", "done"]
 
 
-def test_bad_sql_fails_the_run_with_the_sql_named(tmp_path):
+def test_bad_sql_fails_the_run_with_the_sql_named(tmp_path: Path) -> None:
     make_sqlite(tmp_path / "movies.db")
     result = lucille.run(
         config={
@@ -91,7 +92,7 @@ def test_bad_sql_fails_the_run_with_the_sql_named(tmp_path):
     assert "no_such_table" in result.summary
 
 
-def test_config_errors_are_reported_together(tmp_path):
+def test_config_errors_are_reported_together(tmp_path: Path) -> None:
     with pytest.raises(lucille.ConfigError) as e:
         lucille.run(
             config={
@@ -126,7 +127,7 @@ def psql(url, sql):
     subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql], check=True)
 
 
-def test_postgres_rows_and_children(tmp_path):
+def test_postgres_rows_and_children(tmp_path: Path) -> None:
     url = postgres_url()
     psql(
         url,

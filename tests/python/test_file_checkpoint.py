@@ -49,7 +49,7 @@ def watermarks(db: pathlib.Path):
         return dict(c.execute("SELECT path, acked FROM units").fetchall())
 
 
-def test_a_killed_run_resumes_with_exactly_the_unacknowledged_records(tmp_path):
+def test_a_killed_run_resumes_with_exactly_the_unacknowledged_records(tmp_path: pathlib.Path) -> None:
     corpus = write_corpus(tmp_path / "data")
     (tmp_path / "slow.py").write_text(
         "import time, lucille\n"
@@ -106,7 +106,7 @@ def run_test_mode(tmp_path, extra=""):
     return lucille.run(hocon=conf.replace('{ class: "slow.py:Slow" }', ""), mode="test")
 
 
-def test_incremental_reads_only_changed_files_and_marks_vanished_ones(tmp_path):
+def test_incremental_reads_only_changed_files_and_marks_vanished_ones(tmp_path: pathlib.Path) -> None:
     write_corpus(tmp_path / "data")
     (tmp_path / "data" / "c.txt").write_text("a whole-file document")
     extra = ", incremental: true, emitDeletes: true"
@@ -142,7 +142,7 @@ def _md5(text):
     return hashlib.md5(text.encode()).hexdigest()
 
 
-def test_checkpoint_options_are_validated_up_front():
+def test_checkpoint_options_are_validated_up_front() -> None:
     errors = lucille.validate(hocon="""
 connectors: [{ name: "f", class: "FileConnector", paths: ["x"], incremental: true,
   emitDeletes: true, collapse: true, checkpoint { } }]

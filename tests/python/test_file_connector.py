@@ -40,7 +40,7 @@ def run_files(folder, **extra):
     return lucille.run(config=config, mode="test")
 
 
-def test_csv_jsonl_and_xml_folder(tmp_path):
+def test_csv_jsonl_and_xml_folder(tmp_path: pathlib.Path) -> None:
     folder = copy(tmp_path, "books.csv", "items.jsonl", "catalog.xml")
     r = run_files(folder)
     assert r.status == "Success", r.summary
@@ -78,7 +78,7 @@ def test_csv_jsonl_and_xml_folder(tmp_path):
     assert fails[f"{jsonl}:line4"].startswith(f"{jsonl}: line 4: invalid JSON")
 
 
-def test_whole_file_documents_ids_and_prefix(tmp_path):
+def test_whole_file_documents_ids_and_prefix(tmp_path: pathlib.Path) -> None:
     folder = copy(tmp_path, "notes.txt", "junk.bin")
     r = run_files(folder, docIdPrefix="file-")
     assert (r.published, r.succeeded, r.failed) == (2, 2, 0)
@@ -93,7 +93,7 @@ def test_whole_file_documents_ids_and_prefix(tmp_path):
     assert by_name["junk.bin"].get("file_content") == "AP/+AQIDgIEKDQDI"  # base64
 
 
-def test_compressed_inputs_and_lucille_nested_options(tmp_path):
+def test_compressed_inputs_and_lucille_nested_options(tmp_path: pathlib.Path) -> None:
     folder = copy(tmp_path, "more.jsonl.gz", "bundle.zip", "books.csv")
     done = tmp_path / "done"
     r = run_files(
@@ -109,7 +109,7 @@ def test_compressed_inputs_and_lucille_nested_options(tmp_path):
     assert (folder / "books.csv").exists()
 
 
-def test_quickstart_connector_shape(tmp_path):
+def test_quickstart_connector_shape(tmp_path: pathlib.Path) -> None:
     corpus = tmp_path / "data" / "records.jsonl.gz"
     corpus.parent.mkdir()
     with gzip.open(corpus, "wt") as f:
@@ -126,7 +126,7 @@ def test_quickstart_connector_shape(tmp_path):
     assert [d.id for d in r.documents] == ["a", "b"]
 
 
-def test_bad_config_lists_every_error(tmp_path):
+def test_bad_config_lists_every_error(tmp_path: pathlib.Path) -> None:
     config = {
         "connectors": [
             {
@@ -147,7 +147,7 @@ def test_bad_config_lists_every_error(tmp_path):
         raise AssertionError("expected a ConfigError")
 
 
-def test_malformed_records_also_reach_the_dead_letter_file(tmp_path):
+def test_malformed_records_also_reach_the_dead_letter_file(tmp_path: pathlib.Path) -> None:
     folder = copy(tmp_path, "items.jsonl")
     dead = tmp_path / "dead.jsonl"
     config = {
@@ -165,7 +165,7 @@ def test_malformed_records_also_reach_the_dead_letter_file(tmp_path):
     assert any("invalid JSON" in line["error"] for line in lines)
 
 
-def test_local_runs_build_json_lines_on_the_workers_with_the_same_results(tmp_path):
+def test_local_runs_build_json_lines_on_the_workers_with_the_same_results(tmp_path: pathlib.Path) -> None:
     # In local mode a JSON line is only scanned for its id on the connector thread and parsed
     # by a worker; what is indexed, and what fails, must be as in test mode (parsed up front).
     folder = tmp_path / "in"

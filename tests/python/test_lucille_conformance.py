@@ -59,7 +59,7 @@ def validate_run_config(c, monkeypatch):
     return rel, lucille.validate(rel)
 
 
-def test_lucille_run_configs_validate_and_examples_run(monkeypatch):
+def test_lucille_run_configs_validate_and_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
     m = manifest()
     configs = run_configs(m)
     valid = ran = examples = fixtures = 0
@@ -92,7 +92,7 @@ def test_lucille_run_configs_validate_and_examples_run(monkeypatch):
     assert ran >= FLOOR_EXAMPLES_RAN, f"examples ran: {ran}, was {FLOOR_EXAMPLES_RAN}"
 
 
-def test_lucille_stage_confs_validate(monkeypatch):
+def test_lucille_stage_confs_validate(monkeypatch: pytest.MonkeyPatch) -> None:
     m = manifest()
     configs = stage_configs(m)
     valid = fixtures = 0

@@ -2,6 +2,8 @@
 XMLConnector, which run as the FileConnector with the matching handler and their old keys."""
 
 import lucille
+from pathlib import Path
+import pytest
 
 
 def run(tmp_path, monkeypatch, connector, mode="test"):
@@ -9,7 +11,7 @@ def run(tmp_path, monkeypatch, connector, mode="test"):
     return lucille.run(config={"connectors": [{"name": "c", **connector}]}, mode=mode)
 
 
-def test_csv_connector_reads_its_one_file_with_the_csv_handler_whatever_its_extension(tmp_path, monkeypatch):
+def test_csv_connector_reads_its_one_file_with_the_csv_handler_whatever_its_extension(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "data.txt").write_text("key;Title\nk1;One\nk2;Two\n")
     r = run(tmp_path, monkeypatch, {
         "class": "com.kmwllc.lucille.connector.CSVConnector", "path": "data.txt",
@@ -22,7 +24,7 @@ def test_csv_connector_reads_its_one_file_with_the_csv_handler_whatever_its_exte
     assert (tmp_path / "done" / "data.txt").exists()
 
 
-def test_csv_connector_from_the_classpath(tmp_path, monkeypatch):
+def test_csv_connector_from_the_classpath(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     res = tmp_path / "src" / "test" / "resources" / "RunnerTest"
     res.mkdir(parents=True)
     (res / "singleDoc.csv").write_text("id,a\n1,x\n")
@@ -30,13 +32,13 @@ def test_csv_connector_from_the_classpath(tmp_path, monkeypatch):
     assert [d.id for d in r.documents] == ["1"], r.summary
 
 
-def test_json_connector_reads_json_lines_from_json_path(tmp_path, monkeypatch):
+def test_json_connector_reads_json_lines_from_json_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "in.data").write_text('{"id": "a", "x": 1}\n{"id": "b", "x": 2}\n')
     r = run(tmp_path, monkeypatch, {"class": "com.kmwllc.lucille.connector.JSONConnector", "jsonPath": "in.data"})
     assert [(d.id, d.get("x")) for d in r.documents] == [("a", 1), ("b", 2)], r.summary
 
 
-def test_xml_connector_reads_file_paths_and_file_urls(tmp_path, monkeypatch):
+def test_xml_connector_reads_file_paths_and_file_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "staff.xml").write_text(
         "<Company><staff><id>1</id><name>Ann</name></staff><staff><id>2</id><name>Bo</name></staff></Company>"
     )
@@ -48,7 +50,7 @@ def test_xml_connector_reads_file_paths_and_file_urls(tmp_path, monkeypatch):
     assert [d.id for d in r.documents] == ["1", "2"], r.summary
 
 
-def test_old_connectors_reject_what_lucille_rejects_and_what_is_not_done_here(tmp_path, monkeypatch):
+def test_old_connectors_reject_what_lucille_rejects_and_what_is_not_done_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
     def errors(connector):
@@ -69,7 +71,7 @@ def test_old_connectors_reject_what_lucille_rejects_and_what_is_not_done_here(tm
     assert "connectors[0].separatorChar" in e
 
 
-def test_lucille_file_connector_keys_not_done_here_say_what_to_use_instead(tmp_path, monkeypatch):
+def test_lucille_file_connector_keys_not_done_here_say_what_to_use_instead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     base = {"name": "f", "class": "FileConnector", "paths": ["s3://bucket/folder/"]}
     errors = lucille.validate(config={"connectors": [{
@@ -85,7 +87,7 @@ def test_lucille_file_connector_keys_not_done_here_say_what_to_use_instead(tmp_p
     assert e.startswith("connectors[0].filterOptions.lastPublishedCutoff") and "checkpoint" in e
 
 
-def test_xml_connector_with_both_file_lists_is_rejected_and_package_names_are_exact(tmp_path, monkeypatch):
+def test_xml_connector_with_both_file_lists_is_rejected_and_package_names_are_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     keys = {"xmlRootPath": "/a/b", "xmlIdPath": "/a/b/id", "encoding": "utf-8", "outputField": "xml"}
     (e,) = lucille.validate(config={"connectors": [{"name": "c", "class": "com.kmwllc.lucille.connector.xml.XMLConnector",

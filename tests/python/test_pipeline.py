@@ -45,7 +45,7 @@ class Boom(Stage):
             raise KeyError("no such thing")
 
 
-def test_python_stage_modifies_in_place():
+def test_python_stage_modifies_in_place() -> None:
     p = Pipeline([Enrich({})])
     d = Document("d", {"body": "hello"})
     out = p.process(d)
@@ -54,7 +54,7 @@ def test_python_stage_modifies_in_place():
     assert d.get("len") == 5
 
 
-def test_self_config_and_default_names():
+def test_self_config_and_default_names() -> None:
     e = Enrich({"threshold": 3})
     t = Tag({}, name="tagger")
     p = Pipeline([e, lucille.stages.CopyFields(fieldMapping={"body": "copy"}), t])
@@ -66,7 +66,7 @@ def test_self_config_and_default_names():
     assert doc.get("copy") == "x"
 
 
-def test_generator_children_are_lazy_and_come_first():
+def test_generator_children_are_lazy_and_come_first() -> None:
     seen = []
 
     class Record(Stage):
@@ -84,13 +84,13 @@ def test_generator_children_are_lazy_and_come_first():
     assert all(x.get_list("trail") == ["stage_3"] for x in [first] + rest)
 
 
-def test_list_of_children_and_run_id_copy():
+def test_list_of_children_and_run_id_copy() -> None:
     p = Pipeline([ListChildren({}), Tag({})])
     out = p.process(Document("p"))
     assert [d.id for d in out] == ["p-a", "p-b", "p"]
 
 
-def test_children_only_flow_downstream():
+def test_children_only_flow_downstream() -> None:
     p = Pipeline([Tag({}, name="before"), Chunk({}), Tag({}, name="after")])
     out = p.process(Document("d", {"body": "x y"}))
     assert [(d.id, d.get_list("trail")) for d in out] == [
@@ -100,7 +100,7 @@ def test_children_only_flow_downstream():
     ]
 
 
-def test_exception_raises_stage_error_with_traceback():
+def test_exception_raises_stage_error_with_traceback() -> None:
     p = Pipeline([Boom({}, name="boom")])
     assert p.process(Document("ok"))[0].id == "ok"
     with pytest.raises(StageError) as e:
@@ -114,7 +114,7 @@ def test_exception_raises_stage_error_with_traceback():
     assert m["boom"]["errors"] == 1 and m["boom"]["processed"] == 3
 
 
-def test_bad_return_and_bad_yield():
+def test_bad_return_and_bad_yield() -> None:
     class ReturnsDoc(Stage):
         def process_document(self, doc):
             return doc
@@ -137,7 +137,7 @@ def test_bad_return_and_bad_yield():
         Pipeline([YieldsStr({})]).process(Document("d"))
 
 
-def test_generator_error_midway_fails_parent():
+def test_generator_error_midway_fails_parent() -> None:
     class Half(Stage):
         def process_document(self, doc):
             yield Document(doc.id + "-1")
@@ -149,13 +149,13 @@ def test_generator_error_midway_fails_parent():
         next(it)
 
 
-def test_dropped_documents_are_returned_flagged():
+def test_dropped_documents_are_returned_flagged() -> None:
     p = Pipeline([lucille.stages.DropDocument(), Tag({})])
     (d,) = p.process(Document("d"))
     assert d.is_dropped() and not d.has("trail")
 
 
-def test_conditions_on_python_and_builtin_stages():
+def test_conditions_on_python_and_builtin_stages() -> None:
     cond = [{"fields": ["kind"], "values": ["a"]}]
     p = Pipeline([
         Tag({"conditions": cond}, name="py"),
@@ -167,7 +167,7 @@ def test_conditions_on_python_and_builtin_stages():
     assert b.to_dict() == {"id": "2", "kind": "b"}
 
 
-def test_builtin_stage_config_errors_list_everything():
+def test_builtin_stage_config_errors_list_everything() -> None:
     with pytest.raises(ValueError) as e:
         lucille.stages.CopyFields(fieldMaping={"a": "b"}, updateMode="sideways")
     msg = str(e.value)
@@ -180,7 +180,7 @@ def test_builtin_stage_config_errors_list_everything():
         Pipeline([object()])
 
 
-def test_start_once_and_close_calls_stop():
+def test_start_once_and_close_calls_stop() -> None:
     class Life(Stage):
         events = []
 
@@ -199,7 +199,7 @@ def test_start_once_and_close_calls_stop():
     assert Life.events == ["start", "a", "b", "stop"]
 
 
-def test_rust_stages_run_without_the_gil():
+def test_rust_stages_run_without_the_gil() -> None:
     # One long Pipeline.process call (a Rust stage emitting many children) runs in another
     # thread; if it held the GIL this thread could not run Python meanwhile.
     p = Pipeline([lucille.stages.CreateChildrenStage(numChildren=300000)])
@@ -222,7 +222,7 @@ def test_rust_stages_run_without_the_gil():
     assert ticks > 1000, f"only {ticks} Python steps ran during the Rust call"
 
 
-def test_stages_stub_lists_every_builtin():
+def test_stages_stub_lists_every_builtin() -> None:
     spec = importlib.util.spec_from_file_location("gen_stage_stubs", ROOT / "scripts" / "gen_stage_stubs.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
@@ -233,7 +233,7 @@ def test_stages_stub_lists_every_builtin():
     assert sorted(dir(lucille.stages)) == sorted(lucille._lucille.builtin_stage_names())
 
 
-def test_metrics_shape():
+def test_metrics_shape() -> None:
     p = Pipeline([Enrich({}), Chunk({})])
     p.process(Document("d", {"body": "a b"}))
     m = p.metrics()
@@ -245,7 +245,7 @@ def test_metrics_shape():
 DATA = ROOT / "tests" / "python" / "data"
 
 
-def test_from_config_with_python_stages_by_module_and_file():
+def test_from_config_with_python_stages_by_module_and_file() -> None:
     p = Pipeline.from_config(
         [
             {"class": "mystages:Shout", "name": "by_module", "field": "a"},
@@ -260,7 +260,7 @@ def test_from_config_with_python_stages_by_module_and_file():
     assert d.get("c") == "x"
 
 
-def test_from_config_reports_every_error():
+def test_from_config_reports_every_error() -> None:
     with pytest.raises(ValueError) as e:
         Pipeline.from_config(
             [

@@ -17,7 +17,7 @@ def run_feed(url, **extra):
     return lucille.run(config={"connectors": [connector]}, mode="test")
 
 
-def test_rss_file_items_become_documents():
+def test_rss_file_items_become_documents() -> None:
     result = run_feed(str(FEEDS / "news.rss.xml"), docIdPrefix="news-")
     assert result.status == "Success", result.summary
     docs = result.documents
@@ -32,7 +32,7 @@ def test_rss_file_items_become_documents():
     assert not docs[2].has("pubDate")
 
 
-def test_atom_feed_over_http():
+def test_atom_feed_over_http() -> None:
     body = (FEEDS / "blog.atom.xml").read_bytes()
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -66,13 +66,13 @@ def test_atom_feed_over_http():
         server.shutdown()
 
 
-def test_malformed_feed_fails_the_connector_with_the_position():
+def test_malformed_feed_fails_the_connector_with_the_position() -> None:
     result = run_feed(str(FEEDS / "malformed.xml"))
     assert result.status == "Failure"
     assert "malformed feed" in result.summary and "at byte" in result.summary
 
 
-def test_polling_keys_are_checked_up_front():
+def test_polling_keys_are_checked_up_front() -> None:
     with pytest.raises(lucille.ConfigError) as e:
         run_feed(str(FEEDS / "news.rss.xml"), runDuration="1h", pubDateCutoff="later")
     assert "refreshIncrement" in str(e.value) and "pubDateCutoff" in str(e.value)
