@@ -2,6 +2,8 @@
 batchSize documents at once, with per-document accounting and children before parents."""
 
 import sys
+from typing import Any, Iterator, Optional, Sequence
+
 
 import pytest
 
@@ -16,9 +18,9 @@ class Batched(lucille.Stage):
     """Records its batch sizes; doc "3" gets a child; any doc with id in config["fail_on"]
     makes the whole batch raise."""
 
-    sizes: list = []
+    sizes: list[int] = []
 
-    def process_batch(self, docs):
+    def process_batch(self, docs: list[Document]) -> list[Optional[list[Document]]]:
         ids = [d.id for d in docs]
         if set(ids) & set(self.config.get("fail_on", [])):
             raise RuntimeError(f"model rejected batch {ids}")
@@ -29,16 +31,21 @@ class Batched(lucille.Stage):
 
 
 class WrongLength(lucille.Stage):
-    def process_batch(self, docs):
+    def process_batch(self, docs: list[Document]) -> list[None]:
         return [None]
 
 
 class PerDocOnly(lucille.Stage):
-    def process_document(self, doc):
+    def process_document(self, doc: Document) -> None:
         pass
 
 
-def run(stage_config, num_docs=10, threads=1, extra_stages=()):
+def run(
+    stage_config: dict[str, Any],
+    num_docs: int = 10,
+    threads: int = 1,
+    extra_stages: Sequence[dict[str, Any]] = (),
+) -> lucille.RunResult:
     return lucille.run(config={
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": num_docs, "pipeline": "p"}],
         "pipelines": [{"name": "p", "stages": [stage_config, *extra_stages]}],
@@ -47,7 +54,7 @@ def run(stage_config, num_docs=10, threads=1, extra_stages=()):
 
 
 @pytest.fixture(autouse=True)
-def _reset():
+def _reset() -> Iterator[None]:
     Batched.sizes = []
     yield
 
@@ -77,15 +84,16 @@ def test_an_exception_fails_every_document_of_its_batch() -> None:
     assert (r.succeeded, r.failed) == (6, 5), "0-4 and the child of 3 succeed"
     failed = sorted(e[0] for e in r.events if e[1] == "FAIL")
     assert failed == ["5", "6", "7", "8", "9"]
-    assert all("model rejected batch" in e[2] for e in r.events if e[1] == "FAIL")
+    assert all("model rejected batch" in (e[2] or "") for e in r.events if e[1] == "FAIL")
     assert sorted(d.id for d in r.documents) == ["0", "1", "2", "3", "3-child", "4"]
 
 
 def test_a_result_of_the_wrong_length_fails_the_batch() -> None:
     r = run({"class": f"{__name__}:WrongLength", "batchSize": 3}, num_docs=3)
     assert r.failed == 3
-    assert all("one entry" in e[2] and "1 entries for 3 documents" in e[2]
-               for e in r.events if e[1] == "FAIL")
+    fails = [e[2] or "" for e in r.events if e[1] == "FAIL"]
+    assert all("one entry" in m and "1 entries for 3 documents" in m for m in fails)
+
 
 
 def test_batch_only_stage_in_a_notebook_pipeline() -> None:
@@ -96,7 +104,7 @@ def test_batch_only_stage_in_a_notebook_pipeline() -> None:
 
 
 def test_bad_batch_size_is_a_config_error() -> None:
-    def errors(stage):
+    def errors(stage: dict[str, Any]) -> list[str]:
         return lucille.validate(config={
             "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p"}],
             "pipelines": [{"name": "p", "stages": [stage]}],
@@ -112,9 +120,9 @@ def test_bad_batch_size_is_a_config_error() -> None:
 class FailsFirstBatch(lucille.Stage):
     """Raises on the first batch holding document "2"; later calls succeed."""
 
-    calls: list = []
+    calls: list[list[str]] = []
 
-    def process_batch(self, docs):
+    def process_batch(self, docs: list[Document]) -> None:
         ids = [d.id for d in docs]
         FailsFirstBatch.calls.append(ids)
         if "2" in ids and len(FailsFirstBatch.calls) == 1:

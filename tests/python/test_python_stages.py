@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any
+
 
 import pytest
 
@@ -13,16 +15,16 @@ from lucille import Document, Pipeline
 from pathlib import Path
 
 
-def embedded(script):
+def embedded(script: str) -> Pipeline:
     return Pipeline([lucille.stages.EmbeddedPython(script=textwrap.dedent(script))])
 
 
-def run_one(script, doc):
+def run_one(script: str, doc: Document) -> Document:
     (out,) = embedded(script).process(doc)
     return out
 
 
-def stage_errors(stage):
+def stage_errors(stage: dict[str, Any]) -> list[str]:
     return lucille.validate(config={
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p"}],
         "pipelines": [{"name": "p", "stages": [stage]}],
@@ -155,7 +157,7 @@ def test_exception_fails_only_that_document_in_a_run(tmp_path: Path) -> None:
     }, mode="test")
     assert (r.status, r.succeeded, r.failed) == ("Success", 3, 1)
     fails = [e for e in r.events if e[1] == "FAIL"]
-    assert fails[0][0] == "2" and "Failure on two" in fails[0][2]
+    assert fails[0][0] == "2" and "Failure on two" in (fails[0][2] or "")
     assert all(d.get("ok") is True for d in r.documents)
 
 
@@ -173,7 +175,7 @@ def test_cli_validate_reports_the_syntax_error_line(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- ExternalPython
 
 
-def external(tmp_path, code, **keys):
+def external(tmp_path: Path, code: str, **keys: Any) -> Pipeline:
     script = tmp_path / "fn.py"
     script.write_text(textwrap.dedent(code))
     return Pipeline([lucille.stages.ExternalPython(scriptPath=str(script), **keys)])
@@ -266,7 +268,7 @@ def test_script_paths_resolve_as_every_input_path(tmp_path: Path, monkeypatch: p
     (tmp_path / "res" / "scripts" / "up.py").write_text("doc['t'] = 'x'\n")
     (tmp_path / "here.py").write_text("doc['n'] = 1\n")
     monkeypatch.chdir(tmp_path)
-    config = {
+    config: dict[str, Any] = {
         "runner": {"resourceRoots": ["res"]},
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p"}],
         "pipelines": [{"name": "p", "stages": [

@@ -4,7 +4,7 @@ import lucille
 
 
 class Shout(lucille.Stage):
-    def process_document(self, doc):
+    def process_document(self, doc: lucille.Document) -> None:
         doc.set_field("shout", (doc.get_string(self.config.get("field", "text")) or "").upper())
         doc.set_field("stage_name", self.name)
 
