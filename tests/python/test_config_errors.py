@@ -6,7 +6,8 @@ import textwrap
 from pathlib import Path
 
 
-def validate(tmp_path, name, text):
+def validate(tmp_path: Path, name: str, text: str) -> tuple[int, str]:
+
     p = tmp_path / name
     p.write_text(textwrap.dedent(text))
     r = subprocess.run([sys.executable, "-m", "lucille.cli", "validate", str(p)], capture_output=True,

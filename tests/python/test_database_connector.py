@@ -11,7 +11,7 @@ import lucille
 from pathlib import Path
 
 
-def make_sqlite(path):
+def make_sqlite(path: Path) -> None:
     conn = sqlite3.connect(path)
     conn.executescript(
         """
@@ -114,7 +114,7 @@ def test_config_errors_are_reported_together(tmp_path: Path) -> None:
     assert "unknown driver" in text and "otherJoinFields" in text
 
 
-def postgres_url():
+def postgres_url() -> str:
     url = os.environ.get("LUCILLE_TEST_POSTGRES_URL")
     if not url:
         if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
@@ -123,7 +123,8 @@ def postgres_url():
     return url
 
 
-def psql(url, sql):
+def psql(url: str, sql: str) -> None:
+
     subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql], check=True)
 
 

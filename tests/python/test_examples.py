@@ -3,6 +3,8 @@
 import pathlib
 import subprocess
 import sys
+from typing import Optional
+
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -17,7 +19,7 @@ def test_document_tour_runs() -> None:
     assert '"views":1200' in out
 
 
-def run_cli(*args, stdin=None):
+def run_cli(*args: str, stdin: Optional[str] = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lucille.cli", *args],
         capture_output=True, text=True, input=stdin,

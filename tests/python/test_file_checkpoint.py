@@ -16,13 +16,13 @@ import lucille
 LINES = 3000
 
 
-def write_corpus(folder: pathlib.Path):
+def write_corpus(folder: pathlib.Path) -> dict[str, list[str]]:
     folder.mkdir(parents=True, exist_ok=True)
-    ids = {}
+    ids: dict[str, list[str]] = {}
     for name in ("a", "b"):
         rows = [{"id": f"{name}-{i}", "n": i} for i in range(LINES)]
         (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        ids[str(folder / f"{name}.jsonl")] = [r["id"] for r in rows]
+        ids[str(folder / f"{name}.jsonl")] = [f"{name}-{i}" for i in range(LINES)]
     return ids
 
 
@@ -38,13 +38,13 @@ worker {{ threads: 2 }}
 """
 
 
-def ids_in(path: pathlib.Path):
+def ids_in(path: pathlib.Path) -> list[str]:
     if not path.exists():
         return []
     return [json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip()]
 
 
-def watermarks(db: pathlib.Path):
+def watermarks(db: pathlib.Path) -> dict[str, int]:
     with sqlite3.connect(db) as c:
         return dict(c.execute("SELECT path, acked FROM units").fetchall())
 
@@ -99,7 +99,7 @@ def test_a_killed_run_resumes_with_exactly_the_unacknowledged_records(tmp_path: 
         assert c.execute("SELECT finished FROM traversals").fetchone()[0] == 1
 
 
-def run_test_mode(tmp_path, extra=""):
+def run_test_mode(tmp_path: pathlib.Path, extra: str = "") -> lucille.RunResult:
     conf = config_text(tmp_path, tmp_path / "unused.jsonl", extra)
     # The state file inside the traversed folder: its own files are never read as documents.
     conf = conf.replace(str(tmp_path / "state.sqlite"), str(tmp_path / "data" / "state.sqlite"))
@@ -137,7 +137,8 @@ def test_incremental_reads_only_changed_files_and_marks_vanished_ones(tmp_path: 
     assert full.published == 1 + LINES
 
 
-def _md5(text):
+def _md5(text: str) -> str:
+
     import hashlib
     return hashlib.md5(text.encode()).hexdigest()
 

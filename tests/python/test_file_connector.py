@@ -8,6 +8,8 @@ import hashlib
 import os
 import pathlib
 import shutil
+from typing import Any
+
 
 import lucille
 
@@ -15,7 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "files"
 
 
-def copy(tmp_path, *names):
+def copy(tmp_path: pathlib.Path, *names: str) -> pathlib.Path:
     folder = tmp_path / "in"
     folder.mkdir(exist_ok=True)
     for n in names:
@@ -23,8 +25,8 @@ def copy(tmp_path, *names):
     return folder
 
 
-def run_files(folder, **extra):
-    connector = {
+def run_files(folder: pathlib.Path, **extra: Any) -> lucille.RunResult:
+    connector: dict[str, Any] = {
         "name": "files",
         "class": "FileConnector",
         "pipeline": "p",
@@ -67,7 +69,7 @@ def test_csv_jsonl_and_xml_folder(tmp_path: pathlib.Path) -> None:
     order = [d.id for d in r.documents if d.id.startswith("j")]
     assert order == ["j1", "j2", "j3"]
 
-    fails = {doc_id: message for doc_id, kind, message in r.events if kind == "FAIL"}
+    fails = {doc_id: message or "" for doc_id, kind, message in r.events if kind == "FAIL"}
     jsonl = str(folder / "items.jsonl")
     csv = str(folder / "books.csv")
     assert fails == {
@@ -194,7 +196,7 @@ def test_local_runs_build_json_lines_on_the_workers_with_the_same_results(tmp_pa
     assert [d["id"] for d in indexed] == ["7", "a", "c2"]
     assert indexed[1] == {"id": "a", "title": "first", "nested": {"k": [1, 2]}, "t2": "first"}
     assert indexed[2]["title"] == "third"
-    failures = {e[0]: e[2] for e in test.events if e[1] == "FAIL"}
+    failures = {e[0]: e[2] or "" for e in test.events if e[1] == "FAIL"}
     path = str(folder / "items.jsonl")
     assert failures[f"{path}:line2"].endswith('no usable id field "id" (a non-empty string or number)')
     assert "___children" in failures["b"] and f"{path}: line 3" in failures["b"]

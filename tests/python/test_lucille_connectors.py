@@ -1,12 +1,17 @@
 """Lucille's connector class names, including its deprecated CSVConnector, JSONConnector and
 XMLConnector, which run as the FileConnector with the matching handler and their old keys."""
 
-import lucille
 from pathlib import Path
+from typing import Any
+
 import pytest
 
+import lucille
 
-def run(tmp_path, monkeypatch, connector, mode="test"):
+
+def run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, connector: dict[str, Any], mode: str = "test"
+) -> lucille.RunResult:
     monkeypatch.chdir(tmp_path)
     return lucille.run(config={"connectors": [{"name": "c", **connector}]}, mode=mode)
 
@@ -53,7 +58,7 @@ def test_xml_connector_reads_file_paths_and_file_urls(tmp_path: Path, monkeypatc
 def test_old_connectors_reject_what_lucille_rejects_and_what_is_not_done_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
-    def errors(connector):
+    def errors(connector: dict[str, Any]) -> list[str]:
         return lucille.validate(config={"connectors": [{"name": "c", **connector}]})
 
     e = errors({"class": "com.kmwllc.lucille.connector.CSVConnector", "paths": ["a.csv"]})
@@ -61,14 +66,14 @@ def test_old_connectors_reject_what_lucille_rejects_and_what_is_not_done_here(tm
     e = errors({"class": "com.kmwllc.lucille.connector.JSONConnector", "jsonPath": "a", "idField": "x"})
     assert any("connectors[0].idField" in x for x in e), e
     keys = {"xmlRootPath": "/a/b", "xmlIdPath": "/a/b/id", "encoding": "utf-8", "outputField": "xml"}
-    (e,) = errors({"class": "com.kmwllc.lucille.connector.xml.XMLConnector", "urlFiles": ["https://example.org/a.xml"], **keys})
-    assert "connectors[0].urlFiles" in e and "file://" in e
-    (e,) = errors({"class": "com.kmwllc.lucille.connector.xml.XMLConnector", **keys})
-    assert "filePaths" in e
+    (one,) = errors({"class": "com.kmwllc.lucille.connector.xml.XMLConnector", "urlFiles": ["https://example.org/a.xml"], **keys})
+    assert "connectors[0].urlFiles" in one and "file://" in one
+    (one,) = errors({"class": "com.kmwllc.lucille.connector.xml.XMLConnector", **keys})
+    assert "filePaths" in one
     e = errors({"class": "com.kmwllc.lucille.connector.xml.XMLConnector", "filePaths": ["a.xml"], "xmlRootPath": "/a/b"})
     assert {x.split(":")[0] for x in e} >= {"connectors[0].xmlIdPath", "connectors[0].encoding", "connectors[0].outputField"}, e
-    (e,) = errors({"class": "com.kmwllc.lucille.connector.CSVConnector", "path": "a.csv", "separatorChar": ";;"})
-    assert "connectors[0].separatorChar" in e
+    (one,) = errors({"class": "com.kmwllc.lucille.connector.CSVConnector", "path": "a.csv", "separatorChar": ";;"})
+    assert "connectors[0].separatorChar" in one
 
 
 def test_lucille_file_connector_keys_not_done_here_say_what_to_use_instead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

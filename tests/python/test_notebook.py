@@ -30,7 +30,7 @@ def test_document_html_caps_the_number_of_fields() -> None:
     assert "f49" in h and "f50" not in h and "10 more fields" in h
 
 
-def run_test_mode():
+def run_test_mode() -> lucille.RunResult:
     return lucille.run(config={
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 3, "pipeline": "p"}],
         "pipelines": [{"name": "p", "stages": [
@@ -74,7 +74,7 @@ def test_records_only_in_test_mode(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("cls", [lucille.Document, lucille.RunResult, lucille.ConnectorResult, lucille.Pipeline])
-def test_every_public_method_has_a_docstring(cls):
+def test_every_public_method_has_a_docstring(cls: type) -> None:
     assert (cls.__doc__ or "").strip(), f"{cls.__name__} has no docstring"
     names = [n for n in dir(cls) if not n.startswith("_") or n == "_repr_html_"]
     assert names
@@ -84,5 +84,6 @@ def test_every_public_method_has_a_docstring(cls):
 
 def test_help_shows_the_docstring() -> None:
     import pydoc
-    text = pydoc.render_doc(lucille.Document.set_field, renderer=pydoc.plaintext)
+    text = pydoc.plain(pydoc.render_doc(lucille.Document.set_field))
+
     assert "Sets a field to a value" in text

@@ -3,6 +3,8 @@
 import http.server
 import pathlib
 import threading
+from typing import Any
+
 
 import pytest
 
@@ -11,7 +13,7 @@ import lucille
 FEEDS = pathlib.Path(__file__).resolve().parents[1] / "data" / "rss"
 
 
-def run_feed(url, **extra):
+def run_feed(url: str, **extra: str) -> lucille.RunResult:
     connector = {"name": "feed", "class": "com.kmwllc.lucille.connector.RSSConnector", "rssURL": url}
     connector.update(extra)
     return lucille.run(config={"connectors": [connector]}, mode="test")
@@ -36,7 +38,7 @@ def test_atom_feed_over_http() -> None:
     body = (FEEDS / "blog.atom.xml").read_bytes()
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
+        def do_GET(self) -> None:
             if self.path != "/atom.xml":
                 self.send_error(404)
                 return
@@ -46,7 +48,7 @@ def test_atom_feed_over_http() -> None:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args):
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)

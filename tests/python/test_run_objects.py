@@ -50,7 +50,8 @@ def test_a_run_made_only_of_objects_defined_here() -> None:
     )
     assert result.status == "Success", result.summary
     assert (result.published, result.succeeded, result.failed) == (20, 20, 0)
-    assert sorted(d.get_string("upper") for d in result.documents) == sorted(
+    assert sorted(d.get_string("upper") or "" for d in result.documents) == sorted(
+
         f"HELLO {i}" for i in range(20)
     )
     # One object, shared by the three worker threads: its state is the run's, and it was

@@ -1,6 +1,9 @@
 """Python stages named from configs in the tests."""
 
+from typing import Any, Optional
+
 import lucille
+
 
 
 class Shout(lucille.Stage):
@@ -14,5 +17,5 @@ class NotAStage:
 
 
 class FailsInInit(lucille.Stage):
-    def __init__(self, config):
+    def __init__(self, config: Optional[dict[str, Any]] = None) -> None:
         raise RuntimeError("cannot start")
