@@ -12,7 +12,8 @@ written there) and, for ```python blocks, in one namespace:
   anything).
 - ``<!-- file: PATH -->`` before a block writes it to PATH; a ``.py`` file must compile and a
   ``.conf`` file must validate.
-- ``<!-- not run: REASON -->`` skips a block, counted; any other block fails the test.
+- ``<!-- not run: REASON -->`` skips a block (a file block is still written), counted; any
+  other block fails the test.
 
 The counts are printed at the end (run with ``-s`` to see them).
 """
@@ -119,15 +120,17 @@ def check_output(block: Block, command: str, expected: list[str], printed: str) 
 
 def run_block(block: Block, ns: dict[str, Any], cwd: pathlib.Path) -> str:
     """Runs or checks one block; returns how it was counted."""
-    if block.mark("not run") is not None:
-        assert block.mark("not run"), f"{block.where()}: `not run` needs a reason"
-        return "not run"
     target = block.mark("file")
     if target is not None:
         path = cwd / target
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(block.text)
+    if block.mark("not run") is not None:
+        assert block.mark("not run"), f"{block.where()}: `not run` needs a reason"
+        return "not run"
+    if target is not None:
         if path.suffix == ".py":
+
             compile(block.text, str(path), "exec")
             return "validated"
         if path.suffix == ".conf":
