@@ -21,6 +21,8 @@ The counts are printed at the end (run with ``-s`` to see them).
 from __future__ import annotations
 
 import dataclasses
+import linecache
+
 import pathlib
 import re
 import shlex
@@ -142,7 +144,10 @@ def run_block(block: Block, ns: dict[str, Any], cwd: pathlib.Path) -> str:
             return "validated"
         return "file"
     if block.lang == "python":
-        exec(compile(block.text, block.where(), "exec"), ns)
+        name = f"{block.page}:{block.line}"
+        # Registered so that a traceback shows the guide's lines.
+        linecache.cache[name] = (len(block.text), None, block.text.splitlines(True), name)
+        exec(compile(block.text, name, "exec"), ns)
         return "run"
     if block.lang == "hocon":
         if block.mark("fragment") is not None:
