@@ -27,7 +27,8 @@ def main() -> None:
     doc.set_field("summary", doc.evaluate("$substring(body, 0, 24) & '…'"))
 
     # A stage may split a document into children (ids parentId-N).
-    for n, sentence in enumerate(doc.get_string("body").split(". "), start=1):
+    for n, sentence in enumerate((doc.get_string("body") or "").split(". "), start=1):
+
         doc.add_child(Document(f"{doc.id}-{n}", {"text": sentence}))
 
     print("fields:     ", doc.field_names())

@@ -37,5 +37,8 @@ echo "== maturin develop"
 VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop --quiet
 echo "== stubtest"
 "$VENV/bin/python" -m mypy.stubtest lucille._lucille lucille.stages
+echo "== mypy --strict (examples, tests)"
+"$VENV/bin/python" -m mypy --strict examples tests/python
+
 echo "== pytest"
 "$VENV/bin/python" -m pytest tests/python "$@"

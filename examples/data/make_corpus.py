@@ -11,6 +11,7 @@ import importlib
 import inspect
 import json
 import sys
+from typing import Any, Iterator
 
 MODULES = """
 abc argparse array asyncio base64 bisect calendar collections contextlib copy csv dataclasses
@@ -29,15 +30,15 @@ def summary(doc: str) -> str:
     return " ".join(first.split())
 
 
-def signature(obj) -> str:
+def signature(obj: Any) -> str:
     try:
         return str(inspect.signature(obj))
     except (TypeError, ValueError):
         return ""
 
 
-def records():
-    seen = set()
+def records() -> Iterator[dict[str, str]]:
+    seen: set[str] = set()
     for name in MODULES:
         mod = importlib.import_module(name)
         for attr, obj in sorted(vars(mod).items()):
@@ -54,7 +55,8 @@ def records():
                     yield from one(name, f"{attr}.{m}", meth, "method", seen)
 
 
-def one(module, qualname, obj, kind, seen):
+def one(module: str, qualname: str, obj: Any, kind: str, seen: set[str]) -> Iterator[dict[str, str]]:
+
     key = f"{module}.{qualname}"
     doc = inspect.getdoc(obj) or ""
     if key in seen or not doc.strip():

@@ -33,11 +33,11 @@ def embed(text: str) -> np.ndarray:
 
 
 class Articles(lucille.Connector):
-    def execute(self, publisher):
+    def execute(self, publisher: lucille.Publisher) -> None:
         for key, text in ARTICLES:
             publisher.publish(lucille.Document(key, {"title": key, "body": text}))
 
 
 class Embed(lucille.Stage):
-    def process_document(self, doc):
+    def process_document(self, doc: lucille.Document) -> None:
         doc.set_vector("embedding", embed(doc.get_string("body") or ""))

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 import lancedb
 import pyarrow as pa
+from lancedb.table import Table
 
 import lucille
 
@@ -29,13 +30,13 @@ class LanceDBIndexer(lucille.Indexer):
         self.table_name = self.config.get("table", "docs")
         self.vector_field = self.config.get("vectorField", "embedding")
         self.fields = list(self.config.get("fields", []))
-        self.db = None
-        self.table = None
+        self.db: Optional[lancedb.DBConnection] = None
+        self.table: Optional[Table] = None
 
     def validate_connection(self) -> None:
         self.db = lancedb.connect(self.uri)
 
-    def _table(self, dim: int):
+    def _table(self, dim: int) -> Table:
         if self.table is None:
             assert self.db is not None
             if self.table_name in self.db.table_names():
@@ -49,12 +50,15 @@ class LanceDBIndexer(lucille.Indexer):
         return self.table
 
     def send_batch(self, docs: list[lucille.Document]) -> dict[str, str]:
-        rows, errors = [], {}
+        rows: list[dict[str, Any]] = []
+        errors: dict[str, str] = {}
         for doc in docs:
-            if not doc.has(self.vector_field):
+            vector = doc.get_vector(self.vector_field)
+            if vector is None:
                 errors[doc.id] = f"no vector in field {self.vector_field!r}"
                 continue
-            row = {"id": doc.id, "vector": doc.get_vector(self.vector_field).tolist()}
+            row = {"id": doc.id, "vector": vector.tolist()}
+
             for f in self.fields:
                 row[f] = doc.get_string(f)
             rows.append(row)

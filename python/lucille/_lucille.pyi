@@ -1,7 +1,7 @@
 """Type stubs for the native module `lucille._lucille` (checked by mypy.stubtest)."""
 
 import os
-from typing import Any, Iterator, Optional, Union, final
+from typing import Any, Iterator, Optional, Protocol, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -200,6 +200,16 @@ class Publisher:
 
 _Overrides = Union[dict[str, Any], list[str], None]
 
+class _ConnectorObject(Protocol):
+    """What `run(connector=...)` takes: a lucille.Connector, or any object with `execute`."""
+
+    def execute(self, publisher: Publisher, /) -> object: ...
+
+class _IndexerObject(Protocol):
+    """What `run(indexer=...)` takes: a lucille.Indexer, or any object with `send_batch`."""
+
+    def send_batch(self, docs: list[Document], /) -> object: ...
+
 def run(
     path: Optional[str] = None,
     *,
@@ -210,8 +220,9 @@ def run(
     base_dir: Optional[str] = None,
     progress: Optional[bool] = None,
     stages: Optional[list[Any]] = None,
-    connector: Optional[Any] = None,
-    indexer: Optional[Any] = None,
+    connector: Optional[_ConnectorObject] = None,
+    indexer: Optional[_IndexerObject] = None,
+
 ) -> RunResult: ...
 def validate(
     path: Optional[str] = None,

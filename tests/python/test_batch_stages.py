@@ -2,11 +2,14 @@
 batchSize documents at once, with per-document accounting and children before parents."""
 
 import sys
+from typing import Any, Iterator, Optional, Sequence
+
 
 import pytest
 
 import lucille
 from lucille import Document, Pipeline
+from pathlib import Path
 
 MODULE = sys.modules[__name__]
 
@@ -15,9 +18,9 @@ class Batched(lucille.Stage):
     """Records its batch sizes; doc "3" gets a child; any doc with id in config["fail_on"]
     makes the whole batch raise."""
 
-    sizes: list = []
+    sizes: list[int] = []
 
-    def process_batch(self, docs):
+    def process_batch(self, docs: list[Document]) -> list[Optional[list[Document]]]:
         ids = [d.id for d in docs]
         if set(ids) & set(self.config.get("fail_on", [])):
             raise RuntimeError(f"model rejected batch {ids}")
@@ -28,16 +31,21 @@ class Batched(lucille.Stage):
 
 
 class WrongLength(lucille.Stage):
-    def process_batch(self, docs):
+    def process_batch(self, docs: list[Document]) -> list[None]:
         return [None]
 
 
 class PerDocOnly(lucille.Stage):
-    def process_document(self, doc):
+    def process_document(self, doc: Document) -> None:
         pass
 
 
-def run(stage_config, num_docs=10, threads=1, extra_stages=()):
+def run(
+    stage_config: dict[str, Any],
+    num_docs: int = 10,
+    threads: int = 1,
+    extra_stages: Sequence[dict[str, Any]] = (),
+) -> lucille.RunResult:
     return lucille.run(config={
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": num_docs, "pipeline": "p"}],
         "pipelines": [{"name": "p", "stages": [stage_config, *extra_stages]}],
@@ -46,12 +54,12 @@ def run(stage_config, num_docs=10, threads=1, extra_stages=()):
 
 
 @pytest.fixture(autouse=True)
-def _reset():
+def _reset() -> Iterator[None]:
     Batched.sizes = []
     yield
 
 
-def test_batches_of_the_configured_size_with_children_first():
+def test_batches_of_the_configured_size_with_children_first() -> None:
     r = run({"class": f"{__name__}:Batched", "batchSize": 4},
             extra_stages=[{"class": "SetStaticValues", "staticValues": {"after": "yes"}}])
     assert Batched.sizes == [4, 4, 2]
@@ -65,37 +73,38 @@ def test_batches_of_the_configured_size_with_children_first():
     assert [e[0] for e in r.events if e[1] == "CREATE"] == ["3-child"]
 
 
-def test_default_batch_size_is_one_document_at_a_time():
+def test_default_batch_size_is_one_document_at_a_time() -> None:
     r = run({"class": f"{__name__}:Batched"}, num_docs=3)
     assert Batched.sizes == [1, 1, 1]
     assert r.succeeded == 3
 
 
-def test_an_exception_fails_every_document_of_its_batch():
+def test_an_exception_fails_every_document_of_its_batch() -> None:
     r = run({"class": f"{__name__}:Batched", "batchSize": 5, "fail_on": ["7"]})
     assert (r.succeeded, r.failed) == (6, 5), "0-4 and the child of 3 succeed"
     failed = sorted(e[0] for e in r.events if e[1] == "FAIL")
     assert failed == ["5", "6", "7", "8", "9"]
-    assert all("model rejected batch" in e[2] for e in r.events if e[1] == "FAIL")
+    assert all("model rejected batch" in (e[2] or "") for e in r.events if e[1] == "FAIL")
     assert sorted(d.id for d in r.documents) == ["0", "1", "2", "3", "3-child", "4"]
 
 
-def test_a_result_of_the_wrong_length_fails_the_batch():
+def test_a_result_of_the_wrong_length_fails_the_batch() -> None:
     r = run({"class": f"{__name__}:WrongLength", "batchSize": 3}, num_docs=3)
     assert r.failed == 3
-    assert all("one entry" in e[2] and "1 entries for 3 documents" in e[2]
-               for e in r.events if e[1] == "FAIL")
+    fails = [e[2] or "" for e in r.events if e[1] == "FAIL"]
+    assert all("one entry" in m and "1 entries for 3 documents" in m for m in fails)
 
 
-def test_batch_only_stage_in_a_notebook_pipeline():
+
+def test_batch_only_stage_in_a_notebook_pipeline() -> None:
     p = Pipeline([Batched({"batchSize": 8})])
     out = p.process(Document("3"))
     assert [d.id for d in out] == ["3-child", "3"]
     assert out[1].get("batch_len") == 1
 
 
-def test_bad_batch_size_is_a_config_error():
-    def errors(stage):
+def test_bad_batch_size_is_a_config_error() -> None:
+    def errors(stage: dict[str, Any]) -> list[str]:
         return lucille.validate(config={
             "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p"}],
             "pipelines": [{"name": "p", "stages": [stage]}],
@@ -111,9 +120,9 @@ def test_bad_batch_size_is_a_config_error():
 class FailsFirstBatch(lucille.Stage):
     """Raises on the first batch holding document "2"; later calls succeed."""
 
-    calls: list = []
+    calls: list[list[str]] = []
 
-    def process_batch(self, docs):
+    def process_batch(self, docs: list[Document]) -> None:
         ids = [d.id for d in docs]
         FailsFirstBatch.calls.append(ids)
         if "2" in ids and len(FailsFirstBatch.calls) == 1:
@@ -122,7 +131,7 @@ class FailsFirstBatch(lucille.Stage):
             d.set_field("ok", True)
 
 
-def test_a_failed_batch_is_retried_document_by_document(tmp_path):
+def test_a_failed_batch_is_retried_document_by_document(tmp_path: Path) -> None:
     FailsFirstBatch.calls = []
     r = lucille.run(config={
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 4, "pipeline": "p"}],
@@ -134,7 +143,7 @@ def test_a_failed_batch_is_retried_document_by_document(tmp_path):
     assert all(d.get("ok") for d in r.documents)
 
 
-def test_batches_with_several_worker_threads_account_for_every_document():
+def test_batches_with_several_worker_threads_account_for_every_document() -> None:
     r = run({"class": f"{__name__}:Batched", "batchSize": 8}, num_docs=200, threads=2)
     assert (r.published, r.succeeded, r.failed) == (200, 201, 0)
     assert sum(Batched.sizes) == 200 and max(Batched.sizes) <= 8

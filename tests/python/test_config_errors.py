@@ -3,9 +3,11 @@
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 
-def validate(tmp_path, name, text):
+def validate(tmp_path: Path, name: str, text: str) -> tuple[int, str]:
+
     p = tmp_path / name
     p.write_text(textwrap.dedent(text))
     r = subprocess.run([sys.executable, "-m", "lucille.cli", "validate", str(p)], capture_output=True,
@@ -13,7 +15,7 @@ def validate(tmp_path, name, text):
     return r.returncode, r.stderr
 
 
-def test_an_include_cycle_is_one_plain_error(tmp_path):
+def test_an_include_cycle_is_one_plain_error(tmp_path: Path) -> None:
     (tmp_path / "b.conf").write_text('include "a.conf"\nx: 1\n')
     code, err = validate(tmp_path, "a.conf", """
         include "b.conf"
@@ -24,7 +26,7 @@ def test_an_include_cycle_is_one_plain_error(tmp_path):
     assert err.startswith(f"1 config error:\n  - {tmp_path / 'b.conf'}:1:1: include \"a.conf\": include cycle"), err
 
 
-def test_each_error_once_with_suggestions(tmp_path):
+def test_each_error_once_with_suggestions(tmp_path: Path) -> None:
     code, err = validate(tmp_path, "t.conf", """
         connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 1, pipeline: "p" }]
         pipelines: [{ name: "p", stages: [
@@ -43,7 +45,7 @@ def test_each_error_once_with_suggestions(tmp_path):
     assert sum("worker.threads" in l for l in lines) == 1, err
 
 
-def test_a_name_far_from_every_stage_gets_no_guess(tmp_path):
+def test_a_name_far_from_every_stage_gets_no_guess(tmp_path: Path) -> None:
     code, err = validate(tmp_path, "f.conf", """
         connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 1, pipeline: "p" }]
         pipelines: [{ name: "p", stages: [{ class: "Frobnicate" }] }]
@@ -52,7 +54,7 @@ def test_a_name_far_from_every_stage_gets_no_guess(tmp_path):
     assert "did you mean" not in err and "use a built-in stage name" in err, err
 
 
-def test_render_hides_secret_keys_matched_as_words(tmp_path):
+def test_render_hides_secret_keys_matched_as_words(tmp_path: Path) -> None:
     p = tmp_path / "r.conf"
     p.write_text(textwrap.dedent("""
         connectors: []
@@ -71,7 +73,7 @@ def test_render_hides_secret_keys_matched_as_words(tmp_path):
     assert "hunter2" not in r.stdout and "abc123" not in r.stdout and "t0k3n" not in r.stdout
 
 
-def test_a_wrong_typed_secret_is_reported_without_its_value(tmp_path):
+def test_a_wrong_typed_secret_is_reported_without_its_value(tmp_path: Path) -> None:
     code, err = validate(tmp_path, "s.conf", """
         connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 1 }]
         indexer { type: "opensearch" }

@@ -8,9 +8,10 @@ import textwrap
 import pytest
 
 import lucille
+from pathlib import Path
 
 
-def make_sqlite(path):
+def make_sqlite(path: Path) -> None:
     conn = sqlite3.connect(path)
     conn.executescript(
         """
@@ -28,7 +29,7 @@ def make_sqlite(path):
     conn.close()
 
 
-def test_sqlite_rows_become_documents_with_children(tmp_path):
+def test_sqlite_rows_become_documents_with_children(tmp_path: Path) -> None:
     make_sqlite(tmp_path / "movies.db")
     conf = tmp_path / "db.conf"
     # A relative database path is read from the config file's folder.
@@ -70,7 +71,7 @@ def test_sqlite_rows_become_documents_with_children(tmp_path):
     assert [r[0] for r in conn.execute("SELECT what FROM audit ORDER BY rowid")] == ["start", "done"]
 
 
-def test_bad_sql_fails_the_run_with_the_sql_named(tmp_path):
+def test_bad_sql_fails_the_run_with_the_sql_named(tmp_path: Path) -> None:
     make_sqlite(tmp_path / "movies.db")
     result = lucille.run(
         config={
@@ -91,7 +92,7 @@ def test_bad_sql_fails_the_run_with_the_sql_named(tmp_path):
     assert "no_such_table" in result.summary
 
 
-def test_config_errors_are_reported_together(tmp_path):
+def test_config_errors_are_reported_together(tmp_path: Path) -> None:
     with pytest.raises(lucille.ConfigError) as e:
         lucille.run(
             config={
@@ -113,7 +114,7 @@ def test_config_errors_are_reported_together(tmp_path):
     assert "unknown driver" in text and "otherJoinFields" in text
 
 
-def postgres_url():
+def postgres_url() -> str:
     url = os.environ.get("LUCILLE_TEST_POSTGRES_URL")
     if not url:
         if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
@@ -122,11 +123,12 @@ def postgres_url():
     return url
 
 
-def psql(url, sql):
+def psql(url: str, sql: str) -> None:
+
     subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql], check=True)
 
 
-def test_postgres_rows_and_children(tmp_path):
+def test_postgres_rows_and_children(tmp_path: Path) -> None:
     url = postgres_url()
     psql(
         url,

@@ -3,6 +3,8 @@
 import copy
 import json
 import pickle
+from typing import Any, Callable
+
 
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ from lucille import Document, UpdateMode
 RESERVED = ["id", "run_id", "___dropped", "___skipped", "___children"]
 
 
-def test_construct_with_id_and_fields():
+def test_construct_with_id_and_fields() -> None:
     d = Document("doc1")
     assert d.id == "doc1"
     assert d.run_id is None
@@ -24,24 +26,24 @@ def test_construct_with_id_and_fields():
 
 
 @pytest.mark.parametrize("bad", ["", None, 5])
-def test_id_must_be_non_empty_str(bad):
+def test_id_must_be_non_empty_str(bad: Any) -> None:
     with pytest.raises((ValueError, TypeError)):
         Document(bad)
 
 
 @pytest.mark.parametrize("name", RESERVED + [""])
-def test_initial_fields_reject_reserved_names(name):
+def test_initial_fields_reject_reserved_names(name: str) -> None:
     with pytest.raises(ValueError):
         Document("d", {name: 1})
 
 
-def test_id_is_immutable():
+def test_id_is_immutable() -> None:
     d = Document("d")
     with pytest.raises(AttributeError):
         d.id = "other"  # type: ignore[misc]
 
 
-def test_from_json_and_from_dict():
+def test_from_json_and_from_dict() -> None:
     d = Document.from_json('{"id": "doc1", "title": "x"}')
     assert d.id == "doc1" and d.get("title") == "x"
     d2 = Document.from_dict({"id": "doc1", "title": "x"})
@@ -52,17 +54,17 @@ def test_from_json_and_from_dict():
     "text",
     ['{"title": "x"}', '{"id": 3}', '{"id": ""}', "[1]", '"s"', "{bad json", "", '{"id": "a", "run_id": 1}'],
 )
-def test_from_json_rejects_bad_input(text):
+def test_from_json_rejects_bad_input(text: str) -> None:
     with pytest.raises(ValueError):
         Document.from_json(text)
 
 
-def test_from_dict_rejects_missing_id():
+def test_from_dict_rejects_missing_id() -> None:
     with pytest.raises(ValueError):
         Document.from_dict({"title": "x"})
 
 
-def test_json_round_trip_is_exact():
+def test_json_round_trip_is_exact() -> None:
     text = '{"id":"d","i":-3,"u":18446744073709551615,"f":1.0,"g":0.1,"s":"héllo ✓ 😀","n":null,"l":[1,"a",{"x":[]}],"o":{"z":1,"a":2}}'
     d = Document.from_json(text)
     assert d.to_json() == text
@@ -76,7 +78,7 @@ def test_json_round_trip_is_exact():
     "value",
     ["s", 1, -(2**63), 2**64 - 1, 1.5, True, False, None, [1, "a"], {"a": {"b": [1]}}, (1, 2)],
 )
-def test_set_field_accepts_json_types(value):
+def test_set_field_accepts_json_types(value: Any) -> None:
     d = Document("d")
     d.set_field("f", value)
     expected = list(value) if isinstance(value, tuple) else value
@@ -85,14 +87,14 @@ def test_set_field_accepts_json_types(value):
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), 2**64, object(), {1: "x"}])
-def test_set_field_rejects_what_json_cannot_hold(value):
+def test_set_field_rejects_what_json_cannot_hold(value: object) -> None:
     d = Document("d")
     with pytest.raises((ValueError, TypeError)):
         d.set_field("f", value)
     assert not d.has("f")
 
 
-def test_set_field_accepts_1d_numpy_arrays_and_scalars():
+def test_set_field_accepts_1d_numpy_arrays_and_scalars() -> None:
     d = Document("d")
     d.set_field("i", np.arange(3, dtype=np.int32))
     d.set_field("f", np.array([0.5, 1.25]))
@@ -111,7 +113,7 @@ def test_set_field_accepts_1d_numpy_arrays_and_scalars():
         d.set_field("s", np.array(["a", "b"]))
 
 
-def test_add_to_field_and_set_or_add():
+def test_add_to_field_and_set_or_add() -> None:
     d = Document("d")
     d.add_to_field("tags", "search")
     assert d["tags"] == ["search"] and d.is_multivalued("tags")
@@ -126,7 +128,7 @@ def test_add_to_field_and_set_or_add():
     assert d["x"] == [1, 2]
 
 
-def test_update_modes():
+def test_update_modes() -> None:
     d = Document("d")
     d.update("t", UpdateMode.APPEND, "a")
     assert d["t"] == "a"  # APPEND on an absent field makes it single-valued
@@ -148,7 +150,7 @@ def test_update_modes():
         d.update("id", UpdateMode.OVERWRITE, "x")
 
 
-def test_get_returns_first_value_or_none():
+def test_get_returns_first_value_or_none() -> None:
     d = Document("d", {"l": [3, 4], "s": "x", "empty": []})
     assert d.get("l") == 3
     assert d.get("s") == "x"
@@ -156,7 +158,7 @@ def test_get_returns_first_value_or_none():
     assert d.get("empty") is None
 
 
-def test_typed_getters_follow_json_text():
+def test_typed_getters_follow_json_text() -> None:
     d = Document("d", {"t": True, "f": 1.5, "i": 12, "s": "34", "fs": "2.5", "multi": ["7", 8], "nul": None})
     assert d.get_string("t") == "true"
     assert d.get_string("f") == "1.5"
@@ -172,7 +174,7 @@ def test_typed_getters_follow_json_text():
     assert d.get_int("big") == 2**64 - 1
 
 
-def test_wrong_type_access_raises_type_error_naming_the_field():
+def test_wrong_type_access_raises_type_error_naming_the_field() -> None:
     d = Document("doc9", {"obj": {"a": 1}, "word": "abc"})
     with pytest.raises(TypeError, match="obj") as e:
         d.get_int("obj")
@@ -185,7 +187,7 @@ def test_wrong_type_access_raises_type_error_naming_the_field():
         d.get_bool("word")
 
 
-def test_get_list():
+def test_get_list() -> None:
     d = Document("d", {"l": [1, 2], "s": "x", "n": None})
     assert d.get_list("l") == [1, 2]
     assert d.get_list("s") == ["x"]
@@ -193,7 +195,7 @@ def test_get_list():
     assert d.get_list("n") == [None]
 
 
-def test_has_has_non_null_is_multivalued():
+def test_has_has_non_null_is_multivalued() -> None:
     d = Document("d", {"n": None, "l": [], "v": 1})
     assert d.has("n") and not d.has_non_null("n")
     assert d.has_non_null("l") and d.is_multivalued("l")
@@ -201,7 +203,7 @@ def test_has_has_non_null_is_multivalued():
     assert not d.has("absent") and not d.has_non_null("absent")
 
 
-def test_remove_and_rename():
+def test_remove_and_rename() -> None:
     d = Document("d", {"a": 1, "b": 2, "c": 3})
     d.remove_field("a")
     assert d.field_names() == ["b", "c"]
@@ -218,9 +220,9 @@ def test_remove_and_rename():
 
 
 @pytest.mark.parametrize("name", RESERVED + [""])
-def test_reserved_and_empty_names_rejected_on_writes(name):
+def test_reserved_and_empty_names_rejected_on_writes(name: str) -> None:
     d = Document("d", {"a": 1})
-    ops = [
+    ops: list[Callable[[], object]] = [
         lambda: d.set_field(name, 1),
         lambda: d.add_to_field(name, 1),
         lambda: d.set_or_add(name, 1),
@@ -238,14 +240,14 @@ def test_reserved_and_empty_names_rejected_on_writes(name):
     assert d.id == "d" and d["a"] == 1
 
 
-def test_set_or_add_all_merges_another_document():
+def test_set_or_add_all_merges_another_document() -> None:
     a = Document("a", {"x": 1, "l": [1]})
     b = Document("b", {"x": 2, "l": [2, 3], "new": "n"})
     a.set_or_add_all(b)
     assert a.to_dict() == {"id": "a", "x": [1, 2], "l": [1, 2, 3], "new": "n"}
 
 
-def test_nested_paths():
+def test_nested_paths() -> None:
     d = Document("d", {"a": {"b": [{"c": 1}]}})
     assert d.get_nested("a.b[0].c") == 1
     assert d.get_nested("a.b[3].c") is None
@@ -262,7 +264,7 @@ def test_nested_paths():
         d.set_nested("a.b[9]", 1)
 
 
-def test_field_names_in_insertion_order_without_reserved():
+def test_field_names_in_insertion_order_without_reserved() -> None:
     d = Document("d")
     for name in ["z", "a", "m"]:
         d.set_field(name, 1)
@@ -273,7 +275,7 @@ def test_field_names_in_insertion_order_without_reserved():
     assert len(d) == 3
 
 
-def test_children():
+def test_children() -> None:
     p = Document("p")
     assert not p.has_children() and p.children() == []
     c = Document("p-1", {"text": "chunk"})
@@ -287,7 +289,7 @@ def test_children():
     assert round_trip.children() == [c]
 
 
-def test_drop_and_skip():
+def test_drop_and_skip() -> None:
     d = Document("d")
     assert not d.is_dropped() and not d.is_skipped()
     d.drop()
@@ -296,7 +298,7 @@ def test_drop_and_skip():
     assert Document.from_json(d.to_json()).is_dropped()
 
 
-def test_evaluate_jsonata():
+def test_evaluate_jsonata() -> None:
     d = Document("d", {"first": "Ada", "last": "Lovelace", "scores": [1, 2, 3]})
     assert d.evaluate("first & ' ' & last") == "Ada Lovelace"
     assert d.evaluate("$sum(scores)") == 6
@@ -305,7 +307,7 @@ def test_evaluate_jsonata():
         d.evaluate("((")
 
 
-def test_transform_replaces_fields_and_keeps_reserved():
+def test_transform_replaces_fields_and_keeps_reserved() -> None:
     d = Document("d", {"first": "Ada", "last": "Lovelace", "keep": 1})
     d.add_child(Document("d-1"))
     d.transform("{'keep': keep, 'last': $uppercase(last), 'full': first & ' ' & last}")
@@ -319,18 +321,21 @@ def test_transform_replaces_fields_and_keeps_reserved():
         assert d.to_json() == before
 
 
-def test_vectors():
+def test_vectors() -> None:
     d = Document("d")
     v = np.array([0.1, -2.5, 3.0], dtype=np.float32)
     d.set_vector("emb", v)
     out = d.get_vector("emb")
+    assert out is not None
     assert out.dtype == np.float32
     assert np.array_equal(out, v)
     assert '"emb":[0.1,-2.5,3.0]' in d.to_json()
     d.set_vector("from_list", [1, 2])
-    assert d.get_vector("from_list").tolist() == [1.0, 2.0]
+    from_list = d.get_vector("from_list")
+    assert from_list is not None and from_list.tolist() == [1.0, 2.0]
     d.set_vector("f64", np.array([0.5, 0.25]))
-    assert d.get_vector("f64").tolist() == [0.5, 0.25]
+    f64 = d.get_vector("f64")
+    assert f64 is not None and f64.tolist() == [0.5, 0.25]
     assert d.get_vector("absent") is None
     d.set_field("words", ["a"])
     with pytest.raises(TypeError):
@@ -339,14 +344,14 @@ def test_vectors():
         d.set_vector("nan", np.array([np.nan], dtype=np.float32))
 
 
-def test_bytes_are_stored_as_base64():
+def test_bytes_are_stored_as_base64() -> None:
     d = Document("d")
     d.set_field("raw", b"\x00\x9f\xff")
     assert d.get("raw") == "AJ//"
     assert d.get_bytes("raw") == b"\x00\x9f\xff"
 
 
-def test_to_dict_copy_eq_repr():
+def test_to_dict_copy_eq_repr() -> None:
     d = Document("d", {"b": 1, "a": [1, 2]})
     assert d.to_dict() == {"id": "d", "b": 1, "a": [1, 2]}
     assert list(d.to_dict()) == ["id", "b", "a"]
@@ -366,7 +371,7 @@ def test_to_dict_copy_eq_repr():
         hash(d)
 
 
-def test_mapping_protocol():
+def test_mapping_protocol() -> None:
     d = Document("d")
     d["f"] = "v"
     assert d["f"] == "v"
@@ -384,7 +389,7 @@ def test_mapping_protocol():
         d["id"] = "x"
 
 
-def test_pickle_round_trips_through_json():
+def test_pickle_round_trips_through_json() -> None:
     d = Document("d", {"a": [1, {"b": None}]})
     d.add_child(Document("d-1"))
     d.skip()
@@ -392,7 +397,7 @@ def test_pickle_round_trips_through_json():
     assert back == d and back.to_json() == d.to_json()
 
 
-def test_remove_from_array_and_duplicates():
+def test_remove_from_array_and_duplicates() -> None:
     d = Document("d", {"l": ["a", "b", "a"]})
     assert d.remove_from_array("l", 1) == "b"
     assert d["l"] == ["a", "a"]
@@ -402,7 +407,7 @@ def test_remove_from_array_and_duplicates():
     assert d["l"] == ["a"]
 
 
-def test_package_exports():
+def test_package_exports() -> None:
     assert lucille.Document is Document
     assert isinstance(lucille.__version__, str)
     assert UpdateMode.OVERWRITE != UpdateMode.APPEND
@@ -424,7 +429,7 @@ def test_package_exports():
         "$string(prices[0])",
     ],
 )
-def test_evaluate_agrees_with_reference_jsonata(expr):
+def test_evaluate_agrees_with_reference_jsonata(expr: str) -> None:
     jsonata = pytest.importorskip("jsonata")
     data = {"id": "d", "title": "Hello", "tags": ["b", "a", "c"], "prices": [1, 2.5, 3]}
     d = Document.from_dict(data)

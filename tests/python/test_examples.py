@@ -3,11 +3,13 @@
 import pathlib
 import subprocess
 import sys
+from typing import Optional
+
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def test_document_tour_runs():
+def test_document_tour_runs() -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "document_tour.py")],
         check=True, capture_output=True, text=True,
@@ -17,31 +19,31 @@ def test_document_tour_runs():
     assert '"views":1200' in out
 
 
-def run_cli(*args, stdin=None):
+def run_cli(*args: str, stdin: Optional[str] = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lucille.cli", *args],
         capture_output=True, text=True, input=stdin,
     )
 
 
-def test_cli_doc_normalises_valid_json():
+def test_cli_doc_normalises_valid_json() -> None:
     r = run_cli("doc", '{ "id": "a",  "x": [1, 2.0] }')
     assert r.returncode == 0
     assert r.stdout.strip() == '{"id":"a","x":[1,2.0]}'
 
 
-def test_cli_doc_rejects_invalid_document():
+def test_cli_doc_rejects_invalid_document() -> None:
     r = run_cli("doc", "-", stdin='{"x": 1}')
     assert r.returncode == 1
     assert "id" in r.stderr
 
 
-def test_cli_version():
+def test_cli_version() -> None:
     r = run_cli("--version")
     assert r.returncode == 0 and "lucille-rs" in r.stdout
 
 
-def test_pipeline_example_runs_python_stage_from_the_config_folder(tmp_path):
+def test_pipeline_example_runs_python_stage_from_the_config_folder(tmp_path: pathlib.Path) -> None:
     out = tmp_path / "out.jsonl"
     r = subprocess.run(
         [sys.executable, "-m", "lucille.cli", "run", str(ROOT / "examples" / "pipeline.conf"),

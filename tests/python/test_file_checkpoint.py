@@ -16,13 +16,13 @@ import lucille
 LINES = 3000
 
 
-def write_corpus(folder: pathlib.Path):
+def write_corpus(folder: pathlib.Path) -> dict[str, list[str]]:
     folder.mkdir(parents=True, exist_ok=True)
-    ids = {}
+    ids: dict[str, list[str]] = {}
     for name in ("a", "b"):
         rows = [{"id": f"{name}-{i}", "n": i} for i in range(LINES)]
         (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        ids[str(folder / f"{name}.jsonl")] = [r["id"] for r in rows]
+        ids[str(folder / f"{name}.jsonl")] = [f"{name}-{i}" for i in range(LINES)]
     return ids
 
 
@@ -38,18 +38,18 @@ worker {{ threads: 2 }}
 """
 
 
-def ids_in(path: pathlib.Path):
+def ids_in(path: pathlib.Path) -> list[str]:
     if not path.exists():
         return []
     return [json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip()]
 
 
-def watermarks(db: pathlib.Path):
+def watermarks(db: pathlib.Path) -> dict[str, int]:
     with sqlite3.connect(db) as c:
         return dict(c.execute("SELECT path, acked FROM units").fetchall())
 
 
-def test_a_killed_run_resumes_with_exactly_the_unacknowledged_records(tmp_path):
+def test_a_killed_run_resumes_with_exactly_the_unacknowledged_records(tmp_path: pathlib.Path) -> None:
     corpus = write_corpus(tmp_path / "data")
     (tmp_path / "slow.py").write_text(
         "import time, lucille\n"
@@ -99,14 +99,14 @@ def test_a_killed_run_resumes_with_exactly_the_unacknowledged_records(tmp_path):
         assert c.execute("SELECT finished FROM traversals").fetchone()[0] == 1
 
 
-def run_test_mode(tmp_path, extra=""):
+def run_test_mode(tmp_path: pathlib.Path, extra: str = "") -> lucille.RunResult:
     conf = config_text(tmp_path, tmp_path / "unused.jsonl", extra)
     # The state file inside the traversed folder: its own files are never read as documents.
     conf = conf.replace(str(tmp_path / "state.sqlite"), str(tmp_path / "data" / "state.sqlite"))
     return lucille.run(hocon=conf.replace('{ class: "slow.py:Slow" }', ""), mode="test")
 
 
-def test_incremental_reads_only_changed_files_and_marks_vanished_ones(tmp_path):
+def test_incremental_reads_only_changed_files_and_marks_vanished_ones(tmp_path: pathlib.Path) -> None:
     write_corpus(tmp_path / "data")
     (tmp_path / "data" / "c.txt").write_text("a whole-file document")
     extra = ", incremental: true, emitDeletes: true"
@@ -137,12 +137,13 @@ def test_incremental_reads_only_changed_files_and_marks_vanished_ones(tmp_path):
     assert full.published == 1 + LINES
 
 
-def _md5(text):
+def _md5(text: str) -> str:
+
     import hashlib
     return hashlib.md5(text.encode()).hexdigest()
 
 
-def test_checkpoint_options_are_validated_up_front():
+def test_checkpoint_options_are_validated_up_front() -> None:
     errors = lucille.validate(hocon="""
 connectors: [{ name: "f", class: "FileConnector", paths: ["x"], incremental: true,
   emitDeletes: true, collapse: true, checkpoint { } }]

@@ -8,6 +8,8 @@ import hashlib
 import os
 import pathlib
 import shutil
+from typing import Any
+
 
 import lucille
 
@@ -15,7 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "files"
 
 
-def copy(tmp_path, *names):
+def copy(tmp_path: pathlib.Path, *names: str) -> pathlib.Path:
     folder = tmp_path / "in"
     folder.mkdir(exist_ok=True)
     for n in names:
@@ -23,8 +25,8 @@ def copy(tmp_path, *names):
     return folder
 
 
-def run_files(folder, **extra):
-    connector = {
+def run_files(folder: pathlib.Path, **extra: Any) -> lucille.RunResult:
+    connector: dict[str, Any] = {
         "name": "files",
         "class": "FileConnector",
         "pipeline": "p",
@@ -40,7 +42,7 @@ def run_files(folder, **extra):
     return lucille.run(config=config, mode="test")
 
 
-def test_csv_jsonl_and_xml_folder(tmp_path):
+def test_csv_jsonl_and_xml_folder(tmp_path: pathlib.Path) -> None:
     folder = copy(tmp_path, "books.csv", "items.jsonl", "catalog.xml")
     r = run_files(folder)
     assert r.status == "Success", r.summary
@@ -67,7 +69,7 @@ def test_csv_jsonl_and_xml_folder(tmp_path):
     order = [d.id for d in r.documents if d.id.startswith("j")]
     assert order == ["j1", "j2", "j3"]
 
-    fails = {doc_id: message for doc_id, kind, message in r.events if kind == "FAIL"}
+    fails = {doc_id: message or "" for doc_id, kind, message in r.events if kind == "FAIL"}
     jsonl = str(folder / "items.jsonl")
     csv = str(folder / "books.csv")
     assert fails == {
@@ -78,7 +80,7 @@ def test_csv_jsonl_and_xml_folder(tmp_path):
     assert fails[f"{jsonl}:line4"].startswith(f"{jsonl}: line 4: invalid JSON")
 
 
-def test_whole_file_documents_ids_and_prefix(tmp_path):
+def test_whole_file_documents_ids_and_prefix(tmp_path: pathlib.Path) -> None:
     folder = copy(tmp_path, "notes.txt", "junk.bin")
     r = run_files(folder, docIdPrefix="file-")
     assert (r.published, r.succeeded, r.failed) == (2, 2, 0)
@@ -93,7 +95,7 @@ def test_whole_file_documents_ids_and_prefix(tmp_path):
     assert by_name["junk.bin"].get("file_content") == "AP/+AQIDgIEKDQDI"  # base64
 
 
-def test_compressed_inputs_and_lucille_nested_options(tmp_path):
+def test_compressed_inputs_and_lucille_nested_options(tmp_path: pathlib.Path) -> None:
     folder = copy(tmp_path, "more.jsonl.gz", "bundle.zip", "books.csv")
     done = tmp_path / "done"
     r = run_files(
@@ -109,7 +111,7 @@ def test_compressed_inputs_and_lucille_nested_options(tmp_path):
     assert (folder / "books.csv").exists()
 
 
-def test_quickstart_connector_shape(tmp_path):
+def test_quickstart_connector_shape(tmp_path: pathlib.Path) -> None:
     corpus = tmp_path / "data" / "records.jsonl.gz"
     corpus.parent.mkdir()
     with gzip.open(corpus, "wt") as f:
@@ -126,7 +128,7 @@ def test_quickstart_connector_shape(tmp_path):
     assert [d.id for d in r.documents] == ["a", "b"]
 
 
-def test_bad_config_lists_every_error(tmp_path):
+def test_bad_config_lists_every_error(tmp_path: pathlib.Path) -> None:
     config = {
         "connectors": [
             {
@@ -147,7 +149,7 @@ def test_bad_config_lists_every_error(tmp_path):
         raise AssertionError("expected a ConfigError")
 
 
-def test_malformed_records_also_reach_the_dead_letter_file(tmp_path):
+def test_malformed_records_also_reach_the_dead_letter_file(tmp_path: pathlib.Path) -> None:
     folder = copy(tmp_path, "items.jsonl")
     dead = tmp_path / "dead.jsonl"
     config = {
@@ -165,7 +167,7 @@ def test_malformed_records_also_reach_the_dead_letter_file(tmp_path):
     assert any("invalid JSON" in line["error"] for line in lines)
 
 
-def test_local_runs_build_json_lines_on_the_workers_with_the_same_results(tmp_path):
+def test_local_runs_build_json_lines_on_the_workers_with_the_same_results(tmp_path: pathlib.Path) -> None:
     # In local mode a JSON line is only scanned for its id on the connector thread and parsed
     # by a worker; what is indexed, and what fails, must be as in test mode (parsed up front).
     folder = tmp_path / "in"
@@ -194,7 +196,7 @@ def test_local_runs_build_json_lines_on_the_workers_with_the_same_results(tmp_pa
     assert [d["id"] for d in indexed] == ["7", "a", "c2"]
     assert indexed[1] == {"id": "a", "title": "first", "nested": {"k": [1, 2]}, "t2": "first"}
     assert indexed[2]["title"] == "third"
-    failures = {e[0]: e[2] for e in test.events if e[1] == "FAIL"}
+    failures = {e[0]: e[2] or "" for e in test.events if e[1] == "FAIL"}
     path = str(folder / "items.jsonl")
     assert failures[f"{path}:line2"].endswith('no usable id field "id" (a non-empty string or number)')
     assert "___children" in failures["b"] and f"{path}: line 3" in failures["b"]

@@ -4,9 +4,12 @@ shapes. Documents the cluster rejects FAIL alone with its reason; deletes and ov
 the cluster; a bad indexer block is rejected before the run."""
 
 import json
+import pathlib
 import textwrap
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator, Optional, Sequence
+
 
 import pytest
 
@@ -23,18 +26,19 @@ class Feed(lucille.Connector):
 
 
 class Cluster:
-    def __init__(self):
-        self.docs = {}  # (index, id) -> source
-        self.requests = []
+    def __init__(self) -> None:
+        self.docs: dict[tuple[str, str], dict[str, Any]] = {}  # (index, id) -> source
+        self.requests: list[tuple[str, str, Optional[str]]] = []
         self.unavailable = 0
+        self.url = ""
 
 
-def make_handler(cluster):
+def make_handler(cluster: Cluster) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def reply(self, status, body):
+        def reply(self, status: int, body: Any) -> None:
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -42,11 +46,11 @@ def make_handler(cluster):
             self.end_headers()
             self.wfile.write(data)
 
-        def do_GET(self):
+        def do_GET(self) -> None:
             cluster.requests.append(("GET", self.path, None))
             self.reply(200, {"name": "n1", "cluster_name": "mock", "version": {"number": "2.11.0"}})
 
-        def do_POST(self):
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
             cluster.requests.append(("POST", self.path, body))
             if cluster.unavailable:
@@ -54,7 +58,8 @@ def make_handler(cluster):
                 return self.reply(503, {"error": {"type": "cluster_block_exception", "reason": "not recovered"}, "status": 503})
             if self.path.startswith("/_bulk"):
                 lines = iter(body.splitlines())
-                items, errors = [], False
+                items: list[dict[str, Any]] = []
+                errors = False
                 for line in lines:
                     (action, meta), = json.loads(line).items()
                     key = (meta["_index"], meta["_id"])
@@ -89,7 +94,7 @@ def make_handler(cluster):
 
 
 @pytest.fixture
-def cluster():
+def cluster() -> Iterator[Cluster]:
     c = Cluster()
     server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(c))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -101,12 +106,12 @@ def cluster():
 
 
 @pytest.fixture
-def feed(tmp_path, monkeypatch):
+def feed(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "httpfeed.py").write_text(textwrap.dedent(FEED))
     monkeypatch.syspath_prepend(str(tmp_path))
 
 
-def run(kind, cluster, docs, **indexer):
+def run(kind: str, cluster: Cluster, docs: Sequence[object], **indexer: Any) -> lucille.RunResult:
     return lucille.run(config={
         "connectors": [{"name": "feed", "class": "httpfeed:Feed", "pipeline": "p", "docs": docs}],
         "pipelines": [{"name": "p", "stages": []}],
@@ -116,7 +121,9 @@ def run(kind, cluster, docs, **indexer):
 
 
 @pytest.mark.parametrize("kind", ["OpenSearch", "elasticsearch"])
-def test_bulk_indexer_writes_deletes_and_fails_only_rejected_documents(kind, cluster, feed):
+def test_bulk_indexer_writes_deletes_and_fails_only_rejected_documents(
+    kind: str, cluster: Cluster, feed: None
+) -> None:
     cluster.docs[("books", "stale")] = {"author": "ann"}
     cluster.docs[("books", "gone")] = {"t": 1}
     r = run(kind, cluster, [
@@ -134,7 +141,7 @@ def test_bulk_indexer_writes_deletes_and_fails_only_rejected_documents(kind, clu
     assert cluster.requests[0][:2] == ("GET", "/"), "the connection is checked before the run"
 
 
-def test_cluster_down_retries_then_fails_every_document_and_nothing_is_lost(cluster, feed):
+def test_cluster_down_retries_then_fails_every_document_and_nothing_is_lost(cluster: Cluster, feed: None) -> None:
     cluster.unavailable = 2
     r = run("opensearch", cluster, [{"id": "a"}, {"id": "b"}], maxRetries=3, retryWaitDurationMs=1)
     assert (r.succeeded, r.failed) == (2, 0), r.summary
@@ -144,7 +151,7 @@ def test_cluster_down_retries_then_fails_every_document_and_nothing_is_lost(clus
     assert sorted(cluster.docs) == [("books", "a"), ("books", "b")]
 
 
-def test_bad_indexer_blocks_are_rejected_up_front():
+def test_bad_indexer_blocks_are_rejected_up_front() -> None:
     with pytest.raises(lucille.ConfigError) as e:
         lucille.run(config={
             "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1}],
@@ -158,7 +165,7 @@ def test_bad_indexer_blocks_are_rejected_up_front():
         assert part in text, text
 
 
-def test_retry_keys_need_max_retries():
+def test_retry_keys_need_max_retries() -> None:
     with pytest.raises(lucille.ConfigError) as e:
         lucille.run(config={
             "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1}],

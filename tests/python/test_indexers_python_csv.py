@@ -2,10 +2,14 @@
 LanceDB example: per-document results become FINISH / FAIL, order is kept, nothing is lost."""
 
 import csv
+import importlib
 import pathlib
 import subprocess
 import sys
 import textwrap
+from types import ModuleType
+from typing import Any, Sequence
+
 
 import pytest
 
@@ -61,35 +65,35 @@ class Source(lucille.Connector):
 
 
 @pytest.fixture
-def mod(tmp_path, monkeypatch):
+def mod(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     (tmp_path / "idx_mod.py").write_text(INDEXERS_PY)
     monkeypatch.syspath_prepend(str(tmp_path))
     sys.modules.pop("idx_mod", None)
-    import idx_mod
+    idx_mod = importlib.import_module("idx_mod")
 
     idx_mod.LOG.clear()
     return idx_mod
 
 
-def config(docs, **indexer):
+def config(docs: Sequence[object], **indexer: Any) -> dict[str, Any]:
     return {
         "connectors": [{"name": "src", "class": "idx_mod:Source", "docs": docs}],
         "indexer": {"batchSize": 100, "batchTimeout": 20, **indexer},
     }
 
 
-def fails(result):
+def fails(result: lucille.RunResult) -> set[str]:
     return {d for d, t, _ in result.events if t == "FAIL"}
 
 
-def test_per_document_errors_fail_only_those_documents(mod):
+def test_per_document_errors_fail_only_those_documents(mod: ModuleType) -> None:
     docs = [{"id": "a"}, {"id": "b", "fields": {"bad": True}}, {"id": "c"}]
     r = lucille.run(config=config(docs, **{"class": "idx_mod:Memory", "label": "mine"}), mode="local")
     assert (r.status, r.succeeded, r.failed) == ("Success", 2, 1)
     assert mod.LOG == [("validate", "mine"), ("send", ["a", "b", "c"]), ("close",)]
 
 
-def test_failure_reasons_reach_the_events(mod):
+def test_failure_reasons_reach_the_events(mod: ModuleType) -> None:
     docs = [{"id": "a", "fields": {"title": "t"}}, {"id": "b"}]
     cfg = config(docs, **{"class": "idx_mod:ByIdErrors"})
     r = lucille.run(config=cfg, mode="local")
@@ -97,7 +101,7 @@ def test_failure_reasons_reach_the_events(mod):
     assert r.connectors[0].failed == 1
 
 
-def test_deletes_keep_batch_order(mod):
+def test_deletes_keep_batch_order(mod: ModuleType) -> None:
     docs = [
         {"id": "a"},
         {"id": "a", "fields": {"deleted": "yes"}},
@@ -120,19 +124,19 @@ def test_deletes_keep_batch_order(mod):
     assert mod.LOG[4] == ("send", ["b"])
 
 
-def test_an_exception_fails_every_document_of_the_call(mod):
+def test_an_exception_fails_every_document_of_the_call(mod: ModuleType) -> None:
     # Failed documents do not fail the run (as Lucille): the connector completed.
     r = lucille.run(config=config([{"id": "a"}, {"id": "b"}], **{"class": "idx_mod:Raises"}))
     assert (r.status, r.succeeded, r.failed) == ("Success", 0, 2)
     assert "2 docs FAILED" in r.summary
 
 
-def test_a_wrong_number_of_results_fails_the_batch(mod):
+def test_a_wrong_number_of_results_fails_the_batch(mod: ModuleType) -> None:
     r = lucille.run(config=config([{"id": "a"}, {"id": "b"}], **{"class": "idx_mod:WrongLength"}))
     assert r.failed == 2
 
 
-def test_deletes_on_an_indexer_without_delete_batch_fail_with_a_reason(mod):
+def test_deletes_on_an_indexer_without_delete_batch_fail_with_a_reason(mod: ModuleType) -> None:
     cfg = config(
         [{"id": "a", "fields": {"deleted": "yes"}}],
         **{"class": "idx_mod:NoDeletes", "deletionMarkerField": "deleted", "deletionMarkerFieldValue": "yes"},
@@ -141,13 +145,13 @@ def test_deletes_on_an_indexer_without_delete_batch_fail_with_a_reason(mod):
     assert r.failed == 1
 
 
-def test_validate_connection_failure_fails_the_run_up_front(mod):
+def test_validate_connection_failure_fails_the_run_up_front(mod: ModuleType) -> None:
     r = lucille.run(config=config([{"id": "a"}], **{"class": "idx_mod:CannotConnect"}))
     assert r.status == "Failure" and r.published == 0
     assert "no route to store" in r.summary or "no route to store" in str(r.connectors[0].message)
 
 
-def test_bad_indexer_class_is_a_config_error(mod):
+def test_bad_indexer_class_is_a_config_error(mod: ModuleType) -> None:
     with pytest.raises(lucille.ConfigError) as e:
         lucille.run(config=config([{"id": "a"}], **{"class": "idx_mod:Nope"}))
     assert "indexer.class" in str(e.value)
@@ -159,13 +163,13 @@ def test_bad_indexer_class_is_a_config_error(mod):
     assert "not built in" in str(e.value) and "module:Class" in str(e.value)
 
 
-def test_indexer_class_wins_over_type_as_in_lucille(mod):
+def test_indexer_class_wins_over_type_as_in_lucille(mod: ModuleType) -> None:
     r = lucille.run(config=config([{"id": "a"}], **{"class": "idx_mod:Memory", "type": "csv"}), mode="local")
     assert (r.status, r.succeeded) == ("Success", 1), r.summary
     assert ("send", ["a"]) in mod.LOG
 
 
-def test_lucille_indexer_class_names_choose_the_built_in_backend(tmp_path, mod):
+def test_lucille_indexer_class_names_choose_the_built_in_backend(tmp_path: pathlib.Path, mod: ModuleType) -> None:
     out = tmp_path / "docs.csv"
     cfg = config([{"id": "a", "fields": {"t": "x"}}], **{"class": "com.kmwllc.lucille.indexer.CSVIndexer", "type": "solr"})
     cfg["csv"] = {"path": str(out), "columns": ["id", "t"]}
@@ -182,7 +186,7 @@ def test_lucille_indexer_class_names_choose_the_built_in_backend(tmp_path, mod):
         assert any(e.startswith(f"{block}.") for e in errors), (name, errors)
 
 
-def test_csv_indexer_writes_columns_in_order(tmp_path, mod):
+def test_csv_indexer_writes_columns_in_order(tmp_path: pathlib.Path, mod: ModuleType) -> None:
     out = tmp_path / "out" / "docs.csv"
     docs = [
         {"id": "a", "fields": {"title": "Hello, world", "tags": ["x", "y"]}},
@@ -196,7 +200,7 @@ def test_csv_indexer_writes_columns_in_order(tmp_path, mod):
     assert rows == [["id", "title", "tags"], ["a", "Hello, world", '["x","y"]'], ["b", "Two", ""]]
 
 
-def test_csv_indexer_rejects_deletion_markers_up_front(tmp_path, mod):
+def test_csv_indexer_rejects_deletion_markers_up_front(tmp_path: pathlib.Path, mod: ModuleType) -> None:
     cfg = config([{"id": "a"}], type="csv", deletionMarkerField="d", deletionMarkerFieldValue="y")
     cfg["csv"] = {"path": str(tmp_path / "x.csv")}
     with pytest.raises(lucille.ConfigError) as e:
@@ -205,7 +209,7 @@ def test_csv_indexer_rejects_deletion_markers_up_front(tmp_path, mod):
     assert "columns" in msg and "deletionMarkerField" in msg
 
 
-def test_lancedb_example_indexes_vectors_and_queries_them_back(tmp_path):
+def test_lancedb_example_indexes_vectors_and_queries_them_back(tmp_path: pathlib.Path) -> None:
     r = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "vectors" / "search_lancedb.py"),
          str(tmp_path / "db"), "brewed tea leaves"],

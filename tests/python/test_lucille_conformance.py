@@ -15,6 +15,8 @@ more configs pass.
 import json
 import os
 import pathlib
+from typing import Any
+
 
 import pytest
 
@@ -30,14 +32,15 @@ FLOOR_EXAMPLES_RAN = 2
 FLOOR_STAGES_VALID = 147
 
 
-def manifest():
+def manifest() -> dict[str, Any]:
     path = CORPUS / "manifest.json"
     if not path.is_file():
         pytest.skip(f"Lucille's configs are not here ({CORPUS}); the conformance corpus lives beside the repository as ../shared")
-    return json.loads(path.read_text())
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
 
 
-def only_fixtures(m, errors):
+def only_fixtures(m: dict[str, Any], errors: list[str]) -> bool:
     """Whether every error names a class that exists only in Lucille's test code."""
     fixtures = m["test_fixture_classes"]
     return bool(errors) and all(
@@ -45,21 +48,21 @@ def only_fixtures(m, errors):
     )
 
 
-def run_configs(m):
+def run_configs(m: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in m["configs"] if c["kind"] == "run" and c["lucille_expects"] == "valid"]
 
 
-def stage_configs(m):
+def stage_configs(m: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in m["configs"] if c["kind"] == "stage" and c["lucille_expects"] == "accept"]
 
 
-def validate_run_config(c, monkeypatch):
+def validate_run_config(c: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[str]]:
     monkeypatch.chdir(CORPUS / c["cwd"])
     rel = os.path.relpath(CORPUS / c["path"], CORPUS / c["cwd"])
     return rel, lucille.validate(rel)
 
 
-def test_lucille_run_configs_validate_and_examples_run(monkeypatch):
+def test_lucille_run_configs_validate_and_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
     m = manifest()
     configs = run_configs(m)
     valid = ran = examples = fixtures = 0
@@ -92,7 +95,7 @@ def test_lucille_run_configs_validate_and_examples_run(monkeypatch):
     assert ran >= FLOOR_EXAMPLES_RAN, f"examples ran: {ran}, was {FLOOR_EXAMPLES_RAN}"
 
 
-def test_lucille_stage_confs_validate(monkeypatch):
+def test_lucille_stage_confs_validate(monkeypatch: pytest.MonkeyPatch) -> None:
     m = manifest()
     configs = stage_configs(m)
     valid = fixtures = 0

@@ -1,15 +1,22 @@
 """Lucille's connector class names, including its deprecated CSVConnector, JSONConnector and
 XMLConnector, which run as the FileConnector with the matching handler and their old keys."""
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 import lucille
 
 
-def run(tmp_path, monkeypatch, connector, mode="test"):
+def run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, connector: dict[str, Any], mode: str = "test"
+) -> lucille.RunResult:
     monkeypatch.chdir(tmp_path)
     return lucille.run(config={"connectors": [{"name": "c", **connector}]}, mode=mode)
 
 
-def test_csv_connector_reads_its_one_file_with_the_csv_handler_whatever_its_extension(tmp_path, monkeypatch):
+def test_csv_connector_reads_its_one_file_with_the_csv_handler_whatever_its_extension(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "data.txt").write_text("key;Title\nk1;One\nk2;Two\n")
     r = run(tmp_path, monkeypatch, {
         "class": "com.kmwllc.lucille.connector.CSVConnector", "path": "data.txt",
@@ -22,7 +29,7 @@ def test_csv_connector_reads_its_one_file_with_the_csv_handler_whatever_its_exte
     assert (tmp_path / "done" / "data.txt").exists()
 
 
-def test_csv_connector_from_the_classpath(tmp_path, monkeypatch):
+def test_csv_connector_from_the_classpath(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     res = tmp_path / "src" / "test" / "resources" / "RunnerTest"
     res.mkdir(parents=True)
     (res / "singleDoc.csv").write_text("id,a\n1,x\n")
@@ -30,13 +37,13 @@ def test_csv_connector_from_the_classpath(tmp_path, monkeypatch):
     assert [d.id for d in r.documents] == ["1"], r.summary
 
 
-def test_json_connector_reads_json_lines_from_json_path(tmp_path, monkeypatch):
+def test_json_connector_reads_json_lines_from_json_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "in.data").write_text('{"id": "a", "x": 1}\n{"id": "b", "x": 2}\n')
     r = run(tmp_path, monkeypatch, {"class": "com.kmwllc.lucille.connector.JSONConnector", "jsonPath": "in.data"})
     assert [(d.id, d.get("x")) for d in r.documents] == [("a", 1), ("b", 2)], r.summary
 
 
-def test_xml_connector_reads_file_paths_and_file_urls(tmp_path, monkeypatch):
+def test_xml_connector_reads_file_paths_and_file_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "staff.xml").write_text(
         "<Company><staff><id>1</id><name>Ann</name></staff><staff><id>2</id><name>Bo</name></staff></Company>"
     )
@@ -48,10 +55,10 @@ def test_xml_connector_reads_file_paths_and_file_urls(tmp_path, monkeypatch):
     assert [d.id for d in r.documents] == ["1", "2"], r.summary
 
 
-def test_old_connectors_reject_what_lucille_rejects_and_what_is_not_done_here(tmp_path, monkeypatch):
+def test_old_connectors_reject_what_lucille_rejects_and_what_is_not_done_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
-    def errors(connector):
+    def errors(connector: dict[str, Any]) -> list[str]:
         return lucille.validate(config={"connectors": [{"name": "c", **connector}]})
 
     e = errors({"class": "com.kmwllc.lucille.connector.CSVConnector", "paths": ["a.csv"]})
@@ -59,17 +66,17 @@ def test_old_connectors_reject_what_lucille_rejects_and_what_is_not_done_here(tm
     e = errors({"class": "com.kmwllc.lucille.connector.JSONConnector", "jsonPath": "a", "idField": "x"})
     assert any("connectors[0].idField" in x for x in e), e
     keys = {"xmlRootPath": "/a/b", "xmlIdPath": "/a/b/id", "encoding": "utf-8", "outputField": "xml"}
-    (e,) = errors({"class": "com.kmwllc.lucille.connector.xml.XMLConnector", "urlFiles": ["https://example.org/a.xml"], **keys})
-    assert "connectors[0].urlFiles" in e and "file://" in e
-    (e,) = errors({"class": "com.kmwllc.lucille.connector.xml.XMLConnector", **keys})
-    assert "filePaths" in e
+    (one,) = errors({"class": "com.kmwllc.lucille.connector.xml.XMLConnector", "urlFiles": ["https://example.org/a.xml"], **keys})
+    assert "connectors[0].urlFiles" in one and "file://" in one
+    (one,) = errors({"class": "com.kmwllc.lucille.connector.xml.XMLConnector", **keys})
+    assert "filePaths" in one
     e = errors({"class": "com.kmwllc.lucille.connector.xml.XMLConnector", "filePaths": ["a.xml"], "xmlRootPath": "/a/b"})
     assert {x.split(":")[0] for x in e} >= {"connectors[0].xmlIdPath", "connectors[0].encoding", "connectors[0].outputField"}, e
-    (e,) = errors({"class": "com.kmwllc.lucille.connector.CSVConnector", "path": "a.csv", "separatorChar": ";;"})
-    assert "connectors[0].separatorChar" in e
+    (one,) = errors({"class": "com.kmwllc.lucille.connector.CSVConnector", "path": "a.csv", "separatorChar": ";;"})
+    assert "connectors[0].separatorChar" in one
 
 
-def test_lucille_file_connector_keys_not_done_here_say_what_to_use_instead(tmp_path, monkeypatch):
+def test_lucille_file_connector_keys_not_done_here_say_what_to_use_instead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     base = {"name": "f", "class": "FileConnector", "paths": ["s3://bucket/folder/"]}
     errors = lucille.validate(config={"connectors": [{
@@ -85,7 +92,7 @@ def test_lucille_file_connector_keys_not_done_here_say_what_to_use_instead(tmp_p
     assert e.startswith("connectors[0].filterOptions.lastPublishedCutoff") and "checkpoint" in e
 
 
-def test_xml_connector_with_both_file_lists_is_rejected_and_package_names_are_exact(tmp_path, monkeypatch):
+def test_xml_connector_with_both_file_lists_is_rejected_and_package_names_are_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     keys = {"xmlRootPath": "/a/b", "xmlIdPath": "/a/b/id", "encoding": "utf-8", "outputField": "xml"}
     (e,) = lucille.validate(config={"connectors": [{"name": "c", "class": "com.kmwllc.lucille.connector.xml.XMLConnector",

@@ -1,7 +1,12 @@
 """Lucille keys that tune a run: pipelines[].threads, indexer.logRate, indexer.batchByteSize."""
 
+import importlib
 import logging
+import pathlib
 import sys
+from types import ModuleType
+from typing import Any
+
 import pytest
 
 import lucille
@@ -32,19 +37,16 @@ class Record(lucille.Indexer):
 
 
 @pytest.fixture
-def mods(tmp_path, monkeypatch):
+def mods(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, ModuleType]:
     (tmp_path / "keys_stages.py").write_text(STAGES_PY)
     (tmp_path / "keys_indexer.py").write_text(INDEXER_PY)
     monkeypatch.syspath_prepend(str(tmp_path))
     for m in ("keys_stages", "keys_indexer"):
         sys.modules.pop(m, None)
-    import keys_indexer
-    import keys_stages
-
-    return keys_stages, keys_indexer
+    return importlib.import_module("keys_stages"), importlib.import_module("keys_indexer")
 
 
-def test_pipeline_threads_overrides_worker_threads_for_that_pipeline(mods):
+def test_pipeline_threads_overrides_worker_threads_for_that_pipeline(mods: tuple[ModuleType, ModuleType]) -> None:
     stages, _ = mods
     cfg = {
         "connectors": [
@@ -66,7 +68,7 @@ def test_pipeline_threads_overrides_worker_threads_for_that_pipeline(mods):
     assert [e.split(":")[0] for e in errors] == ["pipelines[0].threads", "pipelines[1].threads"], errors
 
 
-def test_log_rate_logs_every_n_documents_indexed(mods, caplog):
+def test_log_rate_logs_every_n_documents_indexed(mods: tuple[ModuleType, ModuleType], caplog: pytest.LogCaptureFixture) -> None:
     cfg = {
         "connectors": [{"name": "a", "class": "SequenceConnector", "numDocs": 10}],
         "indexer": {"class": "keys_indexer:Record", "batchSize": 2, "logRate": 4},
@@ -80,10 +82,11 @@ def test_log_rate_logs_every_n_documents_indexed(mods, caplog):
     assert e.startswith("indexer.logRate")
 
 
-def test_batch_byte_size_caps_batches_by_json_size(mods):
+def test_batch_byte_size_caps_batches_by_json_size(mods: tuple[ModuleType, ModuleType]) -> None:
     _, indexer = mods
     text = "x" * 1000
-    cfg = {
+    cfg: dict[str, Any] = {
+
         "connectors": [{"name": "a", "class": "SequenceConnector", "numDocs": 7}],
         "pipelines": [],
         "indexer": {"class": "keys_indexer:Record", "batchByteSize": 2500, "batchTimeout": 1000},
@@ -103,7 +106,7 @@ def test_batch_byte_size_caps_batches_by_json_size(mods):
     assert e.startswith("indexer.batchByteSize")
 
 
-def test_connectors_without_a_name_are_named_by_position_as_in_lucille():
+def test_connectors_without_a_name_are_named_by_position_as_in_lucille() -> None:
     cfg = {"connectors": [
         {"class": "SequenceConnector", "numDocs": 1},
         {"class": "SequenceConnector", "numDocs": 2, "name": "mine"},
@@ -116,7 +119,7 @@ def test_connectors_without_a_name_are_named_by_position_as_in_lucille():
     assert e.startswith("connectors[1].name") and "duplicate" in e
 
 
-def test_solr_url_is_needed_only_to_send_as_in_lucille():
+def test_solr_url_is_needed_only_to_send_as_in_lucille() -> None:
     cfg = {"connectors": [{"name": "a", "class": "SequenceConnector", "numDocs": 3}], "indexer": {"type": "solr"}}
     assert lucille.validate(config=cfg) == []
     assert lucille.run(config=cfg, mode="test").succeeded == 3

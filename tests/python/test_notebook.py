@@ -6,9 +6,10 @@ import pytest
 
 import lucille
 from lucille import Document
+from pathlib import Path
 
 
-def test_document_html_escapes_counts_children_and_folds_long_values():
+def test_document_html_escapes_counts_children_and_folds_long_values() -> None:
     d = Document("a<b>", {"title": "<script>alert(1)</script>", "tags": ["x", "y"], "long": "z" * 1000})
     d.add_child(Document("c1"))
     d.add_child(Document("c2"))
@@ -23,13 +24,13 @@ def test_document_html_escapes_counts_children_and_folds_long_values():
     assert "no fields" in Document("e")._repr_html_()
 
 
-def test_document_html_caps_the_number_of_fields():
+def test_document_html_caps_the_number_of_fields() -> None:
     d = Document("d", {f"f{i}": i for i in range(60)})
     h = d._repr_html_()
     assert "f49" in h and "f50" not in h and "10 more fields" in h
 
 
-def run_test_mode():
+def run_test_mode() -> lucille.RunResult:
     return lucille.run(config={
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 3, "pipeline": "p"}],
         "pipelines": [{"name": "p", "stages": [
@@ -38,19 +39,19 @@ def run_test_mode():
     }, mode="test")
 
 
-def test_run_result_html_has_summary_and_connector_rows():
+def test_run_result_html_has_summary_and_connector_rows() -> None:
     r = run_test_mode()
     h = r._repr_html_()
     assert "Success" in h and "3 published" in h and "2 succeeded" in h and "1 failed" in h
     assert "<td" in h and ">seq<" in h and ">complete<" in h
 
 
-def test_to_records_is_what_the_indexer_received():
+def test_to_records_is_what_the_indexer_received() -> None:
     r = run_test_mode()
     assert r.to_records() == [{"id": "0", "n": 0}, {"id": "1", "n": 2, "extra": ["a", "b"]}]
 
 
-def test_to_pandas_and_its_import_error(monkeypatch):
+def test_to_pandas_and_its_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
     pd = pytest.importorskip("pandas")
     r = run_test_mode()
     df = r.to_pandas()
@@ -62,7 +63,7 @@ def test_to_pandas_and_its_import_error(monkeypatch):
         r.to_pandas()
 
 
-def test_records_only_in_test_mode(tmp_path):
+def test_records_only_in_test_mode(tmp_path: Path) -> None:
     r = lucille.run(config={
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1}],
         "indexer": {"type": "nop"},
@@ -73,7 +74,7 @@ def test_records_only_in_test_mode(tmp_path):
 
 
 @pytest.mark.parametrize("cls", [lucille.Document, lucille.RunResult, lucille.ConnectorResult, lucille.Pipeline])
-def test_every_public_method_has_a_docstring(cls):
+def test_every_public_method_has_a_docstring(cls: type) -> None:
     assert (cls.__doc__ or "").strip(), f"{cls.__name__} has no docstring"
     names = [n for n in dir(cls) if not n.startswith("_") or n == "_repr_html_"]
     assert names
@@ -81,7 +82,8 @@ def test_every_public_method_has_a_docstring(cls):
     assert missing == [], f"{cls.__name__} methods without a docstring: {missing}"
 
 
-def test_help_shows_the_docstring():
+def test_help_shows_the_docstring() -> None:
     import pydoc
-    text = pydoc.render_doc(lucille.Document.set_field, renderer=pydoc.plaintext)
+    text = pydoc.plain(pydoc.render_doc(lucille.Document.set_field))
+
     assert "Sets a field to a value" in text

@@ -10,27 +10,29 @@ import sys
 import textwrap
 
 import lucille
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def write(path, text):
+def write(path: pathlib.Path, text: str) -> pathlib.Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text))
     return path
 
 
-def project(tmp_path, conf_text):
+def project(tmp_path: pathlib.Path, conf_text: str) -> pathlib.Path:
     """A Lucille-style project: conf/x.conf, data under the project root."""
     write(tmp_path / "data" / "in.jsonl", '{"id": "a", "word": "cat"}\n{"id": "b", "word": "dog"}\n')
     return write(tmp_path / "conf" / "x.conf", conf_text)
 
 
-def out_ids(path):
+def out_ids(path: pathlib.Path) -> list[str]:
+
     return [json.loads(line)["id"] for line in path.read_text().splitlines()]
 
 
-def test_inputs_and_outputs_resolve_against_the_working_directory(tmp_path, monkeypatch):
+def test_inputs_and_outputs_resolve_against_the_working_directory(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     conf = project(tmp_path, """
         connectors: [ { name: "f", class: "FileConnector", paths: ["data/in.jsonl"], fileHandlers { jsonl {} }, pipeline: "p" } ]
         pipelines: [ { name: "p", stages: [ { class: "CopyFields", fieldMapping { word: w2 } } ] } ]
@@ -45,7 +47,7 @@ def test_inputs_and_outputs_resolve_against_the_working_directory(tmp_path, monk
     assert not (conf.parent / "out").exists()
 
 
-def test_an_input_found_only_beside_the_config_is_read_there(tmp_path, monkeypatch):
+def test_an_input_found_only_beside_the_config_is_read_there(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path / "conf" / "songs.csv", "id,title\n1,x\n2,y\n3,z\n")
     write(tmp_path / "conf" / "x.conf", """
         connectors: [ { name: "f", class: "FileConnector", paths: ["songs.csv"], fileHandlers { csv { idField: id } } } ]
@@ -61,7 +63,7 @@ def test_an_input_found_only_beside_the_config_is_read_there(tmp_path, monkeypat
     assert out_ids(elsewhere / "out.jsonl") == ["1", "2", "3"]
 
 
-def test_a_missing_input_is_named_where_lucille_would_look(tmp_path, monkeypatch):
+def test_a_missing_input_is_named_where_lucille_would_look(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path / "conf" / "x.conf", """
         connectors: [ { name: "f", class: "FileConnector", paths: ["c.csv"], pipeline: "p" } ]
         pipelines: [ { name: "p", stages: [ { class: "DictionaryLookup", source: a, dest: b, dictPath: "dicts/d.txt" } ] } ]
@@ -71,7 +73,7 @@ def test_a_missing_input_is_named_where_lucille_would_look(tmp_path, monkeypatch
     assert "dictPath" in error and str(tmp_path / "dicts" / "d.txt") in error
 
 
-def test_classpath_reads_the_resource_roots_then_the_config_folder(tmp_path, monkeypatch):
+def test_classpath_reads_the_resource_roots_then_the_config_folder(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path / "src" / "test" / "resources" / "dict.txt", "cat,feline\n")
     write(tmp_path / "conf" / "dict.txt", "cat,wrong\n")
     write(tmp_path / "conf" / "values.txt", "dog\n")
@@ -88,7 +90,7 @@ def test_classpath_reads_the_resource_roots_then_the_config_folder(tmp_path, mon
     assert r.documents[0].get("kind") == "feline"
 
 
-def test_runner_resource_roots_replace_the_default_roots(tmp_path, monkeypatch):
+def test_runner_resource_roots_replace_the_default_roots(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path / "res" / "dict.txt", "cat,from-res\n")
     write(tmp_path / "src" / "main" / "resources" / "dict.txt", "cat,from-main\n")
     project(tmp_path, """
@@ -108,7 +110,7 @@ def test_runner_resource_roots_replace_the_default_roots(tmp_path, monkeypatch):
     assert "runner.resourceRoots" in error
 
 
-def test_missing_classpath_resource_says_where_it_looked(tmp_path, monkeypatch):
+def test_missing_classpath_resource_says_where_it_looked(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project(tmp_path, """
         connectors: [ { name: "f", class: "FileConnector", paths: ["data/in.jsonl"], fileHandlers { jsonl {} }, pipeline: "p" } ]
         pipelines: [ { name: "p", stages: [
@@ -119,7 +121,7 @@ def test_missing_classpath_resource_says_where_it_looked(tmp_path, monkeypatch):
     assert "src/test/resources" in error and "runner.resourceRoots" in error
 
 
-def test_include_stays_relative_to_the_including_file(tmp_path, monkeypatch):
+def test_include_stays_relative_to_the_including_file(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path / "conf" / "parts" / "connector.conf", """
         connectors: [ { name: "f", class: "SequenceConnector", numDocs: 4 } ]
     """)
@@ -129,7 +131,7 @@ def test_include_stays_relative_to_the_including_file(tmp_path, monkeypatch):
     assert r.succeeded == 4, r.summary
 
 
-def test_python_file_class_is_found_in_the_working_directory_first(tmp_path, monkeypatch):
+def test_python_file_class_is_found_in_the_working_directory_first(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     stage = """
         import lucille
         class Mark(lucille.Stage):
@@ -150,7 +152,7 @@ def test_python_file_class_is_found_in_the_working_directory_first(tmp_path, mon
     assert r.documents[0].get("where") == "conf"
 
 
-def test_quickstart_runs_from_another_directory_and_indexes_there(tmp_path):
+def test_quickstart_runs_from_another_directory_and_indexes_there(tmp_path: pathlib.Path) -> None:
     r = subprocess.run(
         [sys.executable, "-m", "lucille.cli", "run", str(ROOT / "examples" / "quickstart.conf")],
         capture_output=True, text=True, cwd=tmp_path,

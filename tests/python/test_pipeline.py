@@ -4,6 +4,8 @@ import importlib.util
 import pathlib
 import sys
 import threading
+from typing import Any, Iterator
+
 
 import pytest
 
@@ -14,38 +16,38 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 class Enrich(Stage):
-    def start(self):
+    def start(self) -> None:
         self.started = getattr(self, "started", 0) + 1
 
-    def process_document(self, doc):
+    def process_document(self, doc: Document) -> None:
         doc.set_field("len", len(doc.get_string("body") or ""))
 
 
 class Chunk(Stage):
     """Yields one child per word, lazily."""
 
-    def process_document(self, doc):
+    def process_document(self, doc: Document) -> Iterator[Document]:
         for i, word in enumerate((doc.get_string("body") or "").split(), start=1):
             yield Document(f"{doc.id}-{i}", {"word": word})
 
 
 class ListChildren(Stage):
-    def process_document(self, doc):
+    def process_document(self, doc: Document) -> list[Document]:
         return [Document(doc.id + "-a"), Document(doc.id + "-b")]
 
 
 class Tag(Stage):
-    def process_document(self, doc):
+    def process_document(self, doc: Document) -> None:
         doc.add_to_field("trail", self.name)
 
 
 class Boom(Stage):
-    def process_document(self, doc):
+    def process_document(self, doc: Document) -> None:
         if doc.id == "bad":
             raise KeyError("no such thing")
 
 
-def test_python_stage_modifies_in_place():
+def test_python_stage_modifies_in_place() -> None:
     p = Pipeline([Enrich({})])
     d = Document("d", {"body": "hello"})
     out = p.process(d)
@@ -54,7 +56,7 @@ def test_python_stage_modifies_in_place():
     assert d.get("len") == 5
 
 
-def test_self_config_and_default_names():
+def test_self_config_and_default_names() -> None:
     e = Enrich({"threshold": 3})
     t = Tag({}, name="tagger")
     p = Pipeline([e, lucille.stages.CopyFields(fieldMapping={"body": "copy"}), t])
@@ -66,11 +68,11 @@ def test_self_config_and_default_names():
     assert doc.get("copy") == "x"
 
 
-def test_generator_children_are_lazy_and_come_first():
+def test_generator_children_are_lazy_and_come_first() -> None:
     seen = []
 
     class Record(Stage):
-        def process_document(self, doc):
+        def process_document(self, doc: Document) -> None:
             seen.append(doc.id)
 
     p = Pipeline([Chunk({}), Record({}), Tag({})])
@@ -84,13 +86,13 @@ def test_generator_children_are_lazy_and_come_first():
     assert all(x.get_list("trail") == ["stage_3"] for x in [first] + rest)
 
 
-def test_list_of_children_and_run_id_copy():
+def test_list_of_children_and_run_id_copy() -> None:
     p = Pipeline([ListChildren({}), Tag({})])
     out = p.process(Document("p"))
     assert [d.id for d in out] == ["p-a", "p-b", "p"]
 
 
-def test_children_only_flow_downstream():
+def test_children_only_flow_downstream() -> None:
     p = Pipeline([Tag({}, name="before"), Chunk({}), Tag({}, name="after")])
     out = p.process(Document("d", {"body": "x y"}))
     assert [(d.id, d.get_list("trail")) for d in out] == [
@@ -100,7 +102,7 @@ def test_children_only_flow_downstream():
     ]
 
 
-def test_exception_raises_stage_error_with_traceback():
+def test_exception_raises_stage_error_with_traceback() -> None:
     p = Pipeline([Boom({}, name="boom")])
     assert p.process(Document("ok"))[0].id == "ok"
     with pytest.raises(StageError) as e:
@@ -114,17 +116,18 @@ def test_exception_raises_stage_error_with_traceback():
     assert m["boom"]["errors"] == 1 and m["boom"]["processed"] == 3
 
 
-def test_bad_return_and_bad_yield():
+def test_bad_return_and_bad_yield() -> None:
+    # Deliberately wrong return values (the stage API rejects them), hence the Any returns.
     class ReturnsDoc(Stage):
-        def process_document(self, doc):
+        def process_document(self, doc: Document) -> Any:
             return doc
 
     class YieldsStr(Stage):
-        def process_document(self, doc):
+        def process_document(self, doc: Document) -> Any:
             yield "nope"
 
     class YieldsSelf(Stage):
-        def process_document(self, doc):
+        def process_document(self, doc: Document) -> Iterator[Document]:
             yield doc
 
     d = Document("self", {"keep": 1})
@@ -137,9 +140,9 @@ def test_bad_return_and_bad_yield():
         Pipeline([YieldsStr({})]).process(Document("d"))
 
 
-def test_generator_error_midway_fails_parent():
+def test_generator_error_midway_fails_parent() -> None:
     class Half(Stage):
-        def process_document(self, doc):
+        def process_document(self, doc: Document) -> Iterator[Document]:
             yield Document(doc.id + "-1")
             raise RuntimeError("generator died")
 
@@ -149,13 +152,13 @@ def test_generator_error_midway_fails_parent():
         next(it)
 
 
-def test_dropped_documents_are_returned_flagged():
+def test_dropped_documents_are_returned_flagged() -> None:
     p = Pipeline([lucille.stages.DropDocument(), Tag({})])
     (d,) = p.process(Document("d"))
     assert d.is_dropped() and not d.has("trail")
 
 
-def test_conditions_on_python_and_builtin_stages():
+def test_conditions_on_python_and_builtin_stages() -> None:
     cond = [{"fields": ["kind"], "values": ["a"]}]
     p = Pipeline([
         Tag({"conditions": cond}, name="py"),
@@ -167,30 +170,30 @@ def test_conditions_on_python_and_builtin_stages():
     assert b.to_dict() == {"id": "2", "kind": "b"}
 
 
-def test_builtin_stage_config_errors_list_everything():
+def test_builtin_stage_config_errors_list_everything() -> None:
     with pytest.raises(ValueError) as e:
         lucille.stages.CopyFields(fieldMaping={"a": "b"}, updateMode="sideways")
     msg = str(e.value)
     assert "fieldMaping" in msg and "updateMode" in msg and "2 config errors" in msg
     with pytest.raises(AttributeError):
-        lucille.stages.NoSuchStage
+        getattr(lucille.stages, "NoSuchStage")
     with pytest.raises(ValueError, match="duplicate stage name"):
         Pipeline([Tag({}, name="x"), Tag({}, name="x")])
     with pytest.raises(ValueError):
         Pipeline([object()])
 
 
-def test_start_once_and_close_calls_stop():
+def test_start_once_and_close_calls_stop() -> None:
     class Life(Stage):
         events = []
 
-        def start(self):
+        def start(self) -> None:
             self.events.append("start")
 
-        def process_document(self, doc):
+        def process_document(self, doc: Document) -> None:
             self.events.append(doc.id)
 
-        def stop(self):
+        def stop(self) -> None:
             self.events.append("stop")
 
     with Pipeline([Life({})]) as p:
@@ -199,14 +202,14 @@ def test_start_once_and_close_calls_stop():
     assert Life.events == ["start", "a", "b", "stop"]
 
 
-def test_rust_stages_run_without_the_gil():
+def test_rust_stages_run_without_the_gil() -> None:
     # One long Pipeline.process call (a Rust stage emitting many children) runs in another
     # thread; if it held the GIL this thread could not run Python meanwhile.
     p = Pipeline([lucille.stages.CreateChildrenStage(numChildren=300000)])
     started, done = threading.Event(), threading.Event()
-    out = []
+    out: list[Document] = []
 
-    def work():
+    def work() -> None:
         started.set()
         out.extend(p.process(Document("d")))
         done.set()
@@ -222,8 +225,9 @@ def test_rust_stages_run_without_the_gil():
     assert ticks > 1000, f"only {ticks} Python steps ran during the Rust call"
 
 
-def test_stages_stub_lists_every_builtin():
+def test_stages_stub_lists_every_builtin() -> None:
     spec = importlib.util.spec_from_file_location("gen_stage_stubs", ROOT / "scripts" / "gen_stage_stubs.py")
+    assert spec is not None and spec.loader is not None
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
     stub = (ROOT / "python" / "lucille" / "stages.pyi").read_text()
@@ -233,7 +237,7 @@ def test_stages_stub_lists_every_builtin():
     assert sorted(dir(lucille.stages)) == sorted(lucille._lucille.builtin_stage_names())
 
 
-def test_metrics_shape():
+def test_metrics_shape() -> None:
     p = Pipeline([Enrich({}), Chunk({})])
     p.process(Document("d", {"body": "a b"}))
     m = p.metrics()
@@ -245,7 +249,7 @@ def test_metrics_shape():
 DATA = ROOT / "tests" / "python" / "data"
 
 
-def test_from_config_with_python_stages_by_module_and_file():
+def test_from_config_with_python_stages_by_module_and_file() -> None:
     p = Pipeline.from_config(
         [
             {"class": "mystages:Shout", "name": "by_module", "field": "a"},
@@ -260,7 +264,7 @@ def test_from_config_with_python_stages_by_module_and_file():
     assert d.get("c") == "x"
 
 
-def test_from_config_reports_every_error():
+def test_from_config_reports_every_error() -> None:
     with pytest.raises(ValueError) as e:
         Pipeline.from_config(
             [

@@ -5,23 +5,26 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any
+
 
 import pytest
 
 import lucille
 from lucille import Document, Pipeline
+from pathlib import Path
 
 
-def embedded(script):
+def embedded(script: str) -> Pipeline:
     return Pipeline([lucille.stages.EmbeddedPython(script=textwrap.dedent(script))])
 
 
-def run_one(script, doc):
+def run_one(script: str, doc: Document) -> Document:
     (out,) = embedded(script).process(doc)
     return out
 
 
-def stage_errors(stage):
+def stage_errors(stage: dict[str, Any]) -> list[str]:
     return lucille.validate(config={
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p"}],
         "pipelines": [{"name": "p", "stages": [stage]}],
@@ -31,7 +34,7 @@ def stage_errors(stage):
 # ---------------------------------------------------------------- EmbeddedPython
 
 
-def test_dict_and_attribute_access_write_through():
+def test_dict_and_attribute_access_write_through() -> None:
     out = run_one("""
         doc["title"] = doc["title"].upper()
         doc.count = doc.count + 1
@@ -46,7 +49,7 @@ def test_dict_and_attribute_access_write_through():
     assert isinstance(out.get("count"), int)
 
 
-def test_missing_fields_read_as_attribute_errors_and_none_stores_null():
+def test_missing_fields_read_as_attribute_errors_and_none_stores_null() -> None:
     out = run_one("""
         if getattr(doc, 'missing', None) is None and not hasattr(doc, 'missing'):
             doc.present = 'ok'
@@ -65,7 +68,7 @@ def test_missing_fields_read_as_attribute_errors_and_none_stores_null():
     assert out.get("del_missing") == "AttributeError" and out.get("get_missing") == "KeyError"
 
 
-def test_ids_keys_items_and_raw_doc():
+def test_ids_keys_items_and_raw_doc() -> None:
     out = run_one("""
         doc.keys_seen = sorted(doc.keys())
         doc.echo = {k: v for (k, v) in doc.items() if k in ("a", "b")}
@@ -78,7 +81,7 @@ def test_ids_keys_items_and_raw_doc():
     assert out.get("via_raw") == "d!"
 
 
-def test_nested_objects_and_lists_are_live_views():
+def test_nested_objects_and_lists_are_live_views() -> None:
     out = run_one("""
         doc.tags2 = doc.tags
         doc.tags[0] = "X"
@@ -100,17 +103,17 @@ def test_nested_objects_and_lists_are_live_views():
     assert out.get("nested") == {"a": 1, "b": {"c": 99}}
 
 
-def test_nested_write_without_parent_fails_the_document():
+def test_nested_write_without_parent_fails_the_document() -> None:
     with pytest.raises(lucille.StageError, match="AttributeError"):
         run_one("doc.a.b = 100", Document("d"))
 
 
-def test_reserved_fields_cannot_be_written():
+def test_reserved_fields_cannot_be_written() -> None:
     with pytest.raises(lucille.StageError, match="id"):
         run_one("doc.id = 'other'", Document("d"))
 
 
-def test_globals_persist_between_documents_of_one_instance():
+def test_globals_persist_between_documents_of_one_instance() -> None:
     p = embedded("""
         try:
             seen += 1
@@ -121,7 +124,7 @@ def test_globals_persist_between_documents_of_one_instance():
     assert [p.process(Document(str(i)))[0].get("seen") for i in range(3)] == [1, 2, 3]
 
 
-def test_script_path_and_its_alias(tmp_path):
+def test_script_path_and_its_alias(tmp_path: Path) -> None:
     script = tmp_path / "sum.py"
     script.write_text("if getattr(doc, 'a', None) is not None and getattr(doc, 'b', None) is not None:\n"
                       "  doc.sum = doc.a + doc.b\n")
@@ -131,7 +134,7 @@ def test_script_path_and_its_alias(tmp_path):
         assert not p.process(Document("e", {"a": 2}))[0].has("sum")
 
 
-def test_config_errors_at_validation():
+def test_config_errors_at_validation() -> None:
     (err,) = stage_errors({"class": "EmbeddedPython", "script": "x = 1\ndef bad(:\n    pass\n"})
     assert err.startswith("pipelines[0].stages[0].script: Python syntax error at line 2"), err
     (err,) = stage_errors({"class": "EmbeddedPython"})
@@ -144,7 +147,7 @@ def test_config_errors_at_validation():
     assert 'unknown key "scrpt"' in err
 
 
-def test_exception_fails_only_that_document_in_a_run(tmp_path):
+def test_exception_fails_only_that_document_in_a_run(tmp_path: Path) -> None:
     r = lucille.run(config={
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 4, "pipeline": "p"}],
         "pipelines": [{"name": "p", "stages": [{
@@ -154,11 +157,11 @@ def test_exception_fails_only_that_document_in_a_run(tmp_path):
     }, mode="test")
     assert (r.status, r.succeeded, r.failed) == ("Success", 3, 1)
     fails = [e for e in r.events if e[1] == "FAIL"]
-    assert fails[0][0] == "2" and "Failure on two" in fails[0][2]
+    assert fails[0][0] == "2" and "Failure on two" in (fails[0][2] or "")
     assert all(d.get("ok") is True for d in r.documents)
 
 
-def test_cli_validate_reports_the_syntax_error_line(tmp_path):
+def test_cli_validate_reports_the_syntax_error_line(tmp_path: Path) -> None:
     conf = tmp_path / "c.conf"
     conf.write_text(textwrap.dedent('''
         connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 1, pipeline: "p" }]
@@ -172,13 +175,13 @@ def test_cli_validate_reports_the_syntax_error_line(tmp_path):
 # ---------------------------------------------------------------- ExternalPython
 
 
-def external(tmp_path, code, **keys):
+def external(tmp_path: Path, code: str, **keys: Any) -> Pipeline:
     script = tmp_path / "fn.py"
     script.write_text(textwrap.dedent(code))
     return Pipeline([lucille.stages.ExternalPython(scriptPath=str(script), **keys)])
 
 
-def test_returned_json_string_sets_fields_and_sees_the_id(tmp_path):
+def test_returned_json_string_sets_fields_and_sees_the_id(tmp_path: Path) -> None:
     # Lucille's copy_doc_id.py: the function returns json.dumps(doc).
     p = external(tmp_path, """
         import json
@@ -190,7 +193,7 @@ def test_returned_json_string_sets_fields_and_sees_the_id(tmp_path):
     assert out.to_dict() == {"id": "doc1", "keep": 1, "field_added_by_python": "doc1"}
 
 
-def test_returned_dict_replaces_the_fields_and_none_leaves_them(tmp_path):
+def test_returned_dict_replaces_the_fields_and_none_leaves_them(tmp_path: Path) -> None:
     p = external(tmp_path, """
         def process_document(doc):
             if doc.get("skip"):
@@ -204,7 +207,7 @@ def test_returned_dict_replaces_the_fields_and_none_leaves_them(tmp_path):
     assert out.to_dict() == {"id": "e", "skip": True, "other": 1}
 
 
-def test_function_name_and_bad_returns(tmp_path):
+def test_function_name_and_bad_returns(tmp_path: Path) -> None:
     p = external(tmp_path, """
         def custom_method2(doc):
             doc['field_added_by_python'] = "method 2"
@@ -218,7 +221,7 @@ def test_function_name_and_bad_returns(tmp_path):
         bad.process(Document("d"))
 
 
-def test_external_config_errors(tmp_path):
+def test_external_config_errors(tmp_path: Path) -> None:
     script = tmp_path / "fn.py"
     script.write_text("def process_document(doc):\n    return None\ndef other(doc):\n    pass\n")
     (err,) = stage_errors({"class": "ExternalPython", "scriptPath": str(script), "functionName": "nope"})
@@ -238,7 +241,7 @@ def test_external_config_errors(tmp_path):
     assert stage_errors({"class": "ExternalPython", "scriptPath": str(script), "requirementsPath": str(reqs)}) == []
 
 
-def test_transport_keys_are_accepted_and_logged(tmp_path, caplog):
+def test_transport_keys_are_accepted_and_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     script = tmp_path / "fn.py"
     script.write_text("def process_document(doc):\n    return {'x': 1}\n")
     code = textwrap.dedent(f"""
@@ -258,14 +261,14 @@ def test_transport_keys_are_accepted_and_logged(tmp_path, caplog):
         assert len(lines) == 1, r.stderr
 
 
-def test_script_paths_resolve_as_every_input_path(tmp_path, monkeypatch):
+def test_script_paths_resolve_as_every_input_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # classpath: under the resource roots (runner.resourceRoots replaces the defaults), and a
     # relative path from the working directory, as for every other input path of a config.
     (tmp_path / "res" / "scripts").mkdir(parents=True)
     (tmp_path / "res" / "scripts" / "up.py").write_text("doc['t'] = 'x'\n")
     (tmp_path / "here.py").write_text("doc['n'] = 1\n")
     monkeypatch.chdir(tmp_path)
-    config = {
+    config: dict[str, Any] = {
         "runner": {"resourceRoots": ["res"]},
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p"}],
         "pipelines": [{"name": "p", "stages": [

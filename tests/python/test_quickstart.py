@@ -12,13 +12,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "examples" / "data" / "stdlib-reference.jsonl"
 
 
-def cli(*args):
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+
     return subprocess.run(
         [sys.executable, "-m", "lucille.cli", *args], capture_output=True, text=True
     )
 
 
-def test_quickstart_indexes_the_corpus_and_search_finds_a_known_record(tmp_path):
+def test_quickstart_indexes_the_corpus_and_search_finds_a_known_record(tmp_path: pathlib.Path) -> None:
     index = tmp_path / "quickstart-index"
     records = sum(1 for _ in CORPUS.open(encoding="utf-8"))
     r = cli("run", str(ROOT / "examples" / "quickstart.conf"), "--set", f"tantivy.path={index}")

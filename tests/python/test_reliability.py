@@ -19,13 +19,14 @@ class Spin(lucille.Stage):
 """
 
 
-def write(tmp_path, name, text):
+def write(tmp_path: pathlib.Path, name: str, text: str) -> pathlib.Path:
+
     p = tmp_path / name
     p.write_text(textwrap.dedent(text))
     return p
 
 
-def test_python_stage_stuck_in_a_loop_times_out_and_the_run_goes_on(tmp_path):
+def test_python_stage_stuck_in_a_loop_times_out_and_the_run_goes_on(tmp_path: pathlib.Path) -> None:
     (tmp_path / "spinstages.py").write_text(STAGES_PY)
     cfg = write(tmp_path, "spin.conf", """
         connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 12, docIdPrefix: "d-", pipeline: "p" }]
@@ -36,14 +37,16 @@ def test_python_stage_stuck_in_a_loop_times_out_and_the_run_goes_on(tmp_path):
     assert (r.published, r.succeeded, r.failed) == (12, 11, 1), r.summary
     fails = [e for e in r.events if e[1] == "FAIL"]
     assert [f[0] for f in fails] == ["d-3"]
-    assert "timed out" in fails[0][2] and "worker.maxProcessingSecs (1 s)" in fails[0][2]
+    message = fails[0][2]
+    assert message is not None
+    assert "timed out" in message and "worker.maxProcessingSecs (1 s)" in message
     # The thread recovered through the interrupt (no thread was abandoned) and went on.
-    assert "abandoned" not in fails[0][2]
+    assert "abandoned" not in message
     assert sorted(d.id for d in r.documents) == sorted(f"d-{i}" for i in range(12) if i != 3)
     assert all(d.get("seen") for d in r.documents)
 
 
-def test_exit_on_timeout_ends_the_process(tmp_path):
+def test_exit_on_timeout_ends_the_process(tmp_path: pathlib.Path) -> None:
     (tmp_path / "spinstages.py").write_text(STAGES_PY)
     cfg = write(tmp_path, "exit.conf", """
         connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 5, docIdPrefix: "d-", pipeline: "p" }]
@@ -57,7 +60,7 @@ def test_exit_on_timeout_ends_the_process(tmp_path):
     assert "RUN SUMMARY" not in r.stdout
 
 
-def test_max_document_bytes_fails_oversized_records_with_their_position(tmp_path):
+def test_max_document_bytes_fails_oversized_records_with_their_position(tmp_path: pathlib.Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
     big = "x" * 5000
@@ -72,7 +75,7 @@ def test_max_document_bytes_fails_oversized_records_with_their_position(tmp_path
     r = lucille.run(str(cfg), mode="test")
     assert (r.published, r.succeeded, r.failed) == (9, 6, 3), r.summary
     assert sorted(d.id for d in r.documents) == ["c1", "c2", "j1", "j2", "x1", "x2"]
-    reasons = sorted(e[2] for e in r.events if e[1] == "FAIL")
+    reasons = sorted(e[2] or "" for e in r.events if e[1] == "FAIL")
     assert len(reasons) == 3
     assert all("larger than maxDocumentBytes (1000)" in m for m in reasons), reasons
     assert any(m.startswith(f"{data / 'a.jsonl'}: line 2:") for m in reasons), reasons
@@ -80,7 +83,7 @@ def test_max_document_bytes_fails_oversized_records_with_their_position(tmp_path
     assert any(m.startswith(f"{data / 'c.xml'}: element at byte {xml.index('<item><k>xbig')}:") for m in reasons), reasons
 
 
-def test_max_document_bytes_is_checked(tmp_path):
+def test_max_document_bytes_is_checked(tmp_path: pathlib.Path) -> None:
     cfg = write(tmp_path, "bad.conf", """
         connectors: [{ name: "files", class: "FileConnector", paths: ["."], maxDocumentBytes: 0 },
                      { name: "seq", class: "SequenceConnector", numDocs: 1, maxDocumentBytes: 10 }]
@@ -102,7 +105,7 @@ class Slow(lucille.Stage):
 """
 
 
-def test_a_second_sigint_stops_now_and_reports_documents_in_flight(tmp_path):
+def test_a_second_sigint_stops_now_and_reports_documents_in_flight(tmp_path: pathlib.Path) -> None:
     import signal
 
     (tmp_path / "slowstages.py").write_text(SLOW_PY)
@@ -113,10 +116,12 @@ def test_a_second_sigint_stops_now_and_reports_documents_in_flight(tmp_path):
     """)
     p = subprocess.Popen([sys.executable, "-m", "lucille.cli", "run", str(cfg)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    seen = []
+    seen: list[str] = []
+    assert p.stderr is not None
+    stderr = p.stderr
 
-    def wait_for(text):
-        for line in p.stderr:
+    def wait_for(text: str) -> None:
+        for line in stderr:
             seen.append(line)
             if text in line:
                 return
@@ -139,7 +144,7 @@ def test_a_second_sigint_stops_now_and_reports_documents_in_flight(tmp_path):
     assert "documents in flight (published, not finished)" in line, out
 
 
-def test_max_document_bytes_applies_to_python_connectors(tmp_path):
+def test_max_document_bytes_applies_to_python_connectors(tmp_path: pathlib.Path) -> None:
     (tmp_path / "bigsource.py").write_text(textwrap.dedent("""
         import lucille
 
@@ -157,4 +162,5 @@ def test_max_document_bytes_applies_to_python_connectors(tmp_path):
     assert [d.id for d in r.documents] == ["small", "small2"]
     fail = [e for e in r.events if e[1] == "FAIL"][0]
     assert fail[0] == "big"
-    assert fail[2].startswith("src: document big: the record is larger than maxDocumentBytes (1000)"), fail
+    assert (fail[2] or "").startswith(
+"src: document big: the record is larger than maxDocumentBytes (1000)"), fail

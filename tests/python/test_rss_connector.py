@@ -3,6 +3,8 @@
 import http.server
 import pathlib
 import threading
+from typing import Any
+
 
 import pytest
 
@@ -11,13 +13,13 @@ import lucille
 FEEDS = pathlib.Path(__file__).resolve().parents[1] / "data" / "rss"
 
 
-def run_feed(url, **extra):
+def run_feed(url: str, **extra: str) -> lucille.RunResult:
     connector = {"name": "feed", "class": "com.kmwllc.lucille.connector.RSSConnector", "rssURL": url}
     connector.update(extra)
     return lucille.run(config={"connectors": [connector]}, mode="test")
 
 
-def test_rss_file_items_become_documents():
+def test_rss_file_items_become_documents() -> None:
     result = run_feed(str(FEEDS / "news.rss.xml"), docIdPrefix="news-")
     assert result.status == "Success", result.summary
     docs = result.documents
@@ -32,11 +34,11 @@ def test_rss_file_items_become_documents():
     assert not docs[2].has("pubDate")
 
 
-def test_atom_feed_over_http():
+def test_atom_feed_over_http() -> None:
     body = (FEEDS / "blog.atom.xml").read_bytes()
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
+        def do_GET(self) -> None:
             if self.path != "/atom.xml":
                 self.send_error(404)
                 return
@@ -46,7 +48,7 @@ def test_atom_feed_over_http():
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args):
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -66,13 +68,13 @@ def test_atom_feed_over_http():
         server.shutdown()
 
 
-def test_malformed_feed_fails_the_connector_with_the_position():
+def test_malformed_feed_fails_the_connector_with_the_position() -> None:
     result = run_feed(str(FEEDS / "malformed.xml"))
     assert result.status == "Failure"
     assert "malformed feed" in result.summary and "at byte" in result.summary
 
 
-def test_polling_keys_are_checked_up_front():
+def test_polling_keys_are_checked_up_front() -> None:
     with pytest.raises(lucille.ConfigError) as e:
         run_feed(str(FEEDS / "news.rss.xml"), runDuration="1h", pubDateCutoff="later")
     assert "refreshIncrement" in str(e.value) and "pubDateCutoff" in str(e.value)

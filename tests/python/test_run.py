@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 import time
+from typing import Optional
+
 
 import pytest
 
@@ -18,7 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "python" / "data"
 
 
-def write(tmp_path, name, text):
+def write(tmp_path: pathlib.Path, name: str, text: str) -> pathlib.Path:
     p = tmp_path / name
     p.write_text(textwrap.dedent(text))
     return p
@@ -61,12 +63,12 @@ class Broken(lucille.Connector):
 
 
 @pytest.fixture
-def conf_dir(tmp_path):
+def conf_dir(tmp_path: pathlib.Path) -> pathlib.Path:
     (tmp_path / "runstages.py").write_text(STAGES_PY)
     return tmp_path
 
 
-def test_test_mode_records_documents_and_events(conf_dir):
+def test_test_mode_records_documents_and_events(conf_dir: pathlib.Path) -> None:
     cfg = write(conf_dir, "run.conf", """
         connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 8, pipeline: "main" }]
         pipelines: [{ name: "main", stages: [
@@ -81,13 +83,14 @@ def test_test_mode_records_documents_and_events(conf_dir):
     ids = sorted(d.id for d in r.documents)
     assert ids == ["0", "1", "2", "4", "5", "5-1", "5-2", "6"]
     assert all(d.run_id == r.run_id for d in r.documents)
-    kinds = {}
+    kinds: dict[str, list[str]] = {}
     for doc_id, kind, message in r.events:
         kinds.setdefault(kind, []).append(doc_id)
     assert sorted(kinds["CREATE"]) == ["5-1", "5-2"]
     assert kinds["DROP"] == ["7"]
     assert kinds["FAIL"] == ["3"]
     fail_message = [m for (i, k, m) in r.events if k == "FAIL"][0]
+    assert fail_message is not None
     assert "three is bad" in fail_message and "Traceback" in fail_message
     assert r.summary.splitlines()[0] == "RUN SUMMARY: Partial success. 1/1 connectors complete. Some docs failed."
     assert r.summary.splitlines()[1].startswith("seq: complete. 8 docs succeeded. 1 docs FAILED. 1 docs dropped. Time:")
@@ -98,7 +101,7 @@ def test_test_mode_records_documents_and_events(conf_dir):
     assert names == ["stage_1", "stage_2"]
 
 
-def test_local_mode_writes_jsonl_and_config_dict(tmp_path):
+def test_local_mode_writes_jsonl_and_config_dict(tmp_path: pathlib.Path) -> None:
     out = tmp_path / "out.jsonl"
     r = lucille.run(config={
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 5, "pipeline": "p"}],
@@ -114,7 +117,7 @@ def test_local_mode_writes_jsonl_and_config_dict(tmp_path):
         r.documents  # only recorded in test mode
 
 
-def test_hocon_text_and_overrides(conf_dir):
+def test_hocon_text_and_overrides(conf_dir: pathlib.Path) -> None:
     text = """
         n = 3
         n = ${?LUCILLE_TEST_UNSET}
@@ -130,7 +133,7 @@ def test_hocon_text_and_overrides(conf_dir):
     assert lucille.run(str(cfg), mode="test", overrides={"docs": 4}).published == 4
 
 
-def test_python_connector_lifecycle(conf_dir):
+def test_python_connector_lifecycle(conf_dir: pathlib.Path) -> None:
     cfg = write(conf_dir, "c.conf", """
         connectors: [{ name: "src", class: "runstages:Source", count: 4, docIdPrefix: "p-", pipeline: "main" }]
         pipelines: [{ name: "main", stages: [{ class: "CopyFields", fieldMapping: { from: "copied" } }] }]
@@ -144,7 +147,7 @@ def test_python_connector_lifecycle(conf_dir):
     assert mod.Source.calls[-3:] == ["pre", "post", "close"]
 
 
-def test_failed_connector_is_reported_and_later_ones_skipped(conf_dir):
+def test_failed_connector_is_reported_and_later_ones_skipped(conf_dir: pathlib.Path) -> None:
     cfg = write(conf_dir, "b.conf", """
         connectors: [
             { name: "broken", class: "runstages:Broken" },
@@ -154,22 +157,22 @@ def test_failed_connector_is_reported_and_later_ones_skipped(conf_dir):
     r = lucille.run(str(cfg), mode="test")
     assert r.status == "Failure"
     assert [c.status for c in r.connectors] == ["failed", "skipped"]
-    assert "source went away" in r.connectors[0].message
+    assert "source went away" in (r.connectors[0].message or "")
     assert r.connectors[0].succeeded == 1, "the document published before the error is accounted"
     assert "after: skipped." in r.summary
 
 
-def test_stage_that_cannot_start_fails_documents_not_the_run(conf_dir):
+def test_stage_that_cannot_start_fails_documents_not_the_run(conf_dir: pathlib.Path) -> None:
     cfg = write(conf_dir, "s.conf", """
         connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 3, pipeline: "p" }]
         pipelines: [{ name: "p", stages: [{ class: "runstages:BadStart" }] }]
     """)
     r = lucille.run(str(cfg), mode="test")
     assert r.failed == 3 and r.succeeded == 0
-    assert all("model missing" in m for (_, k, m) in r.events if k == "FAIL")
+    assert all("model missing" in (m or "") for (_, k, m) in r.events if k == "FAIL")
 
 
-def test_config_errors_are_all_listed(conf_dir):
+def test_config_errors_are_all_listed(conf_dir: pathlib.Path) -> None:
     cfg = write(conf_dir, "bad.conf", """
         connectors: [{ name: "seq", class: "SequenceConnector", pipeline: "nope" },
                      { name: "x", class: "runstages:Missing" }]
@@ -188,11 +191,13 @@ def test_config_errors_are_all_listed(conf_dir):
     assert len(syntax) == 1
 
 
-def cli(*args, cwd=None, **kw):
-    return subprocess.run([sys.executable, "-m", "lucille.cli", *args], capture_output=True, text=True, cwd=cwd, **kw)
+def cli(
+    *args: str, cwd: Optional[pathlib.Path] = None, env: Optional[dict[str, str]] = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lucille.cli", *args], capture_output=True, text=True, cwd=cwd, env=env)
 
 
-def test_cli_run_exit_codes_and_summary(conf_dir):
+def test_cli_run_exit_codes_and_summary(conf_dir: pathlib.Path) -> None:
     ok = write(conf_dir, "ok.conf", """
         connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 10 }]
     """)
@@ -211,7 +216,7 @@ def test_cli_run_exit_codes_and_summary(conf_dir):
     assert r.returncode == 1 and "error" in r.stderr
 
 
-def test_cli_validate_lists_several_errors(conf_dir):
+def test_cli_validate_lists_several_errors(conf_dir: pathlib.Path) -> None:
     bad = write(conf_dir, "v.conf", """
         connectors: [{ name: "seq", class: "SequenceConnector" }]
         indexer { batchSize: 0 }
@@ -226,7 +231,7 @@ def test_cli_validate_lists_several_errors(conf_dir):
     assert cli("validate", str(good)).returncode == 0
 
 
-def test_cli_render_redacts_secrets(conf_dir):
+def test_cli_render_redacts_secrets(conf_dir: pathlib.Path) -> None:
     cfg = write(conf_dir, "r.conf", """
         host = "localhost"
         opensearch { url: "http://"${host}":9200", password: "hunter2", index: "docs" }
@@ -241,7 +246,7 @@ def test_cli_render_redacts_secrets(conf_dir):
     assert json.loads(r.stdout)["opensearch"]["password"] == "***REDACTED***"
 
 
-def test_sigterm_stops_a_run_gracefully(conf_dir):
+def test_sigterm_stops_a_run_gracefully(conf_dir: pathlib.Path) -> None:
     cfg = write(conf_dir, "long.conf", """
         connectors: [{ name: "big", class: "SequenceConnector", numDocs: 1000000000 }]
         publisher { queueCapacity: 100 }
@@ -256,7 +261,7 @@ def test_sigterm_stops_a_run_gracefully(conf_dir):
     assert "ERROR." in line and "docs succeeded" in line
 
 
-def test_environment_overrides_and_set_precedence(conf_dir):
+def test_environment_overrides_and_set_precedence(conf_dir: pathlib.Path) -> None:
     cfg = write(conf_dir, "env.conf", """
         docs = 2
         connectors: [{ name: "seq", class: "SequenceConnector", numDocs: ${docs} }]
@@ -275,7 +280,7 @@ def test_environment_overrides_and_set_precedence(conf_dir):
     assert "threads = 5" in r.stdout or "threads: 5" in r.stdout, r.stdout
 
 
-def test_python_connector_feeds_python_stage_under_backpressure(conf_dir):
+def test_python_connector_feeds_python_stage_under_backpressure(conf_dir: pathlib.Path) -> None:
     # 300 documents through a 2-slot queue into a Python stage on two workers: publish must
     # release the GIL while it blocks, or the stage could never run and the run would time out.
     (conf_dir / "feed.py").write_text(textwrap.dedent("""
@@ -299,7 +304,7 @@ def test_python_connector_feeds_python_stage_under_backpressure(conf_dir):
     """)
     r = lucille.run(str(cfg), mode="test")
     assert (r.status, r.published, r.succeeded) == ("Success", 300, 300), r.summary
-    assert sorted(d.get_int("sq") for d in r.documents) == [i * i for i in range(300)]
+    assert sorted(int(d["sq"]) for d in r.documents) == [i * i for i in range(300)]
 
 
 THREAD_STATE_PY = """
@@ -318,7 +323,7 @@ class CountPerThread(lucille.Stage):
 """
 
 
-def test_a_worker_thread_keeps_one_python_thread_state(tmp_path):
+def test_a_worker_thread_keeps_one_python_thread_state(tmp_path: pathlib.Path) -> None:
     (tmp_path / "perthread.py").write_text(THREAD_STATE_PY)
     out = tmp_path / "out.jsonl"
     r = lucille.run(config={
@@ -330,7 +335,8 @@ def test_a_worker_thread_keeps_one_python_thread_state(tmp_path):
     })
     assert r.status == "Success" and r.succeeded == 200
     lines = [json.loads(l) for l in out.read_text().splitlines()]
-    by_thread = {}
+    by_thread: dict[int, list[int]] = {}
+
     for l in lines:
         by_thread.setdefault(l["thread"], []).append(l["calls_on_this_thread"])
     assert 1 <= len(by_thread) <= 2

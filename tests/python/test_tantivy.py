@@ -5,10 +5,12 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Optional
 
 import pytest
 
 import lucille
+from pathlib import Path
 
 CONNECTOR_PY = '''
 import lucille
@@ -38,14 +40,16 @@ class Deletes(lucille.Connector):
 '''
 
 
-def cli(*args, cwd=None):
+def cli(*args: str, cwd: Optional[Path] = None) -> subprocess.CompletedProcess[str]:
+
     return subprocess.run(
         [sys.executable, "-m", "lucille.cli", *args], capture_output=True, text=True, cwd=cwd
     )
 
 
 @pytest.fixture
-def conf(tmp_path, monkeypatch):
+def conf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+
     # Run from the config's folder, as Lucille is started from its project folder: the relative
     # index path resolves against the working directory.
     monkeypatch.chdir(tmp_path)
@@ -59,7 +63,7 @@ def conf(tmp_path, monkeypatch):
     return cfg
 
 
-def test_run_indexes_and_python_search_finds_records(conf):
+def test_run_indexes_and_python_search_finds_records(conf: Path) -> None:
     index = conf.parent / "index"  # the relative path resolves from the working directory
     r = lucille.run(str(conf))
     assert (r.succeeded, r.failed) == (3, 1), r.summary
@@ -84,7 +88,7 @@ def test_run_indexes_and_python_search_finds_records(conf):
         lucille.search(conf.parent / "nowhere", "x")
 
 
-def test_second_run_upserts_and_deletes_in_the_same_index(conf):
+def test_second_run_upserts_and_deletes_in_the_same_index(conf: Path) -> None:
     index = conf.parent / "index"
     assert lucille.run(str(conf)).succeeded == 3
     second = conf.parent / "second.conf"
@@ -97,7 +101,7 @@ def test_second_run_upserts_and_deletes_in_the_same_index(conf):
     assert loads["title"] == "json.loads(s, *, cls=None)" and "summary" not in loads
 
 
-def test_cli_run_hints_and_search_prints_hits(conf):
+def test_cli_run_hints_and_search_prints_hits(conf: Path) -> None:
     # run from another folder: the index, and the hint, are in the working directory
     work = conf.parent / "work"
     work.mkdir()
@@ -122,7 +126,7 @@ def test_cli_run_hints_and_search_prints_hits(conf):
     assert bad.returncode == 1 and "bad query" in bad.stderr
 
 
-def test_bad_tantivy_config_is_rejected_before_the_run(tmp_path):
+def test_bad_tantivy_config_is_rejected_before_the_run(tmp_path: Path) -> None:
     errors = lucille.validate(config={
         "connectors": [{"name": "s", "class": "SequenceConnector", "numDocs": 1}],
         "indexer": {"type": "tantivy"},
@@ -134,7 +138,7 @@ def test_bad_tantivy_config_is_rejected_before_the_run(tmp_path):
     assert not (tmp_path / "i").exists()
 
 
-def test_sequence_connector_into_tantivy(tmp_path):
+def test_sequence_connector_into_tantivy(tmp_path: Path) -> None:
     r = lucille.run(config={
         "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 50, "pipeline": "p"}],
         "pipelines": [{"name": "p", "stages": [{"class": "SetStaticValues", "staticValues": {"kind": "generated"}}]}],

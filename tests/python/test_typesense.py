@@ -6,17 +6,20 @@ LUCILLE_REQUIRE_SERVICES=1."""
 
 import json
 import os
+import pathlib
 import textwrap
 import time
 import urllib.parse
 import urllib.request
+from typing import Any, Sequence
+
 
 import pytest
 
 import lucille
 
-URL = os.environ.get("LUCILLE_TEST_TYPESENSE_URL")
-KEY = os.environ.get("LUCILLE_TEST_TYPESENSE_API_KEY")
+URL = os.environ.get("LUCILLE_TEST_TYPESENSE_URL", "")
+KEY = os.environ.get("LUCILLE_TEST_TYPESENSE_API_KEY", "")
 
 if not URL or not KEY:
     if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
@@ -34,7 +37,7 @@ class Feed(lucille.Connector):
 """
 
 
-def search(collection, **params):
+def search(collection: str, **params: str) -> Any:
     query = urllib.parse.urlencode({"q": "*", "per_page": 250, **params})
     req = urllib.request.Request(f"{URL}/collections/{collection}/documents/search?{query}",
                                  headers={"X-TYPESENSE-API-KEY": KEY})
@@ -42,17 +45,17 @@ def search(collection, **params):
         return json.load(r)
 
 
-def ids(collection, **params):
+def ids(collection: str, **params: str) -> list[str]:
     return sorted(h["document"]["id"] for h in search(collection, **params)["hits"])
 
 
 @pytest.fixture
-def feed(tmp_path, monkeypatch):
+def feed(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "tsfeed.py").write_text(textwrap.dedent(FEED))
     monkeypatch.syspath_prepend(str(tmp_path))
 
 
-def run(collection, docs):
+def run(collection: str, docs: Sequence[object]) -> lucille.RunResult:
     return lucille.run(config={
         "connectors": [{"name": "feed", "class": "tsfeed:Feed", "pipeline": "p", "docs": docs}],
         "pipelines": [{"name": "p", "stages": [{"class": "SetStaticValues", "staticValues": {"source": "pytest"}}]}],
@@ -62,7 +65,7 @@ def run(collection, docs):
     })
 
 
-def test_typesense_run_indexes_deletes_and_fails_only_the_rejected_document(feed):
+def test_typesense_run_indexes_deletes_and_fails_only_the_rejected_document(feed: None) -> None:
     collection = f"pytest_{os.getpid()}_{time.time_ns()}"
     r = run(collection, [
         {"id": "a", "title": "alpha", "year": 2001, "author": "ann"},
