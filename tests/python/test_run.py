@@ -344,3 +344,17 @@ def test_a_worker_thread_keeps_one_python_thread_state(tmp_path: pathlib.Path) -
     for counts in by_thread.values():
         assert sorted(counts) == list(range(1, len(counts) + 1))
     assert sum(len(c) for c in by_thread.values()) == 200
+
+
+def test_set_with_a_list_index_as_the_readme_shows() -> None:
+    # `--set connectors.0.numDocs=N` sets a key of the first connector (the list stays a list).
+    root = pathlib.Path(__file__).resolve().parents[2]
+    p = subprocess.run(
+        [sys.executable, "-m", "lucille.cli", "run", "examples/pipeline.conf", "--mode", "test",
+         "--set", "connectors.0.numDocs=7"],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "7 docs succeeded" in p.stdout + p.stderr
+    errors = lucille.validate(str(root / "examples/pipeline.conf"), overrides=["connectors.3.numDocs=1"])
+    assert any("past the end of the list" in e for e in errors), errors

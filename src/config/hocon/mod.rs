@@ -269,18 +269,85 @@ fn finish(
     opts: &ParseOptions,
     ctx: &mut parser::ParseCtx,
 ) -> Result<serde_json::Value, HoconError> {
+    let mut indexed = Vec::new();
     for (key, value) in &opts.overrides {
         let file = format!("<override {key}>");
         let path = parser::parse_path_expr(key, &file).map_err(|e| HoconError::Override {
             key: key.clone(),
             message: e.to_string(),
         })?;
+        if path.iter().any(|p| is_index(p)) {
+            // Into a list by position: applied to the resolved config, where the list is known.
+            indexed.push((key, path, value));
+            continue;
+        }
         let node = parser::parse_override_value(value, &file, ctx)
             .unwrap_or_else(|| node::Node::Str(value.clone()));
         node::merge_field(&mut root, &path, node);
     }
     let resolved = resolve::resolve_root(root, &opts.env)?;
-    Ok(resolve::to_json(resolve::RVal::Obj(resolved)))
+    let mut json = resolve::to_json(resolve::RVal::Obj(resolved));
+    for (key, path, value) in indexed {
+        set_indexed(&mut json, key, &path, override_value(value, &opts.env))?;
+    }
+    Ok(json)
+}
+
+fn is_index(segment: &str) -> bool {
+    !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// An override's value as HOCON reads it (`10` a number, `[a, b]` a list), else the text.
+fn override_value(text: &str, env: &HashMap<String, String>) -> serde_json::Value {
+    let opts = ParseOptions::with_env(env.clone());
+    let mut ctx = parser::ParseCtx::default();
+    parser::parse_document(&format!("v = {text}"), "<override>", None, &mut ctx)
+        .and_then(|root| finish(root, &opts, &mut ctx))
+        .ok()
+        .and_then(|mut v| v.as_object_mut().and_then(|m| m.remove("v")))
+        .unwrap_or_else(|| serde_json::Value::String(text.to_string()))
+}
+
+/// `--set connectors.0.numDocs=10`: a number segment indexes the list found there (as the
+/// README's examples use it; Typesafe Config would replace the list with an object `{"0": …}`,
+/// which no config means). Elsewhere the path makes objects as an override does.
+fn set_indexed(
+    node: &mut serde_json::Value,
+    key: &str,
+    path: &[String],
+    value: serde_json::Value,
+) -> Result<(), HoconError> {
+    use serde_json::Value;
+    let Some((segment, rest)) = path.split_first() else {
+        *node = value;
+        return Ok(());
+    };
+    match node {
+        Value::Array(list) if is_index(segment) => {
+            let n = list.len();
+            let slot = segment
+                .parse::<usize>()
+                .ok()
+                .and_then(|k| list.get_mut(k))
+                .ok_or_else(|| HoconError::Override {
+                    key: key.to_string(),
+                    message: format!("index {segment} is past the end of the list ({n} items)"),
+                })?;
+            set_indexed(slot, key, rest, value)
+        }
+        other => {
+            if !other.is_object() {
+                *other = Value::Object(serde_json::Map::new());
+            }
+            match other {
+                Value::Object(map) => {
+                    let slot = map.entry(segment.clone()).or_insert(Value::Null);
+                    set_indexed(slot, key, rest, value)
+                }
+                _ => Ok(()),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

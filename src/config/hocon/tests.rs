@@ -638,6 +638,29 @@ fn overrides() {
     assert!(e.to_string().contains("<override x>"), "{e}");
 }
 
+#[test]
+fn an_override_with_a_number_indexes_the_list_there() {
+    let text = "connectors = [{ name = a, numDocs = 5 }, { name = b }]\nm { 0 = zero }";
+    let o = opts()
+        .with_override("connectors.0.numDocs", "10")
+        .with_override("connectors.1.tags", "[x, y]")
+        .with_override("m.0", "changed");
+    let v = parse_str(text, None, &o).expect("parse");
+    same(
+        &v,
+        &json!({
+            "connectors": [{"name": "a", "numDocs": 10}, {"name": "b", "tags": ["x", "y"]}],
+            "m": {"0": "changed"}
+        }),
+    );
+    let e = parse_str(text, None, &opts().with_override("connectors.2.name", "c"))
+        .expect_err("past the end");
+    assert!(
+        e.to_string().contains("past the end of the list (2 items)"),
+        "{e}"
+    );
+}
+
 // ---------- render ----------
 
 #[test]
