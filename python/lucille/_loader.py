@@ -91,3 +91,48 @@ def load_connector_class(reference: str, base_dir: Optional[str] = None) -> Any:
 
 def load_indexer_class(reference: str, base_dir: Optional[str] = None) -> Any:
     return _check(reference, load_object(reference, base_dir), "send_batch", "indexer")
+
+
+# Modules made from configured scripts (PythonConnector / PythonIndexer), by file name and code,
+# so that validation and the run share one class and the code runs once.
+_script_modules: dict[tuple[str, str], Any] = {}
+
+
+def load_script_class(source: str, filename: str, key: str, class_name: Optional[str], kind: str) -> type:
+    """The ``lucille.Connector`` / ``lucille.Indexer`` subclass (``kind``: "connector" or
+    "indexer") that a configured script defines: the one named ``class_name``, else the only
+    one it defines. Problems are ``StageConfigError`` at the key they concern."""
+    from lucille._python_stages import StageConfigError, _syntax_error
+    from lucille.connector import Connector
+    from lucille.indexer import Indexer
+
+    base: type = {"connector": Connector, "indexer": Indexer}[kind]
+    module = _script_modules.get((filename, source))
+    if module is None:
+        try:
+            code = compile(source, filename, "exec")
+        except SyntaxError as e:
+            raise _syntax_error(key, e) from None
+        module = types.ModuleType(f"lucille_script_{len(_script_modules) + 1}")
+        module.__file__ = filename
+        exec(code, module.__dict__)
+        _script_modules[(filename, source)] = module
+    if class_name:
+        cls = getattr(module, class_name, None)
+        if not isinstance(cls, type) or not issubclass(cls, base):
+            raise StageConfigError(
+                "className", f"the script defines no lucille.{base.__name__} subclass named {class_name!r}"
+            )
+        return cls
+    found = [
+        v for v in vars(module).values()
+        if isinstance(v, type) and issubclass(v, base) and v is not base and v.__module__ == module.__name__
+    ]
+    if len(found) != 1:
+        names = ", ".join(sorted(c.__name__ for c in found)) or "none"
+        raise StageConfigError(
+            "className" if found else key,
+            f"the script must define one lucille.{base.__name__} subclass, or className must name "
+            f"one (found: {names})",
+        )
+    return found[0]

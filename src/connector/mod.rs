@@ -113,7 +113,12 @@ pub fn builtins() -> &'static [&'static ConnectorDescriptor] {
     ALL
 }
 
-/// Builds Python connectors (`module:Class`); installed by the Python bindings.
+/// `class: "PythonConnector"`: a Python connector class defined by inline code (`script`) or
+/// a file (`scriptPath`), chosen by `className` when the code defines several.
+pub const PYTHON_SCRIPT_CONNECTOR: &str = "PythonConnector";
+
+/// Builds Python connectors (`module:Class`, or `PythonConnector` with its script); installed
+/// by the Python bindings.
 pub trait PythonConnectorFactory: Send + Sync {
     fn check(&self, class: &str, config: &ComponentConfig) -> Result<(), ConfigError>;
     fn build(
@@ -161,7 +166,9 @@ impl ConnectorPlan {
         let base = ComponentConfig::new(map.clone(), path).with_paths(paths.clone());
         let class_name = base.require_string("class").map_err(|e| vec![e])?;
         let mut errors = Vec::new();
-        let class = if crate::stage::registry::is_python_reference(&class_name) {
+        let class = if crate::stage::registry::is_python_reference(&class_name)
+            || class_name == PYTHON_SCRIPT_CONNECTOR
+        {
             if let Err(e) = python_factory(&base).and_then(|f| f.check(&class_name, &base)) {
                 errors.push(e);
             }
@@ -188,7 +195,7 @@ impl ConnectorPlan {
                     let known: Vec<_> = builtins().iter().map(|d| d.name).collect();
                     return Err(vec![base.error(
                         "class",
-                        format!("unknown connector class {class_name:?}; built-in connectors: {}, or a Python class as \"module:Class\"", known.join(", ")),
+                        format!("unknown connector class {class_name:?}; built-in connectors: {}, or a Python class as \"module:Class\" or PythonConnector with a script", known.join(", ")),
                     )]);
                 }
             }

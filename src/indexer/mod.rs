@@ -221,7 +221,9 @@ impl IndexerSettings {
         let python_class = map
             .get("class")
             .and_then(crate::config::as_string)
-            .is_some_and(|c| crate::stage::registry::is_python_reference(&c));
+            .is_some_and(|c| {
+                crate::stage::registry::is_python_reference(&c) || c == PYTHON_SCRIPT_INDEXER
+            });
         let spec = if python_class {
             indexer_spec().open()
         } else {
@@ -255,7 +257,9 @@ impl IndexerSettings {
                 }
                 if let Some(kind) = lucille_indexer_type(&class) {
                     (kind.to_string(), None)
-                } else if crate::stage::registry::is_python_reference(&class) {
+                } else if crate::stage::registry::is_python_reference(&class)
+                    || class == PYTHON_SCRIPT_INDEXER
+                {
                     ("python".to_string(), Some(class))
                 } else {
                     let known = LUCILLE_INDEXERS
@@ -834,7 +838,12 @@ impl IndexerLoop {
 const BACKENDS: &str =
     "nop, jsonl, csv, tantivy, opensearch, elasticsearch, solr, typesense; or indexer.class for a Python indexer";
 
-/// Builds Python indexers (`indexer.class: "module:Class"`); installed by the Python bindings.
+/// `indexer.class: "PythonIndexer"`: a Python indexer class defined by inline code (`script`)
+/// or a file (`scriptPath`), chosen by `className` when the code defines several.
+pub const PYTHON_SCRIPT_INDEXER: &str = "PythonIndexer";
+
+/// Builds Python indexers (`indexer.class: "module:Class"`, or `PythonIndexer` with its
+/// script); installed by the Python bindings.
 pub trait PythonIndexerFactory: Send + Sync {
     fn check(&self, class: &str, config: &ComponentConfig) -> Result<(), ConfigError>;
     fn build(&self, class: &str, config: &ComponentConfig)

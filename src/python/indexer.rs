@@ -145,6 +145,9 @@ fn load_indexer_class<'py>(
     class: &str,
     config: &ComponentConfig,
 ) -> Result<Bound<'py, PyAny>, ConfigError> {
+    if class == crate::indexer::PYTHON_SCRIPT_INDEXER {
+        return super::stages::script_class(py, config, "indexer");
+    }
     let base = config.base_dir().map(|p| p.to_string_lossy().into_owned());
     py.import("lucille._loader")
         .and_then(|m| m.call_method1("load_indexer_class", (class, base)))

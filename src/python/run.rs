@@ -606,6 +606,9 @@ fn load_connector_class<'py>(
     class: &str,
     config: &ComponentConfig,
 ) -> Result<Bound<'py, PyAny>, CfgError> {
+    if class == crate::connector::PYTHON_SCRIPT_CONNECTOR {
+        return super::stages::script_class(py, config, "connector");
+    }
     let base = config.base_dir().map(|p| p.to_string_lossy().into_owned());
     py.import("lucille._loader")
         .and_then(|m| m.call_method1("load_connector_class", (class, base)))

@@ -15,7 +15,7 @@
 
 use pyo3::types::PyString;
 
-use super::{build_python_stage, find_script};
+use super::{build_python_stage, read_script};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::stage::{Stage, StageDescriptor};
 
@@ -33,28 +33,7 @@ fn spec() -> Spec {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    let (key, source, filename) = match (config.string("script")?, config.string("scriptPath")?) {
-        (Some(script), None) => ("script", script, "<inline>".to_string()),
-        (None, Some(path)) => {
-            let file = find_script(config, "scriptPath", &path)?;
-            let source = std::fs::read_to_string(&file).map_err(|e| {
-                config.error("scriptPath", format!("cannot read {}: {e}", file.display()))
-            })?;
-            ("scriptPath", source, file.display().to_string())
-        }
-        (Some(_), Some(_)) => {
-            return Err(config.error(
-                "script",
-                "give either script (inline code) or scriptPath (a file), not both",
-            ))
-        }
-        (None, None) => {
-            return Err(config.error(
-                "script",
-                "missing the code: give script (inline Python) or scriptPath (a .py file)",
-            ))
-        }
-    };
+    let (key, source, filename) = read_script(config)?;
     build_python_stage(config, "EmbeddedPython", key, move |py| {
         Ok(vec![
             PyString::new(py, &source).into_any(),

@@ -57,29 +57,78 @@ fn build_python_stage(
             Ok(obj) => PyStage::new(&obj)
                 .map(|s| Box::new(s) as Box<dyn Stage>)
                 .map_err(|m| config.error("batchSize", m)),
-            Err(e) => {
-                let value = e.value(py);
-                let is_config = py
-                    .import("lucille._python_stages")
-                    .and_then(|m| m.getattr("StageConfigError"))
-                    .is_ok_and(|cls| value.is_instance(&cls).unwrap_or(false));
-                if is_config {
-                    let at: String = value
-                        .getattr("key")
-                        .and_then(|k| k.extract())
-                        .unwrap_or_else(|_| key.to_string());
-                    let message: String = value
-                        .getattr("message")
-                        .and_then(|m| m.extract())
-                        .unwrap_or_else(|_| value.to_string());
-                    Err(config.error(&at, message))
-                } else {
-                    Err(config.error(
-                        key,
-                        format!("cannot load the Python code: {}", describe_py_err(py, &e)),
-                    ))
-                }
-            }
+            Err(e) => Err(config_error(py, config, key, &e)),
         }
     })
+}
+
+/// A Python exception raised while loading configured code, as a config error: a
+/// `StageConfigError` at the key it names, anything else at `key`.
+pub fn config_error(py: Python<'_>, config: &ComponentConfig, key: &str, e: &PyErr) -> ConfigError {
+    let value = e.value(py);
+    let is_config = py
+        .import("lucille._python_stages")
+        .and_then(|m| m.getattr("StageConfigError"))
+        .is_ok_and(|cls| value.is_instance(&cls).unwrap_or(false));
+    if is_config {
+        let at: String = value
+            .getattr("key")
+            .and_then(|k| k.extract())
+            .unwrap_or_else(|_| key.to_string());
+        let message: String = value
+            .getattr("message")
+            .and_then(|m| m.extract())
+            .unwrap_or_else(|_| value.to_string());
+        config.error(&at, message)
+    } else {
+        config.error(
+            key,
+            format!("cannot load the Python code: {}", describe_py_err(py, e)),
+        )
+    }
+}
+
+/// The code of `script` (inline) or `scriptPath` (a file, resolved as every input path is):
+/// exactly one of them. Returns the key it came from, the code and a file name for tracebacks.
+pub fn read_script(
+    config: &ComponentConfig,
+) -> Result<(&'static str, String, String), ConfigError> {
+    match (config.string("script")?, config.string("scriptPath")?) {
+        (Some(script), None) => Ok(("script", script, "<inline>".to_string())),
+        (None, Some(path)) => {
+            let file = find_script(config, "scriptPath", &path)?;
+            let source = std::fs::read_to_string(&file).map_err(|e| {
+                config.error("scriptPath", format!("cannot read {}: {e}", file.display()))
+            })?;
+            Ok(("scriptPath", source, file.display().to_string()))
+        }
+        (Some(_), Some(_)) => Err(config.error(
+            "script",
+            "give either script (inline code) or scriptPath (a file), not both",
+        )),
+        (None, None) => Err(config.error(
+            "script",
+            "missing the code: give script (inline Python) or scriptPath (a .py file)",
+        )),
+    }
+}
+
+/// `PythonConnector` / `PythonIndexer`: the class (a subclass of `lucille.Connector` or
+/// `lucille.Indexer`, `kind`) that the configured script defines, named by `className` when
+/// it defines several. The code runs once per distinct script and file name.
+pub fn script_class<'py>(
+    py: Python<'py>,
+    config: &ComponentConfig,
+    kind: &str,
+) -> Result<Bound<'py, PyAny>, ConfigError> {
+    let (key, source, filename) = read_script(config)?;
+    let class_name = config.string("className")?;
+    py.import("lucille._loader")
+        .and_then(|m| {
+            m.call_method1(
+                "load_script_class",
+                (source, filename, key, class_name, kind),
+            )
+        })
+        .map_err(|e| config_error(py, config, key, &e))
 }
