@@ -19,6 +19,7 @@ __all__ = [
     "StageError",
     "UpdateMode",
     "__version__",
+    "_serve_pipeline",
     "builtin_stage_names",
     "render",
     "run",
@@ -224,6 +225,7 @@ def run(
     indexer: Optional[_IndexerObject] = None,
 
 ) -> RunResult: ...
+def _serve_pipeline(input_fd: int, output_fd: int) -> None: ...
 def validate(
     path: Optional[str] = None,
     *,

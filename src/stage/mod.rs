@@ -67,6 +67,7 @@ pub mod drop_document;
 pub mod emit_nested_children;
 pub mod extract_entities;
 pub mod print;
+pub mod query_database;
 pub mod random_vector;
 pub mod skip_document;
 // end group: dictionaries, control flow, children, test data

@@ -24,6 +24,7 @@
 //! the connector (Lucille logs and goes on); `jdbcUser` / `jdbcPassword` are optional (SQLite
 //! has none); text values that are not valid UTF-8 (SQLite) are read lossily.
 
+pub(crate) mod lookup;
 mod postgresql;
 mod sqlite;
 mod value;
@@ -132,13 +133,13 @@ fn driver_from_connection(conn: &str) -> Option<Driver> {
 }
 
 /// Collects every config problem so they are reported at once.
-struct Problems<'a> {
-    config: &'a ComponentConfig,
-    list: Vec<String>,
+pub(crate) struct Problems<'a> {
+    pub config: &'a ComponentConfig,
+    pub list: Vec<String>,
 }
 
 impl Problems<'_> {
-    fn push(&mut self, key: &str, message: impl Into<String>) {
+    pub(crate) fn push(&mut self, key: &str, message: impl Into<String>) {
         self.list.push(self.config.error(key, message).to_string());
     }
     fn take<T: Default>(&mut self, r: Result<T, ConfigError>) -> T {
@@ -147,16 +148,16 @@ impl Problems<'_> {
             T::default()
         })
     }
-    fn string(&mut self, key: &str) -> Option<String> {
+    pub(crate) fn string(&mut self, key: &str) -> Option<String> {
         let r = self.config.string(key);
         self.take(r)
     }
-    fn list(&mut self, key: &str) -> Vec<String> {
+    pub(crate) fn list(&mut self, key: &str) -> Vec<String> {
         let r = self.config.string_list(key);
         self.take(r).unwrap_or_default()
     }
     /// A non-negative integer; 0 or absent means `default` (Lucille's rule for these keys).
-    fn positive_or(&mut self, key: &str, default: u64) -> u64 {
+    pub(crate) fn positive_or(&mut self, key: &str, default: u64) -> u64 {
         let r = self.config.i64(key);
         match self.take(r) {
             None | Some(0) => default,
@@ -168,28 +169,17 @@ impl Problems<'_> {
     }
 }
 
-/// Reads and checks the whole config, collecting every problem.
-pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError> {
-    let mut p = Problems {
-        config,
-        list: Vec::new(),
-    };
-    let driver_name = p.string("driver");
-    let connection = p.string("connectionString").unwrap_or_default();
-    let user = p.string("jdbcUser");
-    let password = p.string("jdbcPassword");
-    let sql = p.string("sql").unwrap_or_default();
-    let id_field = p.string("idField").unwrap_or_default();
-    let pre_sql = p.string("preSQL").filter(|s| !s.trim().is_empty());
-    let post_sql = p.string("postSQL").filter(|s| !s.trim().is_empty());
-
-    if sql.trim().is_empty() {
-        p.push("sql", "must not be empty");
-    }
-    if id_field.trim().is_empty() {
-        p.push("idField", "must not be empty");
-    }
-    let from_conn = driver_from_connection(&connection);
+/// Where `driver`, `connectionString`, `jdbcUser` and `jdbcPassword` point (the keys of the
+/// DatabaseConnector and the QueryDatabase stage); problems go to `p`.
+pub(crate) fn resolve_target(
+    p: &mut Problems<'_>,
+    driver_name: Option<String>,
+    connection: &str,
+    user: Option<String>,
+    password: Option<String>,
+) -> Option<Target> {
+    let config = p.config;
+    let from_conn = driver_from_connection(connection);
     let driver = match &driver_name {
         Some(name) => match driver_from_name(name) {
             Some(d) => {
@@ -219,8 +209,8 @@ pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError
             from_conn
         }
     };
-    let target = match driver {
-        Some(Driver::Sqlite) => match sqlite::target(&connection, config) {
+    match driver {
+        Some(Driver::Sqlite) => match sqlite::target(connection, config) {
             Ok(t) => Some(Target::Sqlite(t)),
             Err(msg) => {
                 p.push("connectionString", msg);
@@ -228,7 +218,7 @@ pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError
             }
         },
         Some(Driver::Postgres) => {
-            match postgresql::target(&connection, user.as_deref(), password.as_deref()) {
+            match postgresql::target(connection, user.as_deref(), password.as_deref()) {
                 Ok(c) => Some(Target::Postgres(Box::new(c))),
                 Err(msg) => {
                     p.push("connectionString", msg);
@@ -237,7 +227,31 @@ pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError
             }
         }
         None => None,
+    }
+}
+
+/// Reads and checks the whole config, collecting every problem.
+pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError> {
+    let mut p = Problems {
+        config,
+        list: Vec::new(),
     };
+    let driver_name = p.string("driver");
+    let connection = p.string("connectionString").unwrap_or_default();
+    let user = p.string("jdbcUser");
+    let password = p.string("jdbcPassword");
+    let sql = p.string("sql").unwrap_or_default();
+    let id_field = p.string("idField").unwrap_or_default();
+    let pre_sql = p.string("preSQL").filter(|s| !s.trim().is_empty());
+    let post_sql = p.string("postSQL").filter(|s| !s.trim().is_empty());
+
+    if sql.trim().is_empty() {
+        p.push("sql", "must not be empty");
+    }
+    if id_field.trim().is_empty() {
+        p.push("idField", "must not be empty");
+    }
+    let target = resolve_target(&mut p, driver_name, &connection, user, password);
 
     let fetch_size = p.positive_or("fetchSize", DEFAULT_FETCH_SIZE as u64);
     let connection_retries = p.positive_or("connectionRetries", 1);
@@ -327,11 +341,12 @@ pub(crate) trait RowSource {
 
 /// Connects with Lucille's retry policy: one attempt plus `connectionRetries` retries.
 pub(crate) fn with_retries<C>(
-    settings: &Settings,
+    retries: u32,
+    pause: Duration,
     target: &str,
     mut connect: impl FnMut() -> Result<C, String>,
 ) -> Result<C, DbError> {
-    let attempts = settings.connection_retries.saturating_add(1);
+    let attempts = retries.saturating_add(1);
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -346,10 +361,9 @@ pub(crate) fn with_retries<C>(
             }
             Err(message) => {
                 tracing::warn!(
-                    "cannot connect to {target} (attempt {attempt} of {attempts}): {message}; retrying in {:?}",
-                    settings.retry_pause
+                    "cannot connect to {target} (attempt {attempt} of {attempts}): {message}; retrying in {pause:?}"
                 );
-                std::thread::sleep(settings.retry_pause);
+                std::thread::sleep(pause);
             }
         }
     }

@@ -21,6 +21,7 @@ use postgres::types::{FromSql, Kind, Type};
 use postgres::{Client, Config, NoTls, Portal, Row, Transaction};
 use serde_json::Value;
 
+use super::lookup::{Found, Param};
 use super::{value, with_retries, DbError, RowSource, Settings};
 
 /// JDBC URL properties and the libpq parameter each becomes.
@@ -389,9 +390,217 @@ impl RowSource for PgSource<'_, '_> {
 }
 
 fn connect(settings: &Settings, config: &Config) -> Result<Client, DbError> {
-    with_retries(settings, &describe_target(config), || {
+    with_retries(
+        settings.connection_retries,
+        settings.retry_pause,
+        &describe_target(config),
+        || config.connect(NoTls).map_err(|e| message(&e)),
+    )
+}
+
+/// JDBC's `?` placeholders as PostgreSQL's `$1`, `$2`, ... (what the PostgreSQL JDBC driver
+/// does for Lucille's configs; the `postgres` crate takes only `$n`). Written by hand as no
+/// crate does just this: `?` inside quotes, quoted identifiers, dollar-quoted strings and
+/// comments is left alone, and `??` stands for a literal `?` (the JDBC escape).
+pub(super) fn jdbc_placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    let mut chars = sql.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\'' | '"' => {
+                out.push(c);
+                for (_, d) in chars.by_ref() {
+                    out.push(d);
+                    if d == c {
+                        break;
+                    }
+                }
+            }
+            '-' if sql[i..].starts_with("--") => {
+                let end = sql[i..].find('\n').map_or(sql.len(), |k| i + k);
+                out.push_str(&sql[i..end]);
+                while chars.peek().is_some_and(|&(j, _)| j < end) {
+                    chars.next();
+                }
+            }
+            '/' if sql[i..].starts_with("/*") => {
+                let end = sql[i + 2..].find("*/").map_or(sql.len(), |k| i + 2 + k + 2);
+                out.push_str(&sql[i..end]);
+                while chars.peek().is_some_and(|&(j, _)| j < end) {
+                    chars.next();
+                }
+            }
+            '$' => {
+                // A dollar quote `$tag$ ... $tag$` (a `$1` parameter has a digit after `$`).
+                let tag_len = sql[i + 1..]
+                    .find(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
+                    .filter(|&k| sql[i + 1 + k..].starts_with('$'))
+                    .filter(|_| !sql[i + 1..].starts_with(|ch: char| ch.is_ascii_digit()));
+                match tag_len {
+                    Some(k) => {
+                        let tag = &sql[i..i + k + 2];
+                        let body = i + tag.len();
+                        let end = sql[body..]
+                            .find(tag)
+                            .map_or(sql.len(), |m| body + m + tag.len());
+                        out.push_str(&sql[i..end]);
+                        while chars.peek().is_some_and(|&(j, _)| j < end) {
+                            chars.next();
+                        }
+                    }
+                    None => out.push(c),
+                }
+            }
+            '?' if chars.peek().is_some_and(|&(_, d)| d == '?') => {
+                chars.next();
+                out.push('?');
+            }
+            '?' => {
+                n += 1;
+                out.push('$');
+                out.push_str(&n.to_string());
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A QueryDatabase stage's connection and its prepared statement.
+pub(super) struct Prepared {
+    client: Client,
+    statement: postgres::Statement,
+    columns: Vec<String>,
+    supported: Vec<bool>,
+}
+
+/// Connects for a QueryDatabase stage and prepares its statement (a bad one is found here).
+pub(super) fn prepare_lookup(
+    config: &Config,
+    retries: u32,
+    pause: Duration,
+    sql: &str,
+) -> Result<Prepared, DbError> {
+    let mut client = with_retries(retries, pause, &describe_target(config), || {
         config.connect(NoTls).map_err(|e| message(&e))
+    })?;
+    let statement = client
+        .prepare(&jdbc_placeholders(sql))
+        .map_err(|e| sql_error("sql", sql, &e))?;
+    let columns = statement
+        .columns()
+        .iter()
+        .map(|c| c.name().to_lowercase())
+        .collect();
+    let supported = statement
+        .columns()
+        .iter()
+        .map(|c| supported(c.type_()))
+        .collect();
+    Ok(Prepared {
+        client,
+        statement,
+        columns,
+        supported,
     })
+}
+
+/// A parameter as the type the statement expects there: JDBC drivers convert `setInt` for a
+/// bigint column and the like, and PostgreSQL's binary protocol would otherwise refuse.
+fn pg_param(ty: &Type, p: &Param) -> Result<Box<dyn postgres::types::ToSql + Sync>, String> {
+    let wide = match p {
+        Param::Int(n) => Some(i64::from(*n)),
+        Param::Long(n) => Some(*n),
+        _ => None,
+    };
+    let out: Box<dyn postgres::types::ToSql + Sync> = match (ty, p, wide) {
+        (&Type::INT2, _, Some(n)) => {
+            Box::new(i16::try_from(n).map_err(|_| format!("{n} is out of range for smallint"))?)
+        }
+        (&Type::INT4, _, Some(n)) => {
+            Box::new(i32::try_from(n).map_err(|_| format!("{n} is out of range for integer"))?)
+        }
+        (&Type::INT8, _, Some(n)) => Box::new(n),
+        (&Type::FLOAT4, Param::Double(f), _) => Box::new(*f as f32),
+        (&Type::FLOAT8, Param::Double(f), _) => Box::new(*f),
+        (&Type::FLOAT4, _, Some(n)) => Box::new(n as f32),
+        (&Type::FLOAT8, _, Some(n)) => Box::new(n as f64),
+        (&Type::BOOL, Param::Bool(b), _) => Box::new(*b),
+        (&Type::DATE, Param::Date(d), _) => Box::new(*d),
+        (&Type::TIMESTAMP, Param::Date(d), _) => Box::new(d.and_time(NaiveTime::MIN)),
+        (_, Param::Str(s), _) => Box::new(s.clone()),
+        (ty, p, _) => {
+            return Err(format!(
+                "a {} parameter cannot be sent where the statement expects {ty}",
+                match p {
+                    Param::Str(_) => "String",
+                    Param::Int(_) => "Integer",
+                    Param::Long(_) => "Long",
+                    Param::Double(_) => "Double",
+                    Param::Bool(_) => "Boolean",
+                    Param::Date(_) => "Date",
+                }
+            ))
+        }
+    };
+    Ok(out)
+}
+
+impl Prepared {
+    pub(super) fn lookup(&mut self, sql: &str, params: &[Param]) -> Result<Found, DbError> {
+        let types = self.statement.params();
+        if types.len() != params.len() {
+            return Err(DbError::Sql {
+                what: "sql",
+                sql: sql.to_string(),
+                message: format!(
+                    "the statement takes {} parameter(s) and keyFields give {}",
+                    types.len(),
+                    params.len()
+                ),
+            });
+        }
+        let bound = types
+            .iter()
+            .zip(params)
+            .map(|(ty, p)| pg_param(ty, p))
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(|message| DbError::Sql {
+                what: "sql",
+                sql: sql.to_string(),
+                message,
+            })?;
+        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            bound.iter().map(|b| b.as_ref()).collect();
+        let rows = self
+            .client
+            .query(&self.statement, &refs)
+            .map_err(|e| sql_error("sql", sql, &e))?;
+        let mut found = Vec::with_capacity(rows.len());
+        for row in rows {
+            let mut values = Vec::with_capacity(self.columns.len());
+            for (i, ok) in self.supported.iter().enumerate() {
+                if !ok {
+                    values.push(Value::Null);
+                    continue;
+                }
+                let v: PgValue = row.try_get(i).map_err(|e| {
+                    DbError::Row(format!(
+                        "column {:?} of the SQL {sql:?}: {}",
+                        self.columns[i],
+                        message(&e)
+                    ))
+                })?;
+                values.push(v.0);
+            }
+            found.push(values);
+        }
+        Ok(Found {
+            columns: self.columns.clone(),
+            rows: found,
+        })
+    }
 }
 
 pub(super) fn run(
@@ -469,6 +678,40 @@ pub(super) fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jdbc_placeholders_become_numbered_outside_quotes_and_comments() {
+        let cases = [
+            (
+                "SELECT a FROM t WHERE x = ? AND y = ?",
+                "SELECT a FROM t WHERE x = $1 AND y = $2",
+            ),
+            (
+                "SELECT '?', \"q?\" FROM t WHERE x = ?",
+                "SELECT '?', \"q?\" FROM t WHERE x = $1",
+            ),
+            (
+                "SELECT 'it''s ?' WHERE a = ? -- why?\nAND b = ?",
+                "SELECT 'it''s ?' WHERE a = $1 -- why?\nAND b = $2",
+            ),
+            (
+                "SELECT /* ? */ j ?? 'k' WHERE a = ?",
+                "SELECT /* ? */ j ? 'k' WHERE a = $1",
+            ),
+            (
+                "SELECT $$ a ? $$, $x$?$x$ WHERE a = ?",
+                "SELECT $$ a ? $$, $x$?$x$ WHERE a = $1",
+            ),
+            (
+                "SELECT * FROM t WHERE a = $1",
+                "SELECT * FROM t WHERE a = $1",
+            ),
+            ("unterminated '?", "unterminated '?"),
+        ];
+        for (jdbc, pg) in cases {
+            assert_eq!(super::jdbc_placeholders(jdbc), pg, "{jdbc}");
+        }
+    }
 
     #[test]
     fn jdbc_urls_are_translated() {

@@ -8,6 +8,7 @@ use serde_json::Value;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Rows, Statement};
 
+use super::lookup::{Found, Param};
 use super::{value, with_retries, DbError, RowSource, Settings, SqliteTarget};
 use crate::config::ComponentConfig;
 
@@ -25,11 +26,19 @@ pub(super) fn target(connection: &str, config: &ComponentConfig) -> Result<Sqlit
 }
 
 fn connect(settings: &Settings, target: &SqliteTarget) -> Result<Connection, DbError> {
+    connect_with(settings.connection_retries, settings.retry_pause, target)
+}
+
+fn connect_with(
+    retries: u32,
+    pause: std::time::Duration,
+    target: &SqliteTarget,
+) -> Result<Connection, DbError> {
     let name = match target {
         SqliteTarget::File(p) => format!("SQLite database {}", p.display()),
         SqliteTarget::Memory => "an in-memory SQLite database".to_string(),
     };
-    with_retries(settings, &name, || match target {
+    with_retries(retries, pause, &name, || match target {
         SqliteTarget::Memory => Connection::open_in_memory().map_err(|e| e.to_string()),
         SqliteTarget::File(path) => {
             // Never create a file: a wrong path must not look like an empty database.
@@ -75,20 +84,71 @@ impl RowSource for SqliteSource<'_> {
         let Some(row) = c.rows.next().map_err(|e| sql_error(what, sql, e))? else {
             return Ok(None);
         };
-        let mut values = Vec::with_capacity(c.columns.len());
-        for (i, boolean) in c.booleans.iter().enumerate() {
-            let v = row.get_ref(i).map_err(|e| sql_error(what, sql, e))?;
-            values.push(match v {
-                ValueRef::Null => Value::Null,
-                ValueRef::Integer(n) if *boolean => Value::Bool(n != 0),
-                ValueRef::Integer(n) => Value::from(n),
-                ValueRef::Real(f) => value::float(f),
-                ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
-                ValueRef::Blob(b) => value::bytes(b),
-            });
-        }
-        Ok(Some(values))
+        decode(row, &c.booleans, what, sql).map(Some)
     }
+}
+
+/// A row's values by SQLite storage class (a BOOLEAN-declared column as booleans).
+fn decode(
+    row: &rusqlite::Row<'_>,
+    booleans: &[bool],
+    what: &'static str,
+    sql: &str,
+) -> Result<Vec<Value>, DbError> {
+    let mut values = Vec::with_capacity(booleans.len());
+    for (i, boolean) in booleans.iter().enumerate() {
+        let v = row.get_ref(i).map_err(|e| sql_error(what, sql, e))?;
+        values.push(match v {
+            ValueRef::Null => Value::Null,
+            ValueRef::Integer(n) if *boolean => Value::Bool(n != 0),
+            ValueRef::Integer(n) => Value::from(n),
+            ValueRef::Real(f) => value::float(f),
+            ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+            ValueRef::Blob(b) => value::bytes(b),
+        });
+    }
+    Ok(values)
+}
+
+/// Opens the database of a QueryDatabase stage and checks its statement compiles.
+pub(super) fn prepare_lookup(
+    target: &SqliteTarget,
+    retries: u32,
+    pause: std::time::Duration,
+    sql: &str,
+) -> Result<Connection, DbError> {
+    let conn = connect_with(retries, pause, target)?;
+    conn.prepare_cached(sql)
+        .map_err(|e| sql_error("sql", sql, e))?;
+    Ok(conn)
+}
+
+/// Runs a QueryDatabase lookup.
+pub(super) fn lookup(conn: &Connection, sql: &str, params: &[Param]) -> Result<Found, DbError> {
+    use rusqlite::types::Value as Sql;
+    let mut stmt = conn
+        .prepare_cached(sql)
+        .map_err(|e| sql_error("sql", sql, e))?;
+    let (columns, booleans) = describe(&stmt);
+    let bound = params.iter().map(|p| match p {
+        Param::Str(s) => Sql::Text(s.clone()),
+        Param::Int(n) => Sql::Integer(i64::from(*n)),
+        Param::Long(n) => Sql::Integer(*n),
+        Param::Double(f) => Sql::Real(*f),
+        Param::Bool(b) => Sql::Integer(i64::from(*b)),
+        Param::Date(d) => Sql::Text(d.format("%Y-%m-%d").to_string()),
+    });
+    let mut rows = stmt
+        .query(rusqlite::params_from_iter(bound))
+        .map_err(|e| sql_error("sql", sql, e))?;
+    let mut found = Vec::new();
+    while let Some(row) = rows.next().map_err(|e| sql_error("sql", sql, e))? {
+        found.push(decode(row, &booleans, "sql", sql)?);
+    }
+    Ok(Found {
+        columns,
+        rows: found,
+    })
 }
 
 fn describe(stmt: &Statement<'_>) -> (Vec<String>, Vec<bool>) {
