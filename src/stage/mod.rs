@@ -66,6 +66,7 @@ pub mod dictionary_lookup;
 pub mod drop_document;
 pub mod emit_nested_children;
 pub mod extract_entities;
+pub mod match_query;
 pub mod print;
 pub mod query_database;
 pub mod random_vector;

@@ -60,6 +60,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &contains::DESCRIPTOR,
         &create_children_stage::DESCRIPTOR,
         &dictionary_lookup::DESCRIPTOR,
+        &match_query::DESCRIPTOR,
         &query_database::DESCRIPTOR,
         &drop_document::DESCRIPTOR,
         &emit_nested_children::DESCRIPTOR,
