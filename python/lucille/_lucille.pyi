@@ -210,6 +210,18 @@ def run(
     base_dir: Optional[str] = None,
     progress: Optional[bool] = None,
 ) -> RunResult: ...
+def serve(
+    role: str,
+    path: Optional[str] = None,
+    *,
+    config: Optional[dict[str, Any]] = None,
+    hocon: Optional[str] = None,
+    pipeline: Optional[str] = None,
+    overrides: _Overrides = None,
+    base_dir: Optional[str] = None,
+) -> None:
+    """Runs a distributed-mode process (`worker`, `indexer` or `worker-indexer`) for one
+    pipeline until KeyboardInterrupt (the CLI maps SIGTERM to it), then stops cleanly."""
 def validate(
     path: Optional[str] = None,
     *,
