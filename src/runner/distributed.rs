@@ -154,23 +154,53 @@ pub fn serve(
         worker.threads = *n;
     }
     let threads = worker.threads;
+    // What each role reads and writes: its messenger, and how to close it at the end.
+    let mut closers: Vec<Box<dyn Fn()>> = Vec::new();
+    let (pool_messenger, indexer_messenger): (Option<Arc<dyn Messenger>>, Option<Arc<dyn Messenger>>) =
+        match role {
+            Role::Worker => {
+                let m = Arc::new(
+                    kafka::worker_messenger(settings, &topics, producer.clone())
+                        .map_err(|e| e.to_string())?,
+                );
+                let m2 = m.clone();
+                closers.push(Box::new(move || m2.close()));
+                (Some(m), None)
+            }
+            Role::Indexer => {
+                let m = Arc::new(
+                    kafka::indexer_messenger(settings, &topics, producer.clone())
+                        .map_err(|e| e.to_string())?,
+                );
+                let m2 = m.clone();
+                closers.push(Box::new(move || m2.close()));
+                (None, Some(m))
+            }
+            Role::WorkerIndexer => {
+                let worker = kafka::worker_messenger(settings, &topics, producer.clone())
+                    .map_err(|e| e.to_string())?;
+                let m = Arc::new(kafka::worker_indexer::KafkaWorkerIndexerMessenger::new(
+                    worker,
+                    producer.clone(),
+                    topics.clone(),
+                    settings.events,
+                    plan.queue_capacity,
+                ));
+                let m2 = m.clone();
+                closers.push(Box::new(move || m2.close()));
+                (Some(m.clone() as Arc<dyn Messenger>), Some(m as Arc<dyn Messenger>))
+            }
+        };
     let mut pool = None;
-    let mut worker_messenger = None;
-    if matches!(role, Role::Worker | Role::WorkerIndexer) {
+    if let Some(m) = pool_messenger {
         kafka::admin::warn_if_fewer_partitions(settings, &topics.source, threads);
-        let m = Arc::new(
-            kafka::worker_messenger(settings, &topics, producer.clone())
-                .map_err(|e| e.to_string())?,
-        );
         pool = Some(
-            WorkerPool::start(pipeline_plan, worker, m.clone(), no_run.clone(), None)
+            WorkerPool::start(pipeline_plan, worker, m, no_run.clone(), None)
                 .map_err(|e| format!("cannot start workers: {e}"))?,
         );
-        worker_messenger = Some(m);
     }
     let mut indexer_handle = None;
-    let mut indexer_messenger = None;
-    if matches!(role, Role::Indexer | Role::WorkerIndexer) {
+    if let Some(m) = indexer_messenger {
         let bypass = !plan.indexer.send_enabled;
         let mut backend = if bypass {
             Box::new(indexer::nop::NopBackend) as Box<dyn indexer::Backend>
@@ -187,15 +217,10 @@ pub fn serve(
                 .validate_connection()
                 .map_err(|e| format!("indexer: {e}"))?;
         }
-        let m = Arc::new(
-            kafka::indexer_messenger(settings, &topics, producer.clone())
-                .map_err(|e| e.to_string())?,
-        );
         indexer_handle = Some(
-            IndexerHandle::start(plan.indexer.clone(), backend, m.clone(), no_run, bypass)
+            IndexerHandle::start(plan.indexer.clone(), backend, m, no_run, bypass)
                 .map_err(|e| format!("cannot start the indexer: {e}"))?,
         );
-        indexer_messenger = Some(m);
     }
     tracing::info!(
         "{} serving pipeline {pipeline:?} on {} (source {}, dest {}); SIGTERM stops it",
@@ -228,16 +253,13 @@ pub fn serve(
         let metrics = p.stop();
         super::log_stage_metrics(pipeline, &metrics);
     }
-    if let Some(m) = &worker_messenger {
-        m.close();
-    }
     if let Some(h) = indexer_handle {
         if let Err(e) = h.terminate() {
             result = Err(format!("indexer: {e}"));
         }
     }
-    if let Some(m) = &indexer_messenger {
-        m.close();
+    for close in &closers {
+        close();
     }
     tracing::info!("stopped");
     result

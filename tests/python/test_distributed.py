@@ -14,7 +14,6 @@ import pytest
 
 import lucille
 
-pytestmark = pytest.mark.timeout(600) if hasattr(pytest.mark, "timeout") else []
 
 
 def bootstrap():

@@ -16,6 +16,7 @@ pub mod producer;
 pub mod publisher;
 pub mod topics;
 pub mod worker;
+pub mod worker_indexer;
 
 use std::sync::Arc;
 use std::time::Duration;

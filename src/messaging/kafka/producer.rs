@@ -37,11 +37,11 @@ impl Ticket {
         })
     }
 
-    fn hold(&self) {
+    pub(crate) fn hold(&self) {
         self.count.fetch_add(1, Ordering::AcqRel);
     }
 
-    fn release(&self, ok: bool) {
+    pub(crate) fn release(&self, ok: bool) {
         if !ok {
             self.failed.store(true, Ordering::Release);
         }

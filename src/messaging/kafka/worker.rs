@@ -66,7 +66,7 @@ impl KafkaWorkerMessenger {
     }
 
     /// The ticket of this thread's current documents (an untracked one off a worker thread).
-    fn ticket(&self) -> Arc<Ticket> {
+    pub(crate) fn ticket(&self) -> Arc<Ticket> {
         let mut threads = self.threads.lock();
         match threads.get_mut(&std::thread::current().id()) {
             Some(w) => w.ticket.get_or_insert_with(|| Ticket::new(None)).clone(),
