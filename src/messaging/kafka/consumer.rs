@@ -23,7 +23,15 @@ pub struct GroupContext {
     tracker: Arc<OffsetTracker>,
 }
 
-impl ClientContext for GroupContext {}
+impl ClientContext for GroupContext {
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+        super::log_librdkafka(level, fac, message);
+    }
+
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        tracing::error!("librdkafka: {error}: {reason}");
+    }
+}
 
 impl ConsumerContext for GroupContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -32,6 +40,23 @@ impl ConsumerContext for GroupContext {
             let parts: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
             tracing::info!("Kafka partitions {parts:?} revoked; stored offsets committed");
             self.tracker.forget(&parts);
+        }
+    }
+
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Assign(tpl) = rebalance {
+            let parts: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
+            let committed = consumer
+                .committed_offsets((*tpl).clone(), Duration::from_secs(10))
+                .map(|c| {
+                    c.elements()
+                        .iter()
+                        .map(|e| format!("{}:{:?}", e.partition(), e.offset()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_else(|e| e.to_string());
+            tracing::info!("Kafka partitions {parts:?} assigned (committed: {committed})");
         }
     }
 }

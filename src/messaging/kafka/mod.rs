@@ -46,6 +46,20 @@ impl From<KafkaError> for MessagingError {
     }
 }
 
+/// librdkafka's log lines and client errors, into this crate's log (rdkafka writes them to the
+/// `log` crate, which nothing here listens to).
+pub(crate) fn log_librdkafka(level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+    use rdkafka::config::RDKafkaLogLevel as L;
+    match level {
+        L::Emerg | L::Alert | L::Critical | L::Error => {
+            tracing::error!("librdkafka {fac}: {message}")
+        }
+        L::Warning => tracing::warn!("librdkafka {fac}: {message}"),
+        L::Notice | L::Info => tracing::info!("librdkafka {fac}: {message}"),
+        L::Debug => tracing::debug!("librdkafka {fac}: {message}"),
+    }
+}
+
 /// An event as Lucille writes it on the event topic.
 pub fn event_json(e: &Event) -> String {
     let mut v = json!({"documentId": e.doc_id, "runId": &*e.run_id, "type": e.kind.as_str()});

@@ -66,7 +66,15 @@ impl Ticket {
 
 pub struct DeliveryContext;
 
-impl ClientContext for DeliveryContext {}
+impl ClientContext for DeliveryContext {
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+        super::log_librdkafka(level, fac, message);
+    }
+
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        tracing::error!("librdkafka: {error}: {reason}");
+    }
+}
 
 impl ProducerContext for DeliveryContext {
     type DeliveryOpaque = Arc<Ticket>;
