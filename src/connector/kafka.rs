@@ -6,8 +6,8 @@
 //! (`{ partition: offset }` to start from instead of the committed offsets, else the
 //! earliest), `maxMessages`, `messageTimeout` (ms per poll, default 100) and
 //! `continueOnTimeout` (default true: keep polling an empty topic until the run stops or
-//! `maxMessages` were read). Offsets are committed as the consumer reads (auto-commit), as in
-//! Lucille.
+//! `maxMessages` were read). A message's `run_id` is dropped: the document joins this run.
+//! Offsets are committed as the consumer reads (auto-commit), as in Lucille.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -60,7 +60,11 @@ fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>
     let mut block = block.clone();
     let kafka_path = config.key_path("kafka");
     // The connector's own keys inside `kafka`; the rest is the run's kafka block's.
-    let mut required = |key: &str| match block.remove(key).as_ref().and_then(crate::config::as_string) {
+    let mut required = |key: &str| match block
+        .remove(key)
+        .as_ref()
+        .and_then(crate::config::as_string)
+    {
         Some(v) => Ok(v),
         None => Err(ConfigError::new(
             format!("{kafka_path}.{key}"),
@@ -78,7 +82,8 @@ fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>
         }
     }
     let kconf = ComponentConfig::new(block, kafka_path.clone()).with_paths(config.paths().clone());
-    let settings = KafkaSettings::from_config(&kconf).map_err(|e| ConfigError::joined(&kafka_path, e))?;
+    let settings =
+        KafkaSettings::from_config(&kconf).map_err(|e| ConfigError::joined(&kafka_path, e))?;
     let mut offsets = BTreeMap::new();
     if let Some(m) = config.object("offsets")? {
         for (k, v) in m {
@@ -129,6 +134,9 @@ impl KafkaConnector {
             })
             .unwrap_or_else(|| format!("{}-{partition}-{offset}", self.topic));
         m.insert("id".into(), Value::String(self.common.doc_id(&raw)));
+        // A document from another run (a `{pipeline}_fail` line, a replayed topic) joins this
+        // one: the reserved run id it carried is dropped.
+        m.remove("run_id");
         Document::from_json(&Value::Object(m).to_string()).map_err(|e| e.to_string())
     }
 }
@@ -143,19 +151,27 @@ impl Connector for KafkaConnector {
         let consumer: BaseConsumer = client_config(&props)
             .create()
             .map_err(|e| ConnectorError::new(format!("cannot create the consumer: {e}")))?;
-        consumer
-            .subscribe(&[&self.topic])
-            .map_err(|e| ConnectorError::new(format!("cannot subscribe to {:?}: {e}", self.topic)))?;
+        consumer.subscribe(&[&self.topic]).map_err(|e| {
+            ConnectorError::new(format!("cannot subscribe to {:?}: {e}", self.topic))
+        })?;
         let mut seeks_pending = !self.offsets.is_empty();
         let mut count = 0u64;
         while !publisher.is_stopping() && self.max_messages.is_none_or(|m| count < m) {
             let polled = consumer.poll(self.message_timeout);
             if seeks_pending {
-                let assigned = consumer.assignment().map(|a| a.elements().len()).unwrap_or(0);
+                let assigned = consumer
+                    .assignment()
+                    .map(|a| a.elements().len())
+                    .unwrap_or(0);
                 if assigned > 0 {
                     for (p, o) in &self.offsets {
                         tracing::info!("KafkaConnector: seeking {}[{p}] to offset {o}", self.topic);
-                        if let Err(e) = consumer.seek(&self.topic, *p, Offset::Offset(*o), Duration::from_secs(10)) {
+                        if let Err(e) = consumer.seek(
+                            &self.topic,
+                            *p,
+                            Offset::Offset(*o),
+                            Duration::from_secs(10),
+                        ) {
                             return Err(ConnectorError::new(format!(
                                 "cannot seek {}[{p}] to {o}: {e}",
                                 self.topic

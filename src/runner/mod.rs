@@ -391,7 +391,9 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     let worker_pipeline = worker_block.string("pipeline").unwrap_or(None);
     if let Some(p) = &worker_pipeline {
         if !pipelines.contains_key(p) && !errors.iter().any(|e| e.path.starts_with("pipelines")) {
-            errors.push(worker_block.error("pipeline", format!("no pipeline named {p:?} is defined")));
+            errors.push(
+                worker_block.error("pipeline", format!("no pipeline named {p:?} is defined")),
+            );
         }
     }
     let kafka = match root.get("kafka") {

@@ -157,7 +157,12 @@ impl PoolStats {
 }
 
 /// A FAILed document as the dead-letter file and the `{pipeline}_fail` topic keep it.
-fn dead_letter_line(doc: &Document, pipeline: &str, error: &str, attempts: u32) -> serde_json::Value {
+fn dead_letter_line(
+    doc: &Document,
+    pipeline: &str,
+    error: &str,
+    attempts: u32,
+) -> serde_json::Value {
     json!({
         "id": doc.id(), "run_id": doc.run_id(), "pipeline": pipeline,
         "error": error, "attempts": attempts, "document": doc.as_map(),

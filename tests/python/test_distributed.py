@@ -202,3 +202,38 @@ class Source(lucille.Connector):
         i, done = map(int, line.split())
         terminal_not_indexed = len({7, 13} & set(range(i)))
         assert done + terminal_not_indexed >= i - 5, line
+
+
+def test_worker_indexer_process_and_the_fail_topic_read_by_kafka_connector(tmp_path):
+    pipeline = f"wi_{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "out.jsonl"
+    conf = write_config(tmp_path, pipeline, out, 30)
+    log = open(tmp_path / "procs.log", "w")
+    procs = [start("worker-indexer", conf, pipeline, log)]
+    try:
+        r = lucille.run(str(conf), mode="distributed", progress=False)
+    finally:
+        stop_all(procs)
+    assert r.status == "Success", r.summary + (tmp_path / "procs.log").read_text()
+    assert counts(r) == (30, 28, 1, 1)
+    assert sorted(ids_in(out), key=int) == [str(i) for i in range(30) if i not in (7, 13)]
+    # The poison document is on {pipeline}_fail; Lucille's KafkaConnector reads it back.
+    reader = tmp_path / "reader.conf"
+    reader.write_text(f"""
+connectors: [{{ name: "fails", class: "KafkaConnector", idField: "id", maxMessages: 1,
+  kafka {{ bootstrapServers: "{bootstrap()}", topic: "{pipeline}_fail", consumerGroupId: "r-{pipeline}",
+          clientId: "reader", maxPollIntervalSecs: 60 }} }}]
+""")
+    got = lucille.run(str(reader), mode="test", progress=False)
+    assert got.status == "Success", got.summary
+    assert [d.id for d in got.documents] == ["13"]
+    failed = got.documents[0]
+    assert "poison document 13" in failed.get_string("error")
+    assert failed.get_string("pipeline") == pipeline
+
+
+def test_kafka_connector_keys_are_validated():
+    errors = lucille.validate(config={"connectors": [{
+        "name": "k", "class": "KafkaConnector", "maxMessages": 0,
+        "kafka": {"bootstrapServers": "h:1", "consumerGroupId": "g", "maxPollIntervalSecs": 5}}]})
+    assert any("kafka.topic" in e for e in errors), errors

@@ -151,8 +151,7 @@ impl KafkaSettings {
                 ));
             }
         }
-        let positive = |key: &str, default: u64, errors: &mut Vec<ConfigError>| match block
-            .i64(key)
+        let positive = |key: &str, default: u64, errors: &mut Vec<ConfigError>| match block.i64(key)
         {
             Ok(None) => default,
             Ok(Some(n)) if n >= 1 => n as u64,
@@ -409,6 +408,8 @@ mod tests {
         let bad = KafkaSettings::from_config(&block(json!({
             "bootstrapServers": "h", "adminPropertyFile": dir.join("missing").to_string_lossy(),
         })));
-        assert!(bad.unwrap_err()[0].to_string().contains("adminPropertyFile"));
+        assert!(bad.unwrap_err()[0]
+            .to_string()
+            .contains("adminPropertyFile"));
     }
 }

@@ -17,7 +17,7 @@ use super::{event_json, KafkaError};
 use crate::accounting::Event;
 use crate::connector::record::ToProcess;
 use crate::indexer::ToIndex;
-use crate::messaging::{Messenger, MessagingError};
+use crate::messaging::{MessagingError, Messenger};
 
 struct Pending {
     partition: i32,
@@ -131,9 +131,12 @@ impl Messenger for KafkaIndexerMessenger {
             }) as Box<dyn FnOnce(bool) + Send>
         }));
         let topic = self.topics.event(&event.run_id);
-        let r = self
-            .producer
-            .send(&topic, &event.doc_id, event_json(&event).as_bytes(), &ticket);
+        let r = self.producer.send(
+            &topic,
+            &event.doc_id,
+            event_json(&event).as_bytes(),
+            &ticket,
+        );
         ticket.seal();
         r.map_err(MessagingError::from)
     }

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use crate::accounting::{Event, EventType};
 use crate::connector::record::ToProcess;
 use crate::indexer::ToIndex;
-use crate::messaging::{Messenger, MessagingError};
+use crate::messaging::{MessagingError, Messenger};
 pub use config::KafkaSettings;
 pub use topics::Topics;
 

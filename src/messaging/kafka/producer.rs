@@ -108,7 +108,9 @@ impl KafkaProducer {
     pub fn new(settings: &KafkaSettings) -> Result<Arc<Self>, KafkaError> {
         let mut props = settings.producer_properties().map_err(KafkaError::Config)?;
         // Small batches soon: a worker's offsets wait for its deliveries.
-        props.entry("linger.ms".into()).or_insert_with(|| "5".into());
+        props
+            .entry("linger.ms".into())
+            .or_insert_with(|| "5".into());
         let inner = client_config(&props)
             .create_with_context(DeliveryContext)
             .map_err(|e| KafkaError::Client(format!("cannot create the producer: {e}")))?;

@@ -18,7 +18,7 @@ use super::{event_from_json, event_json, KafkaError};
 use crate::accounting::Event;
 use crate::connector::record::ToProcess;
 use crate::indexer::ToIndex;
-use crate::messaging::{Messenger, MessagingError};
+use crate::messaging::{MessagingError, Messenger};
 
 pub struct KafkaPublisherMessenger {
     producer: Arc<KafkaProducer>,
@@ -133,7 +133,9 @@ impl Messenger for KafkaPublisherMessenger {
             };
             match msg.payload().map(|p| event_from_json(p, &self.run_id)) {
                 Some(Ok(e)) => return Some(e),
-                Some(Err(e)) => tracing::error!("skipping a bad event on {}: {e}", self.event_topic),
+                Some(Err(e)) => {
+                    tracing::error!("skipping a bad event on {}: {e}", self.event_topic)
+                }
                 None => tracing::error!("skipping an empty event on {}", self.event_topic),
             }
         }

@@ -19,7 +19,7 @@ use super::{event_json, KafkaError};
 use crate::accounting::Event;
 use crate::connector::record::ToProcess;
 use crate::indexer::ToIndex;
-use crate::messaging::{Messenger, MessagingError};
+use crate::messaging::{MessagingError, Messenger};
 
 #[derive(Default)]
 struct ThreadWork {

@@ -19,7 +19,7 @@ use super::worker::KafkaWorkerMessenger;
 use crate::accounting::Event;
 use crate::connector::record::ToProcess;
 use crate::indexer::ToIndex;
-use crate::messaging::{LocalMessenger, Messenger, MessagingError};
+use crate::messaging::{LocalMessenger, MessagingError, Messenger};
 
 pub struct KafkaWorkerIndexerMessenger {
     worker: KafkaWorkerMessenger,
@@ -119,7 +119,12 @@ impl Messenger for KafkaWorkerIndexerMessenger {
         let r = if self.events {
             let topic = self.topics.event(&event.run_id);
             self.producer
-                .send(&topic, &event.doc_id, event_json(&event).as_bytes(), &ticket)
+                .send(
+                    &topic,
+                    &event.doc_id,
+                    event_json(&event).as_bytes(),
+                    &ticket,
+                )
                 .map_err(MessagingError::from)
         } else {
             Ok(())
