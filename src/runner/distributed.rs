@@ -75,6 +75,8 @@ pub(super) fn connector_messenger(
     })
 }
 
+type RoleMessenger = Arc<dyn Messenger>;
+
 /// What a long-running process serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -151,46 +153,44 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
     let threads = worker.threads;
     // What each role reads and writes: its messenger, and how to close it at the end.
     let mut closers: Vec<Box<dyn Fn()>> = Vec::new();
-    let (pool_messenger, indexer_messenger): (
-        Option<Arc<dyn Messenger>>,
-        Option<Arc<dyn Messenger>>,
-    ) = match role {
-        Role::Worker => {
-            let m = Arc::new(
-                kafka::worker_messenger(settings, &topics, producer.clone())
-                    .map_err(|e| e.to_string())?,
-            );
-            let m2 = m.clone();
-            closers.push(Box::new(move || m2.close()));
-            (Some(m), None)
-        }
-        Role::Indexer => {
-            let m = Arc::new(
-                kafka::indexer_messenger(settings, &topics, producer.clone())
-                    .map_err(|e| e.to_string())?,
-            );
-            let m2 = m.clone();
-            closers.push(Box::new(move || m2.close()));
-            (None, Some(m))
-        }
-        Role::WorkerIndexer => {
-            let worker = kafka::worker_messenger(settings, &topics, producer.clone())
-                .map_err(|e| e.to_string())?;
-            let m = Arc::new(kafka::worker_indexer::KafkaWorkerIndexerMessenger::new(
-                worker,
-                producer.clone(),
-                topics.clone(),
-                settings.events,
-                plan.queue_capacity,
-            ));
-            let m2 = m.clone();
-            closers.push(Box::new(move || m2.close()));
-            (
-                Some(m.clone() as Arc<dyn Messenger>),
-                Some(m as Arc<dyn Messenger>),
-            )
-        }
-    };
+    let (pool_messenger, indexer_messenger): (Option<RoleMessenger>, Option<RoleMessenger>) =
+        match role {
+            Role::Worker => {
+                let m = Arc::new(
+                    kafka::worker_messenger(settings, &topics, producer.clone())
+                        .map_err(|e| e.to_string())?,
+                );
+                let m2 = m.clone();
+                closers.push(Box::new(move || m2.close()));
+                (Some(m), None)
+            }
+            Role::Indexer => {
+                let m = Arc::new(
+                    kafka::indexer_messenger(settings, &topics, producer.clone())
+                        .map_err(|e| e.to_string())?,
+                );
+                let m2 = m.clone();
+                closers.push(Box::new(move || m2.close()));
+                (None, Some(m))
+            }
+            Role::WorkerIndexer => {
+                let worker = kafka::worker_messenger(settings, &topics, producer.clone())
+                    .map_err(|e| e.to_string())?;
+                let m = Arc::new(kafka::worker_indexer::KafkaWorkerIndexerMessenger::new(
+                    worker,
+                    producer.clone(),
+                    topics.clone(),
+                    settings.events,
+                    plan.queue_capacity,
+                ));
+                let m2 = m.clone();
+                closers.push(Box::new(move || m2.close()));
+                (
+                    Some(m.clone() as Arc<dyn Messenger>),
+                    Some(m as Arc<dyn Messenger>),
+                )
+            }
+        };
     let mut pool = None;
     if let Some(m) = pool_messenger {
         kafka::admin::warn_if_fewer_partitions(settings, &topics.source, threads);

@@ -21,13 +21,16 @@ use crate::connector::record::ToProcess;
 use crate::indexer::ToIndex;
 use crate::messaging::{LocalMessenger, MessagingError, Messenger};
 
+/// A document handed to the indexer: its worker's ticket and its run.
+type Held = (Arc<Ticket>, Option<Arc<str>>);
+
 pub struct KafkaWorkerIndexerMessenger {
     worker: KafkaWorkerMessenger,
     local: LocalMessenger,
     producer: Arc<KafkaProducer>,
     topics: Topics,
     events: bool,
-    held: Mutex<HashMap<String, VecDeque<(Arc<Ticket>, Option<Arc<str>>)>>>,
+    held: Mutex<HashMap<String, VecDeque<Held>>>,
     indexer_thread: Mutex<Option<ThreadId>>,
 }
 
