@@ -23,6 +23,7 @@ __all__ = [
     "render",
     "run",
     "search",
+    "serve",
     "validate",
 ]
 
