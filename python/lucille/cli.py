@@ -85,7 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     run_p = sub.add_parser("run", help="run a config; exit 0 only on Success")
     run_p.add_argument("config")
-    run_p.add_argument("--mode", choices=["local", "test"], default="local")
+    run_p.add_argument("--mode", choices=["local", "test", "external", "distributed"], default="local",
+                       help="distributed: connector and publisher only (workers and indexers run as "
+                            "`lucille worker` / `lucille indexer`); external: workers and indexer as "
+                            "threads, messaging over Kafka")
     run_p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                        help="override a config value (repeatable)")
 
@@ -107,7 +110,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     search_p.add_argument("--limit", type=int, default=10, help="hits to show (default 10)")
     search_p.add_argument("--json", action="store_true", help="one JSON object per hit")
 
+    for role, text in (("worker", "a long-running worker process (distributed mode, Kafka)"),
+                       ("indexer", "a long-running indexer process (distributed mode, Kafka)"),
+                       ("worker-indexer", "a worker with its own indexer (distributed mode, Kafka)")):
+        role_p = sub.add_parser(role, help=text + "; SIGTERM stops it cleanly")
+        role_p.add_argument("config")
+        role_p.add_argument("--pipeline", default=None, help="the pipeline to serve (default: "
+                            "worker.pipeline, or the config's only pipeline)")
+        role_p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
+
     args = parser.parse_args(argv)
+    if args.command in ("worker", "indexer", "worker-indexer"):
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, _interrupt)
+        try:
+            lucille.serve(args.command, args.config, pipeline=args.pipeline,
+                          overrides=_overrides(args.overrides))
+        except lucille.ConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        except RuntimeError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "search":
         return _search(args)
     if args.command == "run":

@@ -8,6 +8,7 @@
 pub mod checkpoint;
 pub mod database;
 pub mod file;
+pub mod kafka;
 pub mod legacy;
 pub mod record;
 pub mod rss;
@@ -106,6 +107,7 @@ pub fn builtins() -> &'static [&'static ConnectorDescriptor] {
         &file::DESCRIPTOR,
         &database::DESCRIPTOR,
         &rss::DESCRIPTOR,
+        &kafka::DESCRIPTOR,
         &legacy::CSV_DESCRIPTOR,
         &legacy::JSON_DESCRIPTOR,
         &legacy::XML_DESCRIPTOR,

@@ -1,7 +1,10 @@
 //! How documents and events move between the Publisher, workers and the indexer. Local mode
 //! uses bounded in-memory queues (`publisher.queueCapacity` bounds the source and destination
 //! queues, so a fast connector blocks instead of filling memory); test mode records every
-//! document and event on top of that; distributed mode (Kafka) plugs in behind the same trait.
+//! document and event on top of that; distributed mode (Kafka, [`kafka`]) plugs in behind the
+//! same trait.
+
+pub mod kafka;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +21,8 @@ use crate::indexer::ToIndex;
 pub enum MessagingError {
     #[error("the {0} queue is closed")]
     Closed(&'static str),
+    #[error("{0}")]
+    Kafka(String),
 }
 
 /// The three channels of a run, as Lucille's messengers.
@@ -38,6 +43,13 @@ pub trait Messenger: Send + Sync {
     fn try_poll_event(&self) -> Option<Event>;
     /// Documents waiting in the source and destination queues.
     fn queued(&self) -> (usize, usize);
+    /// A FAILed document's dead-letter line (`{pipeline}_fail` on Kafka; locally the
+    /// dead-letter file is written by the worker pool).
+    fn send_failed(&self, _doc_id: &str, _line: &serde_json::Value) {}
+    /// Called by a worker thread once everything it took since its last call (a document or
+    /// a batch, with every child, event and output sent): a messenger that acknowledges its
+    /// source (Kafka's offsets) may now do so.
+    fn done_processing(&self) {}
 }
 
 pub const DEFAULT_QUEUE_CAPACITY: usize = 10_000;

@@ -341,7 +341,9 @@ pub fn run(
     indexer: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyRunResult> {
     let mode = RunMode::parse(mode).ok_or_else(|| {
-        PyValueError::new_err(format!("mode must be \"local\" or \"test\", not {mode:?}"))
+        PyValueError::new_err(format!(
+            "mode must be \"local\", \"test\", \"external\" or \"distributed\", not {mode:?}"
+        ))
     })?;
     let overrides = overrides_list(overrides)?;
     let objects = stages.is_some() || connector.is_some() || indexer.is_some_and(|i| !i.is_none());
@@ -359,6 +361,7 @@ pub fn run(
     let plan = py
         .detach(|| runner::plan(&value, dir.as_deref()))
         .map_err(config_err)?;
+    runner::distributed::check_mode(&plan, mode).map_err(config_err)?;
     let terminal = if progress != Some(false) {
         runner::terminal_progress()
     } else {
@@ -447,6 +450,62 @@ pub fn run(
         mode,
         interrupted,
     })
+}
+
+/// Runs a long-lived `worker`, `indexer` or `worker-indexer` process of distributed mode
+/// (Kafka) for one pipeline until Ctrl-C / SIGTERM (which the CLI turns into
+/// KeyboardInterrupt), then stops cleanly: documents in progress finish, the indexer flushes,
+/// offsets are committed.
+#[pyfunction]
+#[pyo3(signature = (role, path = None, *, config = None, hocon = None, pipeline = None, overrides = None, base_dir = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn serve(
+    py: Python<'_>,
+    role: &str,
+    path: Option<PathBuf>,
+    config: Option<&Bound<'_, PyDict>>,
+    hocon: Option<String>,
+    pipeline: Option<String>,
+    overrides: Option<&Bound<'_, PyAny>>,
+    base_dir: Option<PathBuf>,
+) -> PyResult<()> {
+    use runner::distributed::{self, Role};
+    let role = Role::parse(role).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "role must be \"worker\", \"indexer\" or \"worker-indexer\", not {role:?}"
+        ))
+    })?;
+    let overrides = overrides_list(overrides)?;
+    let (value, dir) = load(py, path, config, hocon, &overrides, base_dir)?;
+    let plan = py
+        .detach(|| runner::plan(&value, dir.as_deref()))
+        .map_err(config_err)?;
+    runner::distributed::check_mode(&plan, RunMode::Distributed).map_err(config_err)?;
+    let pipeline = distributed::choose_pipeline(&plan, pipeline.as_deref()).map_err(config_err)?;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let handle = std::thread::Builder::new()
+        .name(format!("lucille-{pipeline}"))
+        .spawn(move || distributed::serve(&plan, role, &pipeline, &stop2))
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start: {e}")))?;
+    loop {
+        if py.detach(|| {
+            let deadline = std::time::Instant::now() + Duration::from_millis(100);
+            while !handle.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            handle.is_finished()
+        }) {
+            break;
+        }
+        if py.check_signals().is_err() || super::logging::take_interrupt() {
+            tracing::info!("interrupted: stopping");
+            stop.store(true, Ordering::SeqCst);
+        }
+    }
+    py.detach(|| handle.join())
+        .map_err(|_| PyRuntimeError::new_err("the process panicked"))?
+        .map_err(PyRuntimeError::new_err)
 }
 
 /// Every config error, as a list of strings (empty when the config is valid).
@@ -658,6 +717,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPublisher>()?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(render, m)?)?;
     crate::connector::install_python_factory(Box::new(PyConnectorFactory));

@@ -3,8 +3,10 @@
 //! thread; a failed connector stops the run and the ones after it are reported as skipped.
 //!
 //! Modes: `Local` (in-memory queues, real backend) and `Test` (the same, with the backend
-//! bypassed and every document and event recorded).
+//! bypassed and every document and event recorded); `External` and `Distributed` message over
+//! Kafka (see [`distributed`]).
 
+pub mod distributed;
 pub mod summary;
 
 use std::collections::HashMap;
@@ -35,6 +37,10 @@ pub const DEFAULT_CONNECTOR_TIMEOUT: Duration = Duration::from_millis(86_400_000
 pub enum RunMode {
     Local,
     Test,
+    /// Workers and the indexer as threads of this process, messaging over Kafka.
+    External,
+    /// The connector and publisher only; worker and indexer processes serve the run.
+    Distributed,
 }
 
 impl RunMode {
@@ -42,6 +48,8 @@ impl RunMode {
         match s.to_ascii_lowercase().as_str() {
             "local" => Some(RunMode::Local),
             "test" => Some(RunMode::Test),
+            "external" => Some(RunMode::External),
+            "distributed" => Some(RunMode::Distributed),
             _ => None,
         }
     }
@@ -124,6 +132,10 @@ pub struct RunPlan {
     pub queue_capacity: usize,
     pub max_pending_docs: Option<usize>,
     pub connector_timeout: Option<Duration>,
+    /// The `kafka` block, when the config has one (needed by the Kafka modes and processes).
+    pub kafka: Option<crate::messaging::kafka::KafkaSettings>,
+    /// `worker.pipeline`: the pipeline a worker process serves by default.
+    pub worker_pipeline: Option<String>,
 }
 
 fn publisher_spec() -> Spec {
@@ -376,6 +388,40 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             None
         }
     };
+    let worker_pipeline = worker_block.string("pipeline").unwrap_or(None);
+    if let Some(p) = &worker_pipeline {
+        if !pipelines.contains_key(p) && !errors.iter().any(|e| e.path.starts_with("pipelines")) {
+            errors.push(
+                worker_block.error("pipeline", format!("no pipeline named {p:?} is defined")),
+            );
+        }
+    }
+    let kafka = match root.get("kafka") {
+        None => None,
+        Some(_) => {
+            let b = block(root, "kafka", &mut errors, &paths);
+            match crate::messaging::kafka::KafkaSettings::from_config(&b) {
+                Ok(k) => Some(k),
+                Err(e) => {
+                    errors.extend(e);
+                    None
+                }
+            }
+        }
+    };
+    if kafka.is_some() {
+        for name in pipelines.keys() {
+            if !crate::messaging::kafka::config::valid_topic_name(&format!("{name}_source")) {
+                errors.push(ConfigError::new(
+                    "pipelines",
+                    format!(
+                        "pipeline name {name:?} cannot name Kafka topics (letters, digits, '.', \
+                         '_' and '-' only)"
+                    ),
+                ));
+            }
+        }
+    }
     let runner = block(root, "runner", &mut errors, &paths);
     errors.extend(runner_spec().validate(runner.map(), "runner"));
     let connector_timeout = match runner.i64("connectorTimeout") {
@@ -399,6 +445,8 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
         queue_capacity,
         max_pending_docs,
         connector_timeout,
+        kafka,
+        worker_pipeline,
     })
 }
 
@@ -443,6 +491,7 @@ pub fn run(
     opts: &RunOptions,
 ) -> Result<RunResult, ConfigErrors> {
     let plan = plan(config, base_dir)?;
+    distributed::check_mode(&plan, opts.mode)?;
     Ok(run_plan(&plan, opts))
 }
 
@@ -498,13 +547,6 @@ fn run_connector(
     let name = cplan.common.name.clone();
     let started = Instant::now();
     let fail = |message: String| ConnectorResult::failed(&name, message, started.elapsed());
-    let (messenger, test_messenger): (Arc<dyn Messenger>, Option<Arc<TestMessenger>>) =
-        if opts.mode == RunMode::Test || opts.record_history {
-            let t = Arc::new(TestMessenger::new(plan.queue_capacity));
-            (t.clone(), Some(t))
-        } else {
-            (Arc::new(LocalMessenger::new(plan.queue_capacity)), None)
-        };
     let mut connector = match cplan.instantiate() {
         Ok(c) => c,
         Err(e) => return (fail(e.to_string()), None),
@@ -519,8 +561,46 @@ fn run_connector(
             stages: Vec::new(),
         },
     };
+    let mut worker = plan.worker.clone();
+    if let Some(n) = cplan
+        .common
+        .pipeline
+        .as_ref()
+        .and_then(|p| plan.pipeline_threads.get(p))
+    {
+        worker.threads = *n;
+    }
+    let kafka_mode = matches!(opts.mode, RunMode::External | RunMode::Distributed);
+    let mut kafka_run = None;
+    let (messenger, test_messenger): (Arc<dyn Messenger>, Option<Arc<TestMessenger>>) =
+        if kafka_mode {
+            let Some(settings) = &plan.kafka else {
+                return (fail("this mode needs a kafka block".into()), None);
+            };
+            match distributed::connector_messenger(
+                settings,
+                opts.mode,
+                &pipeline.name,
+                run_id,
+                worker.threads,
+            ) {
+                Ok(k) => {
+                    let m = k.messenger.clone();
+                    kafka_run = Some(k);
+                    (m, None)
+                }
+                Err(e) => return (fail(e.to_string()), None),
+            }
+        } else if opts.mode == RunMode::Test || opts.record_history {
+            let t = Arc::new(TestMessenger::new(plan.queue_capacity));
+            (t.clone(), Some(t))
+        } else {
+            (Arc::new(LocalMessenger::new(plan.queue_capacity)), None)
+        };
+    // Distributed: workers and indexers are other processes.
+    let local_roles = opts.mode != RunMode::Distributed;
     // Test mode, and `indexer.sendEnabled: false` as in Lucille, run without the backend.
-    let bypass = opts.mode == RunMode::Test || !plan.indexer.send_enabled;
+    let bypass = opts.mode == RunMode::Test || !plan.indexer.send_enabled || !local_roles;
     let backend = if bypass {
         Ok(Box::new(indexer::nop::NopBackend) as Box<dyn indexer::Backend>)
     } else {
@@ -542,40 +622,41 @@ fn run_connector(
     }
     let pool_pipeline_name = pipeline.name.clone();
     // Workers turn documents into index operations (and encode them) in parallel, unless the
-    // run records whole documents (test mode, history).
-    let preparer = (!bypass && test_messenger.is_none())
+    // run records whole documents (test mode, history) or ships them (Kafka).
+    let preparer = (!bypass && test_messenger.is_none() && !messenger.records_documents())
         .then(|| indexer::Preparer::new(plan.indexer.clone(), backend.encoder()));
-    let mut worker = plan.worker.clone();
-    if let Some(n) = cplan
-        .common
-        .pipeline
-        .as_ref()
-        .and_then(|p| plan.pipeline_threads.get(p))
-    {
-        worker.threads = *n;
-    }
-    let pool = match WorkerPool::start(
-        pipeline,
-        worker,
-        messenger.clone(),
-        run_id.clone(),
-        preparer,
-    ) {
-        Ok(p) => p,
-        Err(e) => return (fail(format!("cannot start workers: {e}")), None),
-    };
-    let indexer = match IndexerHandle::start(
-        plan.indexer.clone(),
-        backend,
-        messenger.clone(),
-        run_id.clone(),
-        bypass,
-    ) {
-        Ok(i) => i,
-        Err(e) => {
-            pool.stop();
-            return (fail(format!("cannot start the indexer: {e}")), None);
+    let pool = if local_roles {
+        match WorkerPool::start(
+            pipeline,
+            worker,
+            messenger.clone(),
+            run_id.clone(),
+            preparer,
+        ) {
+            Ok(p) => Some(p),
+            Err(e) => return (fail(format!("cannot start workers: {e}")), None),
         }
+    } else {
+        None
+    };
+    let indexer = if local_roles {
+        match IndexerHandle::start(
+            plan.indexer.clone(),
+            backend,
+            messenger.clone(),
+            run_id.clone(),
+            bypass,
+        ) {
+            Ok(i) => Some(i),
+            Err(e) => {
+                if let Some(p) = pool {
+                    p.stop();
+                }
+                return (fail(format!("cannot start the indexer: {e}")), None);
+            }
+        }
+    } else {
+        None
     };
     let publisher = Arc::new(Publisher::new(
         run_id.clone(),
@@ -586,7 +667,7 @@ fn run_connector(
         },
         opts.stop.clone(),
     ));
-    if let Some(dead_letter) = pool.dead_letter() {
+    if let Some(dead_letter) = pool.as_ref().and_then(WorkerPool::dead_letter) {
         let (run, pipeline) = (run_id.clone(), pool_pipeline_name.clone());
         publisher.on_failed_record(Box::new(move |id, reason| {
             dead_letter.write_record(id, &run, &pipeline, reason)
@@ -614,7 +695,9 @@ fn run_connector(
                 Ok(handle) => {
                     let progress = opts.progress.clone();
                     let mut rates = RateLog::new(plan.worker.log_interval);
-                    let indexer_stats = indexer.stats.clone();
+                    let indexer_stats = indexer
+                        .as_ref()
+                        .map_or_else(Default::default, |i| i.stats.clone());
                     let mut watchdog =
                         Watchdog::new(plan.indexer.inactivity_timeout, Instant::now());
                     let r = publisher.wait_for_completion(&handle, plan.connector_timeout, |p| {
@@ -626,6 +709,9 @@ fn run_connector(
                             return Err("forced stop (a second interrupt)".into());
                         }
                         rates.maybe_log(p, &indexer_stats);
+                        if !local_roles {
+                            return Ok(());
+                        }
                         match watchdog.check(&indexer_stats, messenger.queued().1, Instant::now()) {
                             Some(reason) => {
                                 wedged = true;
@@ -681,20 +767,21 @@ fn run_connector(
             tracing::error!("closing connector {name:?} failed: {e}");
         }
     }
-    let metrics = if forced {
-        pool.abandon(Duration::from_secs(1))
-    } else {
-        pool.stop()
+    let metrics = match pool {
+        Some(pool) if forced => pool.abandon(Duration::from_secs(1)),
+        Some(pool) => pool.stop(),
+        None => Vec::new(),
     };
-    let terminated = if forced {
-        indexer.terminate_within(Duration::from_secs(2))
-    } else if wedged {
-        if let Some(d) = drainer {
-            d.finish();
+    let terminated = match indexer {
+        None => Ok(()),
+        Some(indexer) if forced => indexer.terminate_within(Duration::from_secs(2)),
+        Some(indexer) if wedged => {
+            if let Some(d) = drainer {
+                d.finish();
+            }
+            indexer.terminate_within(Duration::from_secs(2))
         }
-        indexer.terminate_within(Duration::from_secs(2))
-    } else {
-        indexer.terminate()
+        Some(indexer) => indexer.terminate(),
     };
     if let Err(e) = terminated {
         error.get_or_insert_with(|| format!("indexer: {e}"));
@@ -702,6 +789,9 @@ fn run_connector(
     // Events still queued after a failed wait (the FAILs above among them) belong in the counts.
     while let Some(e) = messenger.try_poll_event() {
         publisher.handle_event(&e);
+    }
+    if let Some(k) = &kafka_run {
+        k.close();
     }
     if let Some(m) = error.as_mut() {
         let pending = publisher.pending();

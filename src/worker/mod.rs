@@ -189,6 +189,19 @@ impl PoolStats {
     }
 }
 
+/// A FAILed document as the dead-letter file and the `{pipeline}_fail` topic keep it.
+fn dead_letter_line(
+    doc: &Document,
+    pipeline: &str,
+    error: &str,
+    attempts: u32,
+) -> serde_json::Value {
+    json!({
+        "id": doc.id(), "run_id": doc.run_id(), "pipeline": pipeline,
+        "error": error, "attempts": attempts, "document": doc.as_map(),
+    })
+}
+
 /// The dead-letter file: one JSON line per FAILed document or record.
 pub struct DeadLetter {
     path: PathBuf,
@@ -197,11 +210,7 @@ pub struct DeadLetter {
 
 impl DeadLetter {
     fn write(&self, doc: &Document, pipeline: &str, error: &str, attempts: u32) {
-        let line = json!({
-            "id": doc.id(), "run_id": doc.run_id(), "pipeline": pipeline,
-            "error": error, "attempts": attempts, "document": doc.as_map(),
-        });
-        self.append(doc.id(), &line);
+        self.append(doc.id(), &dead_letter_line(doc, pipeline, error, attempts));
     }
 
     /// A record the connector could not turn into a document (`Publisher::publish_failed`):
@@ -637,6 +646,10 @@ impl WorkerContext {
         if let Some(dl) = &self.dead_letter {
             dl.write(doc, &self.plan.name, &message, attempts);
         }
+        self.messenger.send_failed(
+            doc.id(),
+            &dead_letter_line(doc, &self.plan.name, &message, attempts),
+        );
         self.event(doc.id(), EventType::Fail, Some(message));
     }
 
@@ -721,6 +734,7 @@ impl WorkerContext {
                 continue;
             };
             let Some(doc) = self.take(item) else {
+                self.messenger.done_processing();
                 continue;
             };
             let done = match &mut pipeline {
@@ -734,6 +748,7 @@ impl WorkerContext {
                     Ok(())
                 }
             };
+            self.messenger.done_processing();
             if done.is_err() {
                 // The supervisor FAILed this thread's document and replaced it: whatever the
                 // late result was, it is discarded, and the thread ends here.

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Distributed mode against local mode (see README.md here).
+
+Needs a broker: `source scripts/services/kafka.sh` (exports LUCILLE_TEST_KAFKA_BOOTSTRAP).
+
+    python3 bench/distributed/run.py --docs 20000 --heavy-docs 2000
+
+Rows: the standard pipeline (bench/standard/six_stages.conf over the standard corpus) in local
+mode and over Kafka with 1 and 2 worker processes (one thread each) and one indexer process; a
+CPU-heavy Python stage (cpu_heavy.py) with 1 and 2 worker processes. Times are the wall time of
+`lucille run` (local) or `lucille run --mode distributed` (workers and indexer already started).
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PY = sys.executable
+
+
+def config(work, pipeline, corpus, heavy):
+    stages = (f'[{{ class: "EmbeddedPython", scriptPath: "{HERE}/cpu_heavy.py" }}]' if heavy
+              else open(os.path.join(ROOT, "bench/standard/six_stages.conf")).read()
+              .split('{ name: "main", stages: ', 1)[1].rsplit("] }", 1)[0] + "]")
+    path = os.path.join(work, f"{pipeline}.conf")
+    with open(path, "w") as f:
+        f.write(f"""
+connectors: [{{ name: "corpus", class: "FileConnector", pipeline: "{pipeline}", paths: ["{corpus}"],
+               fileHandlers {{ jsonl {{ idField: "id" }} }} }}]
+pipelines: [{{ name: "{pipeline}", stages: {stages} }}]
+indexer {{ type: "jsonl", batchSize: 1000 }}
+jsonl {{ path: "{work}/{pipeline}.out.jsonl" }}
+worker {{ threads: 1 }}
+log {{ seconds: 3600 }}
+publisher {{ maxPendingDocs: 5000 }}
+kafka {{ bootstrapServers: "{os.environ['LUCILLE_TEST_KAFKA_BOOTSTRAP']}", consumerGroupId: "b-{pipeline}",
+         topicPartitions: 4, producer {{ "linger.ms": 20 }} }}
+""")
+    return path
+
+
+def timed(args):
+    t = time.perf_counter()
+    r = subprocess.run([PY, "-m", "lucille.cli", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(r.stdout + r.stderr)
+    return time.perf_counter() - t
+
+
+def distributed(work, corpus, heavy, workers):
+    pipeline = f"bench_{uuid.uuid4().hex[:8]}"
+    conf = config(work, pipeline, corpus, heavy)
+    log = open(os.path.join(work, f"{pipeline}.log"), "w")
+    procs = [subprocess.Popen([PY, "-m", "lucille.cli", role, conf], stdout=log, stderr=log)
+             for role in ["worker"] * workers + ["indexer"]]
+    time.sleep(3)
+    try:
+        return timed(["run", conf, "--mode", "distributed"])
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            p.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--docs", type=int, default=20000)
+    ap.add_argument("--heavy-docs", type=int, default=2000)
+    ap.add_argument("--work", default="/tmp/lucille-bench-distributed")
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    corpus = os.path.join(a.work, f"corpus-{a.docs}.jsonl")
+    heavy = os.path.join(a.work, f"corpus-{a.heavy_docs}.jsonl")
+    for n, path in ((a.docs, corpus), (a.heavy_docs, heavy)):
+        if not os.path.exists(path):
+            subprocess.run([PY, os.path.join(ROOT, "bench/standard/generate.py"), "--docs", str(n),
+                            "--out", path], check=True)
+    rows = []
+    t = timed(["run", config(a.work, f"local_{uuid.uuid4().hex[:8]}", corpus, False)])
+    rows.append(("standard pipeline", "local, 1 worker thread", a.docs, t))
+    for w in (1, 2):
+        rows.append(("standard pipeline", f"Kafka, {w} worker process(es)", a.docs,
+                     distributed(a.work, corpus, False, w)))
+    t = timed(["run", config(a.work, f"local_{uuid.uuid4().hex[:8]}", heavy, True)])
+    rows.append(("CPU-heavy Python stage", "local, 1 worker thread", a.heavy_docs, t))
+    for w in (1, 2):
+        rows.append(("CPU-heavy Python stage", f"Kafka, {w} worker process(es)", a.heavy_docs,
+                     distributed(a.work, heavy, True, w)))
+    print("| pipeline | mode | docs | seconds | docs/s |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for name, mode, n, t in rows:
+        print(f"| {name} | {mode} | {n} | {t:.1f} | {n / t:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()

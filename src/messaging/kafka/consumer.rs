@@ -1,0 +1,173 @@
+//! A group consumer shared by the threads of one role in a process (worker threads, or the
+//! indexer thread): offsets are stored only when the caller says a message is done (through
+//! the [`OffsetTracker`], so out-of-order completions never skip one) and committed by
+//! librdkafka's auto-commit of stored offsets, on partition revocation (so a rebalance neither
+//! replays what was done nor skips what was not), and on close.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::error::KafkaError as RdError;
+use rdkafka::message::Message;
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::ClientContext;
+
+use super::admin::client_config;
+use super::config::KafkaSettings;
+use super::offsets::OffsetTracker;
+use super::KafkaError;
+use crate::document::Document;
+
+pub struct GroupContext {
+    tracker: Arc<OffsetTracker>,
+}
+
+impl ClientContext for GroupContext {
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+        super::log_librdkafka(level, fac, message);
+    }
+
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        tracing::error!("librdkafka: {error}: {reason}");
+    }
+}
+
+impl ConsumerContext for GroupContext {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(tpl) = rebalance {
+            commit_stored(consumer);
+            let parts: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
+            tracing::info!("Kafka partitions {parts:?} revoked; stored offsets committed");
+            self.tracker.forget(&parts);
+        }
+    }
+
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Assign(tpl) = rebalance {
+            let parts: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
+            let committed = consumer
+                .committed_offsets((*tpl).clone(), Duration::from_secs(10))
+                .map(|c| {
+                    c.elements()
+                        .iter()
+                        .map(|e| format!("{}:{:?}", e.partition(), e.offset()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_else(|e| e.to_string());
+            tracing::info!("Kafka partitions {parts:?} assigned (committed: {committed})");
+        }
+    }
+}
+
+fn commit_stored<C: ConsumerContext>(consumer: &BaseConsumer<C>) {
+    match consumer.commit_consumer_state(CommitMode::Sync) {
+        Ok(()) => {}
+        // Nothing stored since the last commit.
+        Err(RdError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
+        Err(e) => tracing::warn!("committing Kafka offsets: {e}"),
+    }
+}
+
+/// A document read from a topic, with where it came from.
+pub struct Taken {
+    pub doc: Document,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+pub struct GroupConsumer {
+    consumer: BaseConsumer<GroupContext>,
+    tracker: Arc<OffsetTracker>,
+    pub topic: String,
+}
+
+impl GroupConsumer {
+    pub fn new(
+        settings: &KafkaSettings,
+        topic: &str,
+        group_id: &str,
+        client_id: &str,
+    ) -> Result<Arc<Self>, KafkaError> {
+        let mut props = settings
+            .consumer_properties(client_id, group_id)
+            .map_err(KafkaError::Config)?;
+        // At-least-once: only offsets stored after the work is done are committed.
+        props.insert("enable.auto.offset.store".into(), "false".into());
+        props.insert("enable.auto.commit".into(), "true".into());
+        props
+            .entry("auto.commit.interval.ms".into())
+            .or_insert_with(|| "1000".into());
+        let tracker = Arc::new(OffsetTracker::default());
+        let consumer: BaseConsumer<GroupContext> = client_config(&props)
+            .create_with_context(GroupContext {
+                tracker: tracker.clone(),
+            })
+            .map_err(|e| KafkaError::Client(format!("cannot create a consumer: {e}")))?;
+        consumer
+            .subscribe(&[topic])
+            .map_err(|e| KafkaError::Client(format!("cannot subscribe to {topic:?}: {e}")))?;
+        Ok(Arc::new(GroupConsumer {
+            consumer,
+            tracker,
+            topic: topic.to_string(),
+        }))
+    }
+
+    /// The next document, tracked as in flight until [`GroupConsumer::done`]. A message that
+    /// is not a document is logged and skipped (its offset is done).
+    pub fn poll(&self, timeout: Duration) -> Option<Taken> {
+        let msg = match self.consumer.poll(timeout)? {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!("polling {}: {e}", self.topic);
+                return None;
+            }
+        };
+        let (partition, offset) = (msg.partition(), msg.offset());
+        let parsed = match msg.payload() {
+            Some(bytes) => Document::from_json_bytes(bytes).map_err(|e| e.to_string()),
+            None => Err("an empty message".to_string()),
+        };
+        match parsed {
+            Ok(doc) => {
+                self.tracker.begin(partition, offset);
+                Some(Taken {
+                    doc,
+                    partition,
+                    offset,
+                })
+            }
+            Err(e) => {
+                tracing::error!(
+                    "skipping the message at {}[{partition}]@{offset}: not a document ({e})",
+                    self.topic
+                );
+                self.tracker.begin(partition, offset);
+                self.done(partition, offset);
+                None
+            }
+        }
+    }
+
+    /// The message at `offset` is done: stores the partition's safe offset when it moved.
+    pub fn done(&self, partition: i32, offset: i64) {
+        if let Some(o) = self.tracker.complete(partition, offset) {
+            if let Err(e) = self.consumer.store_offset(&self.topic, partition, o) {
+                // The partition was revoked meanwhile: its new owner replays the message.
+                tracing::debug!("storing offset {o} of {}[{partition}]: {e}", self.topic);
+            }
+        }
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.tracker.in_flight()
+    }
+
+    /// Commits what is stored and leaves the group.
+    pub fn close(&self) {
+        commit_stored(&self.consumer);
+        self.consumer.unsubscribe();
+    }
+}

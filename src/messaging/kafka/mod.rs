@@ -1,0 +1,249 @@
+//! Distributed mode on Kafka (spec §3, §4, §7, §9): one messenger per role behind the
+//! [`Messenger`] seam, so the worker pool, the indexer thread and the Publisher run unchanged.
+//! Documents travel as their JSON keyed by id; events as Lucille's event JSON.
+//!
+//! - [`publisher`]: the runner's side (`--mode distributed` / `external`).
+//! - [`worker`]: a worker process (`lucille worker`) or external mode's worker threads.
+//! - [`indexer`]: an indexer process (`lucille indexer`) or external mode's indexer thread.
+//! - [`KafkaExternalMessenger`]: the three in one process (`--mode external`).
+
+pub mod admin;
+pub mod config;
+pub mod consumer;
+pub mod indexer;
+pub mod offsets;
+pub mod producer;
+pub mod publisher;
+pub mod topics;
+pub mod worker;
+pub mod worker_indexer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::accounting::{Event, EventType};
+use crate::connector::record::ToProcess;
+use crate::indexer::ToIndex;
+use crate::messaging::{MessagingError, Messenger};
+pub use config::KafkaSettings;
+pub use topics::Topics;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KafkaError {
+    #[error("kafka config: {0}")]
+    Config(String),
+    #[error("kafka: {0}")]
+    Client(String),
+    #[error("{0}")]
+    Role(String),
+}
+
+impl From<KafkaError> for MessagingError {
+    fn from(e: KafkaError) -> Self {
+        MessagingError::Kafka(e.to_string())
+    }
+}
+
+/// librdkafka's log lines and client errors, into this crate's log (rdkafka writes them to the
+/// `log` crate, which nothing here listens to).
+pub(crate) fn log_librdkafka(level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+    use rdkafka::config::RDKafkaLogLevel as L;
+    match level {
+        L::Emerg | L::Alert | L::Critical | L::Error => {
+            tracing::error!("librdkafka {fac}: {message}")
+        }
+        L::Warning => tracing::warn!("librdkafka {fac}: {message}"),
+        L::Notice | L::Info => tracing::info!("librdkafka {fac}: {message}"),
+        L::Debug => tracing::debug!("librdkafka {fac}: {message}"),
+    }
+}
+
+/// An event as Lucille writes it on the event topic.
+pub fn event_json(e: &Event) -> String {
+    let mut v = json!({"documentId": e.doc_id, "runId": &*e.run_id, "type": e.kind.as_str()});
+    if let Some(m) = &e.message {
+        v["message"] = Value::from(m.as_str());
+    }
+    v.to_string()
+}
+
+pub fn event_from_json(bytes: &[u8], run_id: &Arc<str>) -> Result<Event, String> {
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    let id = v
+        .get("documentId")
+        .and_then(Value::as_str)
+        .ok_or("no documentId")?;
+    let kind = match v.get("type").and_then(Value::as_str) {
+        Some("CREATE") => EventType::Create,
+        Some("FINISH") => EventType::Finish,
+        Some("FAIL") => EventType::Fail,
+        Some("DROP") => EventType::Drop,
+        other => return Err(format!("unknown event type {other:?}")),
+    };
+    let run = match v.get("runId").and_then(Value::as_str) {
+        Some(r) if r == &**run_id => run_id.clone(),
+        Some(r) => Arc::from(r),
+        None => run_id.clone(),
+    };
+    let mut e = Event::new(id, run, kind);
+    e.message = v.get("message").and_then(Value::as_str).map(str::to_string);
+    Ok(e)
+}
+
+/// Creates the run's topics when absent: source, dest and fail with `kafka.topicPartitions`,
+/// the run's event topic with one partition.
+pub fn prepare_run_topics(
+    settings: &KafkaSettings,
+    topics: &Topics,
+    run_id: &str,
+) -> Result<(), KafkaError> {
+    let n = i32::try_from(settings.topic_partitions).unwrap_or(i32::MAX);
+    let event = topics.event(run_id);
+    admin::ensure_topics(
+        settings,
+        &[
+            (topics.source.as_str(), n),
+            (topics.dest.as_str(), n),
+            (topics.fail.as_str(), n),
+            (event.as_str(), 1),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Creates the pipeline's long-lived topics when absent (a worker or indexer process).
+pub fn prepare_pipeline_topics(
+    settings: &KafkaSettings,
+    topics: &Topics,
+) -> Result<(), KafkaError> {
+    let n = i32::try_from(settings.topic_partitions).unwrap_or(i32::MAX);
+    admin::ensure_topics(
+        settings,
+        &[
+            (topics.source.as_str(), n),
+            (topics.dest.as_str(), n),
+            (topics.fail.as_str(), n),
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn worker_messenger(
+    settings: &KafkaSettings,
+    topics: &Topics,
+    producer: Arc<producer::KafkaProducer>,
+) -> Result<worker::KafkaWorkerMessenger, KafkaError> {
+    let consumer = consumer::GroupConsumer::new(
+        settings,
+        &topics.source,
+        &settings.consumer_group_id,
+        &format!("com.kmwllc.lucille-worker-{}", topics.pipeline),
+    )?;
+    Ok(worker::KafkaWorkerMessenger::new(
+        consumer,
+        producer,
+        topics.clone(),
+        settings.events,
+    ))
+}
+
+/// The indexer's group is `{consumerGroupId}_indexer`: Lucille shares one group between the
+/// workers (source topic) and the indexers (dest topic); separate groups keep a worker joining
+/// or leaving from pausing the indexers for a rebalance.
+pub fn indexer_messenger(
+    settings: &KafkaSettings,
+    topics: &Topics,
+    producer: Arc<producer::KafkaProducer>,
+) -> Result<indexer::KafkaIndexerMessenger, KafkaError> {
+    let consumer = consumer::GroupConsumer::new(
+        settings,
+        &topics.dest,
+        &format!("{}_indexer", settings.consumer_group_id),
+        &format!("com.kmwllc.lucille-indexer-{}", topics.pipeline),
+    )?;
+    Ok(indexer::KafkaIndexerMessenger::new(
+        consumer,
+        producer,
+        topics.clone(),
+        settings.events,
+    ))
+}
+
+/// `--mode external`: the publisher, the worker threads and the indexer thread of one
+/// process, each with its own Kafka role.
+pub struct KafkaExternalMessenger {
+    pub publisher: publisher::KafkaPublisherMessenger,
+    pub worker: worker::KafkaWorkerMessenger,
+    pub indexer: indexer::KafkaIndexerMessenger,
+}
+
+impl KafkaExternalMessenger {
+    pub fn close(&self) {
+        self.worker.close();
+        self.indexer.close();
+        self.publisher.close();
+    }
+}
+
+impl Messenger for KafkaExternalMessenger {
+    fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
+        self.publisher.send_for_processing(item)
+    }
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
+        self.worker.poll_doc_to_process(timeout)
+    }
+    fn records_documents(&self) -> bool {
+        true
+    }
+    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
+        self.worker.send_for_indexing(item)
+    }
+    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
+        self.indexer.poll_doc_to_index(timeout)
+    }
+    fn send_event(&self, event: Event) -> Result<(), MessagingError> {
+        if self.indexer.owns_current_thread() {
+            self.indexer.send_event(event)
+        } else if self.worker.owns_current_thread() {
+            self.worker.send_event(event)
+        } else {
+            // The connector thread (a record that could not be built) or the supervisor.
+            self.publisher.send_event(event)
+        }
+    }
+    fn poll_event(&self, timeout: Duration) -> Option<Event> {
+        self.publisher.poll_event(timeout)
+    }
+    fn try_poll_event(&self) -> Option<Event> {
+        self.publisher.try_poll_event()
+    }
+    fn queued(&self) -> (usize, usize) {
+        self.indexer.queued()
+    }
+    fn send_failed(&self, doc_id: &str, line: &Value) {
+        self.worker.send_failed(doc_id, line);
+    }
+    fn done_processing(&self) {
+        self.worker.done_processing();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_as_lucille_json() {
+        let run: Arc<str> = Arc::from("r1");
+        let e = Event::new("d1", run.clone(), EventType::Fail).with_message("bad");
+        let text = event_json(&e);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["documentId"], "d1");
+        assert_eq!(v["type"], "FAIL");
+        let back = event_from_json(text.as_bytes(), &run).unwrap();
+        assert_eq!(back, e);
+        assert!(event_from_json(br#"{"documentId":"x","type":"NOPE"}"#, &run).is_err());
+    }
+}

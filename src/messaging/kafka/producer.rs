@@ -1,0 +1,158 @@
+//! One producer per process, asynchronous: a send queues the message and returns; librdkafka's
+//! delivery report, on the producer's own thread, settles the message's [`Ticket`]. A ticket
+//! counts the messages of one unit of work (a worker's document and everything it produced, an
+//! indexer's terminal event) and runs its action once all were delivered and the ticket was
+//! sealed: that is when a consumed offset may be stored.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rdkafka::error::{KafkaError as RdError, RDKafkaErrorCode};
+use rdkafka::producer::{
+    BaseRecord, DeliveryResult, Producer as _, ProducerContext, ThreadedProducer,
+};
+use rdkafka::ClientContext;
+
+use super::admin::client_config;
+use super::config::KafkaSettings;
+use super::KafkaError;
+
+type Action = Box<dyn FnOnce(bool) + Send>;
+
+/// Messages of one unit of work. Starts with one hold (released by [`Ticket::seal`]).
+pub struct Ticket {
+    count: AtomicUsize,
+    failed: AtomicBool,
+    action: Mutex<Option<Action>>,
+}
+
+impl Ticket {
+    pub fn new(action: Option<Action>) -> Arc<Self> {
+        Arc::new(Ticket {
+            count: AtomicUsize::new(1),
+            failed: AtomicBool::new(false),
+            action: Mutex::new(action),
+        })
+    }
+
+    pub(crate) fn hold(&self) {
+        self.count.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn release(&self, ok: bool) {
+        if !ok {
+            self.failed.store(true, Ordering::Release);
+        }
+        if self.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if let Some(a) = self.action.lock().take() {
+                a(!self.failed.load(Ordering::Acquire));
+            }
+        }
+    }
+
+    /// Sets the action (on a ticket not sealed yet).
+    pub fn set_action(&self, action: Action) {
+        *self.action.lock() = Some(action);
+    }
+
+    /// No more messages will be added: the action runs once the sent ones are delivered
+    /// (now, if they are). Its argument is whether every one was delivered.
+    pub fn seal(&self) {
+        self.release(true);
+    }
+}
+
+pub struct DeliveryContext;
+
+impl ClientContext for DeliveryContext {
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+        super::log_librdkafka(level, fac, message);
+    }
+
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        tracing::error!("librdkafka: {error}: {reason}");
+    }
+}
+
+impl ProducerContext for DeliveryContext {
+    type DeliveryOpaque = Arc<Ticket>;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, ticket: Arc<Ticket>) {
+        match result {
+            Ok(_) => ticket.release(true),
+            Err((e, msg)) => {
+                use rdkafka::message::Message as _;
+                let key = msg
+                    .key()
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .unwrap_or_default();
+                tracing::error!(
+                    doc_id = key.as_str(),
+                    "a Kafka message to {} was not delivered: {e}; its source offset is not \
+                     committed, so it is replayed",
+                    msg.topic()
+                );
+                ticket.release(false);
+            }
+        }
+    }
+}
+
+pub struct KafkaProducer {
+    inner: ThreadedProducer<DeliveryContext>,
+}
+
+impl KafkaProducer {
+    pub fn new(settings: &KafkaSettings) -> Result<Arc<Self>, KafkaError> {
+        let mut props = settings.producer_properties().map_err(KafkaError::Config)?;
+        // Small batches soon: a worker's offsets wait for its deliveries.
+        props
+            .entry("linger.ms".into())
+            .or_insert_with(|| "5".into());
+        let inner = client_config(&props)
+            .create_with_context(DeliveryContext)
+            .map_err(|e| KafkaError::Client(format!("cannot create the producer: {e}")))?;
+        Ok(Arc::new(KafkaProducer { inner }))
+    }
+
+    /// Queues a message; waits (without blocking on the broker) while librdkafka's queue is
+    /// full. An error settles the ticket's hold as failed.
+    pub fn send(
+        &self,
+        topic: &str,
+        key: &str,
+        payload: &[u8],
+        ticket: &Arc<Ticket>,
+    ) -> Result<(), KafkaError> {
+        ticket.hold();
+        let mut record = BaseRecord::with_opaque_to(topic, ticket.clone())
+            .key(key)
+            .payload(payload);
+        loop {
+            match self.inner.send(record) {
+                Ok(()) => return Ok(()),
+                Err((RdError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err((e, _)) => {
+                    ticket.release(false);
+                    return Err(KafkaError::Client(format!("cannot send to {topic}: {e}")));
+                }
+            }
+        }
+    }
+
+    /// Waits until every queued message was delivered (or `timeout`).
+    pub fn flush(&self, timeout: Duration) {
+        if let Err(e) = self.inner.flush(timeout) {
+            tracing::error!("flushing the Kafka producer: {e}");
+        }
+    }
+
+    pub fn in_flight(&self) -> i32 {
+        self.inner.in_flight_count()
+    }
+}

@@ -1,0 +1,223 @@
+//! The worker's messenger: documents from `{pipeline}_source`, processed documents to
+//! `{pipeline}_dest`, events to the document's run's event topic, FAILed documents to
+//! `{pipeline}_fail`. A source offset is stored only after the document, and everything it
+//! produced (children, events, the processed document), was delivered: each worker thread
+//! gathers what it sends for the documents it took in one [`Ticket`], sealed when the worker
+//! says it is done with them ([`Messenger::done_processing`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::thread::ThreadId;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::consumer::GroupConsumer;
+use super::producer::{KafkaProducer, Ticket};
+use super::topics::Topics;
+use super::{event_json, KafkaError};
+use crate::accounting::Event;
+use crate::connector::record::ToProcess;
+use crate::indexer::ToIndex;
+use crate::messaging::{MessagingError, Messenger};
+
+#[derive(Default)]
+struct ThreadWork {
+    taken: Vec<(i32, i64)>,
+    ids: Vec<String>,
+    ticket: Option<Arc<Ticket>>,
+    /// The run of the document taken last: children's events go to its event topic.
+    run_id: Option<Arc<str>>,
+}
+
+pub struct KafkaWorkerMessenger {
+    consumer: Arc<GroupConsumer>,
+    producer: Arc<KafkaProducer>,
+    topics: Topics,
+    events: bool,
+    threads: Mutex<HashMap<ThreadId, ThreadWork>>,
+    /// The run of every document taken and not yet done (the supervisor FAILs a timed-out
+    /// document from its own thread).
+    runs: Mutex<HashMap<String, Arc<str>>>,
+}
+
+impl KafkaWorkerMessenger {
+    pub fn new(
+        consumer: Arc<GroupConsumer>,
+        producer: Arc<KafkaProducer>,
+        topics: Topics,
+        events: bool,
+    ) -> Self {
+        KafkaWorkerMessenger {
+            consumer,
+            producer,
+            topics,
+            events,
+            threads: Mutex::new(HashMap::new()),
+            runs: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether this thread polls the source topic (a worker thread).
+    pub fn owns_current_thread(&self) -> bool {
+        self.threads
+            .lock()
+            .contains_key(&std::thread::current().id())
+    }
+
+    /// The ticket of this thread's current documents (an untracked one off a worker thread).
+    pub(crate) fn ticket(&self) -> Arc<Ticket> {
+        let mut threads = self.threads.lock();
+        match threads.get_mut(&std::thread::current().id()) {
+            Some(w) => w.ticket.get_or_insert_with(|| Ticket::new(None)).clone(),
+            None => Ticket::new(None),
+        }
+    }
+
+    fn send(&self, topic: &str, key: &str, payload: &[u8]) -> Result<(), MessagingError> {
+        let ticket = self.ticket();
+        let r = self.producer.send(topic, key, payload, &ticket);
+        if !self.owns_current_thread() {
+            ticket.seal();
+        }
+        r.map_err(MessagingError::from)
+    }
+
+    pub fn close(&self) {
+        self.producer.flush(Duration::from_secs(30));
+        self.consumer.close();
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.consumer.in_flight()
+    }
+}
+
+impl Messenger for KafkaWorkerMessenger {
+    fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
+        Err(KafkaError::Role(format!(
+            "a worker does not publish (document {})",
+            item.id()
+        ))
+        .into())
+    }
+
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
+        let me = std::thread::current().id();
+        self.threads.lock().entry(me).or_default();
+        let taken = self.consumer.poll(timeout)?;
+        let run: Option<Arc<str>> = taken.doc.run_id().map(Arc::from);
+        if let Some(r) = &run {
+            self.runs
+                .lock()
+                .insert(taken.doc.id().to_string(), r.clone());
+        }
+        let mut threads = self.threads.lock();
+        let w = threads.entry(me).or_default();
+        w.taken.push((taken.partition, taken.offset));
+        w.ids.push(taken.doc.id().to_string());
+        if run.is_some() {
+            w.run_id = run;
+        }
+        Some(ToProcess::Doc(taken.doc))
+    }
+
+    fn records_documents(&self) -> bool {
+        true
+    }
+
+    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
+        match item {
+            ToIndex::Doc(doc) => self.send(&self.topics.dest, doc.id(), doc.to_json().as_bytes()),
+            ToIndex::Op(op) => Err(KafkaError::Role(format!(
+                "document {}: prepared index operations do not travel over Kafka",
+                op.doc_id
+            ))
+            .into()),
+        }
+    }
+
+    fn poll_doc_to_index(&self, _timeout: Duration) -> Option<ToIndex> {
+        None
+    }
+
+    fn send_event(&self, mut event: Event) -> Result<(), MessagingError> {
+        if !self.events {
+            return Ok(());
+        }
+        let run = self.runs.lock().get(&event.doc_id).cloned().or_else(|| {
+            self.threads
+                .lock()
+                .get(&std::thread::current().id())
+                .and_then(|w| w.run_id.clone())
+        });
+        if let Some(r) = run {
+            event.run_id = r;
+        }
+        let topic = self.topics.event(&event.run_id);
+        self.send(&topic, &event.doc_id, event_json(&event).as_bytes())
+    }
+
+    fn poll_event(&self, _timeout: Duration) -> Option<Event> {
+        None
+    }
+
+    fn try_poll_event(&self) -> Option<Event> {
+        None
+    }
+
+    fn queued(&self) -> (usize, usize) {
+        (0, 0)
+    }
+
+    fn send_failed(&self, doc_id: &str, line: &serde_json::Value) {
+        if let Err(e) = self.send(&self.topics.fail, doc_id, line.to_string().as_bytes()) {
+            tracing::error!(doc_id, "could not send to {}: {e}", self.topics.fail);
+        }
+    }
+
+    fn done_processing(&self) {
+        let me = std::thread::current().id();
+        let work = {
+            let mut threads = self.threads.lock();
+            match threads.get_mut(&me) {
+                Some(w) => (
+                    std::mem::take(&mut w.taken),
+                    w.ticket.take(),
+                    std::mem::take(&mut w.ids),
+                ),
+                None => return,
+            }
+        };
+        let (taken, ticket, ids) = work;
+        {
+            let mut runs = self.runs.lock();
+            for id in &ids {
+                runs.remove(id);
+            }
+        }
+        if taken.is_empty() {
+            if let Some(t) = ticket {
+                t.seal();
+            }
+            return;
+        }
+        let consumer = self.consumer.clone();
+        let done = move |delivered: bool| {
+            if !delivered {
+                return;
+            }
+            for (p, o) in taken {
+                consumer.done(p, o);
+            }
+        };
+        match ticket {
+            Some(t) => {
+                // The ticket was made before the action was known: attach it, then seal.
+                t.set_action(Box::new(done));
+                t.seal();
+            }
+            None => done(true),
+        }
+    }
+}

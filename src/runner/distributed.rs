@@ -1,0 +1,266 @@
+//! The Kafka run modes (spec §9 RunType): `External` (workers and the indexer as threads of
+//! this process, every message over the broker) and `Distributed` (this process runs the
+//! connector and the publisher only; `lucille worker` / `lucille indexer` processes do the
+//! rest). Here: the messenger of a run's connector, and the long-running worker and indexer
+//! processes.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{RunMode, RunPlan};
+use crate::config::{ConfigError, ConfigErrors};
+use crate::indexer::{self, IndexerHandle};
+use crate::messaging::kafka::{self, producer::KafkaProducer, KafkaSettings, Topics};
+use crate::messaging::Messenger;
+use crate::worker::WorkerPool;
+
+/// A run in `mode` needs the `kafka` block; checked before anything starts.
+pub fn check_mode(plan: &RunPlan, mode: RunMode) -> Result<(), ConfigErrors> {
+    if matches!(mode, RunMode::Distributed | RunMode::External) && plan.kafka.is_none() {
+        return Err(ConfigErrors(vec![ConfigError::new(
+            "kafka",
+            "mode distributed / external needs a kafka block (at least kafka.bootstrapServers)",
+        )]));
+    }
+    Ok(())
+}
+
+/// A connector's messenger in a Kafka mode, and how to close it after the run.
+pub(super) struct KafkaRun {
+    pub messenger: Arc<dyn Messenger>,
+    close: Box<dyn Fn() + Send + Sync>,
+}
+
+impl KafkaRun {
+    pub fn close(&self) {
+        (self.close)();
+    }
+}
+
+pub(super) fn connector_messenger(
+    settings: &KafkaSettings,
+    mode: RunMode,
+    pipeline: &str,
+    run_id: &Arc<str>,
+    worker_threads: usize,
+) -> Result<KafkaRun, kafka::KafkaError> {
+    let topics = Topics::new(pipeline, settings);
+    kafka::prepare_run_topics(settings, &topics, run_id)?;
+    let producer = KafkaProducer::new(settings)?;
+    let publisher = kafka::publisher::KafkaPublisherMessenger::new(
+        settings,
+        producer.clone(),
+        topics.clone(),
+        run_id.clone(),
+    )?;
+    if mode == RunMode::Distributed {
+        let m = Arc::new(publisher);
+        let m2 = m.clone();
+        return Ok(KafkaRun {
+            messenger: m,
+            close: Box::new(move || m2.close()),
+        });
+    }
+    kafka::admin::warn_if_fewer_partitions(settings, &topics.source, worker_threads);
+    let m = Arc::new(kafka::KafkaExternalMessenger {
+        publisher,
+        worker: kafka::worker_messenger(settings, &topics, producer.clone())?,
+        indexer: kafka::indexer_messenger(settings, &topics, producer)?,
+    });
+    let m2 = m.clone();
+    Ok(KafkaRun {
+        messenger: m,
+        close: Box::new(move || m2.close()),
+    })
+}
+
+type RoleMessenger = Arc<dyn Messenger>;
+
+/// What a long-running process serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Worker,
+    Indexer,
+    WorkerIndexer,
+}
+
+impl Role {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "worker" => Some(Role::Worker),
+            "indexer" => Some(Role::Indexer),
+            "worker-indexer" | "worker_indexer" => Some(Role::WorkerIndexer),
+            _ => None,
+        }
+    }
+}
+
+/// The pipeline a worker or indexer process serves: `--pipeline`, else `worker.pipeline`, else
+/// the only pipeline of the config (or the only connector's).
+pub fn choose_pipeline(plan: &RunPlan, requested: Option<&str>) -> Result<String, ConfigErrors> {
+    let err = |m: String| ConfigErrors(vec![ConfigError::new("pipeline", m)]);
+    let name = match requested.or(plan.worker_pipeline.as_deref()) {
+        Some(p) => p.to_string(),
+        None => {
+            let mut names: Vec<&String> = plan.pipelines.keys().collect();
+            names.sort();
+            match names.as_slice() {
+                [one] => (*one).clone(),
+                [] => return Err(err("the config defines no pipeline to serve".into())),
+                many => {
+                    return Err(err(format!(
+                        "the config defines several pipelines ({}): choose one with --pipeline \
+                         or worker.pipeline",
+                        many.iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )))
+                }
+            }
+        }
+    };
+    if !plan.pipelines.contains_key(&name) {
+        return Err(err(format!("no pipeline named {name:?} is defined")));
+    }
+    Ok(name)
+}
+
+/// Runs a worker, indexer or worker-indexer process until `stop` is set (SIGTERM): serves
+/// every run of `pipeline`, logs rates (and heartbeats) as local mode does, then stops
+/// cleanly: the workers finish their documents, the indexer flushes, offsets are committed.
+pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> Result<(), String> {
+    let settings = plan
+        .kafka
+        .as_ref()
+        .ok_or("a worker or indexer process needs a kafka block (kafka.bootstrapServers)")?;
+    let pipeline_plan = plan
+        .pipelines
+        .get(pipeline)
+        .ok_or_else(|| format!("no pipeline named {pipeline:?}"))?
+        .clone();
+    let topics = Topics::new(pipeline, settings);
+    kafka::prepare_pipeline_topics(settings, &topics).map_err(|e| e.to_string())?;
+    let producer = KafkaProducer::new(settings).map_err(|e| e.to_string())?;
+    // The pool and indexer stamp no run of their own: each event goes to the run of its
+    // document (the messengers look it up).
+    let no_run: Arc<str> = Arc::from("");
+    let mut worker = plan.worker.clone();
+    if let Some(n) = plan.pipeline_threads.get(pipeline) {
+        worker.threads = *n;
+    }
+    let threads = worker.threads;
+    // What each role reads and writes: its messenger, and how to close it at the end.
+    let mut closers: Vec<Box<dyn Fn()>> = Vec::new();
+    let (pool_messenger, indexer_messenger): (Option<RoleMessenger>, Option<RoleMessenger>) =
+        match role {
+            Role::Worker => {
+                let m = Arc::new(
+                    kafka::worker_messenger(settings, &topics, producer.clone())
+                        .map_err(|e| e.to_string())?,
+                );
+                let m2 = m.clone();
+                closers.push(Box::new(move || m2.close()));
+                (Some(m), None)
+            }
+            Role::Indexer => {
+                let m = Arc::new(
+                    kafka::indexer_messenger(settings, &topics, producer.clone())
+                        .map_err(|e| e.to_string())?,
+                );
+                let m2 = m.clone();
+                closers.push(Box::new(move || m2.close()));
+                (None, Some(m))
+            }
+            Role::WorkerIndexer => {
+                let worker = kafka::worker_messenger(settings, &topics, producer.clone())
+                    .map_err(|e| e.to_string())?;
+                let m = Arc::new(kafka::worker_indexer::KafkaWorkerIndexerMessenger::new(
+                    worker,
+                    producer.clone(),
+                    topics.clone(),
+                    settings.events,
+                    plan.queue_capacity,
+                ));
+                let m2 = m.clone();
+                closers.push(Box::new(move || m2.close()));
+                (
+                    Some(m.clone() as Arc<dyn Messenger>),
+                    Some(m as Arc<dyn Messenger>),
+                )
+            }
+        };
+    let mut pool = None;
+    if let Some(m) = pool_messenger {
+        kafka::admin::warn_if_fewer_partitions(settings, &topics.source, threads);
+        pool = Some(
+            WorkerPool::start(pipeline_plan, worker, m, no_run.clone(), None)
+                .map_err(|e| format!("cannot start workers: {e}"))?,
+        );
+    }
+    let mut indexer_handle = None;
+    if let Some(m) = indexer_messenger {
+        let bypass = !plan.indexer.send_enabled;
+        let mut backend = if bypass {
+            Box::new(indexer::nop::NopBackend) as Box<dyn indexer::Backend>
+        } else {
+            indexer::build_backend(&plan.indexer, &plan.backend_config, false).map_err(|e| {
+                e.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })?
+        };
+        if !bypass {
+            backend
+                .validate_connection()
+                .map_err(|e| format!("indexer: {e}"))?;
+        }
+        indexer_handle = Some(
+            IndexerHandle::start(plan.indexer.clone(), backend, m, no_run, bypass)
+                .map_err(|e| format!("cannot start the indexer: {e}"))?,
+        );
+    }
+    tracing::info!(
+        "{} serving pipeline {pipeline:?} on {} (source {}, dest {}); SIGTERM stops it",
+        match role {
+            Role::Worker => format!("worker process with {threads} thread(s)"),
+            Role::Indexer => "indexer process".to_string(),
+            Role::WorkerIndexer => format!("worker-indexer process with {threads} thread(s)"),
+        },
+        settings.bootstrap_servers,
+        topics.source,
+        topics.dest
+    );
+    let mut last_status = Instant::now();
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+        if last_status.elapsed() >= plan.worker.log_interval {
+            last_status = Instant::now();
+            if let Some(h) = &indexer_handle {
+                tracing::info!(
+                    "Indexer: {} docs indexed, {} failed.",
+                    h.stats.indexed.load(Ordering::Relaxed),
+                    h.stats.failed.load(Ordering::Relaxed)
+                );
+            }
+        }
+    }
+    tracing::info!("stopping: finishing documents in progress and committing offsets");
+    let mut result = Ok(());
+    if let Some(p) = pool {
+        let metrics = p.stop();
+        super::log_stage_metrics(pipeline, &metrics);
+    }
+    if let Some(h) = indexer_handle {
+        if let Err(e) = h.terminate() {
+            result = Err(format!("indexer: {e}"));
+        }
+    }
+    for close in &closers {
+        close();
+    }
+    tracing::info!("stopped");
+    result
+}
