@@ -45,11 +45,13 @@ pub mod apply_regex;
 pub mod base64_decode;
 pub mod create_static_teaser;
 pub mod detect_language;
+pub mod extract;
 pub mod parse_date;
 pub mod parse_file_path;
 pub mod parse_floats;
 pub mod parse_json;
 pub mod replace_patterns;
+pub mod text_extractor;
 pub mod xpath_extractor;
 // end group: parsing and extraction
 // group: dictionaries, control flow, children, test data

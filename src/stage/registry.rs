@@ -10,6 +10,12 @@ use crate::config::{ComponentConfig, ConfigError};
 /// Lucille's package for its stages; a class given with it resolves to the built-in.
 pub const LUCILLE_STAGE_PACKAGE: &str = "com.kmwllc.lucille.stage.";
 
+/// Lucille's plugin packages whose stages are built in here (`...tika.stage.TextExtractor`).
+const LUCILLE_PLUGIN_STAGE_PACKAGES: &[&str] = &[
+    "com.kmwllc.lucille.tika.stage.",
+    "com.kmwllc.lucille.ocr.stage.",
+];
+
 /// Every built-in stage. Grouped by area; each group is kept in sorted order.
 pub fn builtins() -> &'static [&'static StageDescriptor] {
     use super::*;
@@ -47,6 +53,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &parse_floats::DESCRIPTOR,
         &parse_json::DESCRIPTOR,
         &replace_patterns::DESCRIPTOR,
+        &text_extractor::DESCRIPTOR,
         &xpath_extractor::DESCRIPTOR,
         // end group: parsing and extraction
         // group: dictionaries, control flow, children, test data
@@ -83,7 +90,10 @@ pub fn resolve(class: &str) -> Result<StageClass, String> {
     if is_python_reference(class) {
         return Ok(StageClass::Python(class.to_string()));
     }
-    let short = class.strip_prefix(LUCILLE_STAGE_PACKAGE).unwrap_or(class);
+    let short = std::iter::once(LUCILLE_STAGE_PACKAGE)
+        .chain(LUCILLE_PLUGIN_STAGE_PACKAGES.iter().copied())
+        .find_map(|p| class.strip_prefix(p))
+        .unwrap_or(class);
     if let Some(d) = builtins().iter().find(|d| d.name == short) {
         return Ok(StageClass::Builtin(d));
     }
