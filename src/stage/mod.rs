@@ -41,6 +41,7 @@ pub mod truncate_field;
 // group: parsing and extraction
 pub mod apply_jsonata;
 pub mod apply_jsoup;
+pub mod apply_ocr;
 pub mod apply_regex;
 pub mod base64_decode;
 pub mod create_static_teaser;

@@ -44,6 +44,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         // group: parsing and extraction
         &apply_jsonata::DESCRIPTOR,
         &apply_jsoup::DESCRIPTOR,
+        &apply_ocr::DESCRIPTOR,
         &apply_regex::DESCRIPTOR,
         &base64_decode::DESCRIPTOR,
         &create_static_teaser::DESCRIPTOR,

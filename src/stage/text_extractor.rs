@@ -10,7 +10,9 @@
 //! `whitelist` / `blacklist` (cleaned metadata names to keep / drop); `fieldNamesField` (gets
 //! each written metadata field's name); `textContentLimit` (at most this many characters of
 //! text; `maxLength` is accepted as another name); `metadataFields` (`{ tikaKey: docField }`:
-//! values copied into the metadata before extraction, e.g. `resourceName`).
+//! values copied into the metadata before extraction, e.g. `resourceName`). `ocrLang` (not
+//! Lucille's, whose Tika configures OCR in tika-config.xml): Tesseract's language for images and
+//! PDF pages without a text layer (see ApplyOCR).
 //!
 //! A `byteArrayField` holds bytes as base64 text (Lucille's JSON form of `byte[]`); a value
 //! that is not base64 is taken as text (the FileConnector writes a UTF-8 file's content as
@@ -26,6 +28,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use super::extract::tesseract::{SharedOcr, Tesseract};
 use super::extract::{self, Options};
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
@@ -49,6 +52,7 @@ fn spec() -> Spec {
         .optional("textContentLimit", Kind::Integer)
         .alias("maxLength", "textContentLimit")
         .optional("metadataFields", Kind::StringMap)
+        .optional("ocrLang", Kind::String)
         .unsupported(
             "tikaConfigPath",
             "there is no Apache Tika here: formats are detected from the content and every supported format is on (docs/EXTRACTION.md); remove the key, and use whitelist / blacklist to choose metadata",
@@ -65,6 +69,18 @@ fn spec() -> Spec {
         .unsupported("azure", FETCH_REMOTE)
         .unsupported("gcp", FETCH_REMOTE)
         .unsupported("fetcherClass", FETCH_REMOTE)
+}
+
+/// `ocrLang` (not Lucille's: Tika's OCR is configured in tika-config.xml): recognise images
+/// and PDF pages without a text layer with Tesseract in this language. A missing library or
+/// model is a config error saying what to install.
+pub(crate) fn ocr_from_config(config: &ComponentConfig) -> Result<Option<SharedOcr>, ConfigError> {
+    match config.string("ocrLang")? {
+        None => Ok(None),
+        Some(lang) => Tesseract::new(&lang)
+            .map(|t| Some(SharedOcr(std::sync::Arc::new(parking_lot::Mutex::new(t)))))
+            .map_err(|e| config.error("ocrLang", e)),
+    }
 }
 
 const FETCH_REMOTE: &str = "TextExtractor reads local paths only; read cloud storage with the FileConnector (its documents handler extracts text as it reads)";
@@ -163,6 +179,7 @@ struct TextExtractor {
     output: OutputSettings,
     /// `metadataFields`: Tika metadata key -> document field.
     hints: Vec<(String, String)>,
+    ocr: Option<SharedOcr>,
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
@@ -195,6 +212,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         source,
         output: OutputSettings::from_config(config)?,
         hints,
+        ocr: ocr_from_config(config)?,
     }))
 }
 
@@ -238,7 +256,7 @@ impl Stage for TextExtractor {
         };
         let options = Options {
             limit: self.output.limit,
-            ocr: None,
+            ocr: self.ocr.as_ref().map(|o| o as &dyn extract::PageOcr),
             depth: 0,
         };
         let extracted = extract::extract(&bytes, &options).map_err(|e| {

@@ -10,7 +10,7 @@
 //! `file_size_bytes`, `file_modification_date`, `file_creation_date`; id = md5 of the path),
 //! with the extracted text and metadata in place of `file_content`, written exactly as
 //! TextExtractor writes them (its keys: `textField`, `metadataPrefix`, `whitelist`,
-//! `blacklist`, `fieldNamesField`, `textContentLimit` / `maxLength`). `extensions` (optional)
+//! `blacklist`, `fieldNamesField`, `textContentLimit` / `maxLength`, `ocrLang`). `extensions` (optional)
 //! limits the handler to those file extensions; by default it takes every file that no other
 //! handler claims. The format is detected from the content, not the extension. A file that
 //! cannot be extracted is a FAIL with its path and the reason; the rest goes on. Lucille has
@@ -22,8 +22,9 @@ use std::io::Read;
 
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
+use crate::stage::extract::tesseract::SharedOcr;
 use crate::stage::extract::{self, Options};
-use crate::stage::text_extractor::OutputSettings;
+use crate::stage::text_extractor::{ocr_from_config, OutputSettings};
 
 fn spec() -> Spec {
     Spec::new()
@@ -35,12 +36,14 @@ fn spec() -> Spec {
         .optional("textContentLimit", Kind::Integer)
         .alias("maxLength", "textContentLimit")
         .optional("extensions", Kind::StringList)
+        .optional("ocrLang", Kind::String)
 }
 
 pub struct DocumentsHandler {
     output: OutputSettings,
     /// Lower-case extensions without the dot; `None`: every file no other handler takes.
     extensions: Option<HashSet<String>>,
+    ocr: Option<SharedOcr>,
 }
 
 impl DocumentsHandler {
@@ -62,7 +65,12 @@ impl DocumentsHandler {
                     .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
                     .collect()
             });
-        Ok(DocumentsHandler { output, extensions })
+        let ocr = ocr_from_config(&config).map_err(|e| vec![e])?;
+        Ok(DocumentsHandler {
+            output,
+            extensions,
+            ocr,
+        })
     }
 
     /// Whether a file with this extension is extracted (given no other handler took it).
@@ -95,7 +103,7 @@ impl DocumentsHandler {
         }
         let options = Options {
             limit: self.output.limit,
-            ocr: None,
+            ocr: self.ocr.as_ref().map(|o| o as &dyn extract::PageOcr),
             depth: 0,
         };
         let extracted =

@@ -18,6 +18,7 @@ mod ooxml;
 pub(crate) mod pdf;
 mod rtf;
 mod spreadsheet;
+pub mod tesseract;
 mod text;
 mod xmltext;
 

@@ -105,15 +105,30 @@ pub(crate) fn ocr_page(
     page_id: lopdf::ObjectId,
     ocr: &dyn super::PageOcr,
 ) -> Result<String, String> {
-    let images = doc.get_page_images(page_id).map_err(|e| e.to_string())?;
     let mut text = String::new();
+    for image in page_images(doc, page_id)? {
+        let t = ocr.ocr(image)?;
+        text.push_str(t.trim());
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// A page's images as OCR input: JPEG streams as they are, Flate / uncompressed gray, RGB,
+/// CMYK and 1-bit images decoded to 8-bit pixels.
+pub(crate) fn page_images(
+    doc: &Document,
+    page_id: lopdf::ObjectId,
+) -> Result<Vec<PageImage<'_>>, String> {
+    let images = doc.get_page_images(page_id).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
     for image in images {
         let filters = image.filters.clone().unwrap_or_default();
         let page_image = if filters.iter().any(|f| f == "DCTDecode") {
             PageImage::Encoded(image.content)
         } else if filters
             .iter()
-            .any(|f| f == "JPXDecode" || f == "JBIG2Decode")
+            .any(|f| f == "JPXDecode" || f == "JBIG2Decode" || f == "CCITTFaxDecode")
         {
             return Err(format!(
                 "page image {:?} is {}-compressed, which is not decoded here",
@@ -146,9 +161,8 @@ pub(crate) fn ocr_page(
                 (1, 1) => unpack_bits(&data, width, height),
                 _ => {
                     return Err(format!(
-                    "page image with {bpc} bits per component in {} channel(s) is not decoded here",
-                    channels
-                ))
+                        "page image with {bpc} bits per component in {channels} channel(s) is not decoded here"
+                    ))
                 }
             };
             let channels = if channels == 4 { 3 } else { channels };
@@ -166,11 +180,9 @@ pub(crate) fn ocr_page(
                 data,
             }
         };
-        let t = ocr.ocr(page_image)?;
-        text.push_str(t.trim());
-        text.push('\n');
+        out.push(page_image);
     }
-    Ok(text)
+    Ok(out)
 }
 
 fn cmyk_to_rgb(data: &[u8]) -> Vec<u8> {
