@@ -294,7 +294,7 @@ pub(crate) fn element_text(el: ElementRef<'_>) -> String {
 }
 
 /// The charset named by a `<meta charset=...>` or `content="...; charset=..."` near the start.
-fn sniff_meta_charset(bytes: &[u8]) -> Option<&'static Encoding> {
+pub(crate) fn sniff_meta_charset(bytes: &[u8]) -> Option<&'static Encoding> {
     let head = &bytes[..bytes.len().min(1024)];
     let lower: Vec<u8> = head.iter().map(u8::to_ascii_lowercase).collect();
     let at = lower.windows(8).position(|w| w == b"charset=")?;

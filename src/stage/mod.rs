@@ -41,15 +41,18 @@ pub mod truncate_field;
 // group: parsing and extraction
 pub mod apply_jsonata;
 pub mod apply_jsoup;
+pub mod apply_ocr;
 pub mod apply_regex;
 pub mod base64_decode;
 pub mod create_static_teaser;
 pub mod detect_language;
+pub mod extract;
 pub mod parse_date;
 pub mod parse_file_path;
 pub mod parse_floats;
 pub mod parse_json;
 pub mod replace_patterns;
+pub mod text_extractor;
 pub mod xpath_extractor;
 // end group: parsing and extraction
 // group: dictionaries, control flow, children, test data

@@ -10,6 +10,12 @@ use crate::config::{ComponentConfig, ConfigError};
 /// Lucille's package for its stages; a class given with it resolves to the built-in.
 pub const LUCILLE_STAGE_PACKAGE: &str = "com.kmwllc.lucille.stage.";
 
+/// Lucille's plugin packages whose stages are built in here (`...tika.stage.TextExtractor`).
+const LUCILLE_PLUGIN_STAGE_PACKAGES: &[&str] = &[
+    "com.kmwllc.lucille.tika.stage.",
+    "com.kmwllc.lucille.ocr.stage.",
+];
+
 /// Every built-in stage. Grouped by area; each group is kept in sorted order.
 pub fn builtins() -> &'static [&'static StageDescriptor] {
     use super::*;
@@ -38,6 +44,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         // group: parsing and extraction
         &apply_jsonata::DESCRIPTOR,
         &apply_jsoup::DESCRIPTOR,
+        &apply_ocr::DESCRIPTOR,
         &apply_regex::DESCRIPTOR,
         &base64_decode::DESCRIPTOR,
         &create_static_teaser::DESCRIPTOR,
@@ -47,6 +54,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &parse_floats::DESCRIPTOR,
         &parse_json::DESCRIPTOR,
         &replace_patterns::DESCRIPTOR,
+        &text_extractor::DESCRIPTOR,
         &xpath_extractor::DESCRIPTOR,
         // end group: parsing and extraction
         // group: dictionaries, control flow, children, test data
@@ -85,7 +93,10 @@ pub fn resolve(class: &str) -> Result<StageClass, String> {
     if is_python_reference(class) {
         return Ok(StageClass::Python(class.to_string()));
     }
-    let short = class.strip_prefix(LUCILLE_STAGE_PACKAGE).unwrap_or(class);
+    let short = std::iter::once(LUCILLE_STAGE_PACKAGE)
+        .chain(LUCILLE_PLUGIN_STAGE_PACKAGES.iter().copied())
+        .find_map(|p| class.strip_prefix(p))
+        .unwrap_or(class);
     if let Some(d) = builtins().iter().find(|d| d.name == short) {
         return Ok(StageClass::Builtin(d));
     }

@@ -22,6 +22,7 @@
 
 mod compressed;
 mod csv;
+pub mod documents;
 mod json;
 mod resume;
 mod xml;
@@ -315,6 +316,8 @@ pub struct FileConnector {
     /// One handler for every file whatever its extension (Lucille's CSVConnector,
     /// JSONConnector, XMLConnector: `connector::legacy`).
     every_file: Option<Arc<dyn FileHandler>>,
+    /// `fileHandlers { documents {…} }`: text extraction for files no other handler takes.
+    documents: Option<Arc<documents::DocumentsHandler>>,
     /// The checkpoint of the current `execute`, finished in `post_execute`.
     run: Option<resume::ResumeRun>,
 }
@@ -519,8 +522,9 @@ impl FileConnector {
                 .push(config.error("readerThreads", "must be at least 1"));
         }
 
+        let mut documents = None;
         let handlers = match sub("fileHandlers", &mut errors) {
-            Some(h) => build_handlers(&h, common, &mut errors),
+            Some(h) => build_handlers(&h, common, &mut errors, &mut documents),
             None => HashMap::new(),
         };
 
@@ -580,6 +584,7 @@ impl FileConnector {
                 },
                 handlers,
                 every_file: None,
+                documents,
                 run: None,
             }),
             _ => Err(ConfigError::joined(config.path(), errors.0)),
@@ -609,7 +614,7 @@ pub fn build_handler(
         "xml" => xml::XmlHandler::from_config(config, prefix).map(|h| Arc::new(h) as _),
         other => Err(vec![ConfigError::new(
             config.path(),
-            format!("unknown file handler {other:?}; known: csv, json, jsonl, xml"),
+            format!("unknown file handler {other:?}; known: csv, json, jsonl, xml, documents"),
         )]),
     }
 }
@@ -620,6 +625,7 @@ fn build_handlers(
     config: &ComponentConfig,
     common: &Common,
     errors: &mut Errors,
+    documents: &mut Option<Arc<documents::DocumentsHandler>>,
 ) -> HashMap<String, Arc<dyn FileHandler>> {
     let mut out: HashMap<String, Arc<dyn FileHandler>> = HashMap::new();
     for (key, value) in config.map() {
@@ -630,6 +636,13 @@ fn build_handlers(
         };
         let handler_config =
             ComponentConfig::new(map.clone(), path.clone()).with_paths(config.paths().clone());
+        if key == "documents" {
+            match documents::DocumentsHandler::from_config(&handler_config) {
+                Ok(h) => *documents = Some(Arc::new(h)),
+                Err(e) => errors.0.extend(e),
+            }
+            continue;
+        }
         let prefix = common.doc_id_prefix.clone().unwrap_or_default();
         match build_handler(key, &handler_config, &prefix) {
             Ok(h) => {
@@ -820,6 +833,24 @@ impl FileConnector {
                 Err(HandlerError::Publish(e)) => Err(e.into()),
                 Err(HandlerError::File { id, reason }) => {
                     sink.fail(id, reason)?;
+                    Ok(Outcome::Failed)
+                }
+            };
+        }
+        if let Some(documents) = self
+            .documents
+            .as_ref()
+            .filter(|d| d.takes(extension(&source.name).as_deref()))
+        {
+            let mut doc = self.file_document(source, metadata, None)?;
+            return match documents.fill(input, source.max_bytes, &mut doc) {
+                Ok(()) => {
+                    sink.publish(doc)?;
+                    Ok(Outcome::Done)
+                }
+                Err(reason) => {
+                    let id = doc.id().to_string();
+                    sink.fail(id, format!("{}: {reason}", source.path))?;
                     Ok(Outcome::Failed)
                 }
             };

@@ -1,0 +1,280 @@
+//! ApplyOCR (Lucille's `com.kmwllc.lucille.ocr.stage.ApplyOCR`): recognises the text of an
+//! image file, or of each page of a PDF, with Tesseract (Debian's libtesseract, loaded at run
+//! time: `stage::extract::tesseract`).
+//!
+//! Keys (Lucille's): `lang` (required, Tesseract's language code such as `eng` or `deu+eng`);
+//! `pathField` (required: the field holding the file's path; a document without it is left
+//! alone); `extractAllDest` (the whole image's text; for a PDF one value per page, the field
+//! multi-valued); `extractionTemplates` (`[{ name, regions: [{ x, y, width, height, dest }] }]`:
+//! rectangles, in pixels, whose text goes to `dest`, appended when `dest` already has a value);
+//! `pages` (`{ pageNumber: templateName }`; page 0 is the only page of an image) and `pagesField`
+//! (a field holding that map as JSON, taking precedence per page); `pages` / `pagesField` need
+//! `extractionTemplates`.
+//!
+//! The file's type is detected from its content (PNG, JPEG, TIFF images; PDF). A missing
+//! library or language model is a config error at validation saying what to install.
+//!
+//! Differences from Lucille: a PDF page is not rendered (that would need a PDF renderer, a C++
+//! library); its embedded images are recognised (a scanned page is one image), so template
+//! regions are in the page image's pixels rather than a 300 DPI rendering. Pages are numbered
+//! from 0 for `pages`, as Lucille's. An unreadable file or image FAILs the document.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::extract::tesseract::{Rect, Tesseract};
+use super::extract::{detect, Format, PageImage};
+use super::{Stage, StageDescriptor, StageFailure, StageResult};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::Document;
+
+pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
+    name: "ApplyOCR",
+    spec,
+    build,
+};
+
+fn spec() -> Spec {
+    Spec::stage()
+        .required("lang", Kind::String)
+        .required("pathField", Kind::String)
+        .optional("extractAllDest", Kind::String)
+        .optional("extractionTemplates", Kind::ObjectList)
+        .optional("pages", Kind::Object)
+        .optional("pagesField", Kind::String)
+}
+
+struct Region {
+    rect: Rect,
+    dest: String,
+}
+
+struct ApplyOcr {
+    engine: Tesseract,
+    path_field: String,
+    extract_all: Option<String>,
+    templates: HashMap<String, Vec<Region>>,
+    pages: HashMap<u32, String>,
+    pages_field: Option<String>,
+}
+
+fn templates(config: &ComponentConfig) -> Result<HashMap<String, Vec<Region>>, ConfigError> {
+    let mut out = HashMap::new();
+    let Some(Value::Array(list)) = config.get("extractionTemplates") else {
+        return Ok(out);
+    };
+    for (i, t) in list.iter().enumerate() {
+        let at = |k: &str| format!("extractionTemplates[{i}].{k}");
+        let name = t
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| config.error(&at("name"), "is required (a string)"))?;
+        let regions = t
+            .get("regions")
+            .and_then(Value::as_array)
+            .ok_or_else(|| config.error(&at("regions"), "is required (a list of regions)"))?;
+        let mut parsed = Vec::new();
+        for (j, r) in regions.iter().enumerate() {
+            let num = |k: &str| -> Result<i32, ConfigError> {
+                r.get(k)
+                    .and_then(Value::as_i64)
+                    .and_then(|v| i32::try_from(v).ok())
+                    .filter(|v| *v >= 0)
+                    .ok_or_else(|| {
+                        config.error(
+                            &format!("extractionTemplates[{i}].regions[{j}].{k}"),
+                            "is required (a number of pixels, 0 or more)",
+                        )
+                    })
+            };
+            let dest = r.get("dest").and_then(Value::as_str).ok_or_else(|| {
+                config.error(
+                    &format!("extractionTemplates[{i}].regions[{j}].dest"),
+                    "is required (a field name)",
+                )
+            })?;
+            parsed.push(Region {
+                rect: Rect {
+                    x: num("x")?,
+                    y: num("y")?,
+                    width: num("width")?,
+                    height: num("height")?,
+                },
+                dest: dest.to_string(),
+            });
+        }
+        out.insert(name.to_string(), parsed);
+    }
+    Ok(out)
+}
+
+fn page_map(
+    map: &serde_json::Map<String, Value>,
+    err: impl Fn(String) -> String,
+) -> Result<HashMap<u32, String>, String> {
+    map.iter()
+        .map(|(k, v)| {
+            let page = k
+                .trim()
+                .parse::<u32>()
+                .map_err(|_| err(format!("page {k:?} is not a page number")))?;
+            let name = v
+                .as_str()
+                .ok_or_else(|| err(format!("page {k}: the template name must be a string")))?;
+            Ok((page, name.to_string()))
+        })
+        .collect()
+}
+
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+    let lang = config.require_string("lang")?;
+    let templates = templates(config)?;
+    let pages = match config.object("pages")? {
+        Some(map) => page_map(map, |m| m).map_err(|m| config.error("pages", m))?,
+        None => HashMap::new(),
+    };
+    let pages_field = config.string("pagesField")?;
+    if (config.has("pages") || pages_field.is_some()) && !config.has("extractionTemplates") {
+        return Err(config.error(
+            "extractionTemplates",
+            "must be given when pages or pagesField is",
+        ));
+    }
+    for name in pages.values() {
+        if !templates.contains_key(name) {
+            return Err(config.error(
+                "pages",
+                format!("names template {name:?}, which extractionTemplates does not define"),
+            ));
+        }
+    }
+    let engine = Tesseract::new(&lang).map_err(|e| config.error("lang", e))?;
+    Ok(Box::new(ApplyOcr {
+        engine,
+        path_field: config.require_string("pathField")?,
+        extract_all: config.string("extractAllDest")?,
+        templates,
+        pages,
+        pages_field,
+    }))
+}
+
+impl ApplyOcr {
+    /// The template for a page: the document's `pagesField` map first, then `pages`.
+    fn template_for(
+        &self,
+        page: u32,
+        dynamic: &HashMap<u32, String>,
+    ) -> Result<Option<&Vec<Region>>, StageFailure> {
+        let Some(name) = dynamic.get(&page).or_else(|| self.pages.get(&page)) else {
+            return Ok(None);
+        };
+        self.templates
+            .get(name)
+            .map(Some)
+            .ok_or_else(|| StageFailure::msg(format!("page {page}: no template named {name:?}")))
+    }
+
+    fn page(
+        &mut self,
+        doc: &mut Document,
+        number: u32,
+        image: PageImage<'_>,
+        dynamic: &HashMap<u32, String>,
+    ) -> Result<(), StageFailure> {
+        let regions: Vec<(Rect, String)> = self
+            .template_for(number, dynamic)?
+            .map(|t| t.iter().map(|r| (r.rect, r.dest.clone())).collect())
+            .unwrap_or_default();
+        let mut rects: Vec<Rect> = regions.iter().map(|(r, _)| *r).collect();
+        let whole = self.extract_all.is_some();
+        if whole {
+            // The whole image first: a rectangle covering everything.
+            rects.insert(
+                0,
+                Rect {
+                    x: 0,
+                    y: 0,
+                    width: i32::MAX / 2,
+                    height: i32::MAX / 2,
+                },
+            );
+        }
+        if rects.is_empty() {
+            return Ok(());
+        }
+        let texts = self
+            .engine
+            .recognise(image, &rects)
+            .map_err(|e| StageFailure::msg(format!("OCR of page {number}: {e}")))?;
+        let mut texts = texts.into_iter();
+        if let Some(dest) = &self.extract_all {
+            if let Some(t) = texts.next() {
+                doc.set_or_add(dest, Value::String(t.trim_end().to_string()))?;
+            }
+        }
+        for ((_, dest), t) in regions.iter().zip(texts) {
+            doc.set_or_add(dest, Value::String(t.trim().to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Stage for ApplyOcr {
+    fn process_document(&mut self, doc: &mut Document) -> StageResult {
+        let Some(path) = doc.get_string(&self.path_field)? else {
+            return Ok(None);
+        };
+        let bytes = std::fs::read(&path).map_err(|e| {
+            StageFailure::msg(format!(
+                "cannot read {path:?} (field {:?} of document {:?}): {e}",
+                self.path_field,
+                doc.id()
+            ))
+        })?;
+        let dynamic = match &self.pages_field {
+            Some(f) => match doc.get_string(f)? {
+                Some(json) => {
+                    let map: serde_json::Map<String, Value> =
+                        serde_json::from_str(&json).map_err(|e| {
+                            StageFailure::msg(format!("field {f:?} is not a JSON object: {e}"))
+                        })?;
+                    page_map(&map, |m| format!("field {f:?}: {m}")).map_err(StageFailure::msg)?
+                }
+                None => HashMap::new(),
+            },
+            None => HashMap::new(),
+        };
+        match detect(&bytes) {
+            Format::Pdf => {
+                let pdf = super::extract::pdf::load(&bytes)
+                    .map_err(|e| StageFailure::msg(format!("{path}: {e}")))?;
+                for (i, (_, page_id)) in pdf.get_pages().into_iter().enumerate() {
+                    let number = u32::try_from(i).unwrap_or(u32::MAX);
+                    let images = super::extract::pdf::page_images(&pdf, page_id)
+                        .map_err(|e| StageFailure::msg(format!("{path}: page {number}: {e}")))?;
+                    // A scanned page is one image; the largest stands for the page.
+                    let Some(image) = images.into_iter().max_by_key(|im| match im {
+                        PageImage::Encoded(b) => b.len(),
+                        PageImage::Raw { data, .. } => data.len(),
+                    }) else {
+                        if let Some(dest) = &self.extract_all {
+                            doc.set_or_add(dest, Value::String(String::new()))?;
+                        }
+                        continue;
+                    };
+                    self.page(doc, number, image, &dynamic)?;
+                }
+            }
+            Format::Image(_) => self.page(doc, 0, PageImage::Encoded(&bytes), &dynamic)?,
+            other => {
+                return Err(StageFailure::msg(format!(
+                    "{path}: not an image or PDF ({})",
+                    other.mime()
+                )))
+            }
+        }
+        Ok(None)
+    }
+}
