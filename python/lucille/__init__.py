@@ -26,6 +26,7 @@ from lucille._lucille import (  # noqa: E402
     render,
     run,
     search,
+    embed,
     validate,
 )
 from lucille.connector import Connector
@@ -49,6 +50,7 @@ __all__ = [
     "render",
     "run",
     "search",
+    "embed",
     "stages",
     "validate",
 ]
