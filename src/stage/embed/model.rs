@@ -256,9 +256,12 @@ impl BertModel {
         pooled.to_vec2::<f32>().map_err(err)
     }
 
-    /// The encoder and masked mean pooling: `(batch, hidden)`.
+    /// The encoder and masked mean pooling: `(batch, hidden)`. Tokens are kept as one
+    /// `(batch * len, hidden)` matrix between the attention steps, so every dense layer is one
+    /// large matrix product rather than one per sequence.
     fn forward(&self, ids: &Tensor, types: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
         let (batch, len) = ids.dims2()?;
+        let hidden = self.config.hidden_size;
         let positions = Tensor::arange(0u32, len as u32, &self.device)?;
         let mut x = self
             .word
@@ -267,11 +270,13 @@ impl BertModel {
         if let Some(token_type) = &self.token_type {
             x = x.add(&token_type.forward(types)?)?;
         }
-        let mut x = self.embedding_norm.forward(&x)?;
+        let mut x = self
+            .embedding_norm
+            .forward(&x.reshape((batch * len, hidden))?)?;
         // 0 where a token is real, a large negative number on padding: added to the scores.
         let bias = ((mask - 1.0)? * 1e9)?.reshape((batch, 1, 1, len))?;
         let heads = self.config.num_heads;
-        let head_dim = self.config.hidden_size / heads;
+        let head_dim = hidden / heads;
         let scale = 1.0 / (head_dim as f64).sqrt();
         for layer in &self.layers {
             let split = |t: Tensor| -> candle_core::Result<Tensor> {
@@ -284,11 +289,11 @@ impl BertModel {
             let v = split(layer.value.forward(&x)?)?;
             let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&bias)?;
             let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = probs.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((
-                batch,
-                len,
-                self.config.hidden_size,
-            ))?;
+            let context = probs
+                .matmul(&v)?
+                .transpose(1, 2)?
+                .contiguous()?
+                .reshape((batch * len, hidden))?;
             let attended = layer
                 .attention_norm
                 .forward(&layer.attention_out.forward(&context)?.add(&x)?)?;
@@ -297,6 +302,7 @@ impl BertModel {
                 .output_norm
                 .forward(&layer.output.forward(&inner)?.add(&attended)?)?;
         }
+        let x = x.reshape((batch, len, hidden))?;
         let mask3 = mask.unsqueeze(D::Minus1)?;
         let summed = x.broadcast_mul(&mask3)?.sum(1)?;
         let counts = mask.sum_keepdim(1)?.clamp(1e-9f32, f32::MAX)?;
