@@ -26,6 +26,7 @@ from lucille._lucille import (  # noqa: E402
     render,
     run,
     search,
+    embed,
     serve,
     validate,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "render",
     "run",
     "search",
+    "embed",
     "serve",
     "stages",
     "validate",

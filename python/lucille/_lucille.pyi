@@ -21,6 +21,7 @@ __all__ = [
     "__version__",
     "_serve_pipeline",
     "builtin_stage_names",
+    "embed",
     "render",
     "run",
     "search",
@@ -256,8 +257,21 @@ def render(
     json: bool = False,
 ) -> str: ...
 def search(
-    path: Union[str, os.PathLike[str]], query: str, limit: int = 10
+    path: Union[str, os.PathLike[str]],
+    query: str = "",
+    limit: int = 10,
+    *,
+    vector: Union[npt.ArrayLike, list[float], None] = None,
+    field: Optional[str] = None,
 ) -> list[dict[str, Any]]:
     """The best `limit` hits for `query` (Tantivy query syntax) in the index at `path`: each
-    the stored document's fields plus "id" and "score". Missing index: FileNotFoundError;
-    bad query: ValueError."""
+    the stored document's fields plus "id" and "score". With `vector` and `field` (a `vector`
+    field of the index), hits are ranked by cosine similarity to `vector` among the documents
+    `query` matches (all when `query` is empty), and "score" is the cosine. Missing index:
+    FileNotFoundError; bad query or field: ValueError."""
+
+def embed(
+    model: Union[str, os.PathLike[str]], texts: list[str], normalize: bool = True
+) -> npt.NDArray[np.float32]:
+    """Embeds `texts` with the model folder `model` exactly as the Embed stage does: a float32
+    array of shape (len(texts), dimensions). A folder that cannot be loaded: ValueError."""

@@ -60,8 +60,30 @@ def _search(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.index):
         print(f"error: no index folder at {args.index}", file=sys.stderr)
         return 1
+    if args.vector and args.near:
+        print("error: give --vector or --near, not both", file=sys.stderr)
+        return 1
+    if args.near and not args.model:
+        print("error: --near needs --model (the Embed stage's model folder)", file=sys.stderr)
+        return 1
+    if not (args.vector or args.near) and not args.query:
+        print("error: give a query, --vector or --near", file=sys.stderr)
+        return 1
     try:
-        hits = lucille.search(args.index, args.query, limit=args.limit)
+        if args.vector or args.near:
+            field, sep, value = (args.vector or args.near).partition("=")
+            if not sep or not field:
+                raise ValueError("--vector / --near take FIELD=VALUE")
+            if args.vector:
+                try:
+                    vector = [float(x) for x in value.replace("[", "").replace("]", "").split(",")]
+                except ValueError:
+                    raise ValueError(f"--vector: {value!r} is not a comma-separated list of numbers") from None
+            else:
+                vector = lucille.embed(args.model, [value])[0]
+            hits = lucille.search(args.index, args.query, limit=args.limit, vector=vector, field=field)
+        else:
+            hits = lucille.search(args.index, args.query, limit=args.limit)
     except (FileNotFoundError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -106,7 +128,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     search_p = sub.add_parser("search", help="search the embedded Tantivy index")
     search_p.add_argument("index", help="the index folder (tantivy.path)")
-    search_p.add_argument("query", help='Tantivy query syntax: words, field:value, "a phrase", AND/OR')
+    search_p.add_argument(
+        "query",
+        nargs="?",
+        default="",
+        help='Tantivy query syntax: words, field:value, "a phrase", AND/OR '
+        "(with --vector / --near: only these documents are ranked)",
+    )
+    search_p.add_argument(
+        "--vector",
+        metavar="FIELD=X,Y,...",
+        help="rank by cosine similarity between this vector and the vector field FIELD",
+    )
+    search_p.add_argument(
+        "--near",
+        metavar="FIELD=TEXT",
+        help="rank by cosine similarity to TEXT embedded with --model (as the Embed stage does)",
+    )
+    search_p.add_argument("--model", help="the Embed model folder for --near")
     search_p.add_argument("--limit", type=int, default=10, help="hits to show (default 10)")
     search_p.add_argument("--json", action="store_true", help="one JSON object per hit")
 

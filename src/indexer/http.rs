@@ -274,6 +274,8 @@ pub struct HttpClient {
     agent: Agent,
     auth: Option<(String, String)>,
     pub retry: RetryPolicy,
+    /// Whole-request limit (connect, send, wait, read); none when unset.
+    timeout: Option<Duration>,
 }
 
 impl HttpClient {
@@ -308,7 +310,15 @@ impl HttpClient {
             agent,
             auth,
             retry,
+            timeout: None,
         }
+    }
+
+    /// Limits each attempt (connect, send, wait for and read the answer) to `timeout`; an
+    /// attempt that takes longer fails without a response (retried like a refused connection).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
     }
 
     /// One attempt. `Err` is a failure without a response (refused, reset, timed out).
@@ -329,10 +339,25 @@ impl HttpClient {
         if let Some((k, v)) = &self.auth {
             builder = builder.header(k.as_str(), v.as_str());
         }
+        let timeout = self.timeout;
         let result = match body {
-            Some(b) => builder.body(b).map(|r| self.agent.run(r)),
+            Some(b) => builder.body(b).map(|r| {
+                let r = self
+                    .agent
+                    .configure_request(r)
+                    .timeout_global(timeout)
+                    .build();
+                self.agent.run(r)
+            }),
             // GET / DELETE without a body.
-            None => builder.body(()).map(|r| self.agent.run(r)),
+            None => builder.body(()).map(|r| {
+                let r = self
+                    .agent
+                    .configure_request(r)
+                    .timeout_global(timeout)
+                    .build();
+                self.agent.run(r)
+            }),
         }
         .map_err(|e| format!("bad request to {url}: {e}"))?;
         let mut response = result.map_err(|e| e.to_string())?;

@@ -970,7 +970,7 @@ impl Backend for RejectSome {
 #[cfg(test)]
 mod bulk_tests;
 #[cfg(test)]
-mod mock_http;
+pub(crate) mod mock_http;
 #[cfg(test)]
 mod solr_tests;
 #[cfg(test)]

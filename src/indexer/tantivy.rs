@@ -12,7 +12,10 @@
 //!   dates).
 //!
 //! Configured fields (`fields { ... }`) are ordinary typed Tantivy fields; their `stored` flag
-//! is Tantivy's. An existing index is reopened with its own schema; configured fields that
+//! is Tantivy's. A `vector` field (an embedding: a list of numbers) is a Tantivy bytes field,
+//! always fast, holding the vector as little-endian float32s; [`search_vector`] ranks
+//! documents by cosine similarity to a query vector, brute force over that column (fine at
+//! the scale of an embedded index), optionally among the hits of a text query. An existing index is reopened with its own schema; configured fields that
 //! disagree with it are an error before the run starts.
 
 use std::collections::HashMap;
@@ -39,7 +42,9 @@ pub const ALL_FIELD: &str = "_all";
 pub const JSON_FIELD: &str = "_fields";
 pub const SOURCE_FIELD: &str = "_source";
 const RESERVED: [&str; 4] = [ID_FIELD, ALL_FIELD, JSON_FIELD, SOURCE_FIELD];
-const TYPES: &[&str] = &["text", "string", "i64", "f64", "bool", "date", "json"];
+const TYPES: &[&str] = &[
+    "text", "string", "i64", "f64", "bool", "date", "json", "vector",
+];
 pub const DEFAULT_WRITER_MEMORY_MB: usize = 128;
 /// Tantivy's floor per indexing thread.
 const MIN_MB_PER_THREAD: usize = 15;
@@ -181,6 +186,10 @@ pub fn build_schema(defs: &[FieldDef]) -> Schema {
             "i64" => b.add_i64_field(name, num(NumericOptions::default())),
             "f64" => b.add_f64_field(name, num(NumericOptions::default())),
             "bool" => b.add_bool_field(name, num(NumericOptions::default())),
+            "vector" => {
+                let o = tantivy::schema::BytesOptions::default().set_fast();
+                b.add_bytes_field(name, if d.stored { o.set_stored() } else { o })
+            }
             "date" => {
                 let o = tantivy::schema::DateOptions::default().set_indexed();
                 let o = if d.stored { o.set_stored() } else { o };
@@ -275,7 +284,17 @@ impl Layout {
                 out.extend(m);
             }
         }
-        for (name, (field, _)) in &self.typed {
+        for (name, (field, ty)) in &self.typed {
+            if matches!(ty, FieldType::Bytes(_)) {
+                if let Some(bytes) = doc.get_first(*field).and_then(|v| v.as_bytes()) {
+                    let floats = bytes_to_vector(bytes)
+                        .into_iter()
+                        .filter_map(crate::document::f32_to_value)
+                        .collect();
+                    out.insert(name.clone(), Value::Array(floats));
+                }
+                continue;
+            }
             let values: Vec<Value> = doc
                 .get_all(*field)
                 .map(|v| owned_to_json(&OwnedValue::from(v)))
@@ -376,6 +395,26 @@ fn parse_date(s: &str) -> Option<DateTime> {
     Some(DateTime::from_utc(date.midnight().assume_utc()))
 }
 
+/// A JSON list of finite numbers (or one number) as float32s.
+pub fn value_to_vector(value: &Value) -> Option<Vec<f32>> {
+    let one = |v: &Value| v.as_f64().map(|f| f as f32).filter(|f| f.is_finite());
+    match value {
+        Value::Array(items) if !items.is_empty() => items.iter().map(one).collect(),
+        Value::Number(_) => one(value).map(|f| vec![f]),
+        _ => None,
+    }
+}
+
+fn vector_to_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
+
+fn bytes_to_vector(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
 /// Adds `value` (each element of a list) to a typed field, or says why it does not fit.
 fn add_typed(
     doc: &mut TantivyDocument,
@@ -384,6 +423,15 @@ fn add_typed(
     name: &str,
     value: &Value,
 ) -> Result<(), String> {
+    if let FieldType::Bytes(_) = ty {
+        if value.is_null() {
+            return Ok(());
+        }
+        let vector = value_to_vector(value)
+            .ok_or_else(|| format!("field {name:?}: not a vector (a list of finite numbers)"))?;
+        doc.add_bytes(field, &vector_to_bytes(&vector));
+        return Ok(());
+    }
     if let (Value::Array(items), false) = (value, matches!(ty, FieldType::JsonObject(_))) {
         for item in items {
             add_typed(doc, field, ty, name, item)?;
@@ -835,6 +883,107 @@ pub fn search(path: &Path, query: &str, limit: usize) -> Result<Vec<Hit>, Search
         .search(&q, &TopDocs::with_limit(limit))
         .map_err(|e| open(&e))?;
     top.into_iter()
+        .map(|(score, addr)| {
+            let doc: TantivyDocument = searcher.doc(addr).map_err(|e| open(&e))?;
+            Ok(Hit {
+                score,
+                doc: layout.stored(&doc),
+            })
+        })
+        .collect()
+}
+
+/// The best `limit` documents by cosine similarity between `vector` and their `field` (a
+/// `vector` field), among the hits of `query` when one is given (else every document);
+/// documents without the field, or whose vector has another length, are left out. A hit's
+/// `score` is the cosine.
+pub fn search_vector(
+    path: &Path,
+    field: &str,
+    vector: &[f32],
+    query: Option<&str>,
+    limit: usize,
+) -> Result<Vec<Hit>, SearchError> {
+    if !path.join("meta.json").is_file() {
+        return Err(SearchError::Missing(path.to_path_buf()));
+    }
+    let open = |e: &dyn std::fmt::Display| SearchError::Open {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let bad_query = |message: String| SearchError::Query {
+        query: query.unwrap_or_default().to_string(),
+        message,
+    };
+    let index = Index::open_in_dir(path).map_err(|e| open(&e))?;
+    let layout = Layout::of(index.schema()).map_err(|e| open(&e))?;
+    match layout.typed.get(field) {
+        Some((_, FieldType::Bytes(_))) => {}
+        _ => {
+            return Err(bad_query(format!(
+                "{field:?} is not a vector field of this index"
+            )))
+        }
+    }
+    let query_norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if vector.is_empty() || !query_norm.is_finite() || query_norm == 0.0 {
+        return Err(bad_query(
+            "the query vector must be non-empty, finite and not all zeros".into(),
+        ));
+    }
+    let reader = index.reader().map_err(|e| open(&e))?;
+    let searcher = reader.searcher();
+    // The documents a text query allows, per segment.
+    let allowed: Option<std::collections::HashSet<tantivy::DocAddress>> = match query {
+        Some(q) if !q.trim().is_empty() => {
+            let parser = QueryParser::for_index(&index, layout.default_fields());
+            let q = parser
+                .parse_query(q)
+                .map_err(|e| bad_query(e.to_string()))?;
+            Some(
+                searcher
+                    .search(&q, &tantivy::collector::DocSetCollector)
+                    .map_err(|e| open(&e))?,
+            )
+        }
+        _ => None,
+    };
+    let mut scored: Vec<(f32, tantivy::DocAddress)> = Vec::new();
+    let mut buf = Vec::new();
+    for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+        let Some(column) = segment.fast_fields().bytes(field).map_err(|e| open(&e))? else {
+            continue;
+        };
+        for doc in segment.doc_ids_alive() {
+            let address = tantivy::DocAddress::new(ord as u32, doc);
+            if allowed.as_ref().is_some_and(|a| !a.contains(&address)) {
+                continue;
+            }
+            let Some(term) = column.term_ords(doc).next() else {
+                continue;
+            };
+            buf.clear();
+            if !column.ord_to_bytes(term, &mut buf).map_err(|e| open(&e))? {
+                continue;
+            }
+            if buf.len() != vector.len() * 4 {
+                continue;
+            }
+            let (mut dot, mut norm) = (0f32, 0f32);
+            for (c, q) in buf.chunks_exact(4).zip(vector) {
+                let x = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                dot += x * q;
+                norm += x * x;
+            }
+            if norm > 0.0 {
+                scored.push((dot / (norm.sqrt() * query_norm), address));
+            }
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.truncate(limit);
+    scored
+        .into_iter()
         .map(|(score, addr)| {
             let doc: TantivyDocument = searcher.doc(addr).map_err(|e| open(&e))?;
             Ok(Hit {

@@ -8,7 +8,10 @@
 //! Typesense needs `id` as a string in each document: the index id is written there. With
 //! `createCollection` (default true) a missing collection is created with an automatic schema
 //! (one `.*` field of type `auto`, nested fields enabled). `indexer.indexOverrideField` names
-//! another collection.
+//! another collection. `vectorFields { embedding: 384 }` (new) declares vector fields in a
+//! collection it creates: `float[]` fields with that `num_dim`, which Typesense (0.24 and
+//! later) searches by nearest neighbour with `vector_query`; a vector of another length FAILs
+//! its document.
 
 use std::collections::HashSet;
 
@@ -26,11 +29,31 @@ pub fn spec() -> Spec {
         .optional("createCollection", Kind::Bool)
         .optional("batchSize", Kind::Integer)
         .optional("acceptInvalidCert", Kind::Bool)
+        .optional("vectorFields", Kind::Object)
+}
+
+/// `vectorFields { name: dimensions }`, checked.
+fn vector_fields(config: &ComponentConfig) -> Result<Vec<(String, u64)>, ConfigError> {
+    let Some(Value::Object(m)) = config.get("vectorFields") else {
+        return Ok(Vec::new());
+    };
+    m.iter()
+        .map(|(name, v)| match crate::config::spec::as_i64(v) {
+            Some(n) if n > 0 && !name.is_empty() => Ok((name.clone(), n as u64)),
+            _ => Err(ConfigError::new(
+                config.key_path(&format!("vectorFields.{name}")),
+                "must be the vector's number of dimensions (a positive integer)",
+            )),
+        })
+        .collect()
 }
 
 pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
     let mut errors = spec().validate(config.map(), config.path());
     http::check_url(config, "url", &mut errors);
+    if let Err(e) = vector_fields(config) {
+        errors.push(e);
+    }
     if let Ok(Some(n)) = config.i64("batchSize") {
         if n <= 0 {
             errors.push(config.error("batchSize", "must be at least 1"));
@@ -63,6 +86,8 @@ pub struct TypesenseBackend {
     collection: String,
     create: bool,
     batch_size: Option<i64>,
+    /// Vector fields (name, dimensions) of a collection created here.
+    vectors: Vec<(String, u64)>,
     /// Collections known to exist.
     ready: HashSet<String>,
 }
@@ -89,6 +114,7 @@ impl TypesenseBackend {
             collection: config.require_string("collection").map_err(one)?,
             create: config.bool_or("createCollection", true).map_err(one)?,
             batch_size: config.i64("batchSize").map_err(one)?,
+            vectors: vector_fields(config).map_err(one)?,
             ready: HashSet::new(),
         })
     }
@@ -112,9 +138,15 @@ impl TypesenseBackend {
             200 => {}
             404 if self.create => {
                 // Nested fields on, so documents with object fields index as they are.
+                let mut fields: Vec<Value> = self
+                    .vectors
+                    .iter()
+                    .map(|(name, dims)| json!({"name": name, "type": "float[]", "num_dim": dims}))
+                    .collect();
+                fields.push(json!({ "name": ".*", "type": "auto" }));
                 let schema = json!({
                     "name": collection,
-                    "fields": [{ "name": ".*", "type": "auto" }],
+                    "fields": fields,
                     "enable_nested_fields": true
                 });
                 let created = self.client.send(

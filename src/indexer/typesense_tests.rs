@@ -152,3 +152,63 @@ fn typesense_without_create_collection_fails_the_connection_check() {
         "a wrong API key is caught up front"
     );
 }
+
+/// GET `path` (with its query) from the server, as JSON.
+fn get_json(url: &str, key: &str, path: &str) -> Value {
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let mut r = agent
+        .get(format!("{url}{path}"))
+        .header("X-TYPESENSE-API-KEY", key)
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap()
+}
+
+#[test]
+fn typesense_vector_fields_answer_nearest_neighbour_queries() {
+    let Some((url, key)) = server() else { return };
+    let c = unique("vectors");
+    let block = json!({"url": url, "apiKey": key, "collection": c, "vectorFields": {"v": 3}});
+    let out = run_docs(
+        indexer(json!({})),
+        block,
+        vec![
+            json!({"id": "east", "v": [1.0, 0.0, 0.0], "label": "east"}),
+            json!({"id": "north", "v": [0.0, 1.0, 0.0], "label": "north"}),
+            json!({"id": "ne", "v": [0.7, 0.7, 0.0], "label": "northeast"}),
+            json!({"id": "short", "v": [1.0, 0.0], "label": "two dimensions"}),
+        ],
+    );
+    assert_eq!(failed(&out), ["short"], "{out:?}");
+    let schema = get_json(&url, &key, &format!("/collections/{c}"));
+    let v = schema["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "v")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (v["type"].as_str(), v["num_dim"].as_u64()),
+        (Some("float[]"), Some(3))
+    );
+    let found = get_json(
+        &url,
+        &key,
+        &format!(
+            "/collections/{c}/documents/search?q=*&vector_query={}",
+            crate::indexer::http::encode("v:([0.9,0.2,0.0], k:3)")
+        ),
+    );
+    let ids: Vec<&str> = found["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["document"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["east", "ne", "north"], "{found}");
+}

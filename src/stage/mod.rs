@@ -75,6 +75,10 @@ pub mod query_database;
 pub mod random_vector;
 pub mod skip_document;
 // end group: dictionaries, control flow, children, test data
+// group: vectors
+pub mod ai;
+pub mod embed;
+// end group: vectors
 
 /// Why a stage could not process a document. The pipeline adds the stage name and document
 /// id to make a [`StageError`].

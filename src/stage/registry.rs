@@ -77,6 +77,11 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &random_vector::DESCRIPTOR,
         &skip_document::DESCRIPTOR,
         // end group: dictionaries, control flow, children, test data
+        // group: vectors
+        &embed::DESCRIPTOR,
+        &ai::openai_embed::DESCRIPTOR,
+        &ai::prompt_ollama::DESCRIPTOR,
+        // end group: vectors
     ];
     ALL
 }

@@ -85,3 +85,27 @@ def test_typesense_run_indexes_deletes_and_fails_only_the_rejected_document(feed
     ])
     assert (r.published, r.succeeded, r.failed) == (3, 3, 0), r.summary
     assert ids(collection) == ["e"]
+
+
+def test_vector_fields_and_a_nearest_neighbour_query(feed: None) -> None:
+    collection = f"vectors_{os.getpid()}_{time.time_ns()}"
+    result = lucille.run(config={
+        "connectors": [{"name": "feed", "class": "tsfeed:Feed", "docs": [
+            {"id": "east", "v": [1.0, 0.0, 0.0]},
+            {"id": "north", "v": [0.0, 1.0, 0.0]},
+            {"id": "ne", "v": [0.7, 0.7, 0.0]},
+            {"id": "short", "v": [1.0, 0.0]},
+        ]}],
+        "indexer": {"type": "typesense"},
+        "typesense": {"url": URL, "apiKey": KEY, "collection": collection, "vectorFields": {"v": 3}},
+    })
+    assert (result.succeeded, result.failed) == (3, 1), "a vector of another length FAILs"
+    hits = search(collection, vector_query="v:([0.1,0.9,0.0], k:3)")["hits"]
+    assert [h["document"]["id"] for h in hits] == ["north", "ne", "east"]
+    assert hits[0]["vector_distance"] < hits[1]["vector_distance"] < hits[2]["vector_distance"]
+    errors = lucille.validate(config={
+        "connectors": [{"name": "feed", "class": "tsfeed:Feed", "docs": []}],
+        "indexer": {"type": "typesense"},
+        "typesense": {"url": URL, "apiKey": KEY, "collection": "x", "vectorFields": {"v": 0}},
+    })
+    assert any("vectorFields.v" in e for e in errors), errors

@@ -346,3 +346,57 @@ fn writes_are_visible_after_a_commit_only() {
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].doc["t"], json!("y"));
 }
+
+#[test]
+fn vector_fields_rank_by_cosine_and_come_back_as_floats() {
+    let dir = tempdir();
+    let mut b = backend(&dir, vec![def("v", "vector"), def("kind", "string")]);
+    let r = b
+        .send(&[
+            upsert(
+                "east",
+                json!({"v": [1.0, 0.0, 0.0], "kind": "a", "t": "east"}),
+            ),
+            upsert(
+                "north",
+                json!({"v": [0.0, 1.0, 0.0], "kind": "a", "t": "north"}),
+            ),
+            upsert(
+                "ne",
+                json!({"v": [0.7, 0.7, 0.0], "kind": "b", "t": "northeast"}),
+            ),
+            upsert("novec", json!({"kind": "a"})),
+            upsert("short", json!({"v": [1.0, 0.0], "kind": "a"})),
+            upsert("bad", json!({"v": ["x"], "kind": "a"})),
+        ])
+        .unwrap();
+    assert_eq!(r[..5], [None, None, None, None, None]);
+    assert!(
+        r[5].as_deref().unwrap_or("").contains("not a vector"),
+        "{r:?}"
+    );
+    b.close().unwrap();
+    let hits = search_vector(&dir, "v", &[0.9, 0.2, 0.0], None, 10).unwrap();
+    let order: Vec<&str> = hits.iter().map(|h| h.doc["id"].as_str().unwrap()).collect();
+    // Without a vector, or with one of another length, a document is not ranked.
+    assert_eq!(order, ["east", "ne", "north"]);
+    assert!((hits[0].score - 0.9 / (0.85f32).sqrt()).abs() < 1e-5);
+    assert_eq!(hits[0].doc["v"], json!([1.0, 0.0, 0.0]));
+    assert_eq!(hits[0].doc["t"], json!("east"));
+    // A text query narrows the documents ranked.
+    let hits = search_vector(&dir, "v", &[0.9, 0.2, 0.0], Some("kind:a"), 1).unwrap();
+    assert_eq!(hits[0].doc["id"], json!("east"));
+    assert_eq!(hits.len(), 1);
+    let hits = search_vector(&dir, "v", &[1.0, 0.0, 0.0], Some("northeast"), 10).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].doc["id"], json!("ne"));
+    // Not a vector field, or a zero vector: a query error.
+    assert!(matches!(
+        search_vector(&dir, "kind", &[1.0], None, 10),
+        Err(SearchError::Query { .. })
+    ));
+    assert!(matches!(
+        search_vector(&dir, "v", &[0.0, 0.0, 0.0], None, 10),
+        Err(SearchError::Query { .. })
+    ));
+}

