@@ -91,14 +91,21 @@ for t in "${TARGETS[@]}"; do
     mkdir -p "$corpus" "$artifacts" "$SEEDS/$t"
     execs=0
     crashes=0
+    last_written=
     start=$(date +%s)
     while :; do
         left=$((SECONDS_PER_TARGET - ($(date +%s) - start)))
         [ "$left" -gt 0 ] || break
         log="$SEEDS/$t.log"
-        cargo fuzz run --fuzz-dir fuzz --target-dir "$TARGET_DIR" "$t" "$corpus" "$SEEDS/$t" -- \
+        extra=()
+        # Known, not yet fixed: a JSONata transform (`~> |a|b|`) leaks its two cloned Box<Ast>
+        # inside jsonata-rs (Value::transformer) per evaluation; LeakSanitizer would stop every
+        # run on it at once (reproducer: tests/data/fuzz-regressions/jsonata-transform-leak.bin).
+        leaks=1
+        [ "$t" = jsonata ] && extra=(-detect_leaks=0) && leaks=0
+        ASAN_OPTIONS="detect_leaks=$leaks" cargo fuzz run --fuzz-dir fuzz --target-dir "$TARGET_DIR" "$t" "$corpus" "$SEEDS/$t" -- \
             -max_total_time="$left" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
-            -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1
+            -print_final_stats=1 -artifact_prefix="$artifacts/" "${extra[@]}" >"$log" 2>&1
         rc=$?
         runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
         if [ -z "$runs" ]; then # a crash: libFuzzer prints the last status line instead
@@ -110,6 +117,10 @@ for t in "${TARGETS[@]}"; do
             echo "!! $t crashed (exit $rc); input and log:" >&2
             grep -E 'Test unit written|panicked|ERROR: ' "$log" | head -5 >&2
             cp "$log" "$artifacts/last-crash.log"
+            # the same input again (a seed that crashes at once): stop rather than spin
+            written=$(grep -o 'Test unit written to .*' "$log" | tail -1)
+            [ -n "$written" ] && [ "$written" = "${last_written:-}" ] && break
+            last_written="$written"
         fi
     done
     EXECS[$t]=$execs
