@@ -523,3 +523,19 @@ fn js_number_formatting() {
     assert_eq!(f(1.5e-10), "1.5e-10");
     assert_eq!(f(0.1), "0.1");
 }
+
+/// Found by the `jsonata` fuzz target (tests/data/fuzz-regressions/jsonata-focus-panic-*.bin:
+/// the expression up to the first NUL): jsonata-rs 0.3.4 panics (`unreachable!` in its
+/// parser's symbol.rs) on a focus `@` after a function call; `compile` catches it at the
+/// boundary and returns a compile error.
+#[test]
+fn fuzz_found_parser_panics_are_compile_errors() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuzz-regressions");
+    for name in ["jsonata-focus-panic-1.bin", "jsonata-focus-panic-2.bin"] {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        let expr_end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        let expr = std::str::from_utf8(&bytes[..expr_end]).unwrap();
+        let err = Expression::compile(expr).expect_err(name);
+        assert!(matches!(err, JsonataError::Compile { .. }), "{name}: {err}");
+    }
+}
