@@ -20,7 +20,9 @@ __all__ = [
     "UpdateMode",
     "__version__",
     "_serve_pipeline",
+    "builtin_stage_keys",
     "builtin_stage_names",
+    "common_stage_keys",
     "embed",
     "render",
     "run",
@@ -116,6 +118,8 @@ class BuiltinStage:
     def config(self) -> dict[str, Any]: ...
 
 def builtin_stage_names() -> list[str]: ...
+def builtin_stage_keys(name: str) -> Optional[list[tuple[str, bool, str]]]: ...
+def common_stage_keys() -> list[str]: ...
 
 @final
 class ProcessIter:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from lucille._lucille import BuiltinStage, builtin_stage_names
+from lucille._lucille import BuiltinStage, builtin_stage_keys, builtin_stage_names, common_stage_keys
 
 _NAMES = frozenset(builtin_stage_names())
 
@@ -18,8 +18,19 @@ def _factory(class_name: str) -> Callable[..., BuiltinStage]:
         return BuiltinStage(class_name, config)
 
     build.__name__ = build.__qualname__ = class_name
-    build.__doc__ = f"The built-in {class_name} stage; keyword arguments are its config keys."
+    build.__doc__ = _doc(class_name)
     return build
+
+
+def _doc(class_name: str) -> str:
+    """The stage's config keys, from the same spec that validates them."""
+    lines = [f"The built-in {class_name} stage; keyword arguments are its config keys:", ""]
+    for key, required, kind in builtin_stage_keys(class_name) or []:
+        lines.append(f"    {key}{' (required)' if required else ''}: {kind}")
+    if len(lines) == 2:
+        lines.append("    (none of its own)")
+    lines += ["", "Keys every stage takes: " + ", ".join(common_stage_keys()) + "."]
+    return "\n".join(lines)
 
 
 def __getattr__(name: str) -> Callable[..., BuiltinStage]:

@@ -104,7 +104,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn describe(&self) -> String {
+    /// What a value of this kind is, in words ("an object of strings").
+    pub fn describe(&self) -> String {
         match self {
             Kind::String => "a string".into(),
             Kind::Integer => "an integer".into(),
@@ -174,6 +175,7 @@ impl Spec {
     pub fn new() -> Self {
         Spec::default()
     }
+
 
     /// The keys every stage accepts.
     pub fn stage() -> Self {

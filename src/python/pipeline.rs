@@ -94,6 +94,37 @@ pub fn builtin_stage_names() -> Vec<&'static str> {
     registry::all_builtins().iter().map(|d| d.name).collect()
 }
 
+/// The config keys of a built-in stage beyond those every stage takes: (key, required, what
+/// its value is), in declaration order; None for an unknown name.
+#[pyfunction]
+pub fn builtin_stage_keys(name: &str) -> Option<Vec<(&'static str, bool, String)>> {
+    let all = registry::all_builtins();
+    let descriptor = all.iter().find(|d| d.name == name)?;
+    let common: Vec<&str> = crate::config::Spec::stage()
+        .properties()
+        .iter()
+        .map(|p| p.name)
+        .collect();
+    Some(
+        (descriptor.spec)()
+            .properties()
+            .iter()
+            .filter(|p| !common.contains(&p.name))
+            .map(|p| (p.name, p.required, p.kind.describe()))
+            .collect(),
+    )
+}
+
+/// The keys every stage takes (`name`, `conditions`, ...).
+#[pyfunction]
+pub fn common_stage_keys() -> Vec<&'static str> {
+    crate::config::Spec::stage()
+        .properties()
+        .iter()
+        .map(|p| p.name)
+        .collect()
+}
+
 /// Pipeline(stages, name="pipeline"): stages (built-in `lucille.stages.X(...)` or
 /// `lucille.Stage` objects) run in order on one document at a time, for notebooks and tests.
 #[pyclass(name = "Pipeline", module = "lucille._lucille", frozen)]
@@ -357,5 +388,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyProcessIter>()?;
     m.add("StageError", m.py().get_type::<StageError>())?;
     m.add_function(wrap_pyfunction!(builtin_stage_names, m)?)?;
+    m.add_function(wrap_pyfunction!(builtin_stage_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(common_stage_keys, m)?)?;
     Ok(())
 }

@@ -283,3 +283,13 @@ def test_from_config_reports_every_error() -> None:
         assert part in msg, (part, msg)
     with pytest.raises(ValueError, match="cannot start"):
         Pipeline.from_config([{"class": "mystages:FailsInInit"}], base_dir=str(DATA))
+
+
+def test_builtin_stages_carry_their_config_keys_in_their_docstrings() -> None:
+    import pydoc
+
+    text = pydoc.plain(pydoc.render_doc(lucille.stages.CopyFields))
+    assert "fieldMapping: an object" in text, text
+    assert "updateMode" in text and "conditions" in text
+    doc = lucille.stages.QueryDatabase.__doc__ or ""
+    assert "keyFields (required)" in doc and "connectionRetries" in doc, doc
