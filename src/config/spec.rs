@@ -176,7 +176,6 @@ impl Spec {
         Spec::default()
     }
 
-
     /// The keys every stage accepts.
     pub fn stage() -> Self {
         Spec::new()
