@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
+# One build per run: incremental artifacts would only cost disk (gigabytes) and time.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 VENV=".venv"
 
 if [ ! -x "$VENV/bin/python" ]; then
