@@ -672,6 +672,9 @@ impl PipelinePlan {
             }
         }
         if errors.is_empty() {
+            errors = attach_chunks_before_emit(&mut plans);
+        }
+        if errors.is_empty() {
             Ok(PipelinePlan {
                 name: name.to_string(),
                 stages: plans,
@@ -696,6 +699,41 @@ impl PipelinePlan {
             Err(ConfigErrors(errors))
         }
     }
+}
+
+/// Lucille's ChunkText attaches its chunks to the parent for an EmitNestedChildren later in
+/// the pipeline to emit (with that stage's `fieldsToCopy` and `dropParent`); ours emits them
+/// lazily unless told to attach. So that Lucille's recipe gives Lucille's result, a ChunkText
+/// followed by an EmitNestedChildren gets `attachChildren: true` unless its config sets it.
+fn attach_chunks_before_emit(plans: &mut [StagePlan]) -> Vec<ConfigError> {
+    let is = |plan: &StagePlan, name: &str| matches!(plan.class, PlanClass::Builtin(d) if d.name == name);
+    let mut errors = Vec::new();
+    for i in 0..plans.len() {
+        if !is(&plans[i], "ChunkText") || plans[i].config.map().contains_key("attachChildren") {
+            continue;
+        }
+        let Some(emit) = plans[i + 1..].iter().find(|p| is(p, "EmitNestedChildren")) else {
+            continue;
+        };
+        let emit = emit.name.clone();
+        let plan = &mut plans[i];
+        let mut map = plan.config.map().clone();
+        map.insert("attachChildren".into(), Value::Bool(true));
+        let config =
+            ComponentConfig::new(map, plan.config.path()).with_paths(plan.config.paths().clone());
+        if config.bool_or("dropParent", false).unwrap_or(false) {
+            errors.push(config.error(
+                "dropParent",
+                format!(
+                    "EmitNestedChildren stage {emit:?} later in this pipeline emits the chunks: \
+                     set dropParent on it instead, as in Lucille"
+                ),
+            ));
+            continue;
+        }
+        plan.config = config;
+    }
+    errors
 }
 
 /// Validates one stage config. `Ok(None)` for a stage with `enabled: false` (validated, then

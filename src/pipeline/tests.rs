@@ -505,3 +505,83 @@ fn a_batch_run_gives_the_lazy_runs_outputs_in_order() {
     let m = batched.metrics();
     assert_eq!((m[2].processed, m[1].children, m[3].errors), (9, 6, 1));
 }
+
+fn plan(v: serde_json::Value) -> Result<PipelinePlan, ConfigErrors> {
+    PipelinePlan::from_config(
+        "main",
+        &stages(v),
+        "pipelines[0].stages",
+        &std::sync::Arc::new(crate::config::PathContext::new(None)),
+    )
+}
+
+/// (id, dropped, title copied from the parent) of every output, in order.
+fn chunk_outputs(plan: &PipelinePlan) -> Vec<(String, bool, Option<String>)> {
+    let mut p = plan.instantiate().unwrap();
+    p.start().unwrap();
+    let mut d = Document::new("p").unwrap();
+    d.set_field("title", "T").unwrap();
+    d.set_field("text", "One sentence. Two sentences.").unwrap();
+    p.process(d)
+        .map(|o| {
+            (
+                o.doc.id().to_string(),
+                o.doc.is_dropped(),
+                o.doc.get_string("parent_title").unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn chunk_text_then_emit_nested_children_gives_lucilles_result() {
+    // Lucille's recipe: the chunks, with the parent's fields copied, and the parent dropped;
+    // the stage between them sees the parent only (Lucille's chunks are attached until emitted).
+    let recipe = plan(json!([
+        {"class": "ChunkText", "source": "text", "dest": "chunk"},
+        {"class": "SetStaticValues", "staticValues": {"between": true}},
+        {"class": "EmitNestedChildren", "dropParent": true, "fieldsToCopy": {"title": "parent_title"}}
+    ]))
+    .unwrap();
+    let t = Some(s("T"));
+    assert_eq!(
+        chunk_outputs(&recipe),
+        [
+            (s("p-1"), false, t.clone()),
+            (s("p-2"), false, t),
+            (s("p"), true, None)
+        ]
+    );
+    let mut p = recipe.instantiate().unwrap();
+    let mut d = Document::new("q").unwrap();
+    d.set_field("text", "Only one.").unwrap();
+    let out: Vec<_> = p.process(d).collect();
+    assert!(
+        !out[0].doc.has("between"),
+        "the chunk skipped the stage before EmitNestedChildren"
+    );
+    assert!(out[1].doc.has("between"));
+
+    // Alone, or told not to attach, ChunkText emits its chunks and keeps the parent.
+    for config in [
+        json!([{"class": "ChunkText", "source": "text"}]),
+        json!([{"class": "ChunkText", "source": "text", "attachChildren": false},
+               {"class": "EmitNestedChildren", "dropParent": true}]),
+    ] {
+        let out = chunk_outputs(&plan(config).unwrap());
+        let ids: Vec<_> = out.iter().map(|o| (o.0.as_str(), o.1)).collect();
+        assert_eq!(ids, [("p-1", false), ("p-2", false), ("p", false)]);
+    }
+
+    let err = plan(json!([
+        {"class": "ChunkText", "source": "text", "dropParent": true},
+        {"name": "emit", "class": "EmitNestedChildren"}
+    ]))
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        err.contains("pipelines[0].stages[0].dropParent: EmitNestedChildren stage \"emit\""),
+        "{err}"
+    );
+}

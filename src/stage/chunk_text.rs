@@ -30,12 +30,18 @@
 //! text; text borrowed from neighbours by `overlapPercentage` is not counted), `length` (the
 //! chunk's length in characters) and `dest`. A missing, null or blank source gives no children.
 //!
+//! `attachChildren` (default: true when an EmitNestedChildren comes later in the same pipeline,
+//! else false): attach the chunks to the parent (`___children`), as Lucille's ChunkText always
+//! does, for that EmitNestedChildren to emit with its `fieldsToCopy` and `dropParent`, so
+//! Lucille's chunking recipe (ChunkText, then `EmitNestedChildren { dropParent: true }`) gives
+//! Lucille's result. Attached chunks are all made at once; emitted ones lazily.
+//!
 //! Where we differ from Lucille:
-//! - Lucille attaches the chunks to the parent (`___children`) and needs EmitNestedChildren to
-//!   emit them; here they are emitted directly (an EmitNestedChildren after this stage finds
-//!   nothing attached and leaves the parent alone). Lucille configs that emitted with
-//!   `dropParent: true` should set `dropParent: true` here instead: the parent is then marked
-//!   dropped when it has chunks.
+//! - Without a later EmitNestedChildren the chunks are emitted directly, lazily, as documents
+//!   of their own that flow through the stages after this one (Lucille would leave them
+//!   attached, for an indexer that sends nested documents). `dropParent: true` then marks the
+//!   parent dropped when it has chunks; it cannot be combined with attached chunks (put it on
+//!   the EmitNestedChildren, as in Lucille).
 //! - `total_chunks` is known before the first child is emitted, so the chunks are computed
 //!   twice (once to count them) rather than stored.
 //! - Sentences come from UAX #29 rules rather than OpenNLP's English model: close for ordinary
@@ -85,6 +91,7 @@ fn spec() -> Spec {
         .optional("overlapPercentage", Kind::Integer)
         .optional("characterLimit", Kind::Integer)
         .optional("dropParent", Kind::Bool)
+        .optional("attachChildren", Kind::Bool)
 }
 
 enum Method {
@@ -109,6 +116,7 @@ struct ChunkText {
     source: String,
     dest: String,
     drop_parent: bool,
+    attach: bool,
     chunking: Arc<Chunking>,
 }
 
@@ -199,10 +207,20 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
             ))
         }
     };
+    let drop_parent = config.bool_or("dropParent", false)?;
+    let attach = config.bool_or("attachChildren", false)?;
+    if attach && drop_parent {
+        return Err(config.error(
+            "dropParent",
+            "cannot be combined with attached chunks (attachChildren, or a later \
+             EmitNestedChildren): set dropParent on the EmitNestedChildren, as in Lucille",
+        ));
+    }
     Ok(Box::new(ChunkText {
         source,
         dest,
-        drop_parent: config.bool_or("dropParent", false)?,
+        drop_parent,
+        attach,
         chunking: Arc::new(Chunking {
             method,
             clean: config.bool_or("cleanChunks", false)?,
@@ -232,21 +250,35 @@ impl Stage for ChunkText {
         }
         let parent = doc.id().to_string();
         let dest = self.dest.clone();
-        let children = chunks(&self.chunking, source).enumerate().map(
-            move |(i, chunk)| -> Result<Document, StageFailure> {
-                let number = i + 1;
-                let mut child = Document::new(child_id(&parent, number))?;
-                child.set_field("parent_id", parent.as_str())?;
-                child.set_field("chunk_number", number)?;
-                child.set_field("total_chunks", total)?;
-                child.set_field("offset", chunk.offset)?;
-                child.set_field("length", chunk.chars)?;
-                child.set_field(&dest, chunk.text)?;
-                Ok(child)
-            },
-        );
+        let children = chunks(&self.chunking, source)
+            .enumerate()
+            .map(move |(i, chunk)| chunk_document(&parent, &dest, i + 1, total, chunk));
+        if self.attach {
+            for child in children {
+                doc.add_child(child?);
+            }
+            return Ok(None);
+        }
         Ok(Some(Box::new(children)))
     }
+}
+
+/// The child document of chunk `number` (from 1) of `total`.
+fn chunk_document(
+    parent: &str,
+    dest: &str,
+    number: usize,
+    total: usize,
+    chunk: Piece,
+) -> Result<Document, StageFailure> {
+    let mut child = Document::new(child_id(parent, number))?;
+    child.set_field("parent_id", parent)?;
+    child.set_field("chunk_number", number)?;
+    child.set_field("total_chunks", total)?;
+    child.set_field("offset", chunk.offset)?;
+    child.set_field("length", chunk.chars)?;
+    child.set_field(dest, chunk.text)?;
+    Ok(child)
 }
 
 /// A chunk on its way through the steps: its text, where it starts in the source (characters)
