@@ -27,8 +27,13 @@
 //!   order unchanged), and its `$single` panics on non-boolean predicate results.
 //! * **Still unsupported** (calling them fails with "Attempted to invoke a non-function"):
 //!   `$eval`, `$formatInteger`, `$parseInteger`, `$clone`. jsonata-rs itself also lacks
-//!   partial application (`$f(?, 1)`), the parent operator `%`, and function signatures are
-//!   parsed but not checked.
+//!   partial application (`$f(?, 1)`), the parent operator `%`, calling a function literal
+//!   where it is written (`function($x){...}(5)`), the `??` and `?:` operators, and function
+//!   signatures (`function($x)<n:n>`); the first three are compile errors that say so (where
+//!   jsonata-rs would panic), the others fail to parse.
+//!
+//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1326 of its 1686 cases
+//! pass; see that file for what counts as a pass).
 //! * Everything else in the JSONata standard library is jsonata-rs's own implementation:
 //!   `$length`/`$substring`/`$substringBefore`/`$substringAfter`/`$uppercase`/
 //!   `$lowercase`/`$trim`/`$pad`/`$contains`/`$split`/`$join`/`$match`/`$replace`/
@@ -89,8 +94,8 @@
 //! even across recycling. Tail-recursive JSONata functions never hit the depth limit: use
 //! [`Expression::set_time_limit`] to stop runaway ones.
 //!
-//! Panics inside jsonata-rs are caught, but the default panic hook still prints them to
-//! stderr.
+//! Panics inside jsonata-rs are caught and reported as errors; the panic hook is told to stay
+//! quiet about them (it still prints every other panic).
 //!
 //! Results are always converted to owned `serde_json::Value`s before `evaluate` returns, and
 //! [`Expression`] is `Send` (not `Sync`), so a pipeline stage can own one per worker thread.
@@ -138,6 +143,10 @@ pub const DEFAULT_MAX_DEPTH: usize = if cfg!(debug_assertions) { 150 } else { 10
 /// recursively (about 18 KiB of stack per level in debug builds, 2.5 KiB in release
 /// builds), and a stack overflow would abort the process. Same 2 MiB budget as above.
 pub const MAX_INPUT_DEPTH: usize = if cfg!(debug_assertions) { 64 } else { 300 };
+
+/// Evaluation levels the wrapper (the hook call and the two blocks around the expression) adds:
+/// added to a depth limit so that the limit means what it means to jsonata-rs.
+const WRAPPER_DEPTH: usize = 2;
 
 /// Name of the native function that the wrapped expression calls first (see `gc_hook`).
 const HOOK_NAME: &str = "__lucille_jsonata_gc";
@@ -218,7 +227,7 @@ impl Expression {
         };
         // Parse the expression as written first, so syntax errors carry the right positions
         // and nothing can "escape" the wrapper below.
-        let checked = catch_unwind(|| {
+        let checked = quiet_catch_unwind(|| {
             let arena = Bump::new();
             JsonAta::new(expr, &arena)
                 .map(|_| ())
@@ -227,10 +236,20 @@ impl Expression {
         match checked {
             Ok(Ok(())) => {}
             Ok(Err(message)) => return Err(compile_err(message)),
-            Err(panic) => return Err(compile_err(panic_message(panic.as_ref()))),
+            Err(panic) => return Err(compile_err(unsupported(&panic_message(panic.as_ref())))),
         }
-        let prefix = format!("(${HOOK_NAME}();\n");
-        let wrapped = format!("{prefix}{expr}\n)");
+        if let Some(at) = order::partial_application(expr) {
+            return Err(compile_err(format!(
+                "S0000 @ {at}: partial application (`?` as an argument) is not supported by \
+                 jsonata-rs, the JSONata engine used here: write a function, e.g. \
+                 `function($x){{$f($x, 2)}}` for `$f(?, 2)`"
+            )));
+        }
+        // The expression goes in a block of its own after the hook call: after `(` (unlike
+        // after `;`) jsonata-rs reads a `/` as the start of a regex literal, so an expression
+        // may start with one.
+        let prefix = format!("(${HOOK_NAME}();\n(");
+        let wrapped = format!("{prefix}{expr}\n))");
         let mut expression = Expression {
             source: expr.to_string(),
             prefix_chars: prefix.chars().count(),
@@ -239,7 +258,7 @@ impl Expression {
             bundle: None,
             pending_natives: RefCell::new(Vec::new()),
             disposables: RefCell::new(Vec::new()),
-            max_depth: Some(DEFAULT_MAX_DEPTH),
+            max_depth: Some(DEFAULT_MAX_DEPTH + WRAPPER_DEPTH),
             time_limit_ms: None,
             recycles: 0,
             evaluations: 0,
@@ -256,7 +275,7 @@ impl Expression {
     /// Limits jsonata-rs's evaluation depth (default [`DEFAULT_MAX_DEPTH`]); `None` removes
     /// the limit, which lets runaway recursion overflow the stack and abort the process.
     pub fn set_max_depth(&mut self, max_depth: Option<usize>) {
-        self.max_depth = max_depth;
+        self.max_depth = max_depth.map(|d| d.saturating_add(WRAPPER_DEPTH));
     }
 
     /// Makes an evaluation fail (error U1001) once it has run longer than `limit`
@@ -286,6 +305,14 @@ impl Expression {
         &mut self,
         input: &serde_json::Value,
     ) -> Result<Option<serde_json::Value>, JsonataError> {
+        self.evaluate_optional(Some(input))
+    }
+
+    /// As [`Expression::evaluate`], with `None` for JSONata's undefined input.
+    pub fn evaluate_optional(
+        &mut self,
+        input: Option<&serde_json::Value>,
+    ) -> Result<Option<serde_json::Value>, JsonataError> {
         self.evaluate_inner(input)
             .map_err(|message| JsonataError::Evaluate {
                 expr: self.source.clone(),
@@ -295,14 +322,18 @@ impl Expression {
 
     fn evaluate_inner(
         &mut self,
-        input: &serde_json::Value,
+        input: Option<&serde_json::Value>,
     ) -> Result<Option<serde_json::Value>, String> {
-        if exceeds_depth(input, MAX_INPUT_DEPTH) {
+        if input.is_some_and(|input| exceeds_depth(input, MAX_INPUT_DEPTH)) {
             return Err(format!(
                 "input document is nested deeper than {MAX_INPUT_DEPTH} levels"
             ));
         }
-        let text = serde_json::to_string(input).map_err(|e| e.to_string())?;
+        let text = input
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        let input = input.unwrap_or(&serde_json::Value::Null);
         if self.bundle.is_none() {
             self.bundle = Some(self.build()?);
         }
@@ -322,9 +353,9 @@ impl Expression {
         let (max_depth, time_limit) = (self.max_depth, self.time_limit_ms);
         let outcome = {
             let _guard = ScopeGuard::enter(&scope);
-            catch_unwind(std::panic::AssertUnwindSafe(|| {
+            quiet_catch_unwind(std::panic::AssertUnwindSafe(|| {
                 bundle.compiled.with_dependent(|_arena, jsonata| {
-                    match jsonata.evaluate_timeboxed(Some(&text), max_depth, time_limit) {
+                    match jsonata.evaluate_timeboxed(text.as_deref(), max_depth, time_limit) {
                         Ok(value) => to_json(value, &scope.orderer, 0),
                         Err(e) => Err(clean_error_message(&e.to_string(), self.prefix_chars)),
                     }
@@ -353,7 +384,7 @@ impl Expression {
     /// Compiles the wrapped expression into a fresh arena and registers the native functions.
     fn build(&self) -> Result<Bundle, String> {
         let mut own_natives = Vec::new();
-        let built = catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let built = quiet_catch_unwind(std::panic::AssertUnwindSafe(|| {
             Compiled::try_new(Bump::new(), |arena| {
                 let jsonata = JsonAta::new(&self.wrapped, arena).map_err(|e| e.to_string())?;
                 let mut register =
@@ -544,7 +575,7 @@ pub(crate) fn with_scope<R>(f: impl FnOnce(&EvalScope<'_>) -> R) -> Option<R> {
     Some(f(unsafe { &*(ptr as *const EvalScope<'_>) }))
 }
 
-/// Called first by every evaluation (the expression is compiled as `($hook(); EXPR)`).
+/// Called first by every evaluation (the expression is compiled as `($hook(); (EXPR))`).
 ///
 /// jsonata-rs re-binds its builtins to freshly allocated `Value::NativeFn`s at the start of
 /// every evaluation; the bump arena never drops them, so their heap `String` names would leak
@@ -756,6 +787,50 @@ fn clean_error_message(message: &str, prefix_chars: usize) -> String {
         ),
         _ => message.to_string(),
     }
+}
+
+/// The compile error for a panic of jsonata-rs's parser: what it does not support, where the
+/// panic says so, and how to write it instead.
+fn unsupported(panic: &str) -> String {
+    if panic.contains("Parent not yet implemented") {
+        "S0000: the parent operator `%` is not supported by jsonata-rs, the JSONata engine \
+         used here: bind the parent with a focus variable instead (`Order@$o.Product.{'id': \
+         $o.OrderID}`)"
+            .to_string()
+    } else if panic.contains("unreachable") {
+        "S0000: jsonata-rs, the JSONata engine used here, cannot call what is written before \
+         these parentheses: a function literal called where it is written \
+         (`function($x){$x*$x}(5)`) must be bound to a variable first \
+         (`($sq := function($x){$x*$x}; $sq(5))`), and a number or string cannot be called \
+         (T1006)"
+            .to_string()
+    } else {
+        format!("internal error in jsonata-rs: {panic}")
+    }
+}
+
+thread_local! {
+    /// Set while this thread runs jsonata-rs code whose panics are caught and reported.
+    static QUIET_PANICS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// `catch_unwind` for calls into jsonata-rs: a panic there is caught and reported as this
+/// module's error, so the panic hook (which would print it to stderr like a crash) is told to
+/// stay quiet about it. Other panics reach the previous hook as before.
+fn quiet_catch_unwind<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> std::thread::Result<R> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET_PANICS.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    let was = QUIET_PANICS.with(|q| q.replace(true));
+    let result = catch_unwind(f);
+    QUIET_PANICS.with(|q| q.set(was));
+    result
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {

@@ -251,7 +251,12 @@ fn fn_sort<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> 
     }
     let items: Vec<&'a Value<'a>> = match array {
         Value::Array(..) | Value::Range(..) => array.members().collect(),
-        other => return Ok(other),
+        // A single value is an array of one (`$sort(1)` is `[1]`).
+        other => {
+            let out = Value::array_with_capacity(ctx.arena, 1, ArrayFlags::empty());
+            out.push(other);
+            return Ok(out);
+        }
     };
     if items.len() <= 1 {
         return Ok(array);
@@ -757,12 +762,23 @@ fn fn_string<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a
         Value::String(_) => Ok(value),
         v if is_function(v) || matches!(v, Value::Regex(_)) => Ok(Value::string(ctx.arena, "")),
         Value::Number(n) if !n.is_finite() => Err(Error::D3001StringNotFinite(ctx.char_index)),
+        v if has_non_finite(v) => Err(custom_error(&ctx, "D1001", "Number out of range")),
         _ => {
             let mut out = String::new();
             with_scope(|scope| stringify(value, pretty, Some(&scope.orderer), 0, &mut out))
                 .unwrap_or_else(|| stringify(value, pretty, None, 0, &mut out));
             Ok(Value::string(ctx.arena, &out))
         }
+    }
+}
+
+/// An infinite or NaN number inside an array or object (JSON has no way to write one).
+fn has_non_finite<'a>(value: &'a Value<'a>) -> bool {
+    match value {
+        Value::Number(n) => !n.is_finite(),
+        Value::Array(..) => value.members().any(has_non_finite),
+        Value::Object(map) => map.values().any(|v| has_non_finite(v)),
+        _ => false,
     }
 }
 
@@ -793,6 +809,11 @@ fn stringify<'a>(
     match value {
         Value::Undefined | Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        // Integers a double holds exactly are written in full (as jsonata-js 2 does), other
+        // numbers to 15 significant digits.
+        Value::Number(n) if n.is_finite() && n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER => {
+            out.push_str(&js_number_to_string(*n))
+        }
         Value::Number(n) if n.is_finite() => {
             out.push_str(&js_number_to_string(to_precision_15(*n)))
         }
@@ -852,6 +873,9 @@ fn stringify<'a>(
         }
     }
 }
+
+/// 2^53: every integer up to this is exactly a double.
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_992.0;
 
 /// `Number(x.toPrecision(15))`.
 pub(super) fn to_precision_15(x: f64) -> f64 {

@@ -539,3 +539,56 @@ fn fuzz_found_parser_panics_are_compile_errors() {
         assert!(matches!(err, JsonataError::Compile { .. }), "{name}: {err}");
     }
 }
+
+#[test]
+fn parity_fixes_from_the_official_suite() {
+    // An expression may start with a regex literal (the wrapper once made `/` a division).
+    assert_eq!(eval("/b/.x", &json!({})), None);
+    assert_eq!(
+        eval("$count($match('abcb', /b/))", &json!({})),
+        Some(json!(2))
+    );
+    // A single value sorts as an array of one.
+    assert_eq!(eval("$sort(1)", &json!({})), Some(json!([1])));
+    // Integers a double holds exactly keep all their digits; others 15 significant digits.
+    assert_eq!(
+        eval("$string(n)", &json!({"n": 5890840712243076u64})),
+        Some(json!("5890840712243076"))
+    );
+    assert_eq!(
+        eval("$string(22/7)", &json!({})),
+        Some(json!("3.14285714285714"))
+    );
+    assert!(eval_err("$string({'inf': 1/0})", &json!({})).contains("D1001"));
+    // Undefined input.
+    let mut e = Expression::compile("$exists($)").unwrap();
+    assert_eq!(e.evaluate_optional(None).unwrap(), Some(json!(false)));
+}
+
+#[test]
+fn a_depth_limit_means_what_it_means_to_jsonata_rs() {
+    for (expr, needs) in [("1", 1), ("$sum([1,2])", 3), ("[1,[2,[3]]]", 4)] {
+        let mut e = Expression::compile(expr).unwrap();
+        e.set_max_depth(Some(needs));
+        assert!(e.evaluate(&json!({})).is_ok(), "{expr} at depth {needs}");
+        e.set_max_depth(Some(needs - 1));
+        assert!(
+            e.evaluate(&json!({})).is_err(),
+            "{expr} at depth {}",
+            needs - 1
+        );
+    }
+}
+
+#[test]
+fn unsupported_syntax_is_a_clear_compile_error_not_a_panic() {
+    for (expr, says) in [
+        ("$substring(?, 0, 2)", "partial application"),
+        ("Account.Order.%.x", "parent operator"),
+        ("function($x){$x*$x}(5)", "bound to a variable first"),
+    ] {
+        let err = Expression::compile(expr).unwrap_err().to_string();
+        assert!(err.contains(says), "{expr}: {err}");
+        assert!(!err.contains("internal error"), "{expr}: {err}");
+    }
+}
