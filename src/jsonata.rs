@@ -15,7 +15,8 @@
 //! * **Supplied functions** (missing from jsonata-rs 0.3.4, implemented here as native
 //!   functions registered on every compiled expression): `$average`, `$type`, `$spread`,
 //!   `$sift`, `$shuffle`, `$formatBase`, `$formatNumber` (XPath/F&O picture strings with the
-//!   optional decimal-format options object), `$encodeUrl`, `$encodeUrlComponent`,
+//!   optional decimal-format options object), `$formatInteger` and `$parseInteger` (XPath
+//!   integer pictures: digit patterns, letters, roman numerals, English words, ordinals), `$encodeUrl`, `$encodeUrlComponent`,
 //!   `$decodeUrl`, `$decodeUrlComponent`.
 //! * **Replaced functions** (jsonata-rs has them, but they expose the arbitrary key order of
 //!   its hash-map objects, format numbers differently from JSONata, or mishandle tail calls):
@@ -26,13 +27,13 @@
 //!   single function call (a tail-call thunk: `$filter` drops every item, `$sort` leaves the
 //!   order unchanged), and its `$single` panics on non-boolean predicate results.
 //! * **Still unsupported** (calling them fails with "Attempted to invoke a non-function"):
-//!   `$eval`, `$formatInteger`, `$parseInteger`, `$clone`. jsonata-rs itself also lacks
+//!   `$eval`, `$clone`. jsonata-rs itself also lacks
 //!   partial application (`$f(?, 1)`), the parent operator `%`, calling a function literal
 //!   where it is written (`function($x){...}(5)`), the `??` and `?:` operators, and function
 //!   signatures (`function($x)<n:n>`); the first three are compile errors that say so (where
 //!   jsonata-rs would panic), the others fail to parse.
 //!
-//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1326 of its 1686 cases
+//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1452 of its 1686 cases
 //! pass; see that file for what counts as a pass).
 //! * Everything else in the JSONata standard library is jsonata-rs's own implementation:
 //!   `$length`/`$substring`/`$substringBefore`/`$substringAfter`/`$uppercase`/

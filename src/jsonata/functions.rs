@@ -6,6 +6,7 @@ use jsonata_rs::{ArrayFlags, Error, FunctionContext, Value};
 use super::order::KeyOrderer;
 use super::with_scope;
 
+mod format_integer;
 mod format_number;
 
 /// The type of a jsonata-rs native function.
@@ -26,6 +27,8 @@ pub(crate) const SUPPLIED: &[(&str, usize, Native)] = &[
     ("shuffle", 1, fn_shuffle),
     ("formatBase", 1, fn_format_base),
     ("formatNumber", 2, format_number::fn_format_number),
+    ("formatInteger", 2, format_integer::fn_format_integer),
+    ("parseInteger", 2, format_integer::fn_parse_integer),
     ("encodeUrlComponent", 1, fn_encode_url_component),
     ("encodeUrl", 1, fn_encode_url),
     ("decodeUrlComponent", 1, fn_decode_url_component),
