@@ -8,6 +8,7 @@ use super::with_scope;
 
 mod format_integer;
 mod format_number;
+mod signature;
 
 /// The type of a jsonata-rs native function.
 pub(crate) type Native = for<'a, 'e, 'b> fn(
@@ -50,14 +51,50 @@ pub(crate) const OVERRIDES: &[(&str, usize, Native)] = &[
 ];
 
 /// jsonata-rs builtins wrapped so that the function, regex and transform values passed to
-/// them are recorded, and freed once unreachable (see `gc_hook`): (name, jsonata-rs arity,
-/// wrapper). The wrapper's index in this table selects the original builtin.
+/// them are recorded, and freed once unreachable (see `gc_hook`), and their arguments checked
+/// against JSONata's signatures first (`signature`): (name, jsonata-rs arity, wrapper). The
+/// wrapper's index in this table selects the original builtin.
 pub(crate) const WRAPPED: &[(&str, usize, Native)] = &[
     ("reduce", 3, wrap_reduce),
     ("replace", 4, wrap_replace),
     ("match", 2, wrap_match),
     ("contains", 2, wrap_contains),
     ("split", 3, wrap_split),
+    ("abs", 1, wrap_abs),
+    ("append", 2, wrap_append),
+    ("assert", 2, wrap_assert),
+    ("base64decode", 1, wrap_base64decode),
+    ("base64encode", 1, wrap_base64encode),
+    ("boolean", 1, wrap_boolean),
+    ("ceil", 1, wrap_ceil),
+    ("count", 1, wrap_count),
+    ("distinct", 1, wrap_distinct),
+    ("error", 1, wrap_error),
+    ("exists", 1, wrap_exists),
+    ("floor", 1, wrap_floor),
+    ("fromMillis", 3, wrap_from_millis),
+    ("join", 2, wrap_join),
+    ("length", 1, wrap_length),
+    ("lookup", 2, wrap_lookup),
+    ("lowercase", 1, wrap_lowercase),
+    ("max", 1, wrap_max),
+    ("merge", 1, wrap_merge),
+    ("min", 1, wrap_min),
+    ("not", 1, wrap_not),
+    ("number", 1, wrap_number),
+    ("pad", 2, wrap_pad),
+    ("power", 2, wrap_power),
+    ("reverse", 1, wrap_reverse),
+    ("round", 2, wrap_round),
+    ("sqrt", 1, wrap_sqrt),
+    ("substring", 3, wrap_substring),
+    ("substringAfter", 2, wrap_substring_after),
+    ("substringBefore", 2, wrap_substring_before),
+    ("sum", 1, wrap_sum),
+    ("toMillis", 2, wrap_to_millis),
+    ("trim", 1, wrap_trim),
+    ("uppercase", 1, wrap_uppercase),
+    ("zip", 1, wrap_zip),
 ];
 
 /// The type of a jsonata-rs builtin for one arena lifetime.
@@ -77,6 +114,41 @@ wrapper!(
     wrap_match = 2,
     wrap_contains = 3,
     wrap_split = 4,
+    wrap_abs = 5,
+    wrap_append = 6,
+    wrap_assert = 7,
+    wrap_base64decode = 8,
+    wrap_base64encode = 9,
+    wrap_boolean = 10,
+    wrap_ceil = 11,
+    wrap_count = 12,
+    wrap_distinct = 13,
+    wrap_error = 14,
+    wrap_exists = 15,
+    wrap_floor = 16,
+    wrap_from_millis = 17,
+    wrap_join = 18,
+    wrap_length = 19,
+    wrap_lookup = 20,
+    wrap_lowercase = 21,
+    wrap_max = 22,
+    wrap_merge = 23,
+    wrap_min = 24,
+    wrap_not = 25,
+    wrap_number = 26,
+    wrap_pad = 27,
+    wrap_power = 28,
+    wrap_reverse = 29,
+    wrap_round = 30,
+    wrap_sqrt = 31,
+    wrap_substring = 32,
+    wrap_substring_after = 33,
+    wrap_substring_before = 34,
+    wrap_sum = 35,
+    wrap_to_millis = 36,
+    wrap_trim = 37,
+    wrap_uppercase = 38,
+    wrap_zip = 39,
 );
 
 fn call_original<'a>(
@@ -85,6 +157,18 @@ fn call_original<'a>(
     args: &[&'a Value<'a>],
 ) -> Res<'a> {
     record_disposables(args);
+    let checked;
+    let args = match WRAPPED
+        .get(index)
+        .and_then(|(name, _, _)| signature::of(name))
+    {
+        Some(sig) => {
+            let callback = IN_BUILTIN.with(|depth| depth.get() > 0);
+            checked = signature::check(&ctx, sig, args, callback)?;
+            &checked[..]
+        }
+        None => args,
+    };
     let Some(ptr) = with_scope(|scope| scope.original(index)).flatten() else {
         return Err(Error::T1006InvokedNonFunction(ctx.char_index));
     };
@@ -93,7 +177,22 @@ fn call_original<'a>(
     // `pub fn fn_x<'a>(FunctionContext<'a, '_>, &[&'a Value<'a>]) -> Result<&'a Value<'a>>`,
     // which is generic over the arena lifetime; it is called with values of this arena.
     let original = unsafe { std::mem::transmute::<*const (), Builtin<'a>>(ptr) };
-    original(ctx, args)
+    IN_BUILTIN.with(|depth| depth.set(depth.get() + 1));
+    let result = original(ctx, args);
+    IN_BUILTIN.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    result
+}
+
+thread_local! {
+    /// How many wrapped jsonata-rs builtins are running on this thread: a function called
+    /// while one runs is called back by it (see `signature::check`). A panic inside one is
+    /// caught by the evaluation, which then resets this (`reset_builtin_depth`).
+    static IN_BUILTIN: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Forgets builtins left running by a panic (called when an evaluation starts).
+pub(crate) fn reset_builtin_depth() {
+    IN_BUILTIN.with(|depth| depth.set(0));
 }
 
 /// Records the function, regex and transform values among `args` for freeing later.
@@ -928,4 +1027,63 @@ pub(super) fn js_number_to_string(x: f64) -> String {
         out.push_str(&(n - 1).abs().to_string());
     }
     out
+}
+
+#[cfg(test)]
+mod wrapped_tests {
+    use super::*;
+
+    #[test]
+    fn every_wrapper_calls_the_builtin_of_its_own_name() {
+        // The wrapper! indices must follow WRAPPED's order: wrap_x at index i wraps WRAPPED[i].
+        let wrappers: [Native; 40] = [
+            wrap_reduce,
+            wrap_replace,
+            wrap_match,
+            wrap_contains,
+            wrap_split,
+            wrap_abs,
+            wrap_append,
+            wrap_assert,
+            wrap_base64decode,
+            wrap_base64encode,
+            wrap_boolean,
+            wrap_ceil,
+            wrap_count,
+            wrap_distinct,
+            wrap_error,
+            wrap_exists,
+            wrap_floor,
+            wrap_from_millis,
+            wrap_join,
+            wrap_length,
+            wrap_lookup,
+            wrap_lowercase,
+            wrap_max,
+            wrap_merge,
+            wrap_min,
+            wrap_not,
+            wrap_number,
+            wrap_pad,
+            wrap_power,
+            wrap_reverse,
+            wrap_round,
+            wrap_sqrt,
+            wrap_substring,
+            wrap_substring_after,
+            wrap_substring_before,
+            wrap_sum,
+            wrap_to_millis,
+            wrap_trim,
+            wrap_uppercase,
+            wrap_zip,
+        ];
+        assert_eq!(wrappers.len(), WRAPPED.len());
+        for (i, (name, _, f)) in WRAPPED.iter().enumerate() {
+            assert!(
+                std::ptr::fn_addr_eq(*f, wrappers[i]),
+                "WRAPPED[{i}] ({name})"
+            );
+        }
+    }
 }

@@ -244,16 +244,24 @@ fn evaluation_errors_have_positions_in_the_written_expression() {
 
 #[test]
 fn panics_become_errors_and_the_expression_recovers() {
-    // jsonata-rs 0.3.4 indexes args[0] unchecked in $round.
-    let mut e = Expression::compile("x = 1 ? $round() : x + 1").unwrap();
+    // jsonata-rs 0.3.4 panics ("Not an object") on a group-by after a filter that matches
+    // nothing on focus variables (the official suite's joins/library-joins).
+    let mut e = Expression::compile(
+        "library.loans@$L.books@$B[$L.isbn=$B.isbn].customers[$L.customer='none']{'n': $B.title[]}",
+    )
+    .unwrap();
+    let library = json!({"library": {"loans": [{"isbn": "1", "customer": "c"}],
+        "books": [{"isbn": "1", "title": "t"}], "customers": [{"id": "c"}]}});
     let msg = e
-        .evaluate(&json!({"x": 1}))
+        .evaluate(&library)
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(msg.contains("internal error in jsonata-rs"), "{msg}");
     assert_eq!(e.recycle_count(), 1);
-    assert_eq!(e.evaluate(&json!({"x": 2})).ok(), Some(Some(json!(3))));
+    let matching = json!({"library": {"loans": [{"isbn": "1", "customer": "none"}],
+        "books": [{"isbn": "1", "title": "t"}], "customers": [{"id": "c"}]}});
+    assert_eq!(e.evaluate(&matching).ok(), Some(Some(json!({"n": ["t"]}))));
 }
 
 #[test]
@@ -591,4 +599,25 @@ fn unsupported_syntax_is_a_clear_compile_error_not_a_panic() {
         assert!(err.contains(says), "{expr}: {err}");
         assert!(!err.contains("internal error"), "{expr}: {err}");
     }
+}
+
+#[test]
+fn builtin_arguments_are_checked_against_their_signatures() {
+    let d = json!({"n": 20, "o": {"a": 1}, "s": "Coca"});
+    for (expr, code) in [
+        ("$uppercase(n)", "T0410"),
+        ("$lowercase('a', 'b')", "T0410"),
+        ("$substringBefore(s & 'ca')", "T0411"),
+        ("$sum(['a'])", "T0412"),
+        ("$join()", "T0410"),
+        ("$length(o)", "T0410"),
+    ] {
+        let msg = eval_err(expr, &d);
+        assert!(msg.starts_with(code), "{expr}: {msg}");
+    }
+    // Undefined arguments pass (the result is undefined); the context fills a `-` parameter.
+    assert_eq!(eval("$uppercase(missing)", &d), None);
+    assert_eq!(eval("s.$uppercase()", &d), Some(json!("COCA")));
+    assert_eq!(eval("$sum(n)", &d), Some(json!(20)));
+    assert_eq!(eval("$split('a,b', ',')", &d), Some(json!(["a", "b"])));
 }
