@@ -54,10 +54,10 @@ fn first_difference(a: &Value, b: &Value, path: &str) -> String {
                     _ => {}
                 }
             }
-            for k in y.keys().filter(|k| !x.contains_key(*k)) {
-                return format!("{path}.{k}: only Typesafe has it ({})", y[k]);
+            match y.iter().find(|(k, _)| !x.contains_key(*k)) {
+                Some((k, w)) => format!("{path}.{k}: only Typesafe has it ({w})"),
+                None => format!("{path}: differ"),
             }
-            format!("{path}: differ")
         }
         _ => format!("{path}: ours {a}, Typesafe {b}"),
     }
