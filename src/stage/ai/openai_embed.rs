@@ -3,10 +3,11 @@
 //! `{"model", "input": [texts], "encoding_format": "float"}` and `dimensions` when set) and
 //! stores each vector in `dest` as float32 numbers, as `Document.set_vector` does.
 //!
-//! Keys (Lucille's): `source`, `dest` (default `embeddings`), `embed_document` and
-//! `embed_children` (both required; at least one true: embed the document itself, and/or the
-//! children attached to it), `api_key` (required, sent as `Authorization: Bearer`),
-//! `model_name` (default `text-embedding-3-small`), `dimensions`. New here: `url` (the API base,
+//! Keys (Lucille's): `source`, `dest` (default `embeddings`), `embedDocument` and
+//! `embedChildren` (both required; at least one true: embed the document itself, and/or the
+//! children attached to it), `apiKey` (required, sent as `Authorization: Bearer`),
+//! `modelName` (default `text-embedding-3-small`), `dimensions`; older Lucille versions'
+//! `embed_document`, `embed_children`, `api_key` and `model_name` are accepted too. New here: `url` (the API base,
 //! default `https://api.openai.com/v1`; e.g. `http://localhost:11434/v1` for Ollama),
 //! `batchSize` (documents whose texts go in one request, default 32; the pipeline hands the
 //! stage that many documents at once), `timeout` (seconds per request, default 60) and the
@@ -18,7 +19,7 @@
 //! the server's message. Where we differ from Lucille: Lucille cuts texts to 8191 tokens with
 //! OpenAI's tokenizer before sending; here texts are sent whole and a server that rejects an
 //! over-long input fails those documents (chunk long texts with ChunkText first). Lucille
-//! accepts only the three OpenAI model names; any `model_name` the server knows is accepted.
+//! accepts only the three OpenAI model names; any `modelName` the server knows is accepted.
 
 use serde_json::{json, Value};
 
@@ -38,15 +39,20 @@ fn spec() -> Spec {
     with_retry_keys(
         Spec::stage()
             .required("source", Kind::String)
-            .required("embed_document", Kind::Bool)
-            .required("embed_children", Kind::Bool)
-            .required("api_key", Kind::String)
+            .required("embedDocument", Kind::Bool)
+            .required("embedChildren", Kind::Bool)
+            .required("apiKey", Kind::String)
             .optional("dest", Kind::String)
-            .optional("model_name", Kind::String)
+            .optional("modelName", Kind::String)
             .optional("dimensions", Kind::Integer)
             .optional("url", Kind::String)
             .optional("batchSize", Kind::Integer)
-            .optional("timeout", Kind::Integer),
+            .optional("timeout", Kind::Integer)
+            // Older Lucille versions' names.
+            .alias("embed_document", "embedDocument")
+            .alias("embed_children", "embedChildren")
+            .alias("api_key", "apiKey")
+            .alias("model_name", "modelName"),
     )
 }
 
@@ -63,17 +69,17 @@ struct OpenAIEmbed {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    let embed_document = config.bool_or("embed_document", false)?;
-    let embed_children = config.bool_or("embed_children", false)?;
+    let embed_document = config.bool_or("embedDocument", false)?;
+    let embed_children = config.bool_or("embedChildren", false)?;
     if !embed_document && !embed_children {
         return Err(config.error(
-            "embed_document",
-            "embed_document and embed_children are both false: nothing would be embedded",
+            "embedDocument",
+            "embedDocument and embedChildren are both false: nothing would be embedded",
         ));
     }
-    let api_key = config.require_string("api_key")?;
+    let api_key = config.require_string("apiKey")?;
     if api_key.trim().is_empty() {
-        return Err(config.error("api_key", "is empty"));
+        return Err(config.error("apiKey", "is empty"));
     }
     let dest = config
         .string("dest")?
@@ -102,7 +108,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         embed_document,
         embed_children,
         model: config
-            .string("model_name")?
+            .string("modelName")?
             .unwrap_or_else(|| "text-embedding-3-small".into()),
         dimensions,
         endpoint: format!("{}/embeddings", url.trim_end_matches('/')),

@@ -1,13 +1,13 @@
 //! PromptOllama (Lucille's stage and keys): sends the document (or some of its fields) to an
 //! Ollama server's chat API (`POST {hostURL}/api/chat`, `"stream": false`) with an optional
 //! system prompt, and puts the answer on the document: when the answer is a JSON object its
-//! fields are written with `update_mode`; otherwise the text goes to `ollamaResponse` (or, with
+//! fields are written with `updateMode`; otherwise the text goes to `ollamaResponse` (or, with
 //! `requireJSON`, the document fails).
 //!
 //! Keys (Lucille's): `hostURL` and `modelName` (required), `systemPrompt`, `timeout` (seconds
 //! per request, default 10 as Ollama's client), `fields` (the fields sent, as a JSON object;
 //! default the whole document as JSON), `requireJSON` (default false; true also asks the
-//! server for `"format": "json"`), `update_mode` (overwrite, append, skip; default overwrite).
+//! server for `"format": "json"`), `updateMode` (overwrite, append, skip; default overwrite; `update_mode`, older Lucille's name, is accepted too).
 //! New here: the retry keys (`maxRetries`, default 3, `retryWaitDurationMs`,
 //! `retryMaxWaitDurationMs`, `retryRandomizationFactor`, `retryableStatusCodes`), as for the
 //! HTTP indexers: a 429 or a busy server is retried with backoff.
@@ -38,7 +38,9 @@ fn spec() -> Spec {
             .optional("timeout", Kind::Integer)
             .optional("fields", Kind::StringList)
             .optional("requireJSON", Kind::Bool)
-            .optional("update_mode", Kind::OneOf(&["overwrite", "append", "skip"])),
+            .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
+            // Older Lucille versions' name.
+            .alias("update_mode", "updateMode"),
     )
 }
 
@@ -62,7 +64,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         system_prompt: config.string("systemPrompt")?,
         fields: config.string_list("fields")?.unwrap_or_default(),
         require_json: config.bool_or("requireJSON", false)?,
-        mode: config.update_mode("update_mode")?,
+        mode: config.update_mode("updateMode")?,
         client: client("PromptOllama", config, timeout, Auth::None)?,
     }))
 }

@@ -143,10 +143,10 @@ fn openai_embed_embeds_attached_children_and_checks_the_answer() {
 fn openai_embed_config_errors() {
     let mut c = embed_config("http://127.0.0.1:1");
     c["embed_document"] = json!(false);
-    assert!(build_err(c).contains("embed_children"));
+    assert!(build_err(c).contains("embedChildren are both false"));
     let mut c = embed_config("http://127.0.0.1:1");
     c["api_key"] = json!(" ");
-    assert!(build_err(c).contains("api_key"));
+    assert!(build_err(c).contains("apiKey"));
     let mut c = embed_config("http://127.0.0.1:1");
     c.as_object_mut().unwrap().remove("maxRetries");
     assert!(build_err(c).contains("needs maxRetries"));
@@ -155,7 +155,20 @@ fn openai_embed_config_errors() {
     assert!(build_err(c).contains("url"));
     let mut c = embed_config("http://127.0.0.1:1");
     c.as_object_mut().unwrap().remove("embed_children");
-    assert!(build_err(c).contains("embed_children"));
+    assert!(build_err(c).contains("embedChildren"));
+    // Current Lucille's names.
+    let mut c = embed_config("http://127.0.0.1:1");
+    let map = c.as_object_mut().unwrap();
+    for (old, new) in [
+        ("embed_document", "embedDocument"),
+        ("embed_children", "embedChildren"),
+        ("api_key", "apiKey"),
+        ("model_name", "modelName"),
+    ] {
+        let v = map.remove(old).unwrap();
+        map.insert(new.to_string(), v);
+    }
+    crate::stage::testing::build_stage(c);
 }
 
 fn chat_answer(content: &str) -> String {
