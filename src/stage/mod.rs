@@ -78,6 +78,7 @@ pub mod skip_document;
 // group: vectors
 pub mod ai;
 pub mod embed;
+pub mod search;
 // end group: vectors
 
 /// Why a stage could not process a document. The pipeline adds the stage name and document

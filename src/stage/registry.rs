@@ -81,6 +81,8 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &embed::DESCRIPTOR,
         &ai::openai_embed::DESCRIPTOR,
         &ai::prompt_ollama::DESCRIPTOR,
+        &search::query_opensearch::DESCRIPTOR,
+        &search::elasticsearch_lookup::DESCRIPTOR,
         // end group: vectors
     ];
     ALL
