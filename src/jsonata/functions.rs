@@ -6,6 +6,7 @@ use jsonata_rs::{ArrayFlags, Error, FunctionContext, Value};
 use super::order::KeyOrderer;
 use super::with_scope;
 
+mod eval;
 mod format_integer;
 mod format_number;
 mod signature;
@@ -30,6 +31,8 @@ pub(crate) const SUPPLIED: &[(&str, usize, Native)] = &[
     ("formatNumber", 2, format_number::fn_format_number),
     ("formatInteger", 2, format_integer::fn_format_integer),
     ("parseInteger", 2, format_integer::fn_parse_integer),
+    ("eval", 1, eval::fn_eval),
+    ("clone", 1, eval::fn_clone),
     ("encodeUrlComponent", 1, fn_encode_url_component),
     ("encodeUrl", 1, fn_encode_url),
     ("decodeUrlComponent", 1, fn_decode_url_component),
@@ -186,13 +189,25 @@ fn call_original<'a>(
 thread_local! {
     /// How many wrapped jsonata-rs builtins are running on this thread: a function called
     /// while one runs is called back by it (see `signature::check`). A panic inside one is
-    /// caught by the evaluation, which then resets this (`reset_builtin_depth`).
+    /// caught by the evaluation, which starts from 0 (`BuiltinDepth`).
     static IN_BUILTIN: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// Forgets builtins left running by a panic (called when an evaluation starts).
-pub(crate) fn reset_builtin_depth() {
-    IN_BUILTIN.with(|depth| depth.set(0));
+/// Held by an evaluation: it starts with no builtin running (forgetting any left running by
+/// a caught panic) and gives the depth back when it ends (an `$eval` evaluates inside another
+/// evaluation).
+pub(crate) struct BuiltinDepth(u32);
+
+impl BuiltinDepth {
+    pub(crate) fn enter() -> Self {
+        BuiltinDepth(IN_BUILTIN.with(|depth| depth.replace(0)))
+    }
+}
+
+impl Drop for BuiltinDepth {
+    fn drop(&mut self) {
+        IN_BUILTIN.with(|depth| depth.set(self.0));
+    }
 }
 
 /// Records the function, regex and transform values among `args` for freeing later.

@@ -621,3 +621,14 @@ fn builtin_arguments_are_checked_against_their_signatures() {
     assert_eq!(eval("$sum(n)", &d), Some(json!(20)));
     assert_eq!(eval("$split('a,b', ',')", &d), Some(json!(["a", "b"])));
 }
+
+#[test]
+fn eval_and_clone() {
+    let d = json!({"p": {"w": 2, "h": 3}, "e": "p.w * p.h"});
+    assert_eq!(eval("$eval(e)", &d), Some(json!(6)));
+    assert_eq!(eval("$eval('w * h', p)", &d), Some(json!(6)));
+    assert_eq!(eval("$eval(nothing)", &d), None);
+    assert!(eval_err("$eval('[1,#x]')", &d).starts_with("D3120"));
+    assert!(eval_err("$eval('$error(\"no\")')", &d).starts_with("D3121"));
+    assert_eq!(eval("$clone(p)", &d), Some(json!({"w": 2, "h": 3})));
+}
