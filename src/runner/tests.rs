@@ -309,10 +309,11 @@ fn environment_overrides_follow_typesafe_naming() {
 fn a_wedged_indexer_fails_the_run_and_every_waiting_document() {
     // The backend's first call never returns; the queues are tiny so workers and the
     // connector block behind it. The watchdog must end the run, FAIL what waited, and name
-    // the documents stuck in the hung call.
+    // the documents stuck in the hung call. A long batchTimeout: the first batch is always a
+    // full one of 10 (a short one flushed part-filled batches on a loaded machine).
     let config = json!({
         "connectors": [{"name": "c", "class": "SequenceConnector", "numDocs": 200}],
-        "indexer": {"type": "test-wedge", "batchSize": 10, "batchTimeout": 5, "inactivityTimeout": 300},
+        "indexer": {"type": "test-wedge", "batchSize": 10, "batchTimeout": 60000, "inactivityTimeout": 300},
         "publisher": {"queueCapacity": 4},
         "worker": {"threads": 1}
     });
