@@ -14,6 +14,7 @@ pub mod parquet;
 pub mod record;
 pub mod rss;
 pub mod sequence;
+pub mod solr;
 
 use std::sync::{Arc, OnceLock};
 
@@ -113,6 +114,7 @@ pub fn builtins() -> &'static [&'static ConnectorDescriptor] {
         &legacy::JSON_DESCRIPTOR,
         &legacy::XML_DESCRIPTOR,
         &parquet::DESCRIPTOR,
+        &solr::DESCRIPTOR,
     ];
     ALL
 }
