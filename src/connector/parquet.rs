@@ -439,7 +439,7 @@ impl ParquetConnector {
             .iter()
             .map(|f| f.name().to_string())
             .collect();
-        if !top.iter().any(|n| *n == self.id_field) {
+        if !top.contains(&self.id_field) {
             return Err(FileError::Read(format!(
                 "the schema has no idField {:?} (columns: {})",
                 self.id_field,
@@ -679,7 +679,10 @@ mod tests {
         new(&config, &common)
     }
 
-    fn read(c: &ParquetConnector) -> Result<(Vec<Value>, Vec<(String, String)>), ConnectorError> {
+    /// Documents, and failed rows as (id, reason).
+    type Read = (Vec<Value>, Vec<(String, String)>);
+
+    fn read(c: &ParquetConnector) -> Result<Read, ConnectorError> {
         let (mut docs, mut failed) = (Vec::new(), Vec::new());
         c.read(&mut |o| {
             match o {

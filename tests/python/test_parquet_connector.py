@@ -75,7 +75,10 @@ def test_rows_of_three_row_groups_become_documents(tmp_path: Path) -> None:
 def test_start_and_limit_as_lucille(tmp_path: Path) -> None:
     path = tmp_path / "people.parquet"
     pq.write_table(people(), path, row_group_size=2)
-    ids = lambda **k: [d.id for d in lucille.run(config=config(path, **k), mode="test").documents]  # noqa: E731
+
+    def ids(**k: Any) -> list[str]:
+        return [d.id for d in lucille.run(config=config(path, **k), mode="test").documents]
+
     assert ids(limit=3) == ["1", "2", "3"]
     assert ids(start=3) == ["4", "5", "6"]
     assert ids(start=2, limit=2) == ["3", "4"]

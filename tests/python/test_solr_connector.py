@@ -62,7 +62,10 @@ def make_handler(core: Core) -> type[BaseHTTPRequestHandler]:
                 return self.reply(404, error(f"no handler for {url.path}"))
             q = urllib.parse.parse_qs(url.query, keep_blank_values=True)
             core.selects.append(q)
-            one = lambda k, d="": q.get(k, [d])[0]  # noqa: E731
+
+            def one(k: str, d: str = "") -> str:
+                return q.get(k, [d])[0]
+
             if "cursorMark" in q and not one("sort").split(",")[-1].strip() == "id asc":
                 return self.reply(400, error("Cursor functionality requires a sort containing a uniqueKey field tie breaker"))
             query = one("q", "*:*")

@@ -565,6 +565,9 @@ fn postgres_reads_fetch_size_rows_at_a_time() {
 
 // ----- Shared bodies: the same cases on PostgreSQL and on MariaDB -----
 
+/// Runs a query and returns its first column as text.
+type Query = dyn FnMut(&str) -> Vec<String>;
+
 /// A real server a shared test body runs on: how to reach it from a config, and a client of
 /// the test's own to set up tables and read them back.
 struct Server {
@@ -574,7 +577,7 @@ struct Server {
     /// (`lt_x_`), so tests can run in parallel.
     ns: String,
     exec: Box<dyn FnMut(&str)>,
-    strings: Box<dyn FnMut(&str) -> Vec<String>>,
+    strings: Box<Query>,
     /// Words every "no such table" error of this server has.
     missing_table: [&'static str; 2],
     /// A word of this server's wrong-password error.
