@@ -448,23 +448,37 @@ pub(super) fn run(
     for _ in 1..sqls.len() {
         conns.push(connect(target, retries, pause)?);
     }
+    let ids: Vec<u32> = conns.iter().map(Conn::connection_id).collect();
     let count = {
         let mut cursors = Vec::with_capacity(sqls.len());
+        let mut opened = Ok(());
         for (conn, (what, sql)) in conns.iter_mut().zip(&sqls) {
-            let rows = conn
-                .query_iter(*sql)
-                .map_err(|e| sql_error(what, sql, &e))?;
-            let (columns, decoders) = describe_columns(rows.columns().as_ref(), sql);
-            cursors.push(Cursor {
-                what,
-                sql,
-                columns,
-                decoders,
-                rows,
-            });
+            match conn.query_iter(*sql) {
+                Ok(rows) => {
+                    let (columns, decoders) = describe_columns(rows.columns().as_ref(), sql);
+                    cursors.push(Cursor {
+                        what,
+                        sql,
+                        columns,
+                        decoders,
+                        rows,
+                    });
+                }
+                Err(e) => {
+                    opened = Err(sql_error(what, sql, &e));
+                    break;
+                }
+            }
         }
         let mut source = MySource { cursors };
-        body(&mut source)?
+        let result = opened.and_then(|()| body(&mut source));
+        if result.is_err() {
+            // Dropping an open result set reads it to its end: stop the server's queries first,
+            // so a failure early in a large result does not wait for all of it.
+            interrupt(target, &ids);
+        }
+        drop(source);
+        result?
     };
     if let Some(post) = &settings.post_sql {
         conns[0]
@@ -472,6 +486,27 @@ pub(super) fn run(
             .map_err(|e| sql_error("postSQL", post, &e))?;
     }
     Ok(count)
+}
+
+/// Asks the server to stop the queries of connections `ids` (`KILL QUERY`, allowed on one's
+/// own connections); best effort, failures are logged.
+fn interrupt(target: &MysqlTarget, ids: &[u32]) {
+    match Conn::new(target.opts()) {
+        Ok(mut admin) => {
+            for id in ids {
+                if let Err(e) = admin.query_drop(format!("KILL QUERY {id}")) {
+                    tracing::warn!(
+                        "MySQL: cannot interrupt the query of connection {id}: {}",
+                        message(&e)
+                    );
+                }
+            }
+        }
+        Err(e) => tracing::warn!(
+            "MySQL: cannot connect to interrupt the open queries: {}",
+            message(&e)
+        ),
+    }
 }
 
 /// A QueryDatabase stage's connection and its prepared statement.

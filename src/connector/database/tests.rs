@@ -967,6 +967,26 @@ fn mariadb_specific_types() {
     })
     .unwrap();
     assert_eq!(seen, 100_000);
+
+    // A failure on the first row of a large result returns at once: the connector interrupts
+    // the server's query instead of reading the rest of it.
+    let c = connector(
+        s.config(json!({"idField": "id",
+            "sql": "SELECT seq AS id, repeat('x', 100) AS body FROM seq_1_to_50000000"})),
+        None,
+    )
+    .unwrap();
+    let mut calls = 0;
+    let err = c
+        .read(&mut |_| {
+            calls += 1;
+            Err(ConnectorError::new("the run was stopped"))
+        })
+        .unwrap_err();
+    assert_eq!(
+        (calls, err.to_string().as_str()),
+        (1, "the run was stopped")
+    );
 }
 
 #[test]
