@@ -10,9 +10,11 @@ pub mod database;
 pub mod file;
 pub mod kafka;
 pub mod legacy;
+pub mod parquet;
 pub mod record;
 pub mod rss;
 pub mod sequence;
+pub mod solr;
 
 use std::sync::{Arc, OnceLock};
 
@@ -111,6 +113,8 @@ pub fn builtins() -> &'static [&'static ConnectorDescriptor] {
         &legacy::CSV_DESCRIPTOR,
         &legacy::JSON_DESCRIPTOR,
         &legacy::XML_DESCRIPTOR,
+        &parquet::DESCRIPTOR,
+        &solr::DESCRIPTOR,
     ];
     ALL
 }
@@ -176,16 +180,20 @@ impl ConnectorPlan {
             }
             Class::Python(class_name)
         } else {
-            // Lucille keeps DatabaseConnector in the `connector.jdbc` subpackage and
-            // XMLConnector in `connector.xml`.
-            let short = class_name.strip_prefix(LUCILLE_CONNECTOR_PACKAGE).map_or(
-                class_name.as_str(),
-                |s| match s {
+            // Lucille keeps DatabaseConnector in the `connector.jdbc` subpackage,
+            // XMLConnector in `connector.xml` and ParquetConnector in its plugin's package.
+            let short = if class_name == "com.kmwllc.lucille.parquet.connector.ParquetConnector" {
+                "ParquetConnector"
+            } else {
+                class_name.as_str()
+            };
+            let short = short
+                .strip_prefix(LUCILLE_CONNECTOR_PACKAGE)
+                .map_or(short, |s| match s {
                     "jdbc.DatabaseConnector" => "DatabaseConnector",
                     "xml.XMLConnector" => "XMLConnector",
                     other => other,
-                },
-            );
+                });
             match builtins().iter().find(|d| d.name == short) {
                 Some(d) => {
                     let spec = (d.spec)();

@@ -2,7 +2,7 @@
 //! `keyFields` as its parameters, and adds columns of every row found to fields.
 //!
 //! Keys (Lucille's): `driver` and `connectionString` (the DatabaseConnector's drivers: SQLite,
-//! PostgreSQL), `jdbcUser`, `jdbcPassword`, `sql` (with one `?` per key field; PostgreSQL's
+//! PostgreSQL, MySQL / MariaDB), `jdbcUser`, `jdbcPassword`, `sql` (with one `?` per key field; PostgreSQL's
 //! `$1` works too), `keyFields` (the fields whose first values fill the parameters, in order),
 //! `inputTypes` (one per key field: String, Integer, Long, Double, Boolean, Date), `fieldMapping`
 //! (column label → field), `connectionRetries` (default 1), `connectionRetryPause` (ms, default

@@ -1,8 +1,11 @@
-"""DatabaseConnector through lucille.run: SQLite (always) and PostgreSQL (scripts/services/postgres.sh)."""
+"""DatabaseConnector through lucille.run: SQLite (always), PostgreSQL (scripts/services/postgres.sh)
+and MariaDB (scripts/services/mariadb.sh)."""
 
+import json
 import os
 import sqlite3
 import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -180,3 +183,112 @@ def test_postgres_rows_and_children(tmp_path: Path) -> None:
     assert [c.get("stars") for c in a.children()] == [5, 4]
     assert b.id == "B-2" and not b.has("price") and b.get("stock") == 0
     assert [c.get("stars") for c in b.children()] == [1]
+
+
+# ----- MariaDB (scripts/services/mariadb.sh): the MySQL / MariaDB driver -----
+
+
+def mariadb_url() -> str:
+    url = os.environ.get("LUCILLE_TEST_MARIADB_URL")
+    if not url:
+        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
+            pytest.fail("LUCILLE_TEST_MARIADB_URL is not set (source scripts/services/mariadb.sh)")
+        pytest.skip("LUCILLE_TEST_MARIADB_URL is not set (source scripts/services/mariadb.sh)")
+    return url
+
+
+def mariadb_parts(url: str) -> tuple[str, str, str, str, str]:
+    """(user, password, host, port, database) of mysql://user:password@host:port/database."""
+    creds, rest = url.split("://", 1)[1].split("@", 1)
+    user, password = creds.split(":", 1)
+    location, database = rest.split("/", 1)
+    host, port = location.split(":", 1)
+    return user, password, host, port, database
+
+
+def mariadb_sql(url: str, sql: str) -> None:
+    user, password, host, port, database = mariadb_parts(url)
+    subprocess.run(
+        ["mariadb", "--no-defaults", f"-u{user}", f"-p{password}", f"-h{host}", f"-P{port}", database,
+         "-e", sql],
+        check=True,
+    )
+
+
+def test_mariadb_rows_and_children_through_the_cli(tmp_path: Path) -> None:
+    url = mariadb_url()
+    mariadb_sql(
+        url,
+        """
+        DROP TABLE IF EXISTS lt_py_product, lt_py_review;
+        CREATE TABLE lt_py_product (sku varchar(10) PRIMARY KEY, price decimal(8,2), stock int,
+                                    added date, updated timestamp NULL, active boolean, note text);
+        INSERT INTO lt_py_product VALUES
+          ('A-1', 9.99, 3, '2024-01-02', '2024-01-02 03:04:05', true, 'héllo'),
+          ('B-2', NULL, 0, NULL, NULL, false, NULL);
+        CREATE TABLE lt_py_review (sku varchar(10), stars int);
+        INSERT INTO lt_py_review VALUES ('A-1', 5), ('A-1', 4), ('B-2', 1);
+        """,
+    )
+    user, password, host, port, database = mariadb_parts(url)
+    out = tmp_path / "out.jsonl"
+    conf = tmp_path / "mariadb.conf"
+    conf.write_text(
+        textwrap.dedent(
+            f"""
+            connectors: [{{
+              name: "products", class: "com.kmwllc.lucille.connector.jdbc.DatabaseConnector",
+              driver: "org.mariadb.jdbc.Driver",
+              connectionString: "jdbc:mariadb://{host}:{port}/{database}?useSSL=false",
+              jdbcUser: "{user}", jdbcPassword: "{password}",
+              sql: "SELECT * FROM lt_py_product ORDER BY sku", idField: "SKU",
+              otherSQLs: ["SELECT * FROM lt_py_review ORDER BY sku, stars DESC"],
+              otherJoinFields: ["sku"], pipeline: "main"
+            }}]
+            pipelines: [{{ name: "main", stages: [] }}]
+            indexer {{ type: "jsonl" }}
+            jsonl {{ path: "{out}" }}
+            """
+        )
+    )
+    r = subprocess.run([sys.executable, "-m", "lucille.cli", "run", str(conf)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    docs = [json.loads(line) for line in out.read_text().splitlines()]
+    a, b = sorted(docs, key=lambda d: str(d["id"]))
+    assert {k: v for k, v in a.items() if k != "___children"} == {
+        "id": "A-1", "sku": "A-1", "price": 9.99, "stock": 3, "added": "2024-01-02",
+        "updated": "2024-01-02T03:04:05Z", "active": True, "note": "héllo",
+    }
+    assert {k: v for k, v in b.items() if k != "___children"} == {
+        "id": "B-2", "sku": "B-2", "stock": 0, "active": False,
+    }
+    # The jsonl indexer writes parents only: the children, read on their own connection, as the
+    # API sees them.
+    result = lucille.run(str(conf), mode="test")
+    assert result.status == "Success", result.summary
+    a_doc, b_doc = result.documents
+    assert [c.get("stars") for c in a_doc.children()] == [5, 4]
+    assert [c.get("stars") for c in b_doc.children()] == [1]
+
+
+def test_mariadb_errors_name_the_sql_and_the_server_error() -> None:
+    url = mariadb_url()
+    user, password, host, port, database = mariadb_parts(url)
+    result = lucille.run(
+        config={
+            "connectors": [
+                {
+                    "name": "products",
+                    "class": "DatabaseConnector",
+                    "connectionString": f"jdbc:mysql://{host}:{port}/{database}",
+                    "jdbcUser": user,
+                    "jdbcPassword": password,
+                    "sql": "SELECT * FROM lt_py_no_such_table",
+                    "idField": "id",
+                }
+            ]
+        },
+        mode="test",
+    )
+    assert result.status == "Failure"
+    assert "lt_py_no_such_table" in result.summary and "1146" in result.summary, result.summary

@@ -1,5 +1,5 @@
 """QueryDatabase: per-document SQL lookups through a whole run, on SQLite (always) and on the
-real PostgreSQL server of scripts/services/postgres.sh."""
+real PostgreSQL and MariaDB servers of scripts/services/postgres.sh and mariadb.sh."""
 
 from __future__ import annotations
 
@@ -70,6 +70,28 @@ def test_postgres_lookups_in_a_run() -> None:
     # JDBC driver converts setLong for an int parameter.
     result = lucille.run(config=lookup_config(url, "org.postgresql.Driver"), mode="test")
     check(result)
+
+
+def test_mariadb_lookups_in_a_run() -> None:
+    url = os.environ.get("LUCILLE_TEST_MARIADB_URL")
+    if not url:
+        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
+            pytest.fail("LUCILLE_TEST_MARIADB_URL is not set (source scripts/services/mariadb.sh)")
+        pytest.skip("LUCILLE_TEST_MARIADB_URL is not set (source scripts/services/mariadb.sh)")
+    creds, rest = url.split("://", 1)[1].split("@", 1)
+    user, password = creds.split(":", 1)
+    location, database = rest.split("/", 1)
+    host, port = location.split(":", 1)
+    subprocess.run(
+        ["mariadb", "--no-defaults", f"-u{user}", f"-p{password}", f"-h{host}", f"-P{port}", database,
+         "-e", "DROP TABLE IF EXISTS animal; CREATE TABLE animal(id INT, name TEXT, weight SMALLINT);"
+         "INSERT INTO animal VALUES (1, 'Matt', 80), (1, 'Blaze', 4), (2, 'Sonny', 5), (3, 'Tiger', NULL);"],
+        check=True,
+    )
+    config = lookup_config(f"jdbc:mysql://{location}/{database}", "com.mysql.cj.jdbc.Driver")
+    stage = config["pipelines"][0]["stages"][1]
+    stage["jdbcUser"], stage["jdbcPassword"] = user, password
+    check(lucille.run(config=config, mode="test"))
 
 
 def test_an_unreachable_database_fails_every_document_with_the_reason(tmp_path: Path) -> None:

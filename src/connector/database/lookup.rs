@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::NaiveDate;
 use serde_json::Value;
 
-use super::{postgresql, sqlite, DbError, Target};
+use super::{mysql, postgresql, sqlite, DbError, Target};
 
 /// A statement parameter, typed as Lucille's `inputTypes` name it.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +29,7 @@ pub struct Found {
 enum Conn {
     Sqlite(rusqlite::Connection),
     Postgres(Box<postgresql::Prepared>),
+    Mysql(Box<mysql::Prepared>),
 }
 
 pub struct Lookup {
@@ -50,6 +51,9 @@ impl Lookup {
             Target::Postgres(c) => Conn::Postgres(Box::new(postgresql::prepare_lookup(
                 c, retries, pause, sql,
             )?)),
+            Target::Mysql(t) => {
+                Conn::Mysql(Box::new(mysql::prepare_lookup(t, retries, pause, sql)?))
+            }
         };
         Ok(Lookup {
             conn,
@@ -61,6 +65,7 @@ impl Lookup {
         match &mut self.conn {
             Conn::Sqlite(c) => sqlite::lookup(c, &self.sql, params),
             Conn::Postgres(p) => p.lookup(&self.sql, params),
+            Conn::Mysql(p) => p.lookup(&self.sql, params),
         }
     }
 }

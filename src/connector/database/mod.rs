@@ -4,8 +4,10 @@
 //! Keys as Lucille's: `driver`, `connectionString`, `jdbcUser`, `jdbcPassword`, `sql`,
 //! `idField`, `preSQL` / `postSQL` (older `preSql` / `postSql` accepted), `fetchSize`,
 //! `otherSQLs` + `otherJoinFields`, `ignoreColumns`, `connectionRetries`,
-//! `connectionRetryPause` (ms). Drivers: SQLite (`org.sqlite.JDBC`, bundled) and PostgreSQL
-//! (`org.postgresql.Driver`); `driver` may be omitted when the connection string names one.
+//! `connectionRetryPause` (ms). Drivers: SQLite (`org.sqlite.JDBC`, bundled), PostgreSQL
+//! (`org.postgresql.Driver`) and MySQL / MariaDB (`com.mysql.cj.jdbc.Driver`,
+//! `org.mariadb.jdbc.Driver`; see `mysql.rs`); `driver` may be omitted when the connection
+//! string names one.
 //!
 //! As Lucille: column labels are lower-cased and become field names; the id column is kept as a
 //! field unless it is called `id`; NULLs are skipped; a column with a reserved name is an error
@@ -16,7 +18,7 @@
 //! `ignoreColumns`). Join values compare as numbers, or as text by byte order: order text keys
 //! with a byte-order collation (PostgreSQL `ORDER BY key COLLATE "C"`) or children are missed.
 //! Rows are streamed: SQLite steps the statement, PostgreSQL reads a portal `fetchSize` rows at
-//! a time inside a transaction.
+//! a time inside a transaction, MySQL reads rows off the socket as the server sends them.
 //!
 //! Values (see `value.rs`): integers and floats as numbers, NUMERIC as a number when it has at
 //! most 15 significant digits (else its exact decimal text), booleans, dates and timestamps as
@@ -25,9 +27,10 @@
 //! has none); text values that are not valid UTF-8 (SQLite) are read lossily.
 
 pub(crate) mod lookup;
+mod mysql;
 mod postgresql;
 mod sqlite;
-mod value;
+pub(crate) mod value;
 
 #[cfg(test)]
 mod tests;
@@ -80,6 +83,7 @@ fn spec() -> Spec {
 pub(crate) enum Target {
     Sqlite(SqliteTarget),
     Postgres(Box<::postgres::Config>),
+    Mysql(Box<mysql::MysqlTarget>),
 }
 
 #[derive(Debug, Clone)]
@@ -108,12 +112,18 @@ pub(crate) struct Settings {
 enum Driver {
     Sqlite,
     Postgres,
+    Mysql,
 }
 
 fn driver_from_name(name: &str) -> Option<Driver> {
     match name.to_ascii_lowercase().as_str() {
         "org.sqlite.jdbc" | "sqlite" | "sqlite3" => Some(Driver::Sqlite),
         "org.postgresql.driver" | "postgresql" | "postgres" => Some(Driver::Postgres),
+        "com.mysql.cj.jdbc.driver"
+        | "com.mysql.jdbc.driver"
+        | "org.mariadb.jdbc.driver"
+        | "mysql"
+        | "mariadb" => Some(Driver::Mysql),
         _ => None,
     }
 }
@@ -127,6 +137,11 @@ fn driver_from_connection(conn: &str) -> Option<Driver> {
         || lower.starts_with("postgres://")
     {
         Some(Driver::Postgres)
+    } else if ["jdbc:mysql:", "jdbc:mariadb:", "mysql://", "mariadb://"]
+        .iter()
+        .any(|p| lower.starts_with(p))
+    {
+        Some(Driver::Mysql)
     } else {
         None
     }
@@ -194,7 +209,7 @@ pub(crate) fn resolve_target(
             None => {
                 p.push(
                     "driver",
-                    format!("unknown driver {name:?}; supported: org.sqlite.JDBC (SQLite), org.postgresql.Driver (PostgreSQL)"),
+                    format!("unknown driver {name:?}; supported: org.sqlite.JDBC (SQLite), org.postgresql.Driver (PostgreSQL), com.mysql.cj.jdbc.Driver / org.mariadb.jdbc.Driver (MySQL, MariaDB)"),
                 );
                 None
             }
@@ -203,7 +218,7 @@ pub(crate) fn resolve_target(
             if from_conn.is_none() {
                 p.push(
                     "driver",
-                    "missing, and the connectionString names no driver (jdbc:sqlite:..., jdbc:postgresql://..., postgresql://...)",
+                    "missing, and the connectionString names no driver (jdbc:sqlite:..., jdbc:postgresql://..., postgresql://..., jdbc:mysql://..., jdbc:mariadb://...)",
                 );
             }
             from_conn
@@ -220,6 +235,15 @@ pub(crate) fn resolve_target(
         Some(Driver::Postgres) => {
             match postgresql::target(connection, user.as_deref(), password.as_deref()) {
                 Ok(c) => Some(Target::Postgres(Box::new(c))),
+                Err(msg) => {
+                    p.push("connectionString", msg);
+                    None
+                }
+            }
+        }
+        Some(Driver::Mysql) => {
+            match mysql::target(connection, user.as_deref(), password.as_deref()) {
+                Ok(t) => Some(Target::Mysql(Box::new(t))),
                 Err(msg) => {
                     p.push("connectionString", msg);
                     None
@@ -414,6 +438,7 @@ impl DatabaseConnector {
             Target::Postgres(c) => {
                 postgresql::run(&self.settings, c, &mut |src| self.merge(src, emit))
             }
+            Target::Mysql(t) => mysql::run(&self.settings, t, &mut |src| self.merge(src, emit)),
         };
         result.map_err(|e| match e {
             DbError::Publish(e) => e,

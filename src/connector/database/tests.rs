@@ -1,5 +1,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use rusqlite::Connection;
 use serde_json::{json, Map, Value};
@@ -562,26 +563,189 @@ fn postgres_reads_fetch_size_rows_at_a_time() {
     assert_eq!(produced_at_first, Some(10));
 }
 
-#[test]
-fn postgres_other_sqls_pre_and_post_sql_and_errors() {
-    let Some(url) = postgres_url() else { return };
+// ----- Shared bodies: the same cases on PostgreSQL and on MariaDB -----
+
+/// Runs a query and returns its first column as text.
+type Query = dyn FnMut(&str) -> Vec<String>;
+
+/// A real server a shared test body runs on: how to reach it from a config, and a client of
+/// the test's own to set up tables and read them back.
+struct Server {
+    /// `driver` / `connectionString` / `jdbcUser` / `jdbcPassword`.
+    keys: Map<String, Value>,
+    /// Table names of one test: a schema on PostgreSQL (`lt_x.`), a prefix on MariaDB
+    /// (`lt_x_`), so tests can run in parallel.
+    ns: String,
+    exec: Box<dyn FnMut(&str)>,
+    strings: Box<Query>,
+    /// Words every "no such table" error of this server has.
+    missing_table: [&'static str; 2],
+    /// A word of this server's wrong-password error.
+    bad_password: &'static str,
+    /// Column types by the names the shared bodies use.
+    types: fn(&str) -> &'static str,
+    /// A bytes literal from hex digits.
+    hex: fn(&str) -> String,
+    /// Sets the session time zone to UTC-5 (a TIMESTAMP's reader must give UTC back).
+    utc_minus_5: &'static str,
+}
+
+impl Server {
+    fn config(&self, extra: Value) -> Value {
+        let mut m = self.keys.clone();
+        m.extend(object(extra));
+        Value::Object(m)
+    }
+    fn t(&self, name: &str) -> String {
+        format!("{}{name}", self.ns)
+    }
+}
+
+fn postgres_server(ns: &str) -> Option<Server> {
+    let url = postgres_url()?;
     let mut client = pg_client(&url);
-    pg_schema(&mut client, "lt_join");
-    client
-        .batch_execute(
-            "CREATE TABLE lt_join.p (id text PRIMARY KEY, name text);
-             INSERT INTO lt_join.p VALUES ('a', 'A'), ('b', 'B'), ('c', 'C');
-             CREATE TABLE lt_join.c (pid text, n int);
-             INSERT INTO lt_join.c VALUES ('a', 1), ('a', 2), ('c', 3), ('d', 4);
-             CREATE TABLE lt_join.log (what text);",
-        )
-        .unwrap();
+    pg_schema(&mut client, ns);
+    let client = std::rc::Rc::new(std::cell::RefCell::new(client));
+    let c2 = client.clone();
+    Some(Server {
+        keys: object(json!({"connectionString": url})),
+        ns: format!("{ns}."),
+        exec: Box::new(move |sql| client.borrow_mut().batch_execute(sql).unwrap()),
+        strings: Box::new(move |sql| {
+            c2.borrow_mut()
+                .query(sql, &[])
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect()
+        }),
+        missing_table: ["does not exist", "42P01"],
+        bad_password: "password",
+        types: |name| match name {
+            "float4" => "real",
+            "bytes" => "bytea",
+            "datetime" => "timestamp",
+            "timestamp" => "timestamptz",
+            _ => "text",
+        },
+        hex: |h| format!("'\\x{h}'"),
+        utc_minus_5: "SET TIME ZONE 'America/New_York'",
+    })
+}
+
+fn mariadb_url() -> Option<String> {
+    match std::env::var("LUCILLE_TEST_MARIADB_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("LUCILLE_REQUIRE_SERVICES").as_deref() != Ok("1"),
+                "LUCILLE_TEST_MARIADB_URL is not set but LUCILLE_REQUIRE_SERVICES=1 (source scripts/services/mariadb.sh)"
+            );
+            eprintln!(
+                "skipped: LUCILLE_TEST_MARIADB_URL is not set (source scripts/services/mariadb.sh)"
+            );
+            None
+        }
+    }
+}
+
+fn mariadb_server(ns: &str) -> Option<Server> {
+    use ::mysql::prelude::Queryable;
+    let url = mariadb_url()?;
+    let opts = ::mysql::Opts::from_url(&url).unwrap();
+    // The JDBC form, credentials as jdbcUser / jdbcPassword, as a Lucille config has them.
+    let jdbc = format!(
+        "jdbc:mysql://{}:{}/{}?useSSL=false&serverTimezone=UTC",
+        opts.get_ip_or_hostname(),
+        opts.get_tcp_port(),
+        opts.get_db_name().unwrap_or_default()
+    );
+    let keys = object(
+        json!({"driver": "com.mysql.cj.jdbc.Driver", "connectionString": jdbc,
+        "jdbcUser": opts.get_user().unwrap_or_default(),
+        "jdbcPassword": opts.get_pass().unwrap_or_default()}),
+    );
+    let client =
+        ::mysql::Conn::new(::mysql::OptsBuilder::from_opts(opts).prefer_socket(false)).unwrap();
+    let client = std::rc::Rc::new(std::cell::RefCell::new(client));
+    let c2 = client.clone();
+    Some(Server {
+        keys,
+        ns: format!("{ns}_"),
+        exec: Box::new(move |sql| client.borrow_mut().query_drop(sql).unwrap()),
+        strings: Box::new(move |sql| c2.borrow_mut().query(sql).unwrap()),
+        missing_table: ["doesn't exist", "1146"],
+        bad_password: "Access denied",
+        types: |name| match name {
+            "float4" => "float",
+            "bytes" => "varbinary(20)",
+            "datetime" => "datetime(3)",
+            "timestamp" => "timestamp NULL",
+            _ => "text",
+        },
+        hex: |h| format!("x'{h}'"),
+        utc_minus_5: "SET time_zone = '-05:00'",
+    })
+}
+
+/// The types both servers have, read as the same JSON.
+fn shared_types_become_json(mut s: Server) {
+    let (t, ty) = (s.t("types"), s.types);
+    (s.exec)(&format!(
+        "DROP TABLE IF EXISTS {t}; CREATE TABLE {t} (id int PRIMARY KEY, big bigint,
+            small smallint, amount decimal(12,2), huge decimal(30,3), r {}, d double precision,
+            txt varchar(20), flag boolean, day date, at {}, atz {}, raw {});
+         {};
+         INSERT INTO {t} VALUES
+           (1, 9007199254740993, -3, 12.50, 12345678901234567890.123, 0.1, 2.5, 'héllo', true,
+            '2024-02-29', '2024-02-29 13:45:07.25', '2024-02-29 08:00:00', {}),
+           (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);",
+        ty("float4"),
+        ty("datetime"),
+        ty("timestamp"),
+        ty("bytes"),
+        s.utc_minus_5,
+        (s.hex)("00ff10"),
+    ));
     let c = connector(
-        json!({"connectionString": url, "fetchSize": 1, "idField": "id",
-               "preSQL": "INSERT INTO lt_join.log VALUES ('pre')",
-               "sql": "SELECT * FROM lt_join.p ORDER BY id",
-               "postSQL": "INSERT INTO lt_join.log VALUES ('post')",
-               "otherSQLs": ["SELECT * FROM lt_join.c ORDER BY pid, n"], "otherJoinFields": ["pid"]}),
+        s.config(json!({"sql": format!("SELECT * FROM {t} ORDER BY id"), "idField": "id"})),
+        None,
+    )
+    .unwrap();
+    let docs = read_all(&c).unwrap();
+    assert_eq!(
+        docs.iter().map(fields).collect::<Vec<_>>(),
+        vec![
+            json!({"id": "1", "big": 9007199254740993_i64, "small": -3, "amount": 12.5,
+                   "huge": "12345678901234567890.123", "r": 0.1, "d": 2.5, "txt": "héllo",
+                   "flag": true, "day": "2024-02-29", "at": "2024-02-29T13:45:07.250",
+                   "atz": "2024-02-29T13:00:00Z", "raw": "AP8Q"}),
+            json!({"id": "2"}),
+        ]
+    );
+}
+
+/// otherSQLs become children, preSQL runs before and postSQL after, SQL and connection
+/// errors name what failed.
+fn shared_other_sqls_pre_and_post_sql_and_errors(mut s: Server) {
+    let (p, ch, log) = (s.t("p"), s.t("c"), s.t("log"));
+    for sql in [
+        format!("DROP TABLE IF EXISTS {p}, {ch}, {log}"),
+        format!("CREATE TABLE {p} (id varchar(10) PRIMARY KEY, name text)"),
+        format!("INSERT INTO {p} VALUES ('a', 'A'), ('b', 'B'), ('c', 'C')"),
+        format!("CREATE TABLE {ch} (pid varchar(10), n int)"),
+        format!("INSERT INTO {ch} VALUES ('a', 1), ('a', 2), ('c', 3), ('d', 4)"),
+        format!("CREATE TABLE {log} (what varchar(10))"),
+    ] {
+        (s.exec)(&sql);
+    }
+    let c = connector(
+        s.config(json!({"fetchSize": 1, "idField": "id",
+               "preSQL": format!("INSERT INTO {log} VALUES ('pre')"),
+               "sql": format!("SELECT * FROM {p} ORDER BY id"),
+               "postSQL": format!("INSERT INTO {log} VALUES ('post')"),
+               "otherSQLs": [format!("SELECT * FROM {ch} ORDER BY pid, n")],
+               "otherJoinFields": ["pid"]})),
         None,
     )
     .unwrap();
@@ -601,34 +765,227 @@ fn postgres_other_sqls_pre_and_post_sql_and_errors() {
             vec![json!({"id": "0", "pid": "c", "n": 3})],
         ]
     );
-    let log: Vec<String> = client
-        .query("SELECT what FROM lt_join.log", &[])
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert_eq!(log, ["pre", "post"]);
+    assert_eq!(docs[1].get_str("name"), Some("B"));
+    let logged = (s.strings)(&format!("SELECT what FROM {log}"));
+    assert_eq!(logged, ["pre", "post"]);
 
+    let missing = s.t("nothing");
     let bad = connector(
-        json!({"connectionString": url, "idField": "id", "sql": "SELECT * FROM lt_join.nothing"}),
+        s.config(json!({"idField": "id", "sql": format!("SELECT * FROM {missing}")})),
         None,
     )
     .unwrap();
     let err = read_all(&bad).unwrap_err().to_string();
     assert!(
-        err.contains("lt_join.nothing") && err.contains("does not exist") && err.contains("42P01"),
+        err.contains(&missing) && s.missing_table.iter().all(|w| err.contains(w)),
         "{err}"
     );
     let wrong_password = connector(
-        json!({"connectionString": url, "jdbcPassword": "wrong", "idField": "id", "sql": "SELECT 1 AS id",
+        s.config(
+            json!({"jdbcPassword": "wrong", "idField": "id", "sql": "SELECT 1 AS id",
                "connectionRetries": 1, "connectionRetryPause": 1}),
+        ),
         None,
     )
     .unwrap();
     let err = read_all(&wrong_password).unwrap_err().to_string();
     assert!(
-        err.contains("after 2 attempt(s)") && err.contains("password"),
+        err.contains("after 2 attempt(s)") && err.contains(s.bad_password),
         "{err}"
+    );
+}
+
+/// QueryDatabase lookups: each input type binds, several rows come back, values decode as
+/// the connector's, NULLs are null, a statement with the wrong parameter count fails.
+fn shared_lookups(mut s: Server) {
+    let (a, ty) = (s.t("animal"), s.types);
+    (s.exec)(&format!("DROP TABLE IF EXISTS {a}"));
+    (s.exec)(&format!(
+        "CREATE TABLE {a} (id bigint, name varchar(10), weight smallint, born date,
+            fed {}, price decimal(6,2), tame boolean, score double precision)",
+        ty("datetime")
+    ));
+    (s.exec)(&format!(
+        "INSERT INTO {a} VALUES (1, 'Matt', 80, '2001-07-30', '2024-01-02 03:04:05', 9.99, true, 0.5),
+            (1, 'Blaze', 4, '2024-05-30', NULL, NULL, false, NULL), (2, 'Sonny', NULL, NULL, NULL, 1.5, NULL, 2.5)"
+    ));
+    let settings = connector(s.config(json!({"sql": "SELECT 1", "idField": "id"})), None)
+        .unwrap()
+        .settings;
+    let sql = format!(
+        "SELECT name, weight, born, fed, price, tame FROM {a} WHERE id = ? AND name <> ? ORDER BY name"
+    );
+    let mut lookup =
+        lookup::Lookup::open(&settings.target, 0, Duration::from_millis(1), &sql).unwrap();
+    let found = lookup
+        .query(&[lookup::Param::Long(1), lookup::Param::Str("x".into())])
+        .unwrap();
+    assert_eq!(
+        found.columns,
+        ["name", "weight", "born", "fed", "price", "tame"]
+    );
+    assert_eq!(
+        found.rows,
+        vec![
+            vec![
+                json!("Blaze"),
+                json!(4),
+                json!("2024-05-30"),
+                Value::Null,
+                Value::Null,
+                json!(false)
+            ],
+            vec![
+                json!("Matt"),
+                json!(80),
+                json!("2001-07-30"),
+                json!("2024-01-02T03:04:05"),
+                json!(9.99),
+                json!(true)
+            ],
+        ]
+    );
+    let by_date = format!("SELECT name FROM {a} WHERE born = ? AND tame = ? AND score = ?");
+    let mut lookup =
+        lookup::Lookup::open(&settings.target, 0, Duration::from_millis(1), &by_date).unwrap();
+    let found = lookup
+        .query(&[
+            lookup::Param::Date(chrono::NaiveDate::from_ymd_opt(2001, 7, 30).unwrap()),
+            lookup::Param::Bool(true),
+            lookup::Param::Double(0.5),
+        ])
+        .unwrap();
+    assert_eq!(found.rows, vec![vec![json!("Matt")]]);
+    let found = lookup
+        .query(&[
+            lookup::Param::Date(chrono::NaiveDate::from_ymd_opt(2001, 7, 31).unwrap()),
+            lookup::Param::Bool(true),
+            lookup::Param::Double(0.5),
+        ])
+        .unwrap();
+    assert!(found.rows.is_empty());
+    let err = match lookup.query(&[lookup::Param::Int(1)]) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("one parameter for three"),
+    };
+    assert!(err.contains("takes 3 parameter(s)"), "{err}");
+    let err = match lookup::Lookup::open(
+        &settings.target,
+        0,
+        Duration::from_millis(1),
+        &format!("SELEKT name FROM {a}"),
+    ) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("prepared a bad statement"),
+    };
+    assert!(err.contains("SELEKT"), "{err}");
+}
+
+#[test]
+fn postgres_shared_types_become_json() {
+    if let Some(s) = postgres_server("lt_stypes") {
+        shared_types_become_json(s);
+    }
+}
+
+#[test]
+fn mariadb_types_become_json() {
+    if let Some(s) = mariadb_server("lt_stypes") {
+        shared_types_become_json(s);
+    }
+}
+
+#[test]
+fn postgres_other_sqls_pre_and_post_sql_and_errors() {
+    if let Some(s) = postgres_server("lt_join") {
+        shared_other_sqls_pre_and_post_sql_and_errors(s);
+    }
+}
+
+#[test]
+fn mariadb_other_sqls_pre_and_post_sql_and_errors() {
+    if let Some(s) = mariadb_server("lt_join") {
+        shared_other_sqls_pre_and_post_sql_and_errors(s);
+    }
+}
+
+#[test]
+fn postgres_lookups() {
+    if let Some(s) = postgres_server("lt_lookup") {
+        shared_lookups(s);
+    }
+}
+
+#[test]
+fn mariadb_lookups() {
+    if let Some(s) = mariadb_server("lt_lookup") {
+        shared_lookups(s);
+    }
+}
+
+#[test]
+fn mariadb_specific_types() {
+    let Some(mut s) = mariadb_server("lt_mtypes") else {
+        return;
+    };
+    let t = s.t("t");
+    (s.exec)(&format!(
+        "DROP TABLE IF EXISTS {t}; CREATE TABLE {t} (id int PRIMARY KEY,
+            ub bigint unsigned, y year, b1 bit(1), b9 bit(9), tm time, e enum('x', 'y'),
+            st set('p', 'q'), bl blob, tx mediumtext, ch char(3), fl float, zero datetime);
+         SET SESSION sql_mode = '';
+         INSERT INTO {t} VALUES (1, 18446744073709551615, 2024, b'1', b'100000001',
+            '-838:59:59', 'y', 'p,q', x'0001', 'long', 'abc', -1.5, '0000-00-00 00:00:00');"
+    ));
+    let c = connector(
+        s.config(json!({"sql": format!("SELECT * FROM {t}"), "idField": "id"})),
+        None,
+    )
+    .unwrap();
+    let docs = read_all(&c).unwrap();
+    assert_eq!(
+        fields(&docs[0]),
+        json!({"id": "1", "ub": 18446744073709551615_u64, "y": 2024, "b1": true, "b9": 257,
+               "tm": "-838:59:59", "e": "y", "st": "p,q", "bl": "AAE=", "tx": "long",
+               "ch": "abc", "fl": -1.5, "zero": "0000-00-00 00:00:00"})
+    );
+    // Rows are read off the socket, not collected: 100000 rows pass through.
+    let c = connector(
+        s.config(json!({"idField": "id",
+            "sql": "SELECT seq AS id, repeat('x', 100) AS body FROM seq_1_to_100000"})),
+        None,
+    )
+    .unwrap();
+    let mut seen = 0u64;
+    c.read(&mut |row| {
+        let Row::Doc(doc) = row else {
+            panic!("unexpected failed row {row:?}")
+        };
+        seen += 1;
+        assert_eq!(doc.id(), seen.to_string());
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(seen, 100_000);
+
+    // A failure on the first row of a large result returns at once: the connector interrupts
+    // the server's query instead of reading the rest of it.
+    let c = connector(
+        s.config(json!({"idField": "id",
+            "sql": "SELECT seq AS id, repeat('x', 100) AS body FROM seq_1_to_50000000"})),
+        None,
+    )
+    .unwrap();
+    let mut calls = 0;
+    let err = c
+        .read(&mut |_| {
+            calls += 1;
+            Err(ConnectorError::new("the run was stopped"))
+        })
+        .unwrap_err();
+    assert_eq!(
+        (calls, err.to_string().as_str()),
+        (1, "the run was stopped")
     );
 }
 

@@ -4,18 +4,18 @@ use base64::Engine;
 use serde_json::{Number, Value};
 
 /// Bytes (BLOB, BYTEA) as standard base64 text.
-pub(super) fn bytes(raw: &[u8]) -> Value {
+pub(crate) fn bytes(raw: &[u8]) -> Value {
     Value::String(base64::engine::general_purpose::STANDARD.encode(raw))
 }
 
-pub(super) fn float(f: f64) -> Value {
+pub(crate) fn float(f: f64) -> Value {
     // NaN and infinities have no JSON number; their text keeps the value visible.
     Number::from_f64(f).map_or_else(|| Value::String(f.to_string()), Value::Number)
 }
 
 /// A REAL / float4 as the f64 with the same shortest decimal form (0.1f32 -> 0.1, not
 /// 0.10000000149011612).
-pub(super) fn float32(f: f32) -> Value {
+pub(crate) fn float32(f: f32) -> Value {
     match f.to_string().parse::<f64>() {
         Ok(d) => float(d),
         Err(_) => float(f64::from(f)),
@@ -25,7 +25,7 @@ pub(super) fn float32(f: f32) -> Value {
 /// A NUMERIC / DECIMAL given as decimal text: a JSON number when it has at most 15
 /// significant digits (an f64 then reproduces the same decimal exactly), else the exact text
 /// (e.g. 12345678901234567890.12 or NaN), so no digit is silently lost.
-pub(super) fn decimal(text: &str) -> Value {
+pub(crate) fn decimal(text: &str) -> Value {
     let digits = text.trim_start_matches(['-', '+']);
     let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
     let all: String = format!("{int_part}{frac_part}");
