@@ -50,6 +50,9 @@ struct Entry {
     source: String,
 }
 
+/// A generator stage by its name in `generators`.
+type Generator = (String, Box<dyn Stage>);
+
 enum Count {
     Fixed(usize),
     Range(usize, usize),
@@ -59,7 +62,7 @@ struct AddRandomNestedField {
     target: String,
     entries: Vec<Entry>,
     count: Count,
-    generators: Vec<(String, Box<dyn Stage>)>,
+    generators: Vec<Generator>,
     scratch: Document,
 }
 
@@ -111,7 +114,7 @@ fn count(config: &ComponentConfig) -> Result<Count, ConfigError> {
     }
 }
 
-fn generators(config: &ComponentConfig) -> Result<Vec<(String, Box<dyn Stage>)>, ConfigError> {
+fn generators(config: &ComponentConfig) -> Result<Vec<Generator>, ConfigError> {
     let Some(blocks) = config.object("generators")? else {
         return Ok(Vec::new());
     };
