@@ -39,6 +39,7 @@ pub mod trim_whitespace;
 pub mod truncate_field;
 // end group: field manipulation
 // group: parsing and extraction
+pub mod apply_javascript;
 pub mod apply_jsonata;
 pub mod apply_jsoup;
 pub mod apply_ocr;

@@ -42,6 +42,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &truncate_field::DESCRIPTOR,
         // end group: field manipulation
         // group: parsing and extraction
+        &apply_javascript::DESCRIPTOR,
         &apply_jsonata::DESCRIPTOR,
         &apply_jsoup::DESCRIPTOR,
         &apply_ocr::DESCRIPTOR,

@@ -182,3 +182,40 @@ def test_bad_keys_are_config_errors(tmp_path: pathlib.Path) -> None:
         assert path in errors, (path, errors)
     with pytest.raises(ValueError, match="statusCodeRetryList"):
         lucille.stages.FetchUri(source="u", dest="d", statusCodeRetryList=["200"])
+
+
+def test_apply_javascript(tmp_path: pathlib.Path) -> None:
+    js = tmp_path / "valid.js"
+    js.write_text("if (doc.a != null && doc.b != null) {\n  doc.sum = doc.a + doc.b;\n}\n")
+    p = Pipeline([lucille.stages.ApplyJavascript(scriptPath=str(js))])
+    (doc,) = p.process(Document("d", {"a": 2, "b": 3}))
+    assert doc.get("sum") == 5
+    (doc,) = p.process(Document("e", {"a": 2}))
+    assert not doc.has("sum")
+
+    script = "if (doc.bad) { throw new Error('bad doc ' + doc.id); }\ndoc.meta = {upper: doc.title.toUpperCase()}; delete doc.tmp;"
+    p = Pipeline([lucille.stages.ApplyJavascript(script=script)])
+    (doc,) = p.process(Document("ok", {"title": "hi", "tmp": 1}))
+    assert doc.get("meta") == {"upper": "HI"} and not doc.has("tmp")
+    with pytest.raises(StageError, match="bad doc x"):
+        p.process(Document("x", {"bad": True, "title": "t"}))
+
+    # In a run, a script error FAILs its document and the run goes on.
+    config = {
+        "connectors": [{"name": "s", "class": "SequenceConnector", "pipeline": "p", "numDocs": 4}],
+        "pipelines": [{"name": "p", "stages": [{"class": "com.kmwllc.lucille.stage.ApplyJavascript",
+                                                 "script": "if (doc.id === '2') { null.boom; } doc.seen = true;"}]}],
+    }
+    result = lucille.run(config=config, mode="test")
+    assert result.failed == 1 and result.succeeded == 3
+    assert all(d.get("seen") is True for d in result.documents)
+
+    errors = "\n".join(lucille.validate(config={
+        "connectors": [{"name": "s", "class": "SequenceConnector", "pipeline": "p", "numDocs": 1}],
+        "pipelines": [{"name": "p", "stages": [
+            {"class": "ApplyJavascript", "scriptPath": str(tmp_path / "does_not_exist.js")},
+            {"class": "ApplyJavascript", "script": "doc.a = ;"},
+        ]}],
+    }))
+    assert "stages[0].scriptPath" in errors and "does_not_exist.js" in errors, errors
+    assert "stages[1].script" in errors, errors
