@@ -852,7 +852,7 @@ impl Document {
             id: id.clone(),
             reason,
         };
-        let mut result = match result {
+        let result = match result {
             Some(Value::Object(map)) => map,
             None => return Err(fail("the expression returned nothing (undefined)".into())),
             Some(other) => {
@@ -862,12 +862,21 @@ impl Document {
                 )))
             }
         };
+        self.replace_fields(result)
+    }
+
+    /// Replaces the non-reserved fields with those of `result` (fields that stay keep their
+    /// places, new ones follow); reserved fields are kept, and `result` may repeat them but
+    /// not change them. Used by `transform` and the ApplyJavascript stage.
+    pub fn replace_fields(&mut self, mut result: Map<String, Value>) -> Result<(), DocumentError> {
+        let id = self.id().to_string();
         for reserved in RESERVED_FIELDS {
             if let Some(v) = result.get(reserved) {
                 if self.data.get(reserved) != Some(v) {
-                    return Err(fail(format!(
-                        "the expression changes the reserved field {reserved:?}"
-                    )));
+                    return Err(DocumentError::Transform {
+                        id,
+                        reason: format!("the result changes the reserved field {reserved:?}"),
+                    });
                 }
             }
         }

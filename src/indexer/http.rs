@@ -267,6 +267,13 @@ impl Reply {
     }
 }
 
+/// An HTTP answer kept as bytes ([`HttpClient::get_bytes`]).
+#[derive(Debug, Clone)]
+pub struct BytesReply {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
 /// One blocking client for one backend.
 pub struct HttpClient {
     /// The backend's name for messages ("OpenSearch").
@@ -369,6 +376,46 @@ impl HttpClient {
             .read_to_string()
             .map_err(|e| format!("reading the answer of {url} failed: {e}"))?;
         Ok(Reply { status, body })
+    }
+
+    /// One GET whose answer is kept as bytes (the FetchUri stage): `headers` are sent as given,
+    /// redirects are followed (up to 10), at most `max_bytes` of the body are read (the rest is
+    /// left unread), and `read_timeout`, when set, bounds each wait for data from the server.
+    /// `Err` is a failure without a response (bad URL, refused, reset, timed out).
+    pub fn get_bytes(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        max_bytes: u64,
+        read_timeout: Option<Duration>,
+    ) -> Result<BytesReply, String> {
+        use std::io::Read;
+        let mut builder = ureq::http::Request::builder().method("GET").uri(url);
+        if let Some((k, v)) = &self.auth {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        for (k, v) in headers {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        let request = builder
+            .body(())
+            .map_err(|e| format!("bad request to {url}: {e}"))?;
+        let request = self
+            .agent
+            .configure_request(request)
+            .timeout_global(self.timeout)
+            .timeout_per_read(read_timeout)
+            .build();
+        let mut response = self.agent.run(request).map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        let mut body = Vec::new();
+        response
+            .body_mut()
+            .as_reader()
+            .take(max_bytes)
+            .read_to_end(&mut body)
+            .map_err(|e| format!("reading the answer of {url} failed: {e}"))?;
+        Ok(BytesReply { status, body })
     }
 
     /// Sends with retries on retryable statuses and connection failures. Returns the final

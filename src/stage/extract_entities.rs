@@ -74,6 +74,41 @@ pub(crate) struct Boundaries {
     pub whitespace: bool,
 }
 
+impl Boundaries {
+    /// Whether the match `text[start..end]` (byte offsets at character boundaries) is delimited
+    /// as required. Shared with ExtractEntitiesFST.
+    pub(crate) fn allow(&self, text: &str, start: usize, end: usize) -> bool {
+        let before = text[..start].chars().next_back();
+        let after = text[end..].chars().next();
+        if self.whole_words
+            && (before.is_some_and(char::is_alphabetic) || after.is_some_and(char::is_alphabetic))
+        {
+            return false;
+        }
+        if self.whitespace
+            && (before.is_some_and(|c| !c.is_whitespace())
+                || after.is_some_and(|c| !c.is_whitespace()))
+        {
+            return false;
+        }
+        true
+    }
+}
+
+/// `entityField`, checked to be writable. Shared with ExtractEntitiesFST.
+pub(crate) fn entity_field(config: &ComponentConfig) -> Result<Option<String>, ConfigError> {
+    let entity_field = config.string("entityField")?;
+    if let Some(f) = &entity_field {
+        if f.is_empty() || crate::document::is_reserved(f) {
+            return Err(config.error(
+                "entityField",
+                format!("{f:?} cannot be written: it is reserved or empty"),
+            ));
+        }
+    }
+    Ok(entity_field)
+}
+
 /// A set of terms found inside text in one pass, with Lucille's trie options.
 pub(crate) struct TermMatcher {
     automaton: AhoCorasick,
@@ -148,20 +183,7 @@ impl TermMatcher {
     }
 
     fn delimited(&self, text: &str, start: usize, end: usize) -> bool {
-        let before = text[..start].chars().next_back();
-        let after = text[end..].chars().next();
-        if self.boundaries.whole_words
-            && (before.is_some_and(char::is_alphabetic) || after.is_some_and(char::is_alphabetic))
-        {
-            return false;
-        }
-        if self.boundaries.whitespace
-            && (before.is_some_and(|c| !c.is_whitespace())
-                || after.is_some_and(|c| !c.is_whitespace()))
-        {
-            return false;
-        }
-        true
+        self.boundaries.allow(text, start, end)
     }
 
     /// Every delimited match, in the order the matches end (all overlapping matches).
@@ -236,15 +258,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     if dictionaries.is_empty() {
         return Err(config.error("dictionaries", "needs at least one dictionary file"));
     }
-    let entity_field = config.string("entityField")?;
-    if let Some(f) = &entity_field {
-        if f.is_empty() || crate::document::is_reserved(f) {
-            return Err(config.error(
-                "entityField",
-                format!("{f:?} cannot be written: it is reserved or empty"),
-            ));
-        }
-    }
+    let entity_field = entity_field(config)?;
     let ignore_case = config.bool_or("ignoreCase", false)?;
     let boundaries = Boundaries {
         whole_words: config.bool_or("onlyWholeWords", true)?,

@@ -39,6 +39,7 @@ pub mod trim_whitespace;
 pub mod truncate_field;
 // end group: field manipulation
 // group: parsing and extraction
+pub mod apply_javascript;
 pub mod apply_jsonata;
 pub mod apply_jsoup;
 pub mod apply_ocr;
@@ -60,6 +61,7 @@ pub mod add_random_boolean;
 pub mod add_random_date;
 pub mod add_random_double;
 pub mod add_random_int;
+pub mod add_random_nested_field;
 pub mod add_random_string;
 pub mod chunk_text;
 pub mod collapse_children_documents;
@@ -69,12 +71,16 @@ pub mod dictionary_lookup;
 pub mod drop_document;
 pub mod emit_nested_children;
 pub mod extract_entities;
+pub mod extract_entities_fst;
 pub mod match_query;
 pub mod print;
 pub mod query_database;
 pub mod random_vector;
 pub mod skip_document;
 // end group: dictionaries, control flow, children, test data
+// group: fetching (URLs, files, file handlers)
+pub mod fetch;
+// end group: fetching
 // group: vectors
 pub mod ai;
 pub mod embed;

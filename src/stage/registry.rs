@@ -42,6 +42,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &truncate_field::DESCRIPTOR,
         // end group: field manipulation
         // group: parsing and extraction
+        &apply_javascript::DESCRIPTOR,
         &apply_jsonata::DESCRIPTOR,
         &apply_jsoup::DESCRIPTOR,
         &apply_ocr::DESCRIPTOR,
@@ -62,6 +63,7 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &add_random_date::DESCRIPTOR,
         &add_random_double::DESCRIPTOR,
         &add_random_int::DESCRIPTOR,
+        &add_random_nested_field::DESCRIPTOR,
         &add_random_string::DESCRIPTOR,
         &chunk_text::DESCRIPTOR,
         &collapse_children_documents::DESCRIPTOR,
@@ -73,10 +75,16 @@ pub fn builtins() -> &'static [&'static StageDescriptor] {
         &drop_document::DESCRIPTOR,
         &emit_nested_children::DESCRIPTOR,
         &extract_entities::DESCRIPTOR,
+        &extract_entities_fst::DESCRIPTOR,
         &print::DESCRIPTOR,
         &random_vector::DESCRIPTOR,
         &skip_document::DESCRIPTOR,
         // end group: dictionaries, control flow, children, test data
+        // group: fetching
+        &fetch::apply_file_handlers::DESCRIPTOR,
+        &fetch::fetch_file_content::DESCRIPTOR,
+        &fetch::fetch_uri::DESCRIPTOR,
+        // end group: fetching
         // group: vectors
         &embed::DESCRIPTOR,
         &ai::openai_embed::DESCRIPTOR,

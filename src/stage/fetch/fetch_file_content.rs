@@ -1,0 +1,149 @@
+//! FetchFileContent: reads the file named by a field into another field.
+//!
+//! Keys (Lucille's): `filePathField` (default `file_path`; documents without it are left
+//! alone), `fileContentField` (default `file_content`; overwritten). The bytes are stored as
+//! base64 text, Lucille's form of `byte[]` (`Document::get_bytes`). A relative path resolves
+//! against the working directory; `file://` URIs are read too. A file that cannot be read
+//! fails the document with the path and the reason, as Lucille's StageException does.
+//!
+//! Lucille's `s3` / `gcp` / `azure` blocks are refused (config error): only local files are
+//! read here, and a `s3://`-style path fails the document saying so.
+
+use super::{local_path, CLOUD_STORAGE};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::document::Document;
+use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
+
+pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
+    name: "FetchFileContent",
+    spec,
+    build,
+};
+
+fn spec() -> Spec {
+    Spec::stage()
+        .optional("filePathField", Kind::String)
+        .optional("fileContentField", Kind::String)
+        .unsupported("s3", CLOUD_STORAGE)
+        .unsupported("gcp", CLOUD_STORAGE)
+        .unsupported("azure", CLOUD_STORAGE)
+}
+
+struct FetchFileContent {
+    path_field: String,
+    content_field: String,
+}
+
+/// A field-name key that must name a writable field.
+pub(crate) fn field_key(
+    config: &ComponentConfig,
+    key: &str,
+    default: &str,
+) -> Result<String, ConfigError> {
+    let value = config.string(key)?.unwrap_or_else(|| default.to_string());
+    if value.is_empty() || crate::document::is_reserved(&value) {
+        return Err(config.error(key, format!("{value:?} cannot be used: reserved or empty")));
+    }
+    Ok(value)
+}
+
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+    Ok(Box::new(FetchFileContent {
+        path_field: field_key(config, "filePathField", "file_path")?,
+        content_field: field_key(config, "fileContentField", "file_content")?,
+    }))
+}
+
+impl Stage for FetchFileContent {
+    fn process_document(&mut self, doc: &mut Document) -> StageResult {
+        let Some(value) = doc.get_string(&self.path_field)? else {
+            return Ok(None);
+        };
+        let path = local_path(&value)?;
+        let bytes = std::fs::read(&path).map_err(|e| {
+            StageFailure::msg(format!(
+                "cannot read {:?} (from {}): {e}",
+                path.display(),
+                self.path_field
+            ))
+        })?;
+        doc.set_bytes(&self.content_field, &bytes)?;
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::stage::dictionary_lookup::test_files::temp_file;
+    use crate::stage::testing::{build_err, build_stage, process, process_err};
+
+    #[test]
+    fn reads_files_into_the_content_field() {
+        let hello = temp_file("hello.txt", b"Hello, world!\n");
+        let goodbye = temp_file("goodbye.bin", &[0, 159, 146, 150, 255]);
+        let (hello, goodbye) = (hello.to_str().unwrap(), goodbye.to_str().unwrap());
+        let mut s = build_stage(json!({"class": "FetchFileContent"}));
+        let out = process(&mut s, json!({"id": "h", "file_path": hello}));
+        assert_eq!(
+            out.get_bytes("file_content").unwrap(),
+            Some(b"Hello, world!\n".to_vec())
+        );
+        assert_eq!(
+            out.get("file_content"),
+            Some(&json!("SGVsbG8sIHdvcmxkIQo="))
+        );
+        let out = process(&mut s, json!({"id": "g", "file_path": goodbye}));
+        assert_eq!(
+            out.get_bytes("file_content").unwrap(),
+            Some(vec![0, 159, 146, 150, 255])
+        );
+        // Overwrites what was there; file:// URIs are local files too.
+        let out = process(
+            &mut s,
+            json!({"id": "o", "file_path": format!("file://{hello}"), "file_content": "AQID"}),
+        );
+        assert_eq!(
+            out.get_bytes("file_content").unwrap(),
+            Some(b"Hello, world!\n".to_vec())
+        );
+    }
+
+    #[test]
+    fn alternate_fields() {
+        let hello = temp_file("hello.txt", b"hi");
+        let hello = hello.to_str().unwrap();
+        let mut s = build_stage(json!({"class": "FetchFileContent", "filePathField": "source"}));
+        let out = process(&mut s, json!({"id": "a", "source": hello}));
+        assert_eq!(out.get_bytes("file_content").unwrap(), Some(b"hi".to_vec()));
+        let out = process(&mut s, json!({"id": "b", "file_path": hello}));
+        assert!(!out.has("file_content"));
+        let mut s =
+            build_stage(json!({"class": "FetchFileContent", "fileContentField": "contents"}));
+        let out = process(&mut s, json!({"id": "c", "file_path": hello}));
+        assert_eq!(out.get_bytes("contents").unwrap(), Some(b"hi".to_vec()));
+        assert!(!out.has("file_content"));
+    }
+
+    #[test]
+    fn missing_files_and_cloud_paths_fail() {
+        let mut s = build_stage(json!({"class": "FetchFileContent"}));
+        let err = process_err(
+            &mut s,
+            json!({"id": "m", "file_path": "/no/such/dir/missing.txt"}),
+        );
+        assert!(err.contains("missing.txt"), "{err}");
+        let err = process_err(
+            &mut s,
+            json!({"id": "s", "file_path": "s3://bucket/hello.txt"}),
+        );
+        assert!(err.contains("s3://"), "{err}");
+        let err = build_err(json!({"class": "FetchFileContent", "s3": {"region": "x"}}));
+        assert!(err.contains("s3") && err.contains("cloud storage"), "{err}");
+        assert!(
+            build_err(json!({"class": "FetchFileContent", "fileContentField": "id"}))
+                .contains("fileContentField")
+        );
+    }
+}

@@ -1,0 +1,39 @@
+//! Stages that fetch content into a document: `FetchUri` (an HTTP GET of a URL field),
+//! `FetchFileContent` (a file's bytes) and `ApplyFileHandlers` (the FileConnector's CSV / JSON
+//! / XML handlers run on a file named by the document, the records becoming its children).
+//!
+//! Fetched bytes are stored as Lucille stores `byte[]`: standard, padded base64 text, read back
+//! with `Document::get_bytes` (Python: `base64.b64decode(doc.get("field"))`).
+
+pub mod apply_file_handlers;
+pub mod fetch_file_content;
+pub mod fetch_uri;
+
+use std::path::PathBuf;
+
+use super::StageFailure;
+
+/// Lucille's keys for cloud storage, which these stages do not read.
+pub(crate) const CLOUD_STORAGE: &str = "reading cloud storage (Lucille's s3 / gcp / azure blocks) \
+     is not done by this stage here; copy the files to a local folder";
+
+/// The local file a document's path value names: a plain path or a `file://` URI. Other
+/// schemes (`s3://`, `gs://`, `https://`) are refused with a message saying so.
+pub(crate) fn local_path(value: &str) -> Result<PathBuf, StageFailure> {
+    if let Some(rest) = value.strip_prefix("file://") {
+        return Ok(PathBuf::from(rest));
+    }
+    if let Some((scheme, _)) = value.split_once("://") {
+        if !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        {
+            return Err(StageFailure::msg(format!(
+                "{value:?} is a {scheme}:// location; only local files are read here \
+                 (cloud storage is not supported by this stage)"
+            )));
+        }
+    }
+    Ok(PathBuf::from(value))
+}
