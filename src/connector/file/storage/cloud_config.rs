@@ -11,7 +11,7 @@
 //! Lucille, the number of objects asked for per list request (default 1000 here, 100 in
 //! Lucille). `s3.endpoint` is an extension (an S3-compatible server such as MinIO or moto;
 //! `http://` allowed, path-style requests). An Azure `connectionString` may carry `AccountName`
-//! + `AccountKey`, `SharedAccessSignature`, `BlobEndpoint` (Azurite) or
+//! with `AccountKey`, `SharedAccessSignature`, `BlobEndpoint` (Azurite) or
 //! `UseDevelopmentStorage=true`. A GCS service key may carry `gcs_base_url` and
 //! `disable_oauth` (a local GCS-compatible server).
 //!

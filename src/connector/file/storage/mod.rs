@@ -154,7 +154,7 @@ pub struct Roots {
 /// Builds the roots of `paths`: URLs go to the object store of their bucket / container
 /// (configured by the connector's `s3`, `gcp` or `azure` block), the rest to local disk.
 pub fn roots(config: &ComponentConfig, paths: &[String], errors: &mut Vec<ConfigError>) -> Roots {
-    let local = Arc::new(local::LocalStorage::default());
+    let local = Arc::new(local::LocalStorage);
     let cloud = cloud_config::CloudConfig::from_config(config, errors);
     let mut runtime: Option<Arc<object::CloudRuntime>> = None;
     let mut stores: Vec<(String, Arc<object::ObjectStorage>)> = Vec::new();
