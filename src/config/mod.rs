@@ -59,7 +59,13 @@ pub fn is_secret_key(key: &str) -> bool {
         "privatekey",
         "passphrase",
     ];
-    const PAIRS: [&str; 4] = ["apikey", "privatekey", "secretkey", "accesskey"];
+    const PAIRS: [&str; 5] = [
+        "apikey",
+        "privatekey",
+        "secretkey",
+        "accesskey",
+        "accountkey",
+    ];
     let words = key_words(key);
     let Some(last) = words.last() else {
         return false;
@@ -91,9 +97,34 @@ pub fn redact(value: &mut serde_json::Value) {
             if let Some(hidden) = redact_url_password(s, MARKER) {
                 *s = hidden;
             }
+            if let Some(hidden) = redact_connection_string(s, MARKER) {
+                *s = hidden;
+            }
         }
         _ => {}
     }
+}
+
+/// An Azure-style connection string (`AccountName=a;AccountKey=secret;...`) with its
+/// `AccountKey` and `SharedAccessSignature` values replaced; `None` when it has neither.
+fn redact_connection_string(s: &str, marker: &str) -> Option<String> {
+    let secret = |part: &str| {
+        part.split_once('=').is_some_and(|(k, _)| {
+            let k = k.trim();
+            k.eq_ignore_ascii_case("AccountKey") || k.eq_ignore_ascii_case("SharedAccessSignature")
+        })
+    };
+    if !s.split(';').any(secret) {
+        return None;
+    }
+    let parts: Vec<String> = s
+        .split(';')
+        .map(|part| match part.split_once('=') {
+            Some((k, _)) if secret(part) => format!("{k}={marker}"),
+            _ => part.to_string(),
+        })
+        .collect();
+    Some(parts.join(";"))
 }
 
 /// `scheme://user:secret@host...` (a connection string or URL) with the password replaced;
@@ -123,6 +154,23 @@ mod tests {
     }
 
     #[test]
+    fn redacts_azure_connection_string_keys() {
+        let mut v = serde_json::json!({"azure": {"connectionString":
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=c2VjcmV0;EndpointSuffix=core.windows.net"},
+            "sas": "BlobEndpoint=https://x;SharedAccessSignature=sv=1&sig=abc", "plain": "a=b;c=d"});
+        super::redact(&mut v);
+        assert_eq!(
+            v["azure"]["connectionString"],
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=***REDACTED***;EndpointSuffix=core.windows.net"
+        );
+        assert_eq!(
+            v["sas"],
+            "BlobEndpoint=https://x;SharedAccessSignature=***REDACTED***"
+        );
+        assert_eq!(v["plain"], "a=b;c=d");
+    }
+
+    #[test]
     fn secret_keys_are_matched_as_words() {
         for k in [
             "password",
@@ -138,6 +186,8 @@ mod tests {
             "privateKey",
             "aws.secretKey",
             "DB_PASSWORD",
+            "accountKey",
+            "secretAccessKey",
         ] {
             assert!(super::is_secret_key(k), "{k} is a secret");
         }

@@ -3,8 +3,7 @@
 //! turn as `archive.zip!entry/name` (Lucille's separator), by its own extension. Archives inside
 //! archives are not opened (as Lucille).
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Seek};
 
 use flate2::read::MultiGzDecoder;
 
@@ -13,7 +12,7 @@ use crate::connector::ConnectorError;
 use crate::document::ids::md5_hex;
 
 /// A buffered reader over the decompressed bytes of a gzip file.
-pub(super) fn gunzip(file: File) -> impl BufRead {
+pub(super) fn gunzip(file: impl Read) -> impl BufRead {
     BufReader::with_capacity(256 * 1024, MultiGzDecoder::new(BufReader::new(file)))
 }
 
@@ -21,7 +20,7 @@ pub(super) fn gunzip(file: File) -> impl BufRead {
 /// entries before it stay published.
 pub(super) fn read_zip(
     connector: &FileConnector,
-    file: File,
+    file: impl Read + Seek,
     path: &str,
     metadata: &FileMetadata,
     sink: &mut dyn RecordSink,

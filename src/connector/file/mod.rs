@@ -13,6 +13,11 @@
 //! `checkpoint { path }` makes the traversal resumable and `incremental` / `emitDeletes` detect
 //! changes (see `resume`).
 //!
+//! Files live on local disk or in object stores (`s3://bucket/prefix`, `gs://bucket/prefix`,
+//! `https://ACCOUNT.blob.core.windows.net/container/prefix` in `paths`, configured by Lucille's
+//! `s3 { }`, `gcp { }` and `azure { }` blocks): traversal, filters, handlers, checkpoints and
+//! moves are written once here against `storage::Storage`.
+//!
 //! Lucille's nested forms are accepted as aliases: `pathToStorage`,
 //! `filterOptions { includes, excludes, modificationCutoff }` and `fileOptions { getFileContent,
 //! handleArchivedFiles, handleCompressedFiles, moveToAfterProcessing, moveToErrorFolder }`.
@@ -25,11 +30,12 @@ mod csv;
 pub mod documents;
 mod json;
 mod resume;
+pub mod storage;
 mod xml;
 
 use std::collections::HashMap;
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -88,16 +94,14 @@ fn spec() -> Spec {
         .optional("emitDeletes", Kind::Bool)
         .optional("deletionMarkerField", Kind::String)
         .optional("deletionMarkerFieldValue", Kind::String)
-        .unsupported("s3", CLOUD_STORAGE)
-        .unsupported("gcp", CLOUD_STORAGE)
-        .unsupported("azure", CLOUD_STORAGE)
+        .optional("s3", Kind::Object)
+        .optional("gcp", Kind::Object)
+        .optional("azure", Kind::Object)
         .unsupported(
             "state",
             "Lucille's JDBC file state is not kept here; use checkpoint { path } with incremental: true to skip files already handled",
         )
 }
-
-const CLOUD_STORAGE: &str = "reading cloud storage (Lucille's s3 / gcp / azure blocks) is not done here; copy the files to a local folder and list it in paths";
 
 fn filter_options_spec() -> Spec {
     Spec::new()
@@ -294,7 +298,9 @@ pub(crate) fn iso_time(t: SystemTime) -> String {
 }
 
 struct Settings {
-    paths: Vec<PathBuf>,
+    roots: Vec<storage::Root>,
+    /// Every storage of the roots, local disk last: who owns a checkpointed `file_path`.
+    storages: Vec<Arc<dyn storage::Storage>>,
     includes: Vec<Regex>,
     excludes: Vec<Regex>,
     modified_cutoff: Option<Duration>,
@@ -302,8 +308,9 @@ struct Settings {
     content_format: ContentFormat,
     handle_archives: bool,
     handle_compressed: bool,
-    move_after: Option<PathBuf>,
-    move_on_error: Option<PathBuf>,
+    /// A local folder or an object-store URL (of the roots' one bucket / container).
+    move_after: Option<String>,
+    move_on_error: Option<String>,
     reader_threads: usize,
     resume: Option<resume::ResumeSettings>,
 }
@@ -324,7 +331,7 @@ pub struct FileConnector {
 
 /// A file to read: where its records start (`skip`) and its checkpoint unit.
 struct Job {
-    path: PathBuf,
+    entry: storage::Entry,
     unit: Option<resume::UnitId>,
     skip: u64,
 }
@@ -443,7 +450,14 @@ impl FileConnector {
                 .0
                 .push(config.error("paths", "must name at least one file, folder or glob"));
         }
-        let paths = paths.iter().map(|p| config.resolve_path(p)).collect();
+        let roots = storage::roots(config, &paths, &mut errors.0);
+        let mut storages: Vec<Arc<dyn storage::Storage>> = Vec::new();
+        for r in &roots.roots {
+            if !storages.iter().any(|s| Arc::ptr_eq(s, &r.storage)) {
+                storages.push(r.storage.clone());
+            }
+        }
+        storages.push(roots.local.clone());
 
         let from = |flat: &str, nested: &str, errors: &mut Errors| {
             flat_or_nested(config, filter.as_ref(), flat, nested, errors)
@@ -504,10 +518,14 @@ impl FileConnector {
             .unwrap_or(true);
         let folder = |key: &str, errors: &mut Errors| {
             option(key, errors).and_then(|c| {
-                errors
-                    .take(c.string(key))
-                    .flatten()
-                    .map(|p| c.resolve_output_path(&p))
+                let p = errors.take(c.string(key)).flatten()?;
+                match move_target(&c, key, &p, &roots.roots) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        errors.0.push(e);
+                        None
+                    }
+                }
             })
         };
         let move_after = folder("moveToAfterProcessing", &mut errors);
@@ -569,7 +587,8 @@ impl FileConnector {
             0 => Ok(FileConnector {
                 common: common.clone(),
                 settings: Settings {
-                    paths,
+                    roots: roots.roots,
+                    storages,
                     includes,
                     excludes,
                     modified_cutoff,
@@ -696,29 +715,18 @@ enum Outcome {
 
 impl FileConnector {
     /// Every file under `paths`, filtered, sorted and without duplicates.
-    pub fn list_files(&self) -> Result<Vec<PathBuf>, ConnectorError> {
+    pub fn list_files(&self) -> Result<Vec<storage::Entry>, ConnectorError> {
         let mut files = Vec::new();
-        for p in &self.settings.paths {
-            let text = p.to_string_lossy();
-            if text.contains(['*', '?', '[']) {
-                let entries = glob::glob(&text)
-                    .map_err(|e| ConnectorError::new(format!("invalid glob {text:?}: {e}")))?;
-                for entry in entries {
-                    let path =
-                        entry.map_err(|e| ConnectorError::new(format!("cannot read {e}")))?;
-                    self.collect(&path, &mut files)?;
-                }
-            } else if p.exists() {
-                self.collect(p, &mut files)?;
-            } else {
-                return Err(ConnectorError::new(format!(
-                    "path {} does not exist",
-                    p.display()
-                )));
-            }
+        for root in &self.settings.roots {
+            let listed = root.storage.list(&root.location)?;
+            tracing::debug!("{}: {} file(s)", root.shown, listed.len());
+            files.extend(listed.into_iter().map(|file| storage::Entry {
+                file,
+                storage: root.storage.clone(),
+            }));
         }
-        files.sort();
-        files.dedup();
+        files.sort_by(|a, b| a.file.path.cmp(&b.file.path));
+        files.dedup_by(|a, b| a.file.path == b.file.path);
         let cutoff = self
             .settings
             .modified_cutoff
@@ -729,46 +737,28 @@ impl FileConnector {
             .collect())
     }
 
-    fn collect(&self, path: &Path, out: &mut Vec<PathBuf>) -> Result<(), ConnectorError> {
-        if path.is_dir() {
-            for entry in walkdir::WalkDir::new(path)
-                .follow_links(true)
-                .sort_by_file_name()
-            {
-                let entry = entry.map_err(|e| {
-                    ConnectorError::new(format!("cannot walk {}: {e}", path.display()))
-                })?;
-                if entry.file_type().is_file() {
-                    out.push(absolute(entry.path()));
-                }
-            }
-        } else if path.is_file() {
-            out.push(absolute(path));
-        }
-        Ok(())
-    }
-
-    fn included(&self, file: &Path, cutoff: Option<SystemTime>) -> bool {
-        let text = file.to_string_lossy();
+    fn included(&self, file: &storage::Entry, cutoff: Option<SystemTime>) -> bool {
+        let text = file.path();
         let s = &self.settings;
         // The checkpoint's own files (state.sqlite, -wal, -shm) are never documents.
         if let Some(r) = &s.resume {
-            if text.starts_with(absolute(&r.path).to_string_lossy().as_ref()) {
+            if text.starts_with(storage::local::absolute(&r.path).to_string_lossy().as_ref()) {
                 return false;
             }
         }
-        if s.excludes.iter().any(|r| r.is_match(&text)) {
+        if s.excludes.iter().any(|r| r.is_match(text)) {
             return false;
         }
-        if !s.includes.is_empty() && !s.includes.iter().any(|r| r.is_match(&text)) {
+        if !s.includes.is_empty() && !s.includes.iter().any(|r| r.is_match(text)) {
             return false;
         }
         match cutoff {
             None => true,
-            Some(limit) => std::fs::metadata(file)
-                .and_then(|m| m.modified())
-                .map(|m| m >= limit)
-                .unwrap_or(false),
+            Some(limit) => file
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified)
+                .is_some_and(|m| m >= limit),
         }
     }
 
@@ -886,31 +876,37 @@ impl FileConnector {
         Ok(Outcome::Done)
     }
 
-    /// Reads one file from disk (decompressing / unpacking as configured).
-    fn read_file(&self, path: &Path, sink: &mut dyn RecordSink) -> Result<Outcome, ConnectorError> {
-        let display = path.to_string_lossy().into_owned();
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| display.clone());
+    /// Reads one file from its storage (decompressing / unpacking as configured).
+    fn read_file(
+        &self,
+        entry: &storage::Entry,
+        sink: &mut dyn RecordSink,
+    ) -> Result<Outcome, ConnectorError> {
+        let display = entry.path().to_string();
+        let name = entry.name();
         let file_failure = |sink: &mut dyn RecordSink, e: std::io::Error| {
             let id = self.common.doc_id(&md5_hex(&display));
             sink.fail(id, format!("{display}: cannot read: {e}"))
                 .map(|()| Outcome::Failed)
                 .map_err(ConnectorError::from)
         };
-        let metadata = match std::fs::metadata(path) {
-            Ok(m) => FileMetadata::from(&m),
-            Err(e) => return file_failure(sink, e),
-        };
-        let file = match std::fs::File::open(path) {
-            Ok(f) => f,
+        let metadata = match entry.metadata() {
+            Ok(m) => m,
             Err(e) => return file_failure(sink, e),
         };
         let ext = extension(&name);
         if self.settings.handle_archives && ext.as_deref() == Some("zip") {
+            let file = match entry.storage.open_seekable(&entry.file) {
+                Ok(f) => f,
+                Err(e) => return file_failure(sink, e),
+            };
             return compressed::read_zip(self, file, &display, &metadata, sink);
         }
+        let input: Box<dyn std::io::Read + Send> = match entry.storage.open(&entry.file) {
+            Ok(storage::Opened::File(f)) => Box::new(f),
+            Ok(storage::Opened::Stream(s)) => s,
+            Err(e) => return file_failure(sink, e),
+        };
         if self.settings.handle_compressed && ext.as_deref() == Some("gz") {
             let inner = name[..name.len() - 3].to_string();
             let source = FileSource {
@@ -918,7 +914,7 @@ impl FileConnector {
                 name: inner,
                 max_bytes: self.common.max_document_bytes,
             };
-            let mut input = compressed::gunzip(file);
+            let mut input = compressed::gunzip(input);
             return self.read_stream(&mut input, &source, &metadata, sink);
         }
         let source = FileSource {
@@ -926,7 +922,7 @@ impl FileConnector {
             name,
             max_bytes: self.common.max_document_bytes,
         };
-        let mut input = std::io::BufReader::with_capacity(256 * 1024, file);
+        let mut input = std::io::BufReader::with_capacity(256 * 1024, input);
         self.read_stream(&mut input, &source, &metadata, sink)
     }
 
@@ -936,7 +932,7 @@ impl FileConnector {
         publisher: &Publisher,
         tracker: Option<&resume::TrackerHandle>,
     ) -> Result<(), ConnectorError> {
-        let path = job.path.as_path();
+        let entry = &job.entry;
         let mut sink = PublisherSink { publisher };
         let outcome = match (tracker, job.unit) {
             (Some(tracker), Some(unit)) => {
@@ -947,7 +943,7 @@ impl FileConnector {
                     skip: job.skip,
                     next: 0,
                 };
-                let outcome = self.read_file(path, &mut counted)?;
+                let outcome = self.read_file(entry, &mut counted)?;
                 match outcome {
                     Outcome::Done => tracker.read(unit, counted.next),
                     Outcome::Failed => {
@@ -956,30 +952,30 @@ impl FileConnector {
                 }
                 outcome
             }
-            _ => self.read_file(path, &mut sink)?,
+            _ => self.read_file(entry, &mut sink)?,
         };
         let target = match outcome {
             Outcome::Done => &self.settings.move_after,
             Outcome::Failed => &self.settings.move_on_error,
         };
         if let Some(folder) = target {
-            if let Err(e) = move_into(path, folder) {
-                tracing::error!(
-                    "cannot move {} to {}: {e}",
-                    path.display(),
-                    folder.display()
-                );
+            if let Err(e) = entry.storage.move_into(&entry.file, folder) {
+                tracing::error!("cannot move {} to {folder}: {e}", entry.path());
             }
         }
         Ok(())
     }
 
     /// Reads every file from its start, without a checkpoint.
-    fn read_all(&self, files: &[PathBuf], publisher: &Publisher) -> Result<(), ConnectorError> {
+    fn read_all(
+        &self,
+        files: &[storage::Entry],
+        publisher: &Publisher,
+    ) -> Result<(), ConnectorError> {
         let jobs: Vec<Job> = files
             .iter()
-            .map(|path| Job {
-                path: path.clone(),
+            .map(|entry| Job {
+                entry: entry.clone(),
                 unit: None,
                 skip: 0,
             })
@@ -1021,7 +1017,7 @@ impl FileConnector {
 
 /// What the whole-file document reports about a file or archive entry.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct FileMetadata {
+pub struct FileMetadata {
     pub size: u64,
     pub modified: Option<SystemTime>,
     pub created: Option<SystemTime>,
@@ -1037,22 +1033,35 @@ impl From<&std::fs::Metadata> for FileMetadata {
     }
 }
 
-fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
-}
-
-/// Moves a file into a folder (created if needed); copies and removes across file systems.
-fn move_into(path: &Path, folder: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(folder)?;
-    let name = path.file_name().ok_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has no file name")
-    })?;
-    let target = folder.join(name);
-    if std::fs::rename(path, &target).is_err() {
-        std::fs::copy(path, &target)?;
-        std::fs::remove_file(path)?;
+/// `moveToAfterProcessing` / `moveToErrorFolder`: a local folder when every root is local, a
+/// URL in the roots' one bucket / container when they are in an object store (as Lucille, which
+/// allows a move only with a single path).
+fn move_target(
+    c: &ComponentConfig,
+    key: &str,
+    target: &str,
+    roots: &[storage::Root],
+) -> Result<String, ConfigError> {
+    let url = storage::cloud_config::parse_url(target).map_err(|m| c.error(key, m))?;
+    match url {
+        None => match roots.iter().find(|r| r.url.is_some()) {
+            Some(r) => Err(c.error(
+                key,
+                format!("{target:?} is a local folder but {} is in an object store; move within its bucket (a {} URL)", r.shown, r.url.as_ref().map(|u| u.base()).unwrap_or_default()),
+            )),
+            None => Ok(c.resolve_output_path(target).to_string_lossy().into_owned()),
+        },
+        Some(u) => {
+            let base = u.base();
+            match roots.iter().find(|r| r.url.as_ref().map(|x| x.base()) != Some(base.clone())) {
+                Some(r) => Err(c.error(
+                    key,
+                    format!("{target:?} can only receive files of {base}, but paths has {}", r.shown),
+                )),
+                None => Ok(target.to_string()),
+            }
+        }
     }
-    Ok(())
 }
 
 /// The id prefix handlers use: their own `docIdPrefix`, else the connector's.
@@ -1107,11 +1116,25 @@ impl Connector for FileConnector {
         let Some(settings) = &self.settings.resume else {
             return self.read_all(&files, publisher);
         };
-        let (run, planned) = resume::ResumeRun::start(settings, &self.common, &files, publisher)?;
+        // A file_path no longer listed is gone when its storage says so; one no storage of
+        // this config owns (a path since removed from `paths`) is kept, never deleted.
+        let storages = &self.settings.storages;
+        let gone = |path: &str| match storages.iter().find(|s| s.owns(path)) {
+            Some(s) => match s.exists(path) {
+                Ok(exists) => !exists,
+                Err(e) => {
+                    tracing::warn!("cannot tell whether {path} still exists: {e}");
+                    false
+                }
+            },
+            None => false,
+        };
+        let (run, planned) =
+            resume::ResumeRun::start(settings, &self.common, &files, &gone, publisher)?;
         let jobs: Vec<Job> = planned
             .into_iter()
             .map(|p| Job {
-                path: p.path,
+                entry: p.entry,
                 unit: Some(p.unit),
                 skip: p.skip,
             })

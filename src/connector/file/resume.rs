@@ -8,20 +8,18 @@
 //! marker for each file that vanished since it was last read; default `is_deleted` = `"true"`).
 
 use std::collections::HashSet;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use md5::{Digest, Md5};
-
+use super::storage::Entry;
 use super::{RecordSink, FILE_PATH};
 use crate::accounting::{PublishError, Publisher};
 use crate::connector::checkpoint::{Checkpoint, Plan, Stamp, Tracker, UnitCounter};
 pub use crate::connector::checkpoint::{TrackerHandle, UnitId};
 use crate::connector::record::Record;
 use crate::connector::{Common, ConnectorError};
-use crate::document::ids::{hex, md5_hex};
+use crate::document::ids::md5_hex;
 use crate::document::Document;
 
 #[derive(Debug, Clone)]
@@ -35,7 +33,7 @@ pub struct ResumeSettings {
 
 /// A file this run reads, with where to start.
 pub struct PlannedFile {
-    pub path: PathBuf,
+    pub entry: Entry,
     pub unit: UnitId,
     pub skip: u64,
 }
@@ -46,43 +44,26 @@ pub struct ResumeRun {
     vanished: Vec<String>,
 }
 
-/// The unit key of a file: its full path as `file_path` shows it.
-pub fn unit_key(path: &Path) -> String {
-    path.to_string_lossy().into_owned()
-}
-
-/// Lower-case hex MD5 of a file's bytes, streamed.
-fn content_hash(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Md5::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex(&hasher.finalize()))
-}
-
-fn stamp_of(path: &Path) -> std::io::Result<(u64, i64)> {
-    let m = std::fs::metadata(path)?;
+/// A file's size and modification time (ms since the epoch) for the checkpoint's stamp.
+fn stamp_of(entry: &Entry) -> std::io::Result<(u64, i64)> {
+    let m = entry.metadata()?;
     let modified_ms = m
-        .modified()
-        .ok()
+        .modified
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_millis() as i64);
-    Ok((m.len(), modified_ms))
+    Ok((m.size, modified_ms))
 }
 
 impl ResumeRun {
     /// Opens the checkpoint, plans every listed file, publishes delete markers for vanished
-    /// ones (with `emitDeletes`) and starts the writer. Returns the files to read.
+    /// ones (with `emitDeletes`; `gone` says whether a no longer listed `file_path` is gone
+    /// from its storage) and starts the writer. Returns the files to read. A unit's key is
+    /// its `file_path`; its content hash the object's ETag or the MD5 of a local file.
     pub fn start(
         settings: &ResumeSettings,
         common: &Common,
-        files: &[PathBuf],
+        files: &[Entry],
+        gone: &dyn Fn(&str) -> bool,
         publisher: &Arc<Publisher>,
     ) -> Result<(ResumeRun, Vec<PlannedFile>), ConnectorError> {
         let cp = Checkpoint::open(&settings.path, &common.name, settings.incremental)
@@ -92,31 +73,30 @@ impl ResumeRun {
         let mut begins = Vec::new();
         let (mut done, mut unchanged, mut settled) = (0u64, 0u64, 0u64);
         let mut seen = HashSet::with_capacity(files.len());
-        for path in files {
-            let key = unit_key(path);
+        for entry in files {
+            let key = entry.path().to_string();
+            let hash = || entry.storage.content_hash(&entry.file);
             seen.insert(key.clone());
             // Unreadable metadata: read it anyway; the reader reports the failure.
-            let (size, modified_ms) = stamp_of(path).unwrap_or_default();
-            let (plan, mut stamp) = cp
-                .plan(&key, size, modified_ms, || content_hash(path))
-                .unwrap_or((
-                    Plan::Read { skip: 0 },
-                    Stamp {
-                        size,
-                        modified_ms,
-                        hash: None,
-                    },
-                ));
+            let (size, modified_ms) = stamp_of(entry).unwrap_or_default();
+            let (plan, mut stamp) = cp.plan(&key, size, modified_ms, hash).unwrap_or((
+                Plan::Read { skip: 0 },
+                Stamp {
+                    size,
+                    modified_ms,
+                    hash: None,
+                },
+            ));
             match plan {
                 Plan::Read { skip } => {
                     if settings.incremental && stamp.hash.is_none() {
                         // Stored for the next run's comparison.
-                        stamp.hash = content_hash(path).ok();
+                        stamp.hash = hash().ok();
                     }
                     let unit = units.next();
                     begins.push((unit, key, stamp, skip));
                     planned.push(PlannedFile {
-                        path: path.clone(),
+                        entry: entry.clone(),
                         unit,
                         skip,
                     });
@@ -135,11 +115,7 @@ impl ResumeRun {
         }
         // Gone from disk, not merely out of this run's scope: a narrower `paths`, an exclude or
         // `modifiedCutoff` must never turn into deletes.
-        let vanished: Vec<String> = cp
-            .vanished(&seen)
-            .into_iter()
-            .filter(|p| !Path::new(p).exists())
-            .collect();
+        let vanished: Vec<String> = cp.vanished(&seen).into_iter().filter(|p| gone(p)).collect();
         tracing::info!(
             connector = common.name.as_str(),
             "checkpoint {}: {} traversal; {} file(s) to read ({} resumed mid-file), {} already done, {} unchanged, {} settled-failed, {} vanished",

@@ -427,7 +427,8 @@ fn traversal_recurses_globs_filters_and_cutoff() {
             .unwrap()
             .iter()
             .map(|p| {
-                p.strip_prefix(std::path::absolute(&dir.0).unwrap())
+                Path::new(p.path())
+                    .strip_prefix(std::path::absolute(&dir.0).unwrap())
                     .unwrap()
                     .to_string_lossy()
                     .into_owned()
@@ -786,3 +787,5 @@ fn whole_file_over_max_document_bytes_fails_without_being_read() {
         sink.failures[0].1
     );
 }
+
+mod cloud;

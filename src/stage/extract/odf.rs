@@ -1,6 +1,12 @@
 //! OpenDocument (ODT, ODS, ODP): `content.xml` streamed through `quick-xml` (`xmltext`),
 //! text under `office:body` with paragraphs, headings, tabs, line breaks and `text:s` spaces
-//! kept, cells separated. Metadata from `meta.xml`.
+//! kept, cells separated. Metadata from `meta.xml`; an ODP's page count (its slides: LibreOffice
+//! writes no `page-count` for presentations) from the `draw:page` elements of
+//! `office:presentation`.
+
+use std::io::BufReader;
+
+use quick_xml::events::Event;
 
 use super::ooxml::{entry_fields, entry_text, Zip};
 use super::xmltext::Rules;
@@ -44,6 +50,9 @@ pub(crate) fn extract(
             meta.set(CREATOR, last);
         }
     }
+    if pages.is_none() && kind == Format::Odp {
+        pages = odp_slides(archive).map(|n| n.to_string());
+    }
     if let Some(p) = pages {
         meta.set(PAGES, p);
     }
@@ -51,4 +60,38 @@ pub(crate) fn extract(
         return Err(ExtractError::new(kind.mime(), "content.xml is missing"));
     }
     Ok(())
+}
+
+/// The number of slides of an ODP: `draw:page` children of `office:presentation` in
+/// `content.xml`, streamed; `None` when the part is missing or unreadable.
+fn odp_slides(archive: &mut Zip<'_>) -> Option<usize> {
+    let entry = archive.by_name("content.xml").ok()?;
+    let mut reader = quick_xml::Reader::from_reader(BufReader::new(entry));
+    let mut buf = Vec::new();
+    let (mut depth, mut slides_at, mut count) = (0usize, None, 0usize);
+    loop {
+        match reader.read_event_into(&mut buf) {
+            Ok(Event::Start(e)) => {
+                let local = e.local_name();
+                if slides_at == Some(depth) && local.as_ref() == b"page" {
+                    count += 1;
+                }
+                if slides_at.is_none() && local.as_ref() == b"presentation" {
+                    slides_at = Some(depth + 1);
+                }
+                depth += 1;
+            }
+            Ok(Event::Empty(e)) => {
+                if slides_at == Some(depth) && e.local_name().as_ref() == b"page" {
+                    count += 1;
+                }
+            }
+            Ok(Event::End(_)) => depth = depth.saturating_sub(1),
+            Ok(Event::Eof) => break,
+            Err(_) => return None,
+            Ok(_) => {}
+        }
+        buf.clear();
+    }
+    slides_at.map(|_| count)
 }

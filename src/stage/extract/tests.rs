@@ -115,3 +115,40 @@ fn docx_written_by_hand() {
     assert_eq!(x.metadata.get(TITLE), Some("T1"));
     assert_eq!(x.metadata.get(CREATOR), Some("Ann"));
 }
+
+#[test]
+fn odp_page_count_is_its_slides() {
+    use std::io::Write;
+    let mut buf = std::io::Cursor::new(Vec::new());
+    {
+        let mut z = zip::ZipWriter::new(&mut buf);
+        let opts = zip::write::SimpleFileOptions::default();
+        let slide = |t: &str| {
+            format!("<draw:page draw:name='{t}'><draw:frame><draw:text-box><text:p>{t}</text:p></draw:text-box></draw:frame></draw:page>")
+        };
+        let content = format!(
+            "<office:document-content xmlns:office='o' xmlns:draw='d' xmlns:text='t'><office:body><office:presentation>{}{}{}<draw:page draw:name='empty'/></office:presentation></office:body></office:document-content>",
+            slide("One"),
+            slide("Two"),
+            slide("Three")
+        );
+        for (name, body) in [
+            ("mimetype", "application/vnd.oasis.opendocument.presentation"),
+            ("meta.xml", "<office:document-meta xmlns:office='o' xmlns:meta='m' xmlns:dc='dc'><office:meta><dc:title>Deck</dc:title><meta:document-statistic meta:object-count='6'/></office:meta></office:document-meta>"),
+            ("content.xml", content.as_str()),
+        ] {
+            z.start_file(name, opts).unwrap();
+            z.write_all(body.as_bytes()).unwrap();
+        }
+        z.finish().unwrap();
+    }
+    let x = run(buf.get_ref());
+    assert_eq!(x.format, Format::Odp);
+    assert_eq!(x.metadata.get(PAGES), Some("4"));
+    assert_eq!(x.metadata.get(TITLE), Some("Deck"));
+    assert!(
+        x.text.contains("One") && x.text.contains("Three"),
+        "{}",
+        x.text
+    );
+}

@@ -1,0 +1,210 @@
+//! Where the FileConnector's files live. Traversal, filters, handlers, checkpoints and moves
+//! are written once in `super` against the [`Storage`] trait; a storage only lists, opens,
+//! hashes, checks and moves:
+//!
+//! - [`local::LocalStorage`]: files, folders (recursively) and globs on local disk;
+//! - [`object::ObjectStorage`]: one S3 bucket, GCS bucket or Azure container (Lucille's
+//!   `s3 { }`, `gcp { }`, `azure { }` blocks), through the `object_store` crate on a small tokio
+//!   runtime the connector owns ([`object::CloudRuntime`]).
+//!
+//! [`roots`] turns `paths` into (storage, location) pairs: `s3://bucket/prefix`,
+//! `gs://bucket/prefix` and `https://ACCOUNT.blob.core.windows.net/container/prefix` are object
+//! stores (one storage per bucket / container), anything else is a local path.
+
+pub mod cloud_config;
+pub mod local;
+pub mod object;
+
+use std::io::{self, Read};
+use std::sync::Arc;
+
+use super::FileMetadata;
+use crate::config::{ComponentConfig, ConfigError};
+use crate::connector::ConnectorError;
+
+/// A file found by a storage's listing.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// The full path shown in `file_path` and matched by `includes` / `excludes`: the absolute
+    /// local path, or the object's URL (`s3://bucket/key`).
+    pub path: String,
+    /// The storage's own name for it: the local path, or the object key.
+    pub locator: String,
+    /// Size and times known from the listing (object stores); `None` for local files, whose
+    /// metadata is read when needed.
+    pub listed: Option<FileMetadata>,
+    /// A cheap content version from the listing (an object's ETag), used as the incremental
+    /// content hash instead of reading the bytes.
+    pub version: Option<String>,
+}
+
+/// A file to read, with the storage that holds it.
+#[derive(Clone)]
+pub struct Entry {
+    pub file: Listed,
+    pub storage: Arc<dyn Storage>,
+}
+
+impl Entry {
+    pub fn path(&self) -> &str {
+        &self.file.path
+    }
+
+    /// The file name: the last path segment.
+    pub fn name(&self) -> String {
+        let p = self.file.locator.trim_end_matches(['/', '\\']);
+        p.rsplit(['/', std::path::MAIN_SEPARATOR])
+            .next()
+            .unwrap_or(p)
+            .to_string()
+    }
+
+    pub fn metadata(&self) -> io::Result<FileMetadata> {
+        match &self.file.listed {
+            Some(m) => Ok(m.clone()),
+            None => self.storage.metadata(&self.file),
+        }
+    }
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry").field("file", &self.file).finish()
+    }
+}
+
+/// A readable stream that may also be a local file (zip archives need to seek).
+pub enum Opened {
+    File(std::fs::File),
+    Stream(Box<dyn Read + Send>),
+}
+
+pub trait Storage: Send + Sync {
+    /// Every file at `location` (a root from `paths`), in any order.
+    fn list(&self, location: &str) -> Result<Vec<Listed>, ConnectorError>;
+
+    /// Metadata of a listed file that carries none.
+    fn metadata(&self, file: &Listed) -> io::Result<FileMetadata>;
+
+    /// The file's bytes as a stream.
+    fn open(&self, file: &Listed) -> io::Result<Opened>;
+
+    /// A seekable copy: the file itself on disk, or the object spooled to an unlinked temporary
+    /// file.
+    fn open_seekable(&self, file: &Listed) -> io::Result<std::fs::File>;
+
+    /// The incremental content hash: the listing's version (ETag) when there is one, else the
+    /// MD5 of the bytes.
+    fn content_hash(&self, file: &Listed) -> io::Result<String> {
+        if let Some(v) = &file.version {
+            return Ok(v.clone());
+        }
+        let mut input: Box<dyn Read> = match self.open(file)? {
+            Opened::File(f) => Box::new(f),
+            Opened::Stream(s) => s,
+        };
+        md5_of(&mut input)
+    }
+
+    /// Whether `path` (a `file_path` this storage owns) still exists.
+    fn exists(&self, path: &str) -> io::Result<bool>;
+
+    /// Whether `path` (a `file_path`) belongs to this storage.
+    fn owns(&self, path: &str) -> bool;
+
+    /// Moves the file into `folder` (`moveToAfterProcessing` / `moveToErrorFolder`, checked
+    /// against this storage at config time).
+    fn move_into(&self, file: &Listed, folder: &str) -> io::Result<()>;
+}
+
+/// Lower-case hex MD5 of a stream.
+pub fn md5_of(input: &mut dyn Read) -> io::Result<String> {
+    use md5::{Digest, Md5};
+    let mut hasher = Md5::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = input.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(crate::document::ids::hex(&hasher.finalize()))
+}
+
+/// A `paths` entry: its storage and where to list.
+#[derive(Clone)]
+pub struct Root {
+    pub storage: Arc<dyn Storage>,
+    pub location: String,
+    /// As written in the config, for messages.
+    pub shown: String,
+    /// The parsed URL of an object-store root; `None` for a local one.
+    pub url: Option<cloud_config::ObjectUrl>,
+}
+
+/// The storages and roots of a FileConnector's `paths`, with the cloud blocks that configure
+/// them. Errors are collected (key path + what to do).
+pub struct Roots {
+    pub roots: Vec<Root>,
+    /// The local storage (also the owner of any `file_path` no object store owns).
+    pub local: Arc<local::LocalStorage>,
+}
+
+/// Builds the roots of `paths`: URLs go to the object store of their bucket / container
+/// (configured by the connector's `s3`, `gcp` or `azure` block), the rest to local disk.
+pub fn roots(config: &ComponentConfig, paths: &[String], errors: &mut Vec<ConfigError>) -> Roots {
+    let local = Arc::new(local::LocalStorage);
+    let cloud = cloud_config::CloudConfig::from_config(config, errors);
+    let mut runtime: Option<Arc<object::CloudRuntime>> = None;
+    let mut stores: Vec<(String, Arc<object::ObjectStorage>)> = Vec::new();
+    let mut roots = Vec::new();
+    let mut used = [false; 3];
+    for p in paths {
+        match cloud_config::parse_url(p) {
+            Ok(None) => {
+                let resolved = config.resolve_path(p);
+                roots.push(Root {
+                    storage: local.clone(),
+                    location: resolved.to_string_lossy().into_owned(),
+                    shown: p.clone(),
+                    url: None,
+                });
+            }
+            Err(message) => errors.push(config.error("paths", message)),
+            Ok(Some(url)) => {
+                used[url.kind as usize] = true;
+                let base = url.base();
+                let storage = match stores.iter().find(|(b, _)| *b == base) {
+                    Some((_, s)) => Some(s.clone()),
+                    None => {
+                        let rt = runtime
+                            .get_or_insert_with(|| Arc::new(object::CloudRuntime::default()))
+                            .clone();
+                        match cloud.store_for(config, &url, rt) {
+                            Ok(s) => {
+                                let s = Arc::new(s);
+                                stores.push((base, s.clone()));
+                                Some(s)
+                            }
+                            Err(e) => {
+                                errors.push(e);
+                                None
+                            }
+                        }
+                    }
+                };
+                if let Some(storage) = storage {
+                    roots.push(Root {
+                        storage,
+                        location: url.prefix.clone(),
+                        shown: p.clone(),
+                        url: Some(url.clone()),
+                    });
+                }
+            }
+        }
+    }
+    cloud.warn_unused(config, used);
+    Roots { roots, local }
+}

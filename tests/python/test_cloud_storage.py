@@ -1,0 +1,159 @@
+"""The FileConnector on S3 (`paths: ["s3://bucket/prefix"]` with Lucille's `s3 { }` block), run
+through `lucille.run` and the `lucille` command against a real S3-API server: moto, started by
+scripts/services/s3.sh, which exports LUCILLE_TEST_S3_ENDPOINT. Skipped without it unless
+LUCILLE_REQUIRE_SERVICES=1. Azure and GCS have no emulator installed here: their config and
+credential handling is tested in Rust (src/connector/file/tests/cloud.rs) and by `render` below."""
+
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import uuid
+from typing import Any
+
+import pytest
+
+import lucille
+
+ENDPOINT = os.environ.get("LUCILLE_TEST_S3_ENDPOINT", "")
+SECRET = "moto-secret-not-to-be-shown"
+
+if not ENDPOINT:
+    if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
+        raise RuntimeError("LUCILLE_TEST_S3_ENDPOINT is not set; source scripts/services/s3.sh")
+    pytest.skip("LUCILLE_TEST_S3_ENDPOINT is not set (scripts/services/s3.sh starts moto)",
+                allow_module_level=True)
+
+
+@pytest.fixture
+def s3() -> Any:
+    import boto3  # installed with moto[server]
+
+    return boto3.client("s3", endpoint_url=ENDPOINT, region_name="us-east-1",
+                        aws_access_key_id="test", aws_secret_access_key=SECRET)
+
+
+@pytest.fixture
+def bucket(s3: Any) -> str:
+    name = f"lucille-py-{uuid.uuid4().hex[:10]}"
+    s3.create_bucket(Bucket=name)
+    return name
+
+
+def md5(text: str) -> str:
+    return hashlib.md5(text.encode()).hexdigest()
+
+
+def config(bucket: str, tmp: pathlib.Path, extra: str = "") -> str:
+    return f"""
+connectors: [{{ name: "s3files", class: "FileConnector", pipeline: "p",
+  paths: ["s3://{bucket}/data/"],
+  s3 {{ accessKeyId: "test", secretAccessKey: "{SECRET}", region: "us-east-1",
+        endpoint: "{ENDPOINT}", maxNumOfPages: 2 }},
+  fileHandlers {{ csv {{ idField: "id" }}, jsonl {{ idField: "id" }} }}
+  {extra} }}]
+pipelines: [{{ name: "p", stages: [] }}]
+indexer {{ type: "jsonl" }}
+jsonl {{ path: "{tmp / 'out.jsonl'}" }}
+"""
+
+
+def test_s3_objects_are_read_through_handlers_then_incrementally(
+        s3: Any, bucket: str, tmp_path: pathlib.Path) -> None:
+    s3.put_object(Bucket=bucket, Key="data/a.jsonl", Body=b'{"id": "a1"}\n{"id": "a2"}\n{"id": "a3"}\n')
+    s3.put_object(Bucket=bucket, Key="data/b.csv", Body=b"id,title\nb1,One\nb2,Two\n")
+    s3.put_object(Bucket=bucket, Key="data/notes.txt", Body=b"hello from a bucket")
+    s3.put_object(Bucket=bucket, Key="data/skip.log", Body=b"excluded")
+    s3.put_object(Bucket=bucket, Key="elsewhere/x.txt", Body=b"outside the prefix")
+    extra = (f', checkpoint {{ path: "{tmp_path / "state.sqlite"}" }}, incremental: true, '
+             f'emitDeletes: true, filterOptions {{ excludes: [".*\\\\.log"] }}')
+    hocon = config(bucket, tmp_path, extra)
+
+    first = lucille.run(hocon=hocon, mode="test")
+    assert first.status == "Success", first.summary
+    got = {d.id: d for d in first.documents}
+    notes = f"s3://{bucket}/data/notes.txt"
+    assert set(got) == {"a1", "a2", "a3", "b1", "b2", md5(notes)}
+    assert got["b2"].get("title") == "Two"
+    assert got[md5(notes)].get("file_path") == notes
+    assert got[md5(notes)].get("file_content") == "hello from a bucket"
+    assert got[md5(notes)].get("file_size_bytes") == 19
+
+    # Nothing changed in the bucket: nothing is read again.
+    again = lucille.run(hocon=hocon, mode="test")
+    assert again.status == "Success" and again.published == 0, again.summary
+
+    # One object rewritten, one deleted, one added: only those are published.
+    s3.put_object(Bucket=bucket, Key="data/a.jsonl", Body=b'{"id": "a-new"}\n')
+    s3.delete_object(Bucket=bucket, Key="data/notes.txt")
+    s3.put_object(Bucket=bucket, Key="data/new.txt", Body=b"new")
+    third = lucille.run(hocon=hocon, mode="test")
+    assert third.status == "Success", third.summary
+    got = {d.id: d for d in third.documents}
+    new = f"s3://{bucket}/data/new.txt"
+    assert set(got) == {"a-new", md5(new), md5(notes)}
+    assert got[md5(notes)].get("is_deleted") == "true"
+    assert got[md5(new)].get("file_content") == "new"
+
+
+def test_lucille_run_reads_a_bucket_and_a_missing_bucket_fails_clearly(
+        s3: Any, bucket: str, tmp_path: pathlib.Path) -> None:
+    for i in range(5):
+        s3.put_object(Bucket=bucket, Key=f"data/rows-{i}.jsonl", Body=f'{{"id": "r{i}"}}\n'.encode())
+    conf = tmp_path / "s3.conf"
+    conf.write_text(config(bucket, tmp_path))
+    r = subprocess.run([sys.executable, "-m", "lucille.cli", "run", str(conf)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = [json.loads(line)["id"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert sorted(out) == [f"r{i}" for i in range(5)]
+
+    conf.write_text(config(f"{bucket}-missing", tmp_path))
+    r = subprocess.run([sys.executable, "-m", "lucille.cli", "run", str(conf)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    assert f"cannot list s3://{bucket}-missing/data/" in r.stdout + r.stderr
+    assert SECRET not in r.stdout + r.stderr
+
+
+def test_render_redacts_cloud_secrets_and_validate_names_bad_keys(tmp_path: pathlib.Path) -> None:
+    conf = tmp_path / "cloud.conf"
+    conf.write_text(f"""
+connectors: [
+  {{ name: "s3", class: "FileConnector", pipeline: "p", paths: ["s3://b/x/"],
+     s3 {{ accessKeyId: "AKIAEXAMPLE", secretAccessKey: "{SECRET}" }} }},
+  {{ name: "az", class: "FileConnector", pipeline: "p",
+     paths: ["https://acct.blob.core.windows.net/cont/pre/"],
+     azure {{ connectionString: "AccountName=acct;AccountKey=YXp1cmUta2V5LXNlY3JldA==;EndpointSuffix=core.windows.net" }} }},
+  {{ name: "az2", class: "FileConnector", pipeline: "p",
+     paths: ["https://acct.blob.core.windows.net/cont/"],
+     azure {{ accountName: "acct", accountKey: "YW5vdGhlci1zZWNyZXQ=" }} }} ]
+pipelines: [{{ name: "p", stages: [] }}]
+indexer {{ type: "nop" }}
+""")
+    r = subprocess.run([sys.executable, "-m", "lucille.cli", "render", str(conf)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for secret in (SECRET, "YXp1cmUta2V5LXNlY3JldA==", "YW5vdGhlci1zZWNyZXQ="):
+        assert secret not in r.stdout
+    assert "AKIAEXAMPLE" in r.stdout and "AccountName=acct" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "lucille.cli", "validate", str(conf)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    conf.write_text("""
+connectors: [{ name: "s3", class: "FileConnector", pipeline: "p", paths: ["s3://b/x/"],
+               s3 { accessKeyId: "AKIAEXAMPLE", maxNumOfPages: 0 } },
+             { name: "gs", class: "FileConnector", pipeline: "p", paths: ["gs://b/x/"] }]
+pipelines: [{ name: "p", stages: [] }]
+indexer { type: "nop" }
+""")
+    r = subprocess.run([sys.executable, "-m", "lucille.cli", "validate", str(conf)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    text = r.stdout + r.stderr
+    assert "s3.secretAccessKey" in text
+    assert "s3.maxNumOfPages" in text
+    assert "gcp block, which is missing" in text
