@@ -14,11 +14,13 @@ pub mod http;
 pub mod jsonl;
 pub mod nop;
 pub mod opensearch;
+pub mod pinecone;
 pub mod prepare;
 pub mod solr;
 pub mod tantivy;
 pub mod typesense;
 pub mod watchdog;
+pub mod weaviate;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -196,11 +198,9 @@ const LUCILLE_INDEXERS: [(&str, &str); 5] = [
     ("NopIndexer", "nop"),
 ];
 
-/// Lucille's plugin indexers, which are not built in.
-const LUCILLE_PLUGIN_INDEXERS: [&str; 2] = [
-    "com.kmwllc.lucille.pinecone.indexer.PineconeIndexer",
-    "com.kmwllc.lucille.weaviate.indexer.WeaviateIndexer",
-];
+/// Lucille's plugin indexers (full class names, or the short name alone).
+const LUCILLE_PLUGIN_INDEXERS: [(&str, &str); 2] =
+    [(pinecone::CLASS, "pinecone"), (weaviate::CLASS, "weaviate")];
 
 /// The `indexer.type` a Lucille indexer class stands for.
 pub fn lucille_indexer_type(class: &str) -> Option<&'static str> {
@@ -211,6 +211,12 @@ pub fn lucille_indexer_type(class: &str) -> Option<&'static str> {
         .iter()
         .find(|(name, _)| *name == short)
         .map(|(_, kind)| *kind)
+        .or_else(|| {
+            LUCILLE_PLUGIN_INDEXERS
+                .iter()
+                .find(|(full, _)| *full == class || full.rsplit('.').next() == Some(class))
+                .map(|(_, kind)| *kind)
+        })
 }
 
 impl IndexerSettings {
@@ -267,11 +273,8 @@ impl IndexerSettings {
                         .map(|(n, _)| format!("com.kmwllc.lucille.indexer.{n}"))
                         .collect::<Vec<_>>()
                         .join(", ");
-                    let message = if LUCILLE_PLUGIN_INDEXERS.contains(&class.as_str()) {
-                        format!("{class:?} (a lucille-plugins indexer) is not built in here; write a Python indexer and name it as \"module:Class\"")
-                    } else {
-                        format!("unknown indexer class {class:?}; use one of Lucille's ({known}), indexer.type, or a Python indexer as \"module:Class\" or \"file.py:Class\"")
-                    };
+                    let plugins = LUCILLE_PLUGIN_INDEXERS.map(|(c, _)| c).join(", ");
+                    let message = format!("unknown indexer class {class:?}; use one of Lucille's ({known}, {plugins}), indexer.type, or a Python indexer as \"module:Class\" or \"file.py:Class\"");
                     errors.push(c.error("class", message));
                     ("nop".to_string(), None)
                 }
@@ -836,7 +839,7 @@ impl IndexerLoop {
 }
 
 const BACKENDS: &str =
-    "nop, jsonl, csv, tantivy, opensearch, elasticsearch, solr, typesense; or indexer.class for a Python indexer";
+    "nop, jsonl, csv, tantivy, opensearch, elasticsearch, solr, typesense, pinecone, weaviate; or indexer.class for a Python indexer";
 
 /// `indexer.class: "PythonIndexer"`: a Python indexer class defined by inline code (`script`)
 /// or a file (`scriptPath`), chosen by `className` when the code defines several.
@@ -881,6 +884,8 @@ pub fn validate_backend(
         "elasticsearch" => elasticsearch::validate(settings, backend_config),
         "solr" => solr::validate(settings, backend_config),
         "typesense" => typesense::validate(settings, backend_config),
+        "pinecone" => pinecone::validate(settings, backend_config),
+        "weaviate" => weaviate::validate(settings, backend_config),
         "python" => match python_factory(settings, backend_config)
             .and_then(|(f, class)| f.check(&class, backend_config))
         {
@@ -922,6 +927,8 @@ pub fn build_backend(
         "elasticsearch" => elasticsearch::build(settings, backend_config),
         "solr" => solr::build(settings, backend_config),
         "typesense" => typesense::build(settings, backend_config),
+        "pinecone" => pinecone::build(settings, backend_config),
+        "weaviate" => weaviate::build(settings, backend_config),
         "python" => python_factory(settings, backend_config)
             .and_then(|(f, class)| f.build(&class, backend_config))
             .map_err(|e| vec![e]),
@@ -972,8 +979,12 @@ mod bulk_tests;
 #[cfg(test)]
 pub(crate) mod mock_http;
 #[cfg(test)]
+mod pinecone_tests;
+#[cfg(test)]
 mod solr_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod typesense_tests;
+#[cfg(test)]
+mod weaviate_tests;

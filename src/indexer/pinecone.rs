@@ -1,0 +1,693 @@
+//! `indexer.class: "com.kmwllc.lucille.pinecone.indexer.PineconeIndexer"` (or
+//! `indexer.type: "pinecone"`) with Lucille's `pinecone { index, apiKey, namespaces,
+//! metadataFields, mode, defaultEmbeddingField }` block, over Pinecone's REST data plane.
+//!
+//! As Lucille: each document's vector comes from `defaultEmbeddingField` (written to the
+//! namespace `default`), or from one field per namespace (`namespaces { ns: field }`: the
+//! document goes to every namespace, each with its own vector). `metadataFields` are sent as
+//! metadata, their values as text (a list as a list of texts, which Pinecone accepts where
+//! Lucille sends Java's `[a, b]` text). `mode: upsert` (default) sends
+//! `POST {host}/vectors/upsert {vectors: [{id, values, metadata}], namespace}` and checks
+//! `upsertedCount`; `mode: update` sends `POST {host}/vectors/update {id, values, namespace}`
+//! per document (plus `setMetadata` when the document has metadata fields: Lucille drops them
+//! in this mode). Documents marked deleted (`indexer.deletionMarkerField`) are deleted by id
+//! from every namespace (`POST {host}/vectors/delete {ids, namespace}`); Pinecone serverless has
+//! no delete by metadata, so `deleteByFieldField` is a config error. When one batch holds the
+//! same id twice, its last operation is the one sent (as Lucille).
+//!
+//! `indexer.batchSize` above 1000 is a config error (Pinecone's limit, as Lucille); requests are
+//! also cut at 2 MB. Differences from Lucille, where Lucille fails the whole batch: a document
+//! without its vector (or with a vector of the wrong dimension, once the index's dimension is
+//! known) FAILs alone; a batch Pinecone rejects with HTTP 400 is sent again one vector a request,
+//! so only the vectors Pinecone refuses FAIL.
+//!
+//! The index host: Lucille's Java client asks the control plane
+//! (`GET https://api.pinecone.io/indexes/{index}`) for the index's `host` and checks its state;
+//! so does this backend, unless `host` (new) names the data-plane URL directly
+//! (`https://my-index-abc.svc.pinecone.io`, or any `http://` address such as a local server);
+//! `controlPlaneUrl` (new) moves the control plane. `requestTimeout` (new, ms, default 30000)
+//! limits each request. Retries: 429 and 5xx are retried 3 times with backoff unless
+//! `indexer.maxRetries` (and the other retry keys) say otherwise.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::http::{self, Auth, HttpClient, RetryPolicy};
+use super::{Backend, BackendError, IndexOp, IndexerSettings};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+
+/// Lucille's class name.
+pub const CLASS: &str = "com.kmwllc.lucille.pinecone.indexer.PineconeIndexer";
+/// Most vectors one request may carry (Pinecone's limit; Lucille's batchSize bound).
+pub const MAX_BATCH: usize = 1000;
+/// Largest upsert request body (Pinecone's limit is 2 MB).
+const MAX_REQUEST_BYTES: usize = 2_000_000;
+/// The namespace Lucille writes to without `namespaces`.
+pub const DEFAULT_NAMESPACE: &str = "default";
+pub const CONTROL_PLANE: &str = "https://api.pinecone.io";
+const DEFAULT_TIMEOUT_MS: i64 = 30_000;
+
+pub fn spec() -> Spec {
+    Spec::new()
+        .required("index", Kind::String)
+        .required("apiKey", Kind::String)
+        .optional("namespaces", Kind::StringMap)
+        .optional("metadataFields", Kind::StringList)
+        .optional("mode", Kind::OneOf(&["upsert", "update"]))
+        .optional("defaultEmbeddingField", Kind::String)
+        .optional("host", Kind::String)
+        .optional("controlPlaneUrl", Kind::String)
+        .optional("requestTimeout", Kind::Integer)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Upsert,
+    Update,
+}
+
+/// The checked `pinecone` block.
+#[derive(Debug, Clone)]
+struct Options {
+    index: String,
+    api_key: String,
+    /// (namespace, vector field), in config order; empty when neither `namespaces` nor
+    /// `defaultEmbeddingField` is set (then only deletes can succeed).
+    targets: Vec<(String, String)>,
+    /// Namespaces deletes go to.
+    delete_namespaces: Vec<String>,
+    metadata_fields: Vec<String>,
+    mode: Mode,
+    host: Option<String>,
+    control_plane: String,
+    timeout: Duration,
+}
+
+/// A checked base URL from a host name (https assumed) or a full URL.
+pub(crate) fn host_url(
+    config: &ComponentConfig,
+    key: &str,
+    value: &str,
+) -> Result<String, ConfigError> {
+    let full = if value.contains("://") {
+        value.to_string()
+    } else {
+        format!("https://{value}")
+    };
+    match http::parse_url(&full) {
+        Ok(b) if b.credentials.is_some() => {
+            Err(config.error(key, "must not carry credentials (the key goes in apiKey)"))
+        }
+        Ok(b) => Ok(b.url),
+        Err(e) => Err(config.error(key, e)),
+    }
+}
+
+/// The generic indexer keys a vector backend cannot honour.
+pub(crate) fn unsupported_indexer_keys(
+    settings: &IndexerSettings,
+    backend: &str,
+    index_override: bool,
+) -> Vec<ConfigError> {
+    let mut errors = Vec::new();
+    for (set, key, why) in [
+        (settings.routing_field.is_some(), "indexer.routingField", ""),
+        (settings.version_type.is_some(), "indexer.versionType", ""),
+        (
+            settings.delete_by_field_field.is_some() && backend == "pinecone",
+            "indexer.deleteByFieldField",
+            " (Pinecone serverless indexes cannot delete by metadata; delete by id with deletionMarkerField)",
+        ),
+        (
+            settings.index_override_field.is_some() && !index_override,
+            "indexer.indexOverrideField",
+            "",
+        ),
+    ] {
+        if set {
+            errors.push(ConfigError::new(
+                key,
+                format!("is not supported by the {backend} indexer{why}"),
+            ));
+        }
+    }
+    errors
+}
+
+/// The retry policy of the vector backends: the `indexer` block's when `maxRetries` is set,
+/// else 3 retries of 429, 5xx and connection failures.
+pub(crate) fn retry_policy(settings: &IndexerSettings) -> RetryPolicy {
+    if settings.retry.max_retries > 0 {
+        settings.retry.clone()
+    } else {
+        RetryPolicy {
+            max_retries: 3,
+            retryable: vec![429, 500, 502, 503, 504, http::NO_STATUS],
+            ..RetryPolicy::default()
+        }
+    }
+}
+
+/// `requestTimeout` in ms, positive.
+pub(crate) fn request_timeout(
+    config: &ComponentConfig,
+    default_ms: i64,
+) -> Result<Duration, ConfigError> {
+    match config.i64("requestTimeout")? {
+        None => Ok(Duration::from_millis(default_ms as u64)),
+        Some(ms) if ms > 0 => Ok(Duration::from_millis(ms as u64)),
+        Some(_) => Err(config.error(
+            "requestTimeout",
+            "must be a positive number of milliseconds",
+        )),
+    }
+}
+
+fn options(
+    settings: &IndexerSettings,
+    config: &ComponentConfig,
+) -> Result<Options, Vec<ConfigError>> {
+    let mut errors = spec().validate(config.map(), config.path());
+    errors.extend(unsupported_indexer_keys(settings, "pinecone", false));
+    if settings.batch_size > MAX_BATCH {
+        let hint = if settings.batch_byte_size.is_some() && settings.batch_size == usize::MAX {
+            " (with batchByteSize alone the count is unlimited: set batchSize too)"
+        } else {
+            ""
+        };
+        errors.push(ConfigError::new(
+            "indexer.batchSize",
+            format!("Pinecone takes at most {MAX_BATCH} vectors a request (fewer for large vectors): set indexer.batchSize to {MAX_BATCH} or less{hint}"),
+        ));
+    }
+    let mut take = |r: Result<Option<String>, ConfigError>| match r {
+        Ok(v) => v,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    let index = take(config.string("index"));
+    let api_key = take(config.string("apiKey"));
+    let default_field = take(config.string("defaultEmbeddingField"));
+    let host = take(config.string("host"));
+    let control_plane = take(config.string("controlPlaneUrl"));
+    let mode = take(config.string("mode"));
+    let namespaces = match config.string_map("namespaces") {
+        Ok(Some(m)) if m.is_empty() => {
+            errors.push(config.error(
+                "namespaces",
+                "must map at least one namespace to its vector field (or remove it and set defaultEmbeddingField)",
+            ));
+            None
+        }
+        Ok(m) => m,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    let metadata_fields = match config.string_list("metadataFields") {
+        Ok(v) => v.unwrap_or_default(),
+        Err(e) => {
+            errors.push(e);
+            Vec::new()
+        }
+    };
+    if namespaces.is_none()
+        && default_field.is_none()
+        && settings.deletion_marker_field.is_none()
+        && !config.has("namespaces")
+    {
+        errors.push(config.error(
+            "defaultEmbeddingField",
+            "Pinecone needs the field holding each document's vector: set defaultEmbeddingField, or namespaces { namespace: field }",
+        ));
+    }
+    if namespaces.is_some() && default_field.is_some() {
+        tracing::debug!("pinecone.defaultEmbeddingField is not used: pinecone.namespaces names the vector fields, as in Lucille");
+    }
+    let host = host.and_then(|h| match host_url(config, "host", &h) {
+        Ok(u) => Some(u),
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    });
+    let control_plane = match control_plane {
+        Some(c) => match host_url(config, "controlPlaneUrl", &c) {
+            Ok(u) => u,
+            Err(e) => {
+                errors.push(e);
+                String::new()
+            }
+        },
+        None => CONTROL_PLANE.to_string(),
+    };
+    let timeout = request_timeout(config, DEFAULT_TIMEOUT_MS).unwrap_or_else(|e| {
+        errors.push(e);
+        Duration::from_millis(DEFAULT_TIMEOUT_MS as u64)
+    });
+    let mode = match mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        Some("update") => Mode::Update,
+        _ => Mode::Upsert,
+    };
+    for (key, v) in [("index", &index), ("apiKey", &api_key)] {
+        if v.as_deref() == Some("") {
+            errors.push(config.error(key, "must not be empty"));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(crate::config::spec::ConfigErrors::dedup(errors));
+    }
+    let (targets, delete_namespaces) = match (namespaces, default_field) {
+        (Some(ns), _) => {
+            let names = ns.iter().map(|(n, _)| n.clone()).collect();
+            (ns, names)
+        }
+        (None, Some(f)) => (
+            vec![(DEFAULT_NAMESPACE.to_string(), f)],
+            vec![DEFAULT_NAMESPACE.to_string()],
+        ),
+        (None, None) => (Vec::new(), vec![DEFAULT_NAMESPACE.to_string()]),
+    };
+    Ok(Options {
+        index: index.unwrap_or_default(),
+        api_key: api_key.unwrap_or_default(),
+        targets,
+        delete_namespaces,
+        metadata_fields,
+        mode,
+        host,
+        control_plane,
+        timeout,
+    })
+}
+
+pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
+    options(settings, config).err().unwrap_or_default()
+}
+
+pub fn build(
+    settings: &IndexerSettings,
+    config: &ComponentConfig,
+) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
+    let o = options(settings, config)?;
+    let client = HttpClient::new(
+        "Pinecone",
+        retry_policy(settings),
+        settings.connection_timeout,
+        false,
+        Auth::Header("Api-Key", o.api_key.clone()),
+    )
+    .with_timeout(o.timeout);
+    Ok(Box::new(PineconeBackend {
+        client,
+        host: o.host.clone(),
+        dimension: None,
+        o,
+    }))
+}
+
+pub struct PineconeBackend {
+    client: HttpClient,
+    o: Options,
+    /// The data-plane URL, once known.
+    host: Option<String>,
+    /// The index's dimension, once known: vectors of another length FAIL before sending.
+    dimension: Option<usize>,
+}
+
+/// Pinecone's error text (`{"message": ...}` or `{"error": {"message": ...}}`), else the body.
+fn message(body: &str) -> String {
+    let v: Option<Value> = serde_json::from_str(body).ok();
+    v.as_ref()
+        .and_then(|v| {
+            v.get("message")
+                .or_else(|| v.get("error").and_then(|e| e.get("message")))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| http::snippet(body))
+}
+
+fn op_id(op: &IndexOp) -> Option<&str> {
+    match op {
+        IndexOp::Upsert { id, .. } | IndexOp::DeleteById { id, .. } => Some(id),
+        IndexOp::DeleteByField { .. } => None,
+    }
+}
+
+/// A metadata value as Lucille sends it: text (a list as a list of texts).
+fn metadata_value(v: &Value) -> Option<Value> {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match v {
+        Value::Null => None,
+        Value::Array(items) => Some(Value::Array(
+            items
+                .iter()
+                .filter(|i| !i.is_null())
+                .map(|i| Value::String(text(i)))
+                .collect(),
+        )),
+        other => Some(Value::String(text(other))),
+    }
+}
+
+/// The vector in `field` of a document: a non-empty list of finite numbers, as written.
+fn vector_of(
+    fields: &crate::document::Fields,
+    field: &str,
+    namespace: &str,
+    dimension: Option<usize>,
+) -> Result<Value, String> {
+    let v = fields.get(field).ok_or_else(|| {
+        format!("has no field {field:?} holding its vector (for Pinecone namespace {namespace:?})")
+    })?;
+    match v {
+        Value::Array(items)
+            if !items.is_empty()
+                && items
+                    .iter()
+                    .all(|i| i.as_f64().is_some_and(f64::is_finite)) =>
+        {
+            match dimension {
+                Some(d) if d != items.len() => Err(format!(
+                    "the vector in field {field:?} has {} dimensions; the Pinecone index has {d}",
+                    items.len()
+                )),
+                _ => Ok(v.clone()),
+            }
+        }
+        _ => Err(format!(
+            "field {field:?} is not a vector (a non-empty list of numbers) for Pinecone namespace {namespace:?}"
+        )),
+    }
+}
+
+/// Sets `slot` to `reason` unless it already holds one.
+fn fail(slot: &mut Option<String>, reason: &str) {
+    if slot.is_none() {
+        *slot = Some(reason.to_string());
+    }
+}
+
+impl PineconeBackend {
+    /// The data-plane URL: `host`, else the control plane's answer for the index.
+    fn host(&mut self) -> Result<String, BackendError> {
+        if let Some(h) = &self.host {
+            return Ok(h.clone());
+        }
+        let url = format!(
+            "{}/indexes/{}",
+            self.o.control_plane,
+            http::encode(&self.o.index)
+        );
+        let reply = self.client.send("GET", &url, "application/json", None)?;
+        if !reply.ok() {
+            return Err(BackendError::new(format!(
+                "Pinecone cannot describe index {:?}: HTTP {}: {}",
+                self.o.index,
+                reply.status,
+                message(&reply.body)
+            )));
+        }
+        let v: Value = serde_json::from_str(&reply.body).map_err(|e| {
+            BackendError::new(format!("unreadable Pinecone index description: {e}"))
+        })?;
+        // As Lucille's PineconeUtils.isClientStable.
+        let state = v
+            .pointer("/status/state")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if ["Initializing", "InitializationFailed", "Terminating"]
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(state))
+        {
+            return Err(BackendError::new(format!(
+                "Pinecone index {:?} is not usable: its state is {state}",
+                self.o.index
+            )));
+        }
+        let host = v.get("host").and_then(Value::as_str).ok_or_else(|| {
+            BackendError::new(format!(
+                "Pinecone's description of index {:?} has no host",
+                self.o.index
+            ))
+        })?;
+        let base = if host.contains("://") {
+            host.trim_end_matches('/').to_string()
+        } else {
+            format!("https://{}", host.trim_end_matches('/'))
+        };
+        self.dimension = v
+            .get("dimension")
+            .and_then(Value::as_u64)
+            .map(|d| d as usize);
+        self.host = Some(base.clone());
+        Ok(base)
+    }
+
+    fn post(&self, host: &str, path: &str, body: &Value) -> Result<Value, String> {
+        let url = format!("{host}{path}");
+        let reply = self
+            .client
+            .send("POST", &url, "application/json", Some(&body.to_string()))
+            .map_err(|e| e.message)?;
+        if !reply.ok() {
+            return Err(format!(
+                "Pinecone {path} failed: HTTP {}: {}",
+                reply.status,
+                message(&reply.body)
+            ));
+        }
+        Ok(serde_json::from_str(&reply.body).unwrap_or(Value::Null))
+    }
+
+    fn delete(&self, host: &str, ops: &[IndexOp], which: &[usize], results: &mut [Option<String>]) {
+        if which.is_empty() {
+            return;
+        }
+        let ids: Vec<&str> = which.iter().filter_map(|&i| op_id(&ops[i])).collect();
+        for ns in &self.o.delete_namespaces {
+            let body = json!({ "ids": ids, "namespace": ns });
+            if let Err(e) = self.post(host, "/vectors/delete", &body) {
+                for &i in which {
+                    fail(&mut results[i], &e);
+                }
+            }
+        }
+    }
+
+    fn metadata(&self, fields: &crate::document::Fields) -> Map<String, Value> {
+        self.o
+            .metadata_fields
+            .iter()
+            .filter_map(|f| {
+                fields
+                    .get(f)
+                    .and_then(metadata_value)
+                    .map(|v| (f.clone(), v))
+            })
+            .collect()
+    }
+
+    fn upload(&self, host: &str, ops: &[IndexOp], which: &[usize], results: &mut [Option<String>]) {
+        if which.is_empty() {
+            return;
+        }
+        if self.o.targets.is_empty() {
+            for &i in which {
+                fail(&mut results[i], "Pinecone needs pinecone.defaultEmbeddingField or pinecone.namespaces to upload documents");
+            }
+            return;
+        }
+        // Every vector of every document first: a document with a bad one goes nowhere.
+        let mut vectors: Vec<(usize, Vec<Value>, Map<String, Value>)> = Vec::new();
+        for &i in which {
+            let IndexOp::Upsert { fields, .. } = &ops[i] else {
+                continue;
+            };
+            let got: Result<Vec<Value>, String> = self
+                .o
+                .targets
+                .iter()
+                .map(|(ns, field)| vector_of(fields, field, ns, self.dimension))
+                .collect();
+            match got {
+                Ok(v) => vectors.push((i, v, self.metadata(fields))),
+                Err(e) => fail(&mut results[i], &e),
+            }
+        }
+        for (t, (ns, _)) in self.o.targets.iter().enumerate() {
+            let records: Vec<(usize, Value)> = vectors
+                .iter()
+                .filter_map(|(i, v, meta)| {
+                    let id = op_id(&ops[*i])?;
+                    let mut record = Map::new();
+                    record.insert("id".into(), Value::String(id.to_string()));
+                    record.insert("values".into(), v[t].clone());
+                    if !meta.is_empty() {
+                        let key = match self.o.mode {
+                            Mode::Upsert => "metadata",
+                            Mode::Update => "setMetadata",
+                        };
+                        record.insert(key.into(), Value::Object(meta.clone()));
+                    }
+                    Some((*i, Value::Object(record)))
+                })
+                .collect();
+            match self.o.mode {
+                Mode::Upsert => self.upsert(host, ns, &records, results),
+                Mode::Update => {
+                    for (i, record) in records {
+                        let mut body = record;
+                        if let Value::Object(m) = &mut body {
+                            m.insert("namespace".into(), Value::String(ns.clone()));
+                        }
+                        if let Err(e) = self.post(host, "/vectors/update", &body) {
+                            fail(&mut results[i], &e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Upserts `records` into `ns` in requests of at most 1000 vectors and 2 MB.
+    fn upsert(
+        &self,
+        host: &str,
+        ns: &str,
+        records: &[(usize, Value)],
+        results: &mut [Option<String>],
+    ) {
+        let mut start = 0;
+        while start < records.len() {
+            let mut bytes = 64 + ns.len();
+            let mut end = start;
+            while end < records.len() && end - start < MAX_BATCH {
+                let size = records[end].1.to_string().len() + 1;
+                if end > start && bytes + size > MAX_REQUEST_BYTES {
+                    break;
+                }
+                bytes += size;
+                end += 1;
+            }
+            let chunk = &records[start..end];
+            if let Err((status, e)) = self.upsert_once(host, ns, chunk) {
+                if status == Some(400) && chunk.len() > 1 {
+                    // Find the vectors Pinecone refuses: one a request.
+                    for one in chunk.chunks(1) {
+                        if let Err((_, e)) = self.upsert_once(host, ns, one) {
+                            fail(&mut results[one[0].0], &e);
+                        }
+                    }
+                } else {
+                    for (i, _) in chunk {
+                        fail(&mut results[*i], &e);
+                    }
+                }
+            }
+            start = end;
+        }
+    }
+
+    fn upsert_once(
+        &self,
+        host: &str,
+        ns: &str,
+        chunk: &[(usize, Value)],
+    ) -> Result<(), (Option<u16>, String)> {
+        let vectors: Vec<&Value> = chunk.iter().map(|(_, v)| v).collect();
+        let body = json!({ "vectors": vectors, "namespace": ns });
+        let url = format!("{host}/vectors/upsert");
+        let reply = self
+            .client
+            .send("POST", &url, "application/json", Some(&body.to_string()))
+            .map_err(|e| (None, e.message))?;
+        if !reply.ok() {
+            return Err((
+                Some(reply.status),
+                format!(
+                    "Pinecone rejected the upsert: HTTP {}: {}",
+                    reply.status,
+                    message(&reply.body)
+                ),
+            ));
+        }
+        let count = serde_json::from_str::<Value>(&reply.body)
+            .ok()
+            .and_then(|v| v.get("upsertedCount").and_then(Value::as_u64));
+        if count != Some(chunk.len() as u64) {
+            return Err((
+                None,
+                format!(
+                    "Pinecone upserted {} of {} vectors in namespace {ns:?}",
+                    count.map_or("an unknown number".to_string(), |c| c.to_string()),
+                    chunk.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Backend for PineconeBackend {
+    fn validate_connection(&mut self) -> Result<(), BackendError> {
+        let known = self.host.is_some();
+        let host = self.host()?;
+        if known {
+            // A configured host: check it answers, and learn the dimension.
+            let v = self
+                .post(&host, "/describe_index_stats", &json!({}))
+                .map_err(BackendError::new)?;
+            self.dimension = v
+                .get("dimension")
+                .and_then(Value::as_u64)
+                .map(|d| d as usize);
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
+        let host = self.host()?;
+        // As Lucille: per id, the batch's last operation is the one sent.
+        let mut last: HashMap<&str, usize> = HashMap::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            if let Some(id) = op_id(op) {
+                last.insert(id, i);
+            }
+        }
+        let mut results: Vec<Option<String>> = vec![None; ops.len()];
+        let (mut deletes, mut uploads) = (Vec::new(), Vec::new());
+        for (i, op) in ops.iter().enumerate() {
+            match op {
+                IndexOp::DeleteById { id, .. } if last.get(id.as_str()) == Some(&i) => {
+                    deletes.push(i)
+                }
+                IndexOp::Upsert { id, .. } if last.get(id.as_str()) == Some(&i) => uploads.push(i),
+                IndexOp::DeleteByField { .. } => {
+                    results[i] = Some("Pinecone cannot delete by field".into())
+                }
+                _ => {}
+            }
+        }
+        self.delete(&host, ops, &deletes, &mut results);
+        self.upload(&host, ops, &uploads, &mut results);
+        // An operation another one in the batch replaced shares that one's outcome.
+        for (i, op) in ops.iter().enumerate() {
+            if let Some(&j) = op_id(op).and_then(|id| last.get(id)) {
+                if j != i {
+                    results[i] = results[j].clone();
+                }
+            }
+        }
+        Ok(results)
+    }
+}
