@@ -153,6 +153,9 @@ pub struct IndexerSettings {
     pub retry: http::RetryPolicy,
     /// `indexerConnectionTimeout` (ms): HTTP backends' connect timeout.
     pub connection_timeout: Option<Duration>,
+    /// `indexerRequestTimeout` (ms, a Lucille-rs key): HTTP backends' limit on one attempt
+    /// (a server that never answers); default `http::DEFAULT_REQUEST_TIMEOUT`.
+    pub request_timeout: Option<Duration>,
 }
 
 pub fn indexer_spec() -> Spec {
@@ -182,6 +185,7 @@ pub fn indexer_spec() -> Spec {
         .optional("retryableStatusCodes", Kind::List)
         .optional("sendEnabled", Kind::Bool)
         .optional("indexerConnectionTimeout", Kind::Integer)
+        .optional("indexerRequestTimeout", Kind::Integer)
         .optional("inactivityTimeout", Kind::Integer)
         .alias("ignoreFields", "blacklist")
 }
@@ -367,12 +371,9 @@ impl IndexerSettings {
             ));
         }
         let retry = http::RetryPolicy::from_config(&c, &mut errors);
-        let connection_timeout = match c.i64("indexerConnectionTimeout") {
+        let mut millis = |key: &str| match c.i64(key) {
             Ok(Some(ms)) if ms <= 0 => {
-                errors.push(c.error(
-                    "indexerConnectionTimeout",
-                    "must be a positive number of milliseconds",
-                ));
+                errors.push(c.error(key, "must be a positive number of milliseconds"));
                 None
             }
             Ok(v) => v.map(|ms| Duration::from_millis(ms as u64)),
@@ -381,6 +382,8 @@ impl IndexerSettings {
                 None
             }
         };
+        let connection_timeout = millis("indexerConnectionTimeout");
+        let request_timeout = millis("indexerRequestTimeout");
         if !errors.is_empty() {
             // A key the spec found of the wrong type is reported again by its typed read: once.
             let mut seen = std::collections::HashSet::new();
@@ -393,6 +396,7 @@ impl IndexerSettings {
             version_field,
             retry,
             connection_timeout,
+            request_timeout,
             inactivity_timeout,
             kind: kind.to_ascii_lowercase(),
             class,
@@ -969,6 +973,8 @@ impl Backend for RejectSome {
 
 #[cfg(test)]
 mod bulk_tests;
+#[cfg(test)]
+mod fault_tests;
 #[cfg(test)]
 pub(crate) mod mock_http;
 #[cfg(test)]
