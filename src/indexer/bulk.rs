@@ -175,7 +175,11 @@ impl BulkBackend {
             config.bool_or("acceptInvalidCert", false).map_err(one)?,
             auth,
         )
-        .with_timeout(settings.request_timeout.unwrap_or(http::DEFAULT_REQUEST_TIMEOUT));
+        .with_timeout(
+            settings
+                .request_timeout
+                .unwrap_or(http::DEFAULT_REQUEST_TIMEOUT),
+        );
         Ok(BulkBackend {
             client,
             base: base.url,

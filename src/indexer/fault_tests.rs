@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::accounting::EventType;
 use super::mock_http::*;
 use super::{build_backend, http, Backend, IndexerSettings};
+use crate::accounting::EventType;
 use crate::config::ComponentConfig;
 
 const KINDS: [&str; 3] = ["opensearch", "elasticsearch", "solr"];
@@ -87,7 +87,9 @@ fn backend(kind: &str, url: &str, s: &IndexerSettings) -> Box<dyn Backend> {
 }
 
 fn docs(n: usize) -> Vec<Value> {
-    (0..n).map(|i| json!({"id": format!("d{i}"), "n": i})).collect()
+    (0..n)
+        .map(|i| json!({"id": format!("d{i}"), "n": i}))
+        .collect()
 }
 
 /// Runs `n` documents in batches of 2 (without the connection check); also returns how the
@@ -95,13 +97,23 @@ fn docs(n: usize) -> Vec<Value> {
 fn run(kind: &str, url: &str, extra: Value, n: usize) -> (Outcomes, Result<(), String>) {
     let s = settings(kind, extra);
     let b = backend(kind, url, &s);
+    run_backend(kind, s, b, n)
+}
+
+fn run_backend(
+    kind: &str,
+    s: IndexerSettings,
+    b: Box<dyn Backend>,
+    n: usize,
+) -> (Outcomes, Result<(), String>) {
     let m = Arc::new(crate::messaging::LocalMessenger::new(1000));
-    let h = super::IndexerHandle::start(s, b, m.clone(), Arc::from("r"), false).unwrap();
     use crate::messaging::Messenger;
+    // Queued before the indexer starts, so it never idles mid-run.
     for d in docs(n) {
         m.send_for_indexing(crate::document::Document::from_value(d).unwrap().into())
             .unwrap();
     }
+    let h = super::IndexerHandle::start(s, b, m.clone(), Arc::from("r"), false).unwrap();
     let closed = h.terminate().map_err(|e| e.message);
     let mut out = Outcomes::new();
     while let Some(e) = m.try_poll_event() {
@@ -235,7 +247,11 @@ fn answers_429_and_503_are_retried_honouring_retry_after_up_to_the_max_wait() {
         );
         let log = server.log.lock().clone();
         assert!(failed(&out).is_empty(), "{kind}: {out:?}");
-        let times: Vec<_> = log.iter().filter(|(_, r)| is_write(r)).map(|(t, _)| *t).collect();
+        let times: Vec<_> = log
+            .iter()
+            .filter(|(_, r)| is_write(r))
+            .map(|(t, _)| *t)
+            .collect();
         assert_eq!(times.len(), 3, "{kind}");
         assert!(
             times[1] - times[0] >= Duration::from_secs(1),
@@ -318,7 +334,10 @@ fn a_server_that_never_answers_times_out_each_attempt_then_fails_the_documents()
     assert_eq!(s.request_timeout, None);
     assert!(http::DEFAULT_REQUEST_TIMEOUT < super::watchdog::DEFAULT_INACTIVITY_TIMEOUT);
     let e = super::mock_http::config_errors(json!({"indexerRequestTimeout": 0}), json!({}));
-    assert!(e.contains("indexerRequestTimeout: must be a positive"), "{e}");
+    assert!(
+        e.contains("indexerRequestTimeout: must be a positive"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -330,7 +349,11 @@ fn documents_rejected_alone_in_a_bulk_fail_alone_with_the_reason() {
         let out = run_with(
             s,
             b,
-            vec![json!({"id": "a"}), json!({"id": "bad1"}), json!({"id": "c"})],
+            vec![
+                json!({"id": "a"}),
+                json!({"id": "bad1"}),
+                json!({"id": "c"}),
+            ],
         );
         assert_eq!(failed(&out), ["bad1"], "{kind}");
         let m = out["bad1"].1.as_deref().unwrap_or("");
@@ -397,4 +420,98 @@ fn a_run_whose_cluster_goes_down_mid_run_ends_with_the_right_counts() {
         "{}",
         r.summary
     );
+}
+
+/// A backend that, like Tantivy, makes documents durable only at a commit; its commit at
+/// close fails when `disk_full` (or commits every `every` batches).
+struct Committing {
+    disk_full: bool,
+    every: Option<u64>,
+    batches: u64,
+    commits: u64,
+}
+
+impl Backend for Committing {
+    fn send(&mut self, ops: &[super::IndexOp]) -> Result<Vec<Option<String>>, super::BackendError> {
+        self.batches += 1;
+        if self.every.is_some_and(|n| self.batches % n == 0) {
+            self.commits += 1;
+        }
+        Ok(vec![None; ops.len()])
+    }
+    fn commits(&self) -> Option<u64> {
+        Some(self.commits)
+    }
+    fn close(&mut self) -> Result<(), super::BackendError> {
+        self.commit()
+    }
+    fn commit(&mut self) -> Result<(), super::BackendError> {
+        if self.disk_full {
+            return Err(super::BackendError::new(
+                "tantivy commit failed: File too large (os error 27)",
+            ));
+        }
+        self.commits += 1;
+        Ok(())
+    }
+}
+
+#[test]
+fn documents_of_a_committing_backend_finish_only_when_a_commit_succeeds() {
+    let s = settings("nop", json!({}));
+    // The commit at close fails: nothing accepted since the last commit counts as indexed.
+    let b = Committing {
+        disk_full: true,
+        every: Some(3),
+        batches: 0,
+        commits: 0,
+    };
+    let (out, closed) = run_backend("committing", s.clone(), Box::new(b), 9);
+    assert!(closed.is_err());
+    // Batches of 2: the third batch's commit made d0..d5 durable; d6..d8 waited for the
+    // commit at close, which failed.
+    assert_eq!(failed(&out), ["d6", "d7", "d8"], "{out:?}");
+    let m = message(&out, "d8");
+    assert!(m.starts_with("not indexed: tantivy commit failed"), "{m}");
+    // The commit at close succeeds: everything FINISHes.
+    let b = Committing {
+        disk_full: false,
+        every: None,
+        batches: 0,
+        commits: 0,
+    };
+    let (out, closed) = run_backend("committing", s, Box::new(b), 7);
+    assert!(failed(&out).is_empty() && closed.is_ok(), "{out:?}");
+}
+
+/// The runner waits for every document's terminal event before it stops the indexer, so an
+/// idle indexer must commit what it holds rather than wait for the end of the run.
+#[test]
+fn an_idle_indexer_commits_the_documents_it_holds() {
+    let s = settings("nop", json!({"batchTimeout": 5}));
+    let m = Arc::new(crate::messaging::LocalMessenger::new(100));
+    let b = Committing {
+        disk_full: false,
+        every: None,
+        batches: 0,
+        commits: 0,
+    };
+    let h = super::IndexerHandle::start(s, Box::new(b), m.clone(), Arc::from("r"), false).unwrap();
+    use crate::messaging::Messenger;
+    for d in docs(3) {
+        m.send_for_indexing(crate::document::Document::from_value(d).unwrap().into())
+            .unwrap();
+    }
+    // Not stopped: the events must come anyway.
+    let mut events = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while events.len() < 3 && std::time::Instant::now() < deadline {
+        match m.try_poll_event() {
+            Some(e) => events.push(e),
+            None => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+    assert_eq!(events.len(), 3, "held documents were never settled");
+    assert!(events.iter().all(|e| e.kind == EventType::Finish));
+    drop(h);
 }

@@ -127,7 +127,11 @@ impl SolrBackend {
             c.bool_or("acceptInvalidCert", false).map_err(one)?,
             auth,
         )
-        .with_timeout(settings.request_timeout.unwrap_or(http::DEFAULT_REQUEST_TIMEOUT));
+        .with_timeout(
+            settings
+                .request_timeout
+                .unwrap_or(http::DEFAULT_REQUEST_TIMEOUT),
+        );
         Ok(SolrBackend {
             client,
             urls,

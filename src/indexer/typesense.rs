@@ -108,7 +108,11 @@ impl TypesenseBackend {
             config.bool_or("acceptInvalidCert", false).map_err(one)?,
             Auth::Header("X-TYPESENSE-API-KEY", key),
         )
-        .with_timeout(settings.request_timeout.unwrap_or(http::DEFAULT_REQUEST_TIMEOUT));
+        .with_timeout(
+            settings
+                .request_timeout
+                .unwrap_or(http::DEFAULT_REQUEST_TIMEOUT),
+        );
         Ok(TypesenseBackend {
             client,
             base: base.url,
