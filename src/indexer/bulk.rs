@@ -174,6 +174,11 @@ impl BulkBackend {
             settings.connection_timeout,
             config.bool_or("acceptInvalidCert", false).map_err(one)?,
             auth,
+        )
+        .with_timeout(
+            settings
+                .request_timeout
+                .unwrap_or(http::DEFAULT_REQUEST_TIMEOUT),
         );
         Ok(BulkBackend {
             client,

@@ -8,11 +8,12 @@
 //! The header is written when the file is created or empty (with `append`, an existing file
 //! keeps its header). Rows are flushed at the end of every batch so FINISH means "in the file".
 
-use std::fs::{File, OpenOptions};
-use std::path::PathBuf;
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::batch_file::BatchFile;
 use super::{Backend, BackendError, IndexOp, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 
@@ -48,9 +49,9 @@ pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<Con
 }
 
 pub struct CsvBackend {
-    path: PathBuf,
     columns: Vec<String>,
-    writer: csv::Writer<File>,
+    /// Each batch's rows are written whole or not at all (see `batch_file`).
+    out: BatchFile,
 }
 
 impl CsvBackend {
@@ -89,18 +90,11 @@ impl CsvBackend {
             .open(&path)
             .map_err(|e| fail("open", e))?;
         let empty = file.metadata().map_err(|e| fail("stat", e))?.len() == 0;
-        let mut writer = csv::Writer::from_writer(file);
+        let mut out = BatchFile::new(path.clone(), file).map_err(|e| fail("open", e))?;
         if include_header && empty {
-            writer
-                .write_record(&columns)
-                .and_then(|_| writer.flush().map_err(Into::into))
-                .map_err(|e| BackendError::new(format!("cannot write {}: {e}", path.display())))?;
+            out.write_batch(&rows(&path, std::iter::once(columns.clone()))?)?;
         }
-        Ok(CsvBackend {
-            path,
-            columns,
-            writer,
-        })
+        Ok(CsvBackend { columns, out })
     }
 
     fn row(&self, id: &str, fields: &crate::document::Fields) -> Vec<String> {
@@ -116,32 +110,38 @@ impl CsvBackend {
     }
 }
 
+/// Rows as CSV bytes.
+fn rows(path: &Path, rows: impl Iterator<Item = Vec<String>>) -> Result<Vec<u8>, BackendError> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for row in rows {
+        w.write_record(&row)
+            .map_err(|e| BackendError::new(format!("cannot write {}: {e}", path.display())))?;
+    }
+    w.into_inner()
+        .map_err(|e| BackendError::new(format!("cannot write {}: {e}", path.display())))
+}
+
 impl Backend for CsvBackend {
     fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
         let mut results = Vec::with_capacity(ops.len());
+        let mut batch = Vec::with_capacity(ops.len());
         for op in ops {
             match op {
                 IndexOp::Upsert { id, fields, .. } => {
-                    let row = self.row(id, fields);
-                    self.writer.write_record(&row).map_err(|e| {
-                        BackendError::new(format!("cannot write {}: {e}", self.path.display()))
-                    })?;
+                    batch.push(self.row(id, fields));
                     results.push(None);
                 }
                 // Rejected at config time; kept total so a new op kind cannot pass silently.
                 _ => results.push(Some("the csv indexer cannot delete".to_string())),
             }
         }
-        self.writer
-            .flush()
-            .map_err(|e| BackendError::new(format!("cannot write {}: {e}", self.path.display())))?;
+        let bytes = rows(self.out.path(), batch.into_iter())?;
+        self.out.write_batch(&bytes)?;
         Ok(results)
     }
 
     fn close(&mut self) -> Result<(), BackendError> {
-        self.writer
-            .flush()
-            .map_err(|e| BackendError::new(format!("cannot write {}: {e}", self.path.display())))
+        self.out.sync()
     }
 }
 

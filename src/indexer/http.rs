@@ -24,6 +24,10 @@ pub const DEFAULT_RETRY_MAX_WAIT_MS: u64 = 30_000;
 pub const DEFAULT_RANDOMIZATION: f64 = 0.5;
 /// Connect timeout when `indexer.indexerConnectionTimeout` is not set.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Limit on one attempt (connect, send, wait for and read the answer) when
+/// `indexer.indexerRequestTimeout` is not set: a server that accepts a request and never
+/// answers fails that attempt (retried as a failure without a status) instead of hanging.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// Largest response body read (bulk responses of big batches).
 const MAX_BODY: u64 = 512 * 1024 * 1024;
 
@@ -129,6 +133,17 @@ impl RetryPolicy {
     pub fn retries(&self, status: Option<u16>) -> bool {
         let code = status.map_or(NO_STATUS, i64::from);
         self.max_retries > 0 && self.retryable.contains(&code)
+    }
+
+    /// The wait before retry number `retry` when the server asked for `retry_after`
+    /// (`Retry-After`): at least that long, but never past `retryMaxWaitDurationMs`, so a
+    /// server asking for an hour cannot stall the run beyond the configured bound.
+    pub fn wait_after(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        let wait = self.wait(retry);
+        match retry_after {
+            Some(asked) => wait.max(asked.min(self.max_wait)),
+            None => wait,
+        }
     }
 
     /// The wait before retry number `retry` (1-based): exponential, capped, jittered.
@@ -259,6 +274,8 @@ pub enum Auth {
 pub struct Reply {
     pub status: u16,
     pub body: String,
+    /// The `Retry-After` header in seconds (429 / 503), when the server sent one.
+    pub retry_after: Option<Duration>,
 }
 
 impl Reply {
@@ -328,6 +345,19 @@ impl HttpClient {
         self
     }
 
+    /// The `acceptInvalidCert` warning, logged once per run by the runner (not per backend,
+    /// connector or thread): `Some` when the backend block turns TLS verification off.
+    pub fn insecure_warning(kind: &str, backend: &ComponentConfig) -> Option<String> {
+        let http = ["opensearch", "elasticsearch", "solr", "typesense"];
+        (http.contains(&kind) && matches!(backend.bool("acceptInvalidCert"), Ok(Some(true))))
+            .then(|| {
+                format!(
+                    "{}.acceptInvalidCert is true: TLS certificates of the {kind} server are NOT verified (any certificate, any host name is accepted)",
+                    backend.path()
+                )
+            })
+    }
+
     /// One attempt. `Err` is a failure without a response (refused, reset, timed out).
     pub fn once(
         &self,
@@ -369,13 +399,24 @@ impl HttpClient {
         .map_err(|e| format!("bad request to {url}: {e}"))?;
         let mut response = result.map_err(|e| e.to_string())?;
         let status = response.status().as_u16();
+        // Only the delay-seconds form; an HTTP date falls back to the policy's backoff.
+        let retry_after = response
+            .headers()
+            .get("Retry-After")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
         let body = response
             .body_mut()
             .with_config()
             .limit(MAX_BODY)
             .read_to_string()
             .map_err(|e| format!("reading the answer of {url} failed: {e}"))?;
-        Ok(Reply { status, body })
+        Ok(Reply {
+            status,
+            body,
+            retry_after,
+        })
     }
 
     /// One GET whose answer is kept as bytes (the FetchUri stage): `headers` are sent as given,
@@ -430,10 +471,10 @@ impl HttpClient {
         let mut attempt = 0u32;
         loop {
             let result = self.once(method, url, content_type, body);
-            let status = match &result {
+            let (status, retry_after) = match &result {
                 Ok(r) if r.ok() => return result.map_err(BackendError::new),
-                Ok(r) => Some(r.status),
-                Err(_) => None,
+                Ok(r) => (Some(r.status), r.retry_after),
+                Err(_) => (None, None),
             };
             if !self.retry.retries(status) {
                 return result.map_err(|e| {
@@ -452,7 +493,7 @@ impl HttpClient {
                 )));
             }
             attempt += 1;
-            let wait = self.retry.wait(attempt);
+            let wait = self.retry.wait_after(attempt, retry_after);
             tracing::warn!(
                 "{} request {method} {url} failed ({}); retry {attempt}/{} in {} ms",
                 self.name,

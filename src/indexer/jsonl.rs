@@ -3,11 +3,11 @@
 //! An upsert writes the document (`{"id": ..., fields...}`, plus `"_index"` when an index
 //! override applies). A file cannot delete, so deletes are written as intent lines that a
 //! consumer can apply: `{"id": ..., "_delete": true}` and
-//! `{"_delete_by": {"field": ..., "value": ...}}`. Lines are flushed at the end of every batch
-//! so a FINISH event always means the line is in the file.
+//! `{"_delete_by": {"field": ..., "value": ...}}`. Each batch is written whole or not at all
+//! (`batch_file`): a FINISH event always means the line is in the file, and a batch whose
+//! write fails (a full disk, a file-size limit) FAILs with no partial line left behind.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::fs::OpenOptions;
 use std::path::PathBuf;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::batch_file::BatchFile;
 use super::{take_encoded, Backend, BackendError, Encoded, Encoder, IndexOp};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::write::{write_str, write_value};
@@ -26,8 +27,9 @@ pub fn spec() -> Spec {
 }
 
 pub struct JsonlBackend {
-    path: PathBuf,
-    writer: BufWriter<File>,
+    out: BatchFile,
+    /// The batch being written, reused between batches.
+    batch: Vec<u8>,
 }
 
 impl JsonlBackend {
@@ -57,9 +59,11 @@ impl JsonlBackend {
             .truncate(!append)
             .open(&path)
             .map_err(|e| BackendError::new(format!("cannot open {}: {e}", path.display())))?;
+        let out = BatchFile::new(path.clone(), file)
+            .map_err(|e| BackendError::new(format!("cannot open {}: {e}", path.display())))?;
         Ok(JsonlBackend {
-            path,
-            writer: BufWriter::with_capacity(1 << 20, file),
+            out,
+            batch: Vec::new(),
         })
     }
 
@@ -143,29 +147,26 @@ impl Backend for JsonlBackend {
         ops: &[IndexOp],
         mut encoded: Vec<Option<Encoded>>,
     ) -> Result<Vec<Option<String>>, BackendError> {
-        let path = &self.path;
-        let io = |e: std::io::Error| {
-            BackendError::new(format!("writing {} failed: {e}", path.display()))
-        };
-        let mut line = Vec::new();
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
         for (i, op) in ops.iter().enumerate() {
             match take_encoded::<Vec<u8>>(&mut encoded, i) {
-                Some(bytes) => self.writer.write_all(&bytes).map_err(io)?,
-                None => {
-                    line.clear();
-                    Self::write_line(&mut line, op).map_err(|e| io(std::io::Error::other(e)))?;
-                    self.writer.write_all(&line).map_err(io)?;
-                }
+                Some(bytes) => batch.extend_from_slice(&bytes),
+                None => Self::write_line(&mut batch, op).map_err(|e| {
+                    BackendError::new(format!("writing {} failed: {e}", self.out.path().display()))
+                })?,
             }
         }
-        self.writer.flush().map_err(io)?;
+        let written = self.out.write_batch(&batch);
+        // A huge batch's buffer is not kept for the rest of the run.
+        if batch.capacity() <= 8 << 20 {
+            self.batch = batch;
+        }
+        written?;
         Ok(vec![None; ops.len()])
     }
 
     fn close(&mut self) -> Result<(), BackendError> {
-        self.writer
-            .flush()
-            .and_then(|_| self.writer.get_ref().sync_all())
-            .map_err(|e| BackendError::new(format!("closing {} failed: {e}", self.path.display())))
+        self.out.sync()
     }
 }

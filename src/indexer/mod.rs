@@ -6,6 +6,7 @@
 //!
 //! Backends implement [`Backend`]; each lives in its own file.
 
+mod batch_file;
 pub mod bulk;
 pub mod csv;
 pub mod elasticsearch;
@@ -117,7 +118,26 @@ pub trait Backend: Send {
     fn close(&mut self) -> Result<(), BackendError> {
         Ok(())
     }
+
+    /// `Some(commits so far)` for a backend whose accepted documents become durable only at a
+    /// commit (Tantivy: lost if the commit fails, e.g. on a full disk). The indexer then holds
+    /// their FINISH events until a commit succeeds, and FAILs them when it fails. `None` (the
+    /// default): a document accepted by `send` is durable.
+    fn commits(&self) -> Option<u64> {
+        None
+    }
+
+    /// Commits now (called by the indexer when it holds `HELD_MAX` documents).
+    fn commit(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
 }
+
+/// The most accepted documents held for a commit before the indexer asks for one.
+const HELD_MAX: usize = 100_000;
+/// With documents held and nothing arriving, the indexer commits at most this often (the
+/// run waits for their terminal events, so an idle indexer must not keep them).
+const IDLE_COMMIT_EVERY: Duration = Duration::from_millis(200);
 
 /// The generic `indexer { ... }` keys.
 #[derive(Debug, Clone, Default)]
@@ -155,6 +175,9 @@ pub struct IndexerSettings {
     pub retry: http::RetryPolicy,
     /// `indexerConnectionTimeout` (ms): HTTP backends' connect timeout.
     pub connection_timeout: Option<Duration>,
+    /// `indexerRequestTimeout` (ms, a Lucille-rs key): HTTP backends' limit on one attempt
+    /// (a server that never answers); default `http::DEFAULT_REQUEST_TIMEOUT`.
+    pub request_timeout: Option<Duration>,
 }
 
 pub fn indexer_spec() -> Spec {
@@ -184,6 +207,7 @@ pub fn indexer_spec() -> Spec {
         .optional("retryableStatusCodes", Kind::List)
         .optional("sendEnabled", Kind::Bool)
         .optional("indexerConnectionTimeout", Kind::Integer)
+        .optional("indexerRequestTimeout", Kind::Integer)
         .optional("inactivityTimeout", Kind::Integer)
         .alias("ignoreFields", "blacklist")
 }
@@ -370,12 +394,9 @@ impl IndexerSettings {
             ));
         }
         let retry = http::RetryPolicy::from_config(&c, &mut errors);
-        let connection_timeout = match c.i64("indexerConnectionTimeout") {
+        let mut millis = |key: &str| match c.i64(key) {
             Ok(Some(ms)) if ms <= 0 => {
-                errors.push(c.error(
-                    "indexerConnectionTimeout",
-                    "must be a positive number of milliseconds",
-                ));
+                errors.push(c.error(key, "must be a positive number of milliseconds"));
                 None
             }
             Ok(v) => v.map(|ms| Duration::from_millis(ms as u64)),
@@ -384,6 +405,8 @@ impl IndexerSettings {
                 None
             }
         };
+        let connection_timeout = millis("indexerConnectionTimeout");
+        let request_timeout = millis("indexerRequestTimeout");
         if !errors.is_empty() {
             // A key the spec found of the wrong type is reported again by its typed read: once.
             let mut seen = std::collections::HashSet::new();
@@ -396,6 +419,7 @@ impl IndexerSettings {
             version_field,
             retry,
             connection_timeout,
+            request_timeout,
             inactivity_timeout,
             kind: kind.to_ascii_lowercase(),
             class,
@@ -547,6 +571,9 @@ impl IndexerHandle {
                         run_id,
                         bypass,
                         stats: st2,
+                        held: Vec::new(),
+                        commits_seen: 0,
+                        last_commit: Instant::now(),
                     };
                     loop_.run(&s2)
                 })
@@ -605,6 +632,10 @@ struct IndexerLoop {
     bypass: bool,
     stats: Arc<IndexerStats>,
     rate: RateLine,
+    /// Accepted documents waiting for a commit (see `Backend::commits`), and the commits seen.
+    held: Vec<String>,
+    commits_seen: u64,
+    last_commit: Instant,
 }
 
 /// `indexer.logRate`: a line every `every` documents the indexer has finished with.
@@ -703,15 +734,79 @@ impl IndexerLoop {
                 // Stopping and drained.
                 None if stopping => break,
                 // Timed out: the next turn finds the queue empty and checks the clock.
-                None => {}
+                None => {
+                    if !self.held.is_empty()
+                        && batch.is_empty()
+                        && self.last_commit.elapsed() >= IDLE_COMMIT_EVERY
+                    {
+                        self.commit_held();
+                    }
+                }
             }
         }
         self.flush(&mut batch);
         if self.bypass {
             Ok(())
         } else {
-            self.backend.close()
+            let closed = self.backend.close();
+            self.settle_held(closed.as_ref().err());
+            closed
         }
+    }
+
+    /// Sends the held documents' terminal events: FINISH once a commit made them durable,
+    /// FAIL with the commit's error when it failed.
+    fn settle_held(&mut self, failed: Option<&BackendError>) {
+        if let (Some(e), false) = (failed, self.held.is_empty()) {
+            tracing::error!(
+                "{} accepted documents FAIL: the commit that would make them durable failed: {e}",
+                self.held.len()
+            );
+        }
+        for doc_id in std::mem::take(&mut self.held) {
+            match failed {
+                None => {
+                    self.stats.indexed.fetch_add(1, Ordering::Relaxed);
+                    self.event(&doc_id, EventType::Finish, None);
+                }
+                Some(e) => {
+                    self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                    self.event(
+                        &doc_id,
+                        EventType::Fail,
+                        Some(format!("not indexed: {}", e.message)),
+                    );
+                }
+            }
+        }
+    }
+
+    /// After a batch: releases the held documents when the backend committed, or commits
+    /// when too many are held.
+    fn after_send(&mut self) {
+        let Some(commits) = self.backend.commits() else {
+            return;
+        };
+        if commits > self.commits_seen {
+            self.commits_seen = commits;
+            self.last_commit = Instant::now();
+            self.settle_held(None);
+        } else if self.held.len() >= HELD_MAX {
+            self.commit_held();
+        }
+    }
+
+    /// Asks the backend to commit, then settles the held documents by the outcome.
+    fn commit_held(&mut self) {
+        self.last_commit = Instant::now();
+        self.stats.sending.store(true, Ordering::Relaxed);
+        let committed = self.backend.commit();
+        self.stats.sending.store(false, Ordering::Relaxed);
+        self.stats.progress.fetch_add(1, Ordering::Relaxed);
+        if committed.is_ok() {
+            self.commits_seen = self.backend.commits().unwrap_or(self.commits_seen);
+        }
+        self.settle_held(committed.as_ref().err());
     }
 
     fn event(&self, doc_id: &str, kind: EventType, message: Option<String>) {
@@ -782,21 +877,24 @@ impl IndexerLoop {
         }
         let results = self.send(&ops, encoded);
         drop(ops);
+        let deferred = self.backend.commits().is_some();
         match results {
             Ok(results) => {
-                for (doc_id, result) in ids.iter().zip(results) {
+                for (doc_id, result) in ids.into_iter().zip(results) {
                     match result {
+                        None if deferred => self.held.push(doc_id),
                         None => {
                             self.stats.indexed.fetch_add(1, Ordering::Relaxed);
-                            self.event(doc_id, EventType::Finish, None);
+                            self.event(&doc_id, EventType::Finish, None);
                         }
                         Some(reason) => {
                             self.stats.failed.fetch_add(1, Ordering::Relaxed);
                             tracing::warn!(doc_id, "backend rejected document: {reason}");
-                            self.event(doc_id, EventType::Fail, Some(reason));
+                            self.event(&doc_id, EventType::Fail, Some(reason));
                         }
                     }
                 }
+                self.after_send();
             }
             Err(e) => {
                 tracing::error!("indexing a batch of {} documents failed: {e}", ids.len());
@@ -976,6 +1074,8 @@ impl Backend for RejectSome {
 
 #[cfg(test)]
 mod bulk_tests;
+#[cfg(test)]
+mod fault_tests;
 #[cfg(test)]
 pub(crate) mod mock_http;
 #[cfg(test)]

@@ -126,6 +126,11 @@ impl SolrBackend {
             settings.connection_timeout,
             c.bool_or("acceptInvalidCert", false).map_err(one)?,
             auth,
+        )
+        .with_timeout(
+            settings
+                .request_timeout
+                .unwrap_or(http::DEFAULT_REQUEST_TIMEOUT),
         );
         Ok(SolrBackend {
             client,

@@ -588,6 +588,8 @@ pub struct TantivyBackend {
     memory_mb: usize,
     commit_every: Option<Duration>,
     last_commit: Instant,
+    /// Successful commits so far (the indexer holds FINISH events until one).
+    commits: u64,
     /// The main index (`None`) and indexes named by `indexOverrideField`, opened on demand.
     targets: HashMap<Option<String>, Target>,
 }
@@ -622,6 +624,7 @@ impl TantivyBackend {
             memory_mb,
             commit_every,
             last_commit: Instant::now(),
+            commits: 0,
             targets: HashMap::new(),
         }
     }
@@ -688,6 +691,7 @@ impl TantivyBackend {
             })?;
         }
         self.last_commit = Instant::now();
+        self.commits += 1;
         Ok(())
     }
 
@@ -826,6 +830,14 @@ impl Backend for TantivyBackend {
             self.commit()?;
         }
         Ok(results)
+    }
+
+    fn commits(&self) -> Option<u64> {
+        Some(self.commits)
+    }
+
+    fn commit(&mut self) -> Result<(), BackendError> {
+        TantivyBackend::commit(self)
     }
 
     fn close(&mut self) -> Result<(), BackendError> {

@@ -107,6 +107,11 @@ impl TypesenseBackend {
             settings.connection_timeout,
             config.bool_or("acceptInvalidCert", false).map_err(one)?,
             Auth::Header("X-TYPESENSE-API-KEY", key),
+        )
+        .with_timeout(
+            settings
+                .request_timeout
+                .unwrap_or(http::DEFAULT_REQUEST_TIMEOUT),
         );
         Ok(TypesenseBackend {
             client,

@@ -202,6 +202,14 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
     let mut indexer_handle = None;
     if let Some(m) = indexer_messenger {
         let bypass = !plan.indexer.send_enabled;
+        if !bypass {
+            if let Some(w) = indexer::http::HttpClient::insecure_warning(
+                &plan.indexer.kind,
+                &plan.backend_config,
+            ) {
+                tracing::warn!("{w}");
+            }
+        }
         let mut backend = if bypass {
             Box::new(indexer::nop::NopBackend) as Box<dyn indexer::Backend>
         } else {

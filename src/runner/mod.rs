@@ -508,6 +508,14 @@ pub fn run_plan(plan: &RunPlan, opts: &RunOptions) -> RunResult {
         "starting run with {} connector(s)",
         plan.connectors.len()
     );
+    // Once per run, however many connectors or indexer threads build the backend.
+    if opts.mode != RunMode::Test && plan.indexer.send_enabled {
+        if let Some(w) =
+            indexer::http::HttpClient::insecure_warning(&plan.indexer.kind, &plan.backend_config)
+        {
+            tracing::warn!("{w}");
+        }
+    }
     let mut results = Vec::new();
     let mut stage_metrics: Vec<(String, Vec<StageMetrics>)> = Vec::new();
     for (i, connector) in plan.connectors.iter().enumerate() {
