@@ -245,3 +245,76 @@ def test_kafka_connector_keys_are_validated() -> None:
         "name": "k", "class": "KafkaConnector", "maxMessages": 0,
         "kafka": {"bootstrapServers": "h:1", "consumerGroupId": "g", "maxPollIntervalSecs": 5}}]})
     assert any("kafka.topic" in e for e in errors), errors
+
+
+def test_a_worker_batch_mixing_two_runs_sends_each_document_s_events_to_its_own_run(
+        tmp_path: Path) -> None:
+    """Two runs publish the same ids to one source partition before any worker is up; the
+    worker's batching stage then takes batches holding documents of both runs and gives each
+    a child. Every CREATE, DROP and FINISH must reach its own run's event topic: a child's
+    CREATE sent to the other run leaves that run waiting for a document it never published."""
+    pipeline = f"mix_{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "out.jsonl"
+    batches = tmp_path / "batches.txt"
+    (tmp_path / "mixstages.py").write_text(f"""
+import lucille
+
+class Source(lucille.Connector):
+    def execute(self, publisher):
+        for i in range(30):
+            publisher.publish(lucille.Document(str(i)))
+        open({str(tmp_path)!r} + "/" + self.name + ".published", "w").close()
+
+class Split(lucille.Stage):
+    def process_batch(self, docs):
+        with open({str(batches)!r}, "a") as f:
+            f.write(" ".join(sorted({{d.run_id for d in docs}})) + "\\n")
+        out = []
+        for d in docs:
+            if d.id == "4":
+                d.drop()
+            out.append([lucille.Document(d.id + "-child")])
+        return out
+""")
+    confs = []
+    for name in ("runA", "runB"):
+        conf = tmp_path / f"{name}.conf"
+        conf.write_text(f"""
+connectors: [{{ name: "{name}", class: "mixstages:Source", pipeline: "{pipeline}" }}]
+pipelines: [{{ name: "{pipeline}", stages: [{{ class: "mixstages:Split", batchSize: 25 }}] }}]
+indexer {{ type: "jsonl" }}
+jsonl {{ path: "{out}" }}
+worker {{ threads: 1 }}
+kafka {{ bootstrapServers: "{bootstrap()}", consumerGroupId: "g-{pipeline}", topicPartitions: 1 }}
+""")
+        confs.append(conf)
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}:{os.environ.get('PYTHONPATH', '')}")
+    runners = [subprocess.Popen(
+        [sys.executable, "-m", "lucille.cli", "run", str(c), "--mode", "distributed"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
+        for c in confs]
+    log = open(tmp_path / "procs.log", "w")
+    procs: list["subprocess.Popen[bytes]"] = []
+    try:
+        deadline = time.time() + 120
+        while not all((tmp_path / f"{n}.published").exists() for n in ("runA", "runB")):
+            assert time.time() < deadline and all(r.poll() is None for r in runners)
+            time.sleep(0.1)
+        procs = [subprocess.Popen(
+            [sys.executable, "-m", "lucille.cli", role, str(confs[0]), "--pipeline", pipeline],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
+            for role in ("worker", "indexer")]
+        outputs = [r.communicate(timeout=240)[0] for r in runners]
+    finally:
+        for r in runners:
+            if r.poll() is None:
+                r.kill()
+        stop_all(procs)
+    logs = (tmp_path / "procs.log").read_text()
+    assert any(len(line.split()) == 2 for line in batches.read_text().splitlines()), \
+        "no batch held documents of both runs: " + batches.read_text()
+    for r, output in zip(runners, outputs):
+        assert r.returncode == 0, output + logs
+        # 30 published, 30 children created; 29 parents and 30 children indexed, 1 dropped.
+        assert "59 docs succeeded. 0 docs failed. 1 docs dropped." in output, output + logs
+    assert len(ids_in(out)) == 2 * 59

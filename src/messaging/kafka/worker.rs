@@ -26,7 +26,7 @@ struct ThreadWork {
     taken: Vec<(i32, i64)>,
     ids: Vec<String>,
     ticket: Option<Arc<Ticket>>,
-    /// The run of the document taken last: children's events go to its event topic.
+    /// The run of the document taken last: where an event with no run of its own goes.
     run_id: Option<Arc<str>>,
 }
 
@@ -36,9 +36,9 @@ pub struct KafkaWorkerMessenger {
     topics: Topics,
     events: bool,
     threads: Mutex<HashMap<ThreadId, ThreadWork>>,
-    /// The run of every document taken and not yet done (the supervisor FAILs a timed-out
-    /// document from its own thread).
-    runs: Mutex<HashMap<String, Arc<str>>>,
+    /// The runs of every document taken and not yet done, one entry per copy (the supervisor
+    /// FAILs a timed-out document from its own thread, with the pool's run).
+    runs: Mutex<HashMap<String, Vec<Arc<str>>>>,
 }
 
 impl KafkaWorkerMessenger {
@@ -83,6 +83,28 @@ impl KafkaWorkerMessenger {
         r.map_err(MessagingError::from)
     }
 
+    /// The run an event goes to when not its own: the worker pool names the document's run
+    /// (children inherit it), so that one is kept unless no copy of the document in flight
+    /// belongs to it (the supervisor's timeout FAIL carries the pool's run); an event with no
+    /// run (a document that came without one) goes to the run of its thread's last document.
+    fn run_of(&self, event: &Event) -> Option<Arc<str>> {
+        if let Some(copies) = self.runs.lock().get(&event.doc_id) {
+            if !event.run_id.is_empty() && copies.iter().any(|r| *r == event.run_id) {
+                return None;
+            }
+            if let Some(first) = copies.first() {
+                return Some(first.clone());
+            }
+        }
+        if !event.run_id.is_empty() {
+            return None;
+        }
+        self.threads
+            .lock()
+            .get(&std::thread::current().id())
+            .and_then(|w| w.run_id.clone())
+    }
+
     pub fn close(&self) {
         self.producer.flush(Duration::from_secs(30));
         self.consumer.close();
@@ -110,13 +132,15 @@ impl Messenger for KafkaWorkerMessenger {
         if let Some(r) = &run {
             self.runs
                 .lock()
-                .insert(taken.doc.id().to_string(), r.clone());
+                .entry(taken.doc.id().to_string())
+                .or_default()
+                .push(r.clone());
         }
         let mut threads = self.threads.lock();
         let w = threads.entry(me).or_default();
         w.taken.push((taken.partition, taken.offset));
-        w.ids.push(taken.doc.id().to_string());
         if run.is_some() {
+            w.ids.push(taken.doc.id().to_string());
             w.run_id = run;
         }
         Some(ToProcess::Doc(taken.doc))
@@ -145,13 +169,7 @@ impl Messenger for KafkaWorkerMessenger {
         if !self.events {
             return Ok(());
         }
-        let run = self.runs.lock().get(&event.doc_id).cloned().or_else(|| {
-            self.threads
-                .lock()
-                .get(&std::thread::current().id())
-                .and_then(|w| w.run_id.clone())
-        });
-        if let Some(r) = run {
+        if let Some(r) = self.run_of(&event) {
             event.run_id = r;
         }
         let topic = self.topics.event(&event.run_id);
@@ -193,7 +211,14 @@ impl Messenger for KafkaWorkerMessenger {
         {
             let mut runs = self.runs.lock();
             for id in &ids {
-                runs.remove(id);
+                if let Some(copies) = runs.get_mut(id) {
+                    if !copies.is_empty() {
+                        copies.remove(0);
+                    }
+                    if copies.is_empty() {
+                        runs.remove(id);
+                    }
+                }
             }
         }
         if taken.is_empty() {
