@@ -318,3 +318,62 @@ kafka {{ bootstrapServers: "{bootstrap()}", consumerGroupId: "g-{pipeline}", top
         # 30 published, 30 children created; 29 parents and 30 children indexed, 1 dropped.
         assert "59 docs succeeded. 0 docs failed. 1 docs dropped." in output, output + logs
     assert len(ids_in(out)) == 2 * 59
+
+
+def test_a_replay_after_a_worker_crash_counts_each_document_once(tmp_path: Path) -> None:
+    """At least once: a worker killed (SIGKILL, inside a stage) before committing its source
+    offsets has everything it did replayed by its replacement, so the indexer FINISHes
+    documents 0-19 twice, with the same origins. The run counts each document once."""
+    pipeline = f"dup_{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "out.jsonl"
+    marker = tmp_path / "killed-once"
+    script = tmp_path / "crash.py"
+    script.write_text(f"""
+import os, signal, time
+if doc['id'] == '20' and not os.path.exists({str(marker)!r}):
+    open({str(marker)!r}, 'w').close()
+    # Once what documents 0-19 produced has been delivered (and indexed).
+    deadline = time.time() + 60
+    while time.time() < deadline and len(open({str(out)!r}).readlines() if os.path.exists({str(out)!r}) else []) < 20:
+        time.sleep(0.1)
+    os.kill(os.getpid(), signal.SIGKILL)
+""")
+    conf = tmp_path / "dup.conf"
+    conf.write_text(f"""
+connectors: [{{ name: "seq", class: "SequenceConnector", numDocs: 40, pipeline: "{pipeline}" }}]
+pipelines: [{{ name: "{pipeline}", stages: [{{ class: "EmbeddedPython", scriptPath: "{script}" }}] }}]
+indexer {{ type: "jsonl" }}
+jsonl {{ path: "{out}" }}
+worker {{ threads: 1 }}
+kafka {{
+  bootstrapServers: "{bootstrap()}"
+  consumerGroupId: "g-{pipeline}"
+  topicPartitions: 1
+  # Nothing is committed before the crash, so all of it is replayed.
+  consumer {{ "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+             "auto.commit.interval.ms": 600000 }}
+}}
+""")
+    log = open(tmp_path / "procs.log", "w")
+    worker = start("worker", conf, pipeline, log)
+    procs = [worker, start("indexer", conf, pipeline, log)]
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "lucille.cli", "run", str(conf), "--mode", "distributed"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        worker.wait(timeout=180)
+        # A supervisor restarts the dead worker.
+        procs.append(start("worker", conf, pipeline, log))
+        output, _ = runner.communicate(timeout=240)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        stop_all(procs)
+    logs = (tmp_path / "procs.log").read_text()
+    assert worker.returncode == -signal.SIGKILL, logs
+    assert runner.returncode == 0, output + logs
+    indexed = ids_in(out)
+    assert set(indexed) == {str(i) for i in range(40)}
+    assert len(indexed) > 40, "the replay indexed documents again: " + str(indexed)
+    assert "40 docs succeeded. 0 docs failed. 0 docs dropped." in output, output + logs
+    assert "replayed event(s)" in output, output
