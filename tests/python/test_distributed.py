@@ -132,9 +132,9 @@ def test_two_worker_processes_and_an_indexer_process_match_local_mode(tmp_path: 
 @pytest.mark.skipif(
     os.environ.get("LUCILLE_TEST_KAFKA_IS_APACHE") != "1",
     reason="needs Apache Kafka's group coordinator (LUCILLE_TEST_KAFKA_IS_APACHE=1): tansu 0.6.0 "
-           "can assign one partition to two live members, or to none, around a member's death "
-           "(seen in the consumers' assignment logs), so a dead worker's partitions are not "
-           "reliably handed over; see README")
+           "keeps a SIGKILLed member in the group past session.timeout.ms, its partitions "
+           "assigned to it and never read again; static membership (group.instance.id) "
+           "makes it lose assignments outright; see README")
 def test_a_worker_killed_mid_run_is_replayed_and_every_document_indexed(tmp_path: Path) -> None:
     pipeline = f"kill_{uuid.uuid4().hex[:8]}"
     out = tmp_path / "out.jsonl"
