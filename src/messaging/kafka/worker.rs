@@ -147,7 +147,7 @@ impl KafkaWorkerMessenger {
     /// run (a document that came without one) goes to the run of its thread's last document.
     fn run_of(&self, event: &Event) -> Option<Arc<str>> {
         if let Some(copies) = self.runs.lock().get(&event.doc_id) {
-            if !event.run_id.is_empty() && copies.iter().any(|r| *r == event.run_id) {
+            if !event.run_id.is_empty() && copies.contains(&event.run_id) {
                 return None;
             }
             if let Some(first) = copies.first() {
