@@ -162,6 +162,8 @@ def test_a_worker_killed_mid_run_is_replayed_and_every_document_indexed(tmp_path
         procs.append(start("worker", conf, pipeline, log))
         output, _ = runner.communicate(timeout=180)
     finally:
+        if runner.poll() is None:
+            runner.kill()
         stop_all(procs)
     assert runner.returncode == 0, output + (tmp_path / "procs.log").read_text()
     expected = {str(i) for i in range(120)} - {"7", "13"}
