@@ -37,12 +37,44 @@ impl fmt::Display for EventType {
     }
 }
 
+/// Which emission of a document an event is about, where messages can be replayed (Kafka):
+/// the source message the document came from and, for a child, the how-many-th emission of
+/// its id while that message was processed (0: the source document itself). A replayed
+/// message produces the same origins again, so the Publisher counts each once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Origin {
+    pub partition: i32,
+    pub offset: i64,
+    pub ordinal: u32,
+}
+
+impl Origin {
+    /// `partition:offset:ordinal`, as carried in event JSON and message headers.
+    pub fn parse(s: &str) -> Option<Origin> {
+        let mut parts = s.split(':');
+        let o = Origin {
+            partition: parts.next()?.parse().ok()?,
+            offset: parts.next()?.parse().ok()?,
+            ordinal: parts.next()?.parse().ok()?,
+        };
+        parts.next().is_none().then_some(o)
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.partition, self.offset, self.ordinal)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     pub doc_id: String,
     pub run_id: Arc<str>,
     pub kind: EventType,
     pub message: Option<String>,
+    /// Set where events can be replayed (see [`Origin`]); `None` locally.
+    pub origin: Option<Origin>,
 }
 
 impl Event {
@@ -52,6 +84,7 @@ impl Event {
             run_id,
             kind,
             message: None,
+            origin: None,
         }
     }
 

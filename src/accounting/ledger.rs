@@ -6,10 +6,16 @@
 //! - A terminal event for an id that is not pending (a child whose FINISH beat its CREATE) is
 //!   remembered in `early`; the late CREATE then cancels it instead of tracking the child.
 //! - `track` happens before a document is sent; `rollback` undoes it if the send fails.
+//! - An event with an [`Origin`] (Kafka modes, where a crashed worker's or indexer's messages
+//!   are replayed) is counted once per document id and origin, CREATE and terminal events
+//!   apart: a replay sends the same events again with the same origins. Both kinds being
+//!   deduplicated alike keeps every counted CREATE matched by one counted terminal event.
 
-use rustc_hash::FxHashMap;
+use std::hash::BuildHasher;
 
-use super::event::{Event, EventType};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::event::{Event, EventType, Origin};
 
 /// Counts kept for the run summary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -57,11 +63,18 @@ impl Multiset {
     }
 }
 
+/// A document id (hashed: 8 bytes, a collision needs the same origin too) and an origin.
+type Seen = (u64, Origin);
+
 #[derive(Debug, Default)]
 pub struct Ledger {
     pending: Multiset,
     early: Multiset,
     counts: Counts,
+    /// Origins of the CREATE and of the terminal events counted (events with an origin only).
+    created_seen: FxHashSet<Seen>,
+    terminal_seen: FxHashSet<Seen>,
+    duplicates: u64,
 }
 
 impl Ledger {
@@ -82,7 +95,23 @@ impl Ledger {
         }
     }
 
-    pub fn handle(&mut self, event: &Event) {
+    /// Applies an event; false when it was a replayed duplicate, ignored.
+    pub fn handle(&mut self, event: &Event) -> bool {
+        if let Some(origin) = event.origin {
+            let key = (
+                foldhash::fast::FixedState::with_seed(0x6c75_6369_6c6c_6500)
+                    .hash_one(event.doc_id.as_str()),
+                origin,
+            );
+            let seen = match event.kind {
+                EventType::Create => &mut self.created_seen,
+                _ => &mut self.terminal_seen,
+            };
+            if !seen.insert(key) {
+                self.duplicates += 1;
+                return false;
+            }
+        }
         match event.kind {
             EventType::Create => {
                 self.counts.created += 1;
@@ -102,6 +131,12 @@ impl Ledger {
                 }
             }
         }
+        true
+    }
+
+    /// Replayed events ignored.
+    pub fn duplicates(&self) -> u64 {
+        self.duplicates
     }
 
     /// Documents (and children) still in flight.
@@ -188,6 +223,64 @@ mod tests {
         l.handle(&ev("p", EventType::Finish));
         assert!(!l.has_pending());
         assert_eq!((l.counts().dropped, l.counts().succeeded), (1, 1));
+    }
+
+    fn replayed(id: &str, kind: EventType, partition: i32, offset: i64, ordinal: u32) -> Event {
+        let mut e = ev(id, kind);
+        e.origin = Some(Origin {
+            partition,
+            offset,
+            ordinal,
+        });
+        e
+    }
+
+    #[test]
+    fn a_replayed_terminal_event_is_counted_once() {
+        let mut l = Ledger::new();
+        l.track("a");
+        assert!(l.handle(&replayed("a", EventType::Finish, 0, 7, 0)));
+        // The worker crashed before committing offset 7: the replay FINISHes it again.
+        assert!(!l.handle(&replayed("a", EventType::Finish, 0, 7, 0)));
+        assert_eq!((l.counts().succeeded, l.early(), l.duplicates()), (1, 0, 1));
+        assert!(!l.has_pending());
+    }
+
+    #[test]
+    fn duplicates_from_two_source_messages_are_both_counted() {
+        // The connector published "a" twice: two source offsets, two terminal events due.
+        let mut l = Ledger::new();
+        l.track("a");
+        l.track("a");
+        assert!(l.handle(&replayed("a", EventType::Finish, 0, 1, 0)));
+        assert!(l.has_pending());
+        assert!(l.handle(&replayed("a", EventType::Fail, 0, 2, 0)));
+        assert!(!l.has_pending());
+        assert_eq!((l.counts().succeeded, l.counts().failed), (1, 1));
+    }
+
+    #[test]
+    fn a_replayed_child_is_counted_once_whatever_the_order() {
+        let mut l = Ledger::new();
+        l.track("p");
+        // First delivery: the child's FINISH beats its CREATE; the parent is indexed.
+        l.handle(&replayed("c", EventType::Finish, 0, 3, 1));
+        l.handle(&replayed("c", EventType::Create, 0, 3, 1));
+        l.handle(&replayed("p", EventType::Finish, 0, 3, 0));
+        // The replay repeats all three, in another order: nothing changes.
+        assert!(!l.handle(&replayed("c", EventType::Create, 0, 3, 1)));
+        assert!(!l.handle(&replayed("p", EventType::Finish, 0, 3, 0)));
+        assert!(!l.handle(&replayed("c", EventType::Finish, 0, 3, 1)));
+        assert!(!l.has_pending());
+        assert_eq!(l.early(), 0);
+        assert_eq!((l.counts().created, l.counts().succeeded), (1, 2));
+        // A second emission of the same child id (a retry): a new ordinal, counted.
+        l.track("q");
+        l.handle(&replayed("c", EventType::Create, 0, 3, 2));
+        l.handle(&replayed("c", EventType::Finish, 0, 3, 2));
+        l.handle(&ev("q", EventType::Drop));
+        assert!(!l.has_pending());
+        assert_eq!((l.counts().created, l.counts().succeeded), (2, 3));
     }
 
     #[test]

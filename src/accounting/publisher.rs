@@ -273,10 +273,14 @@ impl Publisher {
     }
 
     fn handle_events(&self, events: &[Event]) {
+        // Replayed duplicates (Kafka) change nothing and are not told to the listener.
+        let mut ignored: Vec<usize> = Vec::new();
         {
             let mut ledger = self.ledger.lock();
-            for e in events {
-                ledger.handle(e);
+            for (i, e) in events.iter().enumerate() {
+                if !ledger.handle(e) {
+                    ignored.push(i);
+                }
             }
             if let Some(max) = self.max_pending {
                 if ledger.pending() < max {
@@ -287,7 +291,11 @@ impl Publisher {
         // After the ledger: a listener that checkpoints an acknowledgement may then rely on
         // the document no longer being pending.
         if let Some(listener) = self.terminal_listener.read().as_ref() {
-            for e in events.iter().filter(|e| e.kind.is_terminal()) {
+            for (_, e) in events
+                .iter()
+                .enumerate()
+                .filter(|(i, e)| e.kind.is_terminal() && !ignored.contains(i))
+            {
                 listener(&e.doc_id);
             }
         }
@@ -334,6 +342,13 @@ impl Publisher {
                 };
             }
             if connector.is_finished() && !got_event && !self.has_pending() {
+                let duplicates = self.ledger.lock().duplicates();
+                if duplicates > 0 {
+                    tracing::info!(
+                        "{duplicates} replayed event(s) (a worker or indexer restarted before \
+                         committing its offsets) were counted once"
+                    );
+                }
                 return PublisherResult {
                     ok: true,
                     message: None,

@@ -640,6 +640,22 @@ impl WorkerContext {
         crate::messaging::send_event(self.messenger.as_ref(), id, &self.run_id, kind, message);
     }
 
+    /// An event for a document in hand, for the document's own run: in a Kafka worker one
+    /// batch may hold documents (and their children) of several runs.
+    fn event_of(&self, doc: &Document, kind: EventType, message: Option<String>) {
+        self.event_in(doc.id(), doc.run_id(), kind, message);
+    }
+
+    fn event_in(&self, id: &str, run: Option<&str>, kind: EventType, message: Option<String>) {
+        match run {
+            Some(r) if r != &*self.run_id => {
+                let run: Arc<str> = Arc::from(r);
+                crate::messaging::send_event(self.messenger.as_ref(), id, &run, kind, message);
+            }
+            _ => self.event(id, kind, message),
+        }
+    }
+
     fn fail(&self, doc: &Document, message: String, attempts: u32) {
         tracing::error!(doc_id = doc.id(), "Document FAILED: {message}");
         self.stats.failed.fetch_add(1, Ordering::Relaxed);
@@ -650,7 +666,7 @@ impl WorkerContext {
             doc.id(),
             &dead_letter_line(doc, &self.plan.name, &message, attempts),
         );
-        self.event(doc.id(), EventType::Fail, Some(message));
+        self.event_of(doc, EventType::Fail, Some(message));
     }
 
     /// A record that could not be built into a document: FAILed with its reason (file and
@@ -817,7 +833,7 @@ impl WorkerContext {
                 _ => None,
             };
             if out.is_child {
-                self.event(out.doc.id(), EventType::Create, None);
+                self.event_of(&out.doc, EventType::Create, None);
             }
             match (out.error, original) {
                 (Some(e), Some(fresh)) if !out.is_child && !timed_out => {
@@ -856,17 +872,23 @@ impl WorkerContext {
     /// DROP for a dropped document, else hands it to the indexer.
     fn index_or_drop(&self, doc: Document) {
         if doc.is_dropped() {
-            self.event(doc.id(), EventType::Drop, None);
+            self.event_of(&doc, EventType::Drop, None);
             return;
         }
+        // Only a run other than the pool's is kept (one allocation in a Kafka worker, none locally).
+        let run = doc
+            .run_id()
+            .filter(|r| *r != &*self.run_id)
+            .map(str::to_string);
         let item = match &self.preparer {
             Some(p) => ToIndex::Op(p.prepare(doc)),
             None => ToIndex::Doc(doc),
         };
         let id = item.id().to_string();
         if let Err(e) = self.messenger.send_for_indexing(item) {
-            self.event(
+            self.event_in(
                 &id,
+                run.as_deref(),
                 EventType::Fail,
                 Some(format!("could not send for indexing: {e}")),
             );
@@ -899,7 +921,7 @@ impl WorkerContext {
             for out in pipeline.process(doc) {
                 self.enter_send()?;
                 if out.is_child {
-                    self.event(out.doc.id(), EventType::Create, None);
+                    self.event_of(&out.doc, EventType::Create, None);
                 }
                 match out.error {
                     Some(e) if !out.is_child => parent_failure = Some((out.doc, e.to_string())),

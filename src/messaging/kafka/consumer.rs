@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::KafkaError as RdError;
-use rdkafka::message::Message;
+use rdkafka::message::{Headers, Message};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientContext;
 
@@ -17,6 +17,7 @@ use super::admin::client_config;
 use super::config::KafkaSettings;
 use super::offsets::OffsetTracker;
 use super::KafkaError;
+use crate::accounting::event::Origin;
 use crate::document::Document;
 
 pub struct GroupContext {
@@ -75,6 +76,8 @@ pub struct Taken {
     pub doc: Document,
     pub partition: i32,
     pub offset: i64,
+    /// The origin a worker gave the document (on `{pipeline}_dest`).
+    pub origin: Option<Origin>,
 }
 
 pub struct GroupConsumer {
@@ -126,6 +129,13 @@ impl GroupConsumer {
             }
         };
         let (partition, offset) = (msg.partition(), msg.offset());
+        let origin = msg.headers().and_then(|h| {
+            h.iter()
+                .find(|h| h.key == super::ORIGIN_HEADER)
+                .and_then(|h| h.value)
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .and_then(Origin::parse)
+        });
         let parsed = match msg.payload() {
             Some(bytes) => Document::from_json_bytes(bytes).map_err(|e| e.to_string()),
             None => Err("an empty message".to_string()),
@@ -137,6 +147,7 @@ impl GroupConsumer {
                     doc,
                     partition,
                     offset,
+                    origin,
                 })
             }
             Err(e) => {

@@ -13,7 +13,8 @@ use parking_lot::Mutex;
 use super::consumer::GroupConsumer;
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
-use super::{event_json, KafkaError};
+use super::{event_json, wrong_role};
+use crate::accounting::event::Origin;
 use crate::accounting::Event;
 use crate::connector::record::ToProcess;
 use crate::indexer::ToIndex;
@@ -23,6 +24,7 @@ struct Pending {
     partition: i32,
     offset: i64,
     run_id: Option<Arc<str>>,
+    origin: Option<Origin>,
 }
 
 pub struct KafkaIndexerMessenger {
@@ -65,11 +67,7 @@ impl KafkaIndexerMessenger {
 
 impl Messenger for KafkaIndexerMessenger {
     fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
-        Err(KafkaError::Role(format!(
-            "an indexer does not publish (document {})",
-            item.id()
-        ))
-        .into())
+        Err(wrong_role("an indexer", "publish", item.id()))
     }
 
     fn poll_doc_to_process(&self, _timeout: Duration) -> Option<ToProcess> {
@@ -81,11 +79,7 @@ impl Messenger for KafkaIndexerMessenger {
     }
 
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
-        Err(KafkaError::Role(format!(
-            "an indexer does not send for indexing (document {})",
-            item.id()
-        ))
-        .into())
+        Err(wrong_role("an indexer", "send for indexing", item.id()))
     }
 
     fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
@@ -99,6 +93,7 @@ impl Messenger for KafkaIndexerMessenger {
                 partition: taken.partition,
                 offset: taken.offset,
                 run_id: taken.doc.run_id().map(Arc::from),
+                origin: taken.origin,
             });
         Some(ToIndex::Doc(taken.doc))
     }
@@ -114,8 +109,11 @@ impl Messenger for KafkaIndexerMessenger {
         };
         let consumer = self.consumer.clone();
         let done: Option<(i32, i64)> = pending.as_ref().map(|p| (p.partition, p.offset));
-        if let Some(r) = pending.and_then(|p| p.run_id) {
-            event.run_id = r;
+        if let Some(p) = pending {
+            if let Some(r) = p.run_id {
+                event.run_id = r;
+            }
+            event.origin = event.origin.or(p.origin);
         }
         if !self.events {
             if let Some((p, o)) = done {

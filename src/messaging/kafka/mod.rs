@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::accounting::event::Origin;
 use crate::accounting::{Event, EventType};
 use crate::connector::record::ToProcess;
 use crate::indexer::ToIndex;
@@ -39,6 +40,15 @@ pub enum KafkaError {
     #[error("{0}")]
     Role(String),
 }
+
+/// What a messenger answers when asked for what its role does not do (a worker asked to
+/// publish, an indexer to send for indexing, ...).
+pub(crate) fn wrong_role(role: &str, action: &str, doc_id: &str) -> MessagingError {
+    KafkaError::Role(format!("{role} does not {action} (document {doc_id})")).into()
+}
+
+/// The message header that carries a document's [`Origin`] from the worker to the indexer.
+pub const ORIGIN_HEADER: &str = "lucille-origin";
 
 impl From<KafkaError> for MessagingError {
     fn from(e: KafkaError) -> Self {
@@ -66,6 +76,9 @@ pub fn event_json(e: &Event) -> String {
     if let Some(m) = &e.message {
         v["message"] = Value::from(m.as_str());
     }
+    if let Some(o) = &e.origin {
+        v["origin"] = Value::from(o.to_string());
+    }
     v.to_string()
 }
 
@@ -89,6 +102,10 @@ pub fn event_from_json(bytes: &[u8], run_id: &Arc<str>) -> Result<Event, String>
     };
     let mut e = Event::new(id, run, kind);
     e.message = v.get("message").and_then(Value::as_str).map(str::to_string);
+    e.origin = v
+        .get("origin")
+        .and_then(Value::as_str)
+        .and_then(Origin::parse);
     Ok(e)
 }
 
@@ -244,6 +261,15 @@ mod tests {
         assert_eq!(v["type"], "FAIL");
         let back = event_from_json(text.as_bytes(), &run).unwrap();
         assert_eq!(back, e);
+        let mut replayable = e.clone();
+        replayable.origin = Some(Origin {
+            partition: 2,
+            offset: 41,
+            ordinal: 3,
+        });
+        let text = event_json(&replayable);
+        assert!(text.contains(r#""origin":"2:41:3""#), "{text}");
+        assert_eq!(event_from_json(text.as_bytes(), &run).unwrap(), replayable);
         assert!(event_from_json(br#"{"documentId":"x","type":"NOPE"}"#, &run).is_err());
     }
 }

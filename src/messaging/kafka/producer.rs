@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use rdkafka::error::{KafkaError as RdError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{
     BaseRecord, DeliveryResult, Producer as _, ProducerContext, ThreadedProducer,
 };
@@ -18,6 +19,7 @@ use rdkafka::ClientContext;
 use super::admin::client_config;
 use super::config::KafkaSettings;
 use super::KafkaError;
+use crate::accounting::event::Origin;
 
 type Action = Box<dyn FnOnce(bool) + Send>;
 
@@ -126,10 +128,29 @@ impl KafkaProducer {
         payload: &[u8],
         ticket: &Arc<Ticket>,
     ) -> Result<(), KafkaError> {
+        self.send_from(topic, key, payload, ticket, None)
+    }
+
+    /// [`KafkaProducer::send`], with the document's origin in a header when known.
+    pub fn send_from(
+        &self,
+        topic: &str,
+        key: &str,
+        payload: &[u8],
+        ticket: &Arc<Ticket>,
+        origin: Option<Origin>,
+    ) -> Result<(), KafkaError> {
         ticket.hold();
         let mut record = BaseRecord::with_opaque_to(topic, ticket.clone())
             .key(key)
             .payload(payload);
+        if let Some(o) = origin {
+            let value = o.to_string();
+            record = record.headers(OwnedHeaders::new().insert(Header {
+                key: super::ORIGIN_HEADER,
+                value: Some(value.as_str()),
+            }));
+        }
         loop {
             match self.inner.send(record) {
                 Ok(()) => return Ok(()),

@@ -14,7 +14,7 @@ use super::admin::client_config;
 use super::config::KafkaSettings;
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
-use super::{event_from_json, event_json, KafkaError};
+use super::{event_from_json, event_json, wrong_role, KafkaError};
 use crate::accounting::Event;
 use crate::connector::record::ToProcess;
 use crate::indexer::ToIndex;
@@ -99,11 +99,7 @@ impl Messenger for KafkaPublisherMessenger {
     }
 
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
-        Err(KafkaError::Role(format!(
-            "the publisher does not send for indexing (document {})",
-            item.id()
-        ))
-        .into())
+        Err(wrong_role("the publisher", "send for indexing", item.id()))
     }
 
     fn poll_doc_to_index(&self, _timeout: Duration) -> Option<ToIndex> {

@@ -15,8 +15,9 @@ use parking_lot::Mutex;
 use super::consumer::GroupConsumer;
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
-use super::{event_json, KafkaError};
-use crate::accounting::Event;
+use super::{event_json, wrong_role};
+use crate::accounting::event::Origin;
+use crate::accounting::{Event, EventType};
 use crate::connector::record::ToProcess;
 use crate::indexer::ToIndex;
 use crate::messaging::{MessagingError, Messenger};
@@ -26,8 +27,44 @@ struct ThreadWork {
     taken: Vec<(i32, i64)>,
     ids: Vec<String>,
     ticket: Option<Arc<Ticket>>,
-    /// The run of the document taken last: children's events go to its event topic.
+    /// The run of the document taken last: where an event with no run of its own goes.
     run_id: Option<Arc<str>>,
+    /// The documents taken, by id, with their origin; `true` once answered for (sent to the
+    /// indexer, or FAILed / DROPped here).
+    sources: Vec<(String, Origin, bool)>,
+    /// Children emitted since the first document was taken: CREATEs per id.
+    children: HashMap<String, u32>,
+}
+
+impl ThreadWork {
+    /// The origin of an event (or a document sent on) for `id`: a child's is the first source
+    /// message of this unit of work and the how-many-th CREATE of the id it is (`create`
+    /// counts a new one); a document taken's is its own message. The same processing of the
+    /// same messages, replayed, gives the same origins.
+    fn origin(&mut self, id: &str, create: bool) -> Option<Origin> {
+        let (_, base, _) = self.sources.first()?;
+        let base = *base;
+        if create {
+            let n = self.children.entry(id.to_string()).or_insert(0);
+            *n += 1;
+            return Some(Origin {
+                ordinal: *n,
+                ..base
+            });
+        }
+        if let Some(n) = self.children.get(id) {
+            return Some(Origin {
+                ordinal: *n,
+                ..base
+            });
+        }
+        let (_, origin, answered) = self
+            .sources
+            .iter_mut()
+            .find(|(doc, _, answered)| doc == id && !answered)?;
+        *answered = true;
+        Some(*origin)
+    }
 }
 
 pub struct KafkaWorkerMessenger {
@@ -36,9 +73,9 @@ pub struct KafkaWorkerMessenger {
     topics: Topics,
     events: bool,
     threads: Mutex<HashMap<ThreadId, ThreadWork>>,
-    /// The run of every document taken and not yet done (the supervisor FAILs a timed-out
-    /// document from its own thread).
-    runs: Mutex<HashMap<String, Arc<str>>>,
+    /// The runs of every document taken and not yet done, one entry per copy (the supervisor
+    /// FAILs a timed-out document from its own thread, with the pool's run).
+    runs: Mutex<HashMap<String, Vec<Arc<str>>>>,
 }
 
 impl KafkaWorkerMessenger {
@@ -74,13 +111,56 @@ impl KafkaWorkerMessenger {
         }
     }
 
+    /// The origin of an event or a document for `id` sent from this worker thread (`None`
+    /// off a worker thread: the supervisor).
+    pub(crate) fn origin(&self, id: &str, create: bool) -> Option<Origin> {
+        self.threads
+            .lock()
+            .get_mut(&std::thread::current().id())
+            .and_then(|w| w.origin(id, create))
+    }
+
     fn send(&self, topic: &str, key: &str, payload: &[u8]) -> Result<(), MessagingError> {
+        self.send_from(topic, key, payload, None)
+    }
+
+    fn send_from(
+        &self,
+        topic: &str,
+        key: &str,
+        payload: &[u8],
+        origin: Option<Origin>,
+    ) -> Result<(), MessagingError> {
         let ticket = self.ticket();
-        let r = self.producer.send(topic, key, payload, &ticket);
+        let r = self
+            .producer
+            .send_from(topic, key, payload, &ticket, origin);
         if !self.owns_current_thread() {
             ticket.seal();
         }
         r.map_err(MessagingError::from)
+    }
+
+    /// The run an event goes to when not its own: the worker pool names the document's run
+    /// (children inherit it), so that one is kept unless no copy of the document in flight
+    /// belongs to it (the supervisor's timeout FAIL carries the pool's run); an event with no
+    /// run (a document that came without one) goes to the run of its thread's last document.
+    fn run_of(&self, event: &Event) -> Option<Arc<str>> {
+        if let Some(copies) = self.runs.lock().get(&event.doc_id) {
+            if !event.run_id.is_empty() && copies.contains(&event.run_id) {
+                return None;
+            }
+            if let Some(first) = copies.first() {
+                return Some(first.clone());
+            }
+        }
+        if !event.run_id.is_empty() {
+            return None;
+        }
+        self.threads
+            .lock()
+            .get(&std::thread::current().id())
+            .and_then(|w| w.run_id.clone())
     }
 
     pub fn close(&self) {
@@ -95,11 +175,7 @@ impl KafkaWorkerMessenger {
 
 impl Messenger for KafkaWorkerMessenger {
     fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
-        Err(KafkaError::Role(format!(
-            "a worker does not publish (document {})",
-            item.id()
-        ))
-        .into())
+        Err(wrong_role("a worker", "publish", item.id()))
     }
 
     fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
@@ -110,13 +186,21 @@ impl Messenger for KafkaWorkerMessenger {
         if let Some(r) = &run {
             self.runs
                 .lock()
-                .insert(taken.doc.id().to_string(), r.clone());
+                .entry(taken.doc.id().to_string())
+                .or_default()
+                .push(r.clone());
         }
         let mut threads = self.threads.lock();
         let w = threads.entry(me).or_default();
         w.taken.push((taken.partition, taken.offset));
-        w.ids.push(taken.doc.id().to_string());
+        let origin = Origin {
+            partition: taken.partition,
+            offset: taken.offset,
+            ordinal: 0,
+        };
+        w.sources.push((taken.doc.id().to_string(), origin, false));
         if run.is_some() {
+            w.ids.push(taken.doc.id().to_string());
             w.run_id = run;
         }
         Some(ToProcess::Doc(taken.doc))
@@ -128,12 +212,20 @@ impl Messenger for KafkaWorkerMessenger {
 
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
         match item {
-            ToIndex::Doc(doc) => self.send(&self.topics.dest, doc.id(), doc.to_json().as_bytes()),
-            ToIndex::Op(op) => Err(KafkaError::Role(format!(
-                "document {}: prepared index operations do not travel over Kafka",
-                op.doc_id
-            ))
-            .into()),
+            ToIndex::Doc(doc) => {
+                let origin = self.origin(doc.id(), false);
+                self.send_from(
+                    &self.topics.dest,
+                    doc.id(),
+                    doc.to_json().as_bytes(),
+                    origin,
+                )
+            }
+            ToIndex::Op(op) => Err(wrong_role(
+                "a Kafka worker",
+                "send prepared index operations",
+                &op.doc_id,
+            )),
         }
     }
 
@@ -145,14 +237,11 @@ impl Messenger for KafkaWorkerMessenger {
         if !self.events {
             return Ok(());
         }
-        let run = self.runs.lock().get(&event.doc_id).cloned().or_else(|| {
-            self.threads
-                .lock()
-                .get(&std::thread::current().id())
-                .and_then(|w| w.run_id.clone())
-        });
-        if let Some(r) = run {
+        if let Some(r) = self.run_of(&event) {
             event.run_id = r;
+        }
+        if event.origin.is_none() {
+            event.origin = self.origin(&event.doc_id, event.kind == EventType::Create);
         }
         let topic = self.topics.event(&event.run_id);
         self.send(&topic, &event.doc_id, event_json(&event).as_bytes())
@@ -181,11 +270,15 @@ impl Messenger for KafkaWorkerMessenger {
         let work = {
             let mut threads = self.threads.lock();
             match threads.get_mut(&me) {
-                Some(w) => (
-                    std::mem::take(&mut w.taken),
-                    w.ticket.take(),
-                    std::mem::take(&mut w.ids),
-                ),
+                Some(w) => {
+                    w.sources.clear();
+                    w.children.clear();
+                    (
+                        std::mem::take(&mut w.taken),
+                        w.ticket.take(),
+                        std::mem::take(&mut w.ids),
+                    )
+                }
                 None => return,
             }
         };
@@ -193,7 +286,14 @@ impl Messenger for KafkaWorkerMessenger {
         {
             let mut runs = self.runs.lock();
             for id in &ids {
-                runs.remove(id);
+                if let Some(copies) = runs.get_mut(id) {
+                    if !copies.is_empty() {
+                        copies.remove(0);
+                    }
+                    if copies.is_empty() {
+                        runs.remove(id);
+                    }
+                }
             }
         }
         if taken.is_empty() {

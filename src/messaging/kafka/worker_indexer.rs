@@ -16,13 +16,14 @@ use super::event_json;
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
 use super::worker::KafkaWorkerMessenger;
+use crate::accounting::event::Origin;
 use crate::accounting::Event;
 use crate::connector::record::ToProcess;
 use crate::indexer::ToIndex;
 use crate::messaging::{LocalMessenger, MessagingError, Messenger};
 
-/// A document handed to the indexer: its worker's ticket and its run.
-type Held = (Arc<Ticket>, Option<Arc<str>>);
+/// A document handed to the indexer: its worker's ticket, its run and its origin.
+type Held = (Arc<Ticket>, Option<Arc<str>>, Option<Origin>);
 
 pub struct KafkaWorkerIndexerMessenger {
     worker: KafkaWorkerMessenger,
@@ -80,11 +81,12 @@ impl Messenger for KafkaWorkerIndexerMessenger {
         let run = item.document().and_then(|d| d.run_id()).map(Arc::from);
         ticket.hold();
         let id = item.id().to_string();
+        let origin = self.worker.origin(&id, false);
         self.held
             .lock()
             .entry(id.clone())
             .or_default()
-            .push_back((ticket.clone(), run));
+            .push_back((ticket.clone(), run, origin));
         let r = self.local.send_for_indexing(item);
         if r.is_err() {
             let mut held = self.held.lock();
@@ -113,12 +115,13 @@ impl Messenger for KafkaWorkerIndexerMessenger {
             }
             h
         };
-        let Some((ticket, run)) = held else {
+        let Some((ticket, run, origin)) = held else {
             return self.worker.send_event(event);
         };
         if let Some(r) = run {
             event.run_id = r;
         }
+        event.origin = event.origin.or(origin);
         let r = if self.events {
             let topic = self.topics.event(&event.run_id);
             self.producer
