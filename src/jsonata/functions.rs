@@ -154,6 +154,22 @@ wrapper!(
     wrap_zip = 39,
 );
 
+/// The JSONata signature of `WRAPPED[index]`, if it is checked (looked up by name once).
+fn wrapped_signature(index: usize) -> Option<&'static signature::Signature> {
+    static BY_INDEX: std::sync::OnceLock<Vec<Option<&'static signature::Signature>>> =
+        std::sync::OnceLock::new();
+    BY_INDEX
+        .get_or_init(|| {
+            WRAPPED
+                .iter()
+                .map(|(name, _, _)| signature::of(name))
+                .collect()
+        })
+        .get(index)
+        .copied()
+        .flatten()
+}
+
 fn call_original<'a>(
     index: usize,
     ctx: FunctionContext<'a, '_>,
@@ -161,10 +177,7 @@ fn call_original<'a>(
 ) -> Res<'a> {
     record_disposables(args);
     let checked;
-    let args = match WRAPPED
-        .get(index)
-        .and_then(|(name, _, _)| signature::of(name))
-    {
+    let args = match wrapped_signature(index) {
         Some(sig) => {
             let callback = IN_BUILTIN.with(|depth| depth.get() > 0);
             checked = signature::check(&ctx, sig, args, callback)?;

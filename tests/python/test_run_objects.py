@@ -3,7 +3,12 @@ in place (as in a notebook cell), and the progress display outside a terminal.""
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from typing import Any, Optional, cast
 
 
@@ -185,3 +190,50 @@ def test_progress_uses_tqdm_when_installed(monkeypatch: pytest.MonkeyPatch) -> N
 def test_no_progress_display_in_a_plain_script_by_default(capsys: pytest.CaptureFixture[str]) -> None:
     lucille.run(connector=Source(3), mode="test")
     assert "published," not in capsys.readouterr().err
+
+
+INTERRUPTED_SCRIPT = """
+import json, sys, time
+import lucille
+
+class Source(lucille.Connector):
+    def execute(self, publisher):
+        for i in range(1000):
+            publisher.publish(lucille.Document(f"d{i}"))
+
+class Slow(lucille.Stage):
+    def process_document(self, doc):
+        if doc.id == "d5":
+            print("SLOW", flush=True)
+        time.sleep(0.05)
+
+result = lucille.run(config={"publisher": {"queueCapacity": 10}}, stages=[Slow({})],
+                     connector=Source(), mode="test", progress=False)
+print(json.dumps({"interrupted": result.interrupted, "status": result.status,
+                  "published": result.published, "succeeded": result.succeeded,
+                  "received": len(result.documents)}), flush=True)
+"""
+
+
+def test_an_interrupt_stops_the_run_and_returns_the_partial_result(tmp_path: Path) -> None:
+    # A notebook kernel's interrupt is SIGINT to the process running lucille.run.
+    script = tmp_path / "interrupted.py"
+    script.write_text(INTERRUPTED_SCRIPT)
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    assert p.stdout.readline().strip() == "SLOW"
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError("the interrupted run did not return")
+    assert p.returncode == 0, err
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["interrupted"] is True, got
+    assert got["status"] == "Failure", got
+    # Stopped well before the end; what was published was drained and indexed.
+    assert 5 < got["published"] < 1000, got
+    assert got["succeeded"] == got["published"] == got["received"], got
+    assert "interrupted: stopping the run" in err

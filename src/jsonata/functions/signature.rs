@@ -9,6 +9,7 @@
 //! parameter takes an array whose members are `t`, or a single `t`; `x` is anything, `j` any
 //! JSON value (not a function); regexes count as functions.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -179,19 +180,22 @@ fn symbol(value: &Value<'_>) -> Option<char> {
 /// `callback`: the function is being called back by another builtin (`$reduce` passes the
 /// accumulator, the value, its index and the array to every function): arguments beyond the
 /// signature are then dropped, as JSONata passes a function only as many as it declares.
-pub(super) fn check<'a>(
+pub(super) fn check<'a, 'b>(
     ctx: &FunctionContext<'a, '_>,
     signature: &Signature,
-    args: &[&'a Value<'a>],
+    args: &'b [&'a Value<'a>],
     callback: bool,
-) -> Result<Vec<&'a Value<'a>>, Error> {
+) -> Result<Cow<'b, [&'a Value<'a>]>, Error> {
     let params = &signature.params;
     let mandatory = params.iter().filter(|p| !p.optional).count();
-    let mut args = args.to_vec();
     let repeated = params.last().is_some_and(|p| p.repeated);
-    if callback && !repeated {
-        args.truncate(params.len());
-    }
+    let args = if callback && !repeated && args.len() > params.len() {
+        &args[..params.len()]
+    } else {
+        args
+    };
+    // Borrowed unless the context value is inserted: most calls copy nothing.
+    let mut args = Cow::Borrowed(args);
     if args.len() < mandatory && params.first().is_some_and(|p| p.context) {
         let context = context_value(ctx);
         if let (Some(first), Some(sym)) = (params.first(), symbol(context)) {
@@ -206,7 +210,7 @@ pub(super) fn check<'a>(
                 ));
             }
         }
-        args.insert(0, context);
+        args.to_mut().insert(0, context);
     }
     if args.len() > params.len() && !repeated {
         return Err(Error::T0410ArgumentNotValid(

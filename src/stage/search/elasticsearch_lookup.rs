@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use super::{engine, Engine};
+use super::{engine, json_answer, Engine};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 use crate::indexer::http::{encode, snippet};
@@ -116,12 +116,7 @@ impl Stage for ElasticsearchLookup {
                 snippet(&reply.body)
             )));
         }
-        let answer: Value = serde_json::from_str(&reply.body).map_err(|e| {
-            StageFailure::msg(format!(
-                "Elasticsearch's answer is not JSON ({e}): {}",
-                snippet(&reply.body)
-            ))
-        })?;
+        let answer = json_answer("Elasticsearch", &reply.body)?;
         if answer["found"] != Value::Bool(true) {
             return Ok(None);
         }

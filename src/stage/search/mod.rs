@@ -11,7 +11,8 @@ pub mod query_opensearch;
 use std::time::Duration;
 
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::indexer::http::{parse_url, Auth, HttpClient, RetryPolicy};
+use crate::indexer::http::{parse_url, snippet, Auth, HttpClient, RetryPolicy};
+use crate::stage::StageFailure;
 
 /// Attempts after the first for a request that gets no answer or a 429 / 502 / 503 / 504.
 const RETRIES: u32 = 3;
@@ -24,6 +25,16 @@ pub(crate) struct Engine {
     /// The base URL, without credentials or a trailing slash.
     pub url: String,
     pub index: String,
+}
+
+/// An engine's answer as JSON; `product` names the engine in the error.
+pub(crate) fn json_answer(product: &str, body: &str) -> Result<serde_json::Value, StageFailure> {
+    serde_json::from_str(body).map_err(|e| {
+        StageFailure::msg(format!(
+            "{product}'s answer is not JSON ({e}): {}",
+            snippet(body)
+        ))
+    })
 }
 
 /// The connection block `block` (`opensearch`, `elasticsearch`) of a stage config.

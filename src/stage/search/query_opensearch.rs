@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{engine, Engine};
+use super::{engine, json_answer, Engine};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
 use crate::indexer::http::snippet;
@@ -154,12 +154,7 @@ impl Stage for QueryOpensearch {
                 snippet(&reply.body)
             )));
         }
-        let answer: Value = serde_json::from_str(&reply.body).map_err(|e| {
-            StageFailure::msg(format!(
-                "OpenSearch's answer is not JSON ({e}): {}",
-                snippet(&reply.body)
-            ))
-        })?;
+        let answer = json_answer("OpenSearch", &reply.body)?;
         if let Some(found) = answer.pointer(&self.pointer) {
             doc.set_field(&self.dest, found.clone())?;
         }
