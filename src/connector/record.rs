@@ -70,6 +70,14 @@ impl Record {
 pub enum ToProcess {
     Doc(Document),
     Record(Record),
+    /// A document not to process again: a Kafka worker's `worker.maxRetries` count says it was
+    /// started too many times (each attempt ending its worker); the worker FAILs it with
+    /// `reason`, as it FAILs a document after its last attempt.
+    Exhausted {
+        doc: Document,
+        reason: String,
+        attempts: u32,
+    },
 }
 
 impl From<Document> for ToProcess {
@@ -83,6 +91,7 @@ impl ToProcess {
         match self {
             ToProcess::Doc(d) => d.id(),
             ToProcess::Record(r) => &r.id,
+            ToProcess::Exhausted { doc, .. } => doc.id(),
         }
     }
 
@@ -91,6 +100,7 @@ impl ToProcess {
         match self {
             ToProcess::Doc(d) => Ok(d),
             ToProcess::Record(r) => r.build().map_err(|e| e.reason),
+            ToProcess::Exhausted { reason, .. } => Err(reason),
         }
     }
 }

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use super::{RunMode, RunPlan};
 use crate::config::{ConfigError, ConfigErrors};
 use crate::indexer::{self, IndexerHandle};
-use crate::messaging::kafka::{self, producer::KafkaProducer, KafkaSettings, Topics};
+use crate::messaging::kafka::{
+    self, producer::KafkaProducer, retries::RetryCounter, KafkaSettings, Topics,
+};
 use crate::messaging::Messenger;
 use crate::worker::WorkerPool;
 
@@ -156,10 +158,15 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
     let (pool_messenger, indexer_messenger): (Option<RoleMessenger>, Option<RoleMessenger>) =
         match role {
             Role::Worker => {
-                let m = Arc::new(
-                    kafka::worker_messenger(settings, &topics, producer.clone())
-                        .map_err(|e| e.to_string())?,
-                );
+                let mut w = kafka::worker_messenger(settings, &topics, producer.clone())
+                    .map_err(|e| e.to_string())?;
+                if let Some(n) = worker.max_retries {
+                    w = w.with_retries(
+                        RetryCounter::new(settings, pipeline, &topics.source, n)
+                            .map_err(|e| e.to_string())?,
+                    );
+                }
+                let m = Arc::new(w);
                 let m2 = m.clone();
                 closers.push(Box::new(move || m2.close()));
                 (Some(m), None)
@@ -174,10 +181,16 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
                 (None, Some(m))
             }
             Role::WorkerIndexer => {
-                let worker = kafka::worker_messenger(settings, &topics, producer.clone())
+                let mut w = kafka::worker_messenger(settings, &topics, producer.clone())
                     .map_err(|e| e.to_string())?;
+                if let Some(n) = worker.max_retries {
+                    w = w.with_retries(
+                        RetryCounter::new(settings, pipeline, &topics.source, n)
+                            .map_err(|e| e.to_string())?,
+                    );
+                }
                 let m = Arc::new(kafka::worker_indexer::KafkaWorkerIndexerMessenger::new(
-                    worker,
+                    w,
                     producer.clone(),
                     topics.clone(),
                     settings.events,

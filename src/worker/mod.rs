@@ -783,7 +783,8 @@ impl WorkerContext {
         }
     }
 
-    /// The document a queue item carries; a record that cannot be built is FAILed here.
+    /// The document a queue item carries; a record that cannot be built, or a document past
+    /// `worker.maxRetries` in a Kafka worker, is FAILed here.
     fn take(&self, item: ToProcess) -> Option<Document> {
         match item {
             ToProcess::Doc(doc) => Some(doc),
@@ -794,6 +795,14 @@ impl WorkerContext {
                     None
                 }
             },
+            ToProcess::Exhausted {
+                doc,
+                reason,
+                attempts,
+            } => {
+                self.fail(&doc, reason, attempts);
+                None
+            }
         }
     }
 

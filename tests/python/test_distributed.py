@@ -379,3 +379,62 @@ kafka {{
     assert len(indexed) > 40, "the replay indexed documents again: " + str(indexed)
     assert "40 docs succeeded. 0 docs failed. 0 docs dropped." in output, output + logs
     assert "replayed event(s)" in output, output
+
+
+def test_max_retries_counts_attempts_across_worker_restarts(tmp_path: Path) -> None:
+    """worker.maxRetries without ZooKeeper: document 5 kills its worker process every time.
+    Each start is counted in {pipeline}_retries before processing, so with maxRetries 2 it is
+    started 3 times (3 dead workers, each restarted by the test as a supervisor would), then
+    sent to {pipeline}_fail with a FAIL event, and the run completes."""
+    pipeline = f"retry_{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "out.jsonl"
+    script = tmp_path / "killer.py"
+    script.write_text("import os, signal\n"
+                      "if doc['id'] == '5':\n"
+                      "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    conf = tmp_path / "retry.conf"
+    conf.write_text(f"""
+connectors: [{{ name: "seq", class: "SequenceConnector", numDocs: 10, pipeline: "{pipeline}" }}]
+pipelines: [{{ name: "{pipeline}", stages: [{{ class: "EmbeddedPython", scriptPath: "{script}" }}] }}]
+indexer {{ type: "jsonl" }}
+jsonl {{ path: "{out}" }}
+worker {{ threads: 1, maxRetries: 2 }}
+kafka {{
+  bootstrapServers: "{bootstrap()}"
+  consumerGroupId: "g-{pipeline}"
+  topicPartitions: 1
+  consumer {{ "session.timeout.ms": 6000, "heartbeat.interval.ms": 500 }}
+}}
+""")
+    log = open(tmp_path / "procs.log", "w")
+
+    def worker() -> "subprocess.Popen[bytes]":
+        return subprocess.Popen(
+            [sys.executable, "-m", "lucille.cli", "worker", str(conf), "--pipeline", pipeline],
+            stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+
+    procs = [start("indexer", conf, pipeline, log), worker()]
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "lucille.cli", "run", str(conf), "--mode", "distributed"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deaths = 0
+    try:
+        deadline = time.time() + 300
+        while runner.poll() is None and time.time() < deadline:
+            if procs[-1].poll() is not None:
+                assert procs[-1].returncode == -signal.SIGKILL
+                deaths += 1
+                assert deaths <= 3, "document 5 was started more than 1 + maxRetries times"
+                procs.append(worker())
+            time.sleep(0.2)
+        output, _ = runner.communicate(timeout=30)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        stop_all(procs)
+    logs = (tmp_path / "procs.log").read_text()
+    assert runner.returncode == 0, output + logs
+    assert deaths == 3, logs
+    assert "9 docs succeeded. 1 docs failed. 0 docs dropped." in output, output + logs
+    assert set(ids_in(out)) == {str(i) for i in range(10)} - {"5"}
+    assert "started 3 times" in logs, logs

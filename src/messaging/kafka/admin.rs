@@ -89,6 +89,33 @@ pub fn ensure_topics(
     Ok(created)
 }
 
+/// Creates `topic` when absent: one partition, `cleanup.policy=compact` (a broker that
+/// refuses the setting gets the topic without it: only its size depends on compaction).
+pub fn ensure_compacted_topic(settings: &KafkaSettings, topic: &str) -> Result<(), KafkaError> {
+    let props = settings.admin_properties().map_err(KafkaError::Config)?;
+    let admin: AdminClient<DefaultClientContext> = client_config(&props)
+        .create()
+        .map_err(|e| KafkaError::Client(format!("cannot create the admin client: {e}")))?;
+    let opts = AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT));
+    let compacted = NewTopic::new(
+        topic,
+        1,
+        TopicReplication::Fixed(settings.replication_factor),
+    )
+    .set("cleanup.policy", "compact");
+    let results = block_on(admin.create_topics([&compacted], &opts))
+        .map_err(|e| KafkaError::Client(format!("creating topic {topic:?}: {e}")))?;
+    match results.into_iter().next() {
+        Some(Ok(_)) => tracing::info!("created Kafka topic {topic:?} (compacted)"),
+        Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) | None => {}
+        Some(Err((_, code))) => {
+            tracing::warn!("creating {topic:?} compacted: {code}; creating it without compaction");
+            ensure_topics(settings, &[(topic, 1)])?;
+        }
+    }
+    Ok(())
+}
+
 /// The number of partitions of `topic` (0 when the broker does not know it).
 pub fn partition_count(settings: &KafkaSettings, topic: &str) -> Result<usize, KafkaError> {
     let props = settings.producer_properties().map_err(KafkaError::Config)?;

@@ -4,14 +4,19 @@
 //! librdkafka's auto-commit of stored offsets, on partition revocation (so a rebalance neither
 //! replays what was done nor skips what was not), and on close.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::KafkaError as RdError;
 use rdkafka::message::{Headers, Message};
 use rdkafka::types::RDKafkaErrorCode;
-use rdkafka::ClientContext;
+use rdkafka::error::KafkaResult;
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use super::admin::client_config;
 use super::config::KafkaSettings;
@@ -20,8 +25,33 @@ use super::KafkaError;
 use crate::accounting::event::Origin;
 use crate::document::Document;
 
+/// Told the committed offsets `(partition, next offset to read)` after each commit.
+pub type CommitHook = Box<dyn Fn(&[(i32, i64)]) + Send + Sync>;
+
 pub struct GroupContext {
     tracker: Arc<OffsetTracker>,
+    /// Counts partition assignments (a reader of shared state catches up when it moved).
+    generation: AtomicU64,
+    /// Per partition, one past the offset stored last: what a synchronous commit commits.
+    stored: Mutex<HashMap<i32, i64>>,
+    on_commit: Mutex<Option<CommitHook>>,
+}
+
+impl GroupContext {
+    fn committed(&self, offsets: &[(i32, i64)]) {
+        if offsets.is_empty() {
+            return;
+        }
+        if let Some(hook) = &*self.on_commit.lock() {
+            hook(offsets);
+        }
+    }
+
+    /// After a synchronous commit of what was stored.
+    fn committed_stored(&self) {
+        let stored: Vec<(i32, i64)> = self.stored.lock().iter().map(|(p, o)| (*p, *o)).collect();
+        self.committed(&stored);
+    }
 }
 
 impl ClientContext for GroupContext {
@@ -37,15 +67,22 @@ impl ClientContext for GroupContext {
 impl ConsumerContext for GroupContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(tpl) = rebalance {
-            commit_stored(consumer);
+            if commit_stored(consumer) {
+                self.committed_stored();
+            }
             let parts: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
             tracing::info!("Kafka partitions {parts:?} revoked; stored offsets committed");
             self.tracker.forget(&parts);
+            let mut stored = self.stored.lock();
+            for p in &parts {
+                stored.remove(p);
+            }
         }
     }
 
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Assign(tpl) = rebalance {
+            self.generation.fetch_add(1, Ordering::AcqRel);
             let parts: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
             let committed = consumer
                 .committed_offsets((*tpl).clone(), Duration::from_secs(10))
@@ -60,14 +97,34 @@ impl ConsumerContext for GroupContext {
             tracing::info!("Kafka partitions {parts:?} assigned (committed: {committed})");
         }
     }
+
+    /// librdkafka's auto-commits (a synchronous commit is reported by its caller).
+    fn commit_callback(&self, result: KafkaResult<()>, offsets: &TopicPartitionList) {
+        if result.is_err() {
+            return;
+        }
+        let done: Vec<(i32, i64)> = offsets
+            .elements()
+            .iter()
+            .filter_map(|e| match e.offset() {
+                Offset::Offset(o) => Some((e.partition(), o)),
+                _ => None,
+            })
+            .collect();
+        self.committed(&done);
+    }
 }
 
-fn commit_stored<C: ConsumerContext>(consumer: &BaseConsumer<C>) {
+/// Commits what is stored; whether everything stored is now committed.
+fn commit_stored<C: ConsumerContext>(consumer: &BaseConsumer<C>) -> bool {
     match consumer.commit_consumer_state(CommitMode::Sync) {
-        Ok(()) => {}
+        Ok(()) => true,
         // Nothing stored since the last commit.
-        Err(RdError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
-        Err(e) => tracing::warn!("committing Kafka offsets: {e}"),
+        Err(RdError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => true,
+        Err(e) => {
+            tracing::warn!("committing Kafka offsets: {e}");
+            false
+        }
     }
 }
 
@@ -106,6 +163,9 @@ impl GroupConsumer {
         let consumer: BaseConsumer<GroupContext> = client_config(&props)
             .create_with_context(GroupContext {
                 tracker: tracker.clone(),
+                generation: AtomicU64::new(0),
+                stored: Mutex::new(HashMap::new()),
+                on_commit: Mutex::new(None),
             })
             .map_err(|e| KafkaError::Client(format!("cannot create a consumer: {e}")))?;
         consumer
@@ -165,11 +225,31 @@ impl GroupConsumer {
     /// The message at `offset` is done: stores the partition's safe offset when it moved.
     pub fn done(&self, partition: i32, offset: i64) {
         if let Some(o) = self.tracker.complete(partition, offset) {
-            if let Err(e) = self.consumer.store_offset(&self.topic, partition, o) {
+            match self.consumer.store_offset(&self.topic, partition, o) {
+                Ok(()) => {
+                    self.consumer
+                        .context()
+                        .stored
+                        .lock()
+                        .insert(partition, o + 1);
+                }
                 // The partition was revoked meanwhile: its new owner replays the message.
-                tracing::debug!("storing offset {o} of {}[{partition}]: {e}", self.topic);
+                Err(e) => {
+                    tracing::debug!("storing offset {o} of {}[{partition}]: {e}", self.topic)
+                }
             }
         }
+    }
+
+    /// How many partition assignments this consumer has seen (moves on each rebalance that
+    /// gives it partitions, before any message of theirs is returned).
+    pub fn generation(&self) -> u64 {
+        self.consumer.context().generation.load(Ordering::Acquire)
+    }
+
+    /// Calls `hook` with the committed offsets after each commit.
+    pub fn on_commit(&self, hook: CommitHook) {
+        *self.consumer.context().on_commit.lock() = Some(hook);
     }
 
     pub fn in_flight(&self) -> usize {
@@ -178,7 +258,9 @@ impl GroupConsumer {
 
     /// Commits what is stored and leaves the group.
     pub fn close(&self) {
-        commit_stored(&self.consumer);
+        if commit_stored(&self.consumer) {
+            self.consumer.context().committed_stored();
+        }
         self.consumer.unsubscribe();
     }
 }

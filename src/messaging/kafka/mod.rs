@@ -14,6 +14,7 @@ pub mod indexer;
 pub mod offsets;
 pub mod producer;
 pub mod publisher;
+pub mod retries;
 pub mod topics;
 pub mod worker;
 pub mod worker_indexer;

@@ -4,7 +4,8 @@
 //! indexer's terminal event) and runs its action once all were delivered and the ticket was
 //! sealed: that is when a consumed offset may be stored.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +29,8 @@ pub struct Ticket {
     count: AtomicUsize,
     failed: AtomicBool,
     action: Mutex<Option<Action>>,
+    /// The offset of the message delivered last (what [`KafkaProducer::send_and_wait`] returns).
+    offset: AtomicI64,
 }
 
 impl Ticket {
@@ -36,6 +39,7 @@ impl Ticket {
             count: AtomicUsize::new(1),
             failed: AtomicBool::new(false),
             action: Mutex::new(action),
+            offset: AtomicI64::new(-1),
         })
     }
 
@@ -83,7 +87,11 @@ impl ProducerContext for DeliveryContext {
 
     fn delivery(&self, result: &DeliveryResult<'_>, ticket: Arc<Ticket>) {
         match result {
-            Ok(_) => ticket.release(true),
+            Ok(msg) => {
+                use rdkafka::message::Message as _;
+                ticket.offset.store(msg.offset(), Ordering::Release);
+                ticket.release(true)
+            }
             Err((e, msg)) => {
                 use rdkafka::message::Message as _;
                 let key = msg
@@ -108,11 +116,18 @@ pub struct KafkaProducer {
 
 impl KafkaProducer {
     pub fn new(settings: &KafkaSettings) -> Result<Arc<Self>, KafkaError> {
+        Self::with_linger(settings, 5)
+    }
+
+    /// A producer whose batches wait `linger_ms` for more messages (unless the `producer`
+    /// block sets `linger.ms`): 5 for the messages of a unit of work, 0 where each send is
+    /// waited for.
+    pub fn with_linger(settings: &KafkaSettings, linger_ms: u32) -> Result<Arc<Self>, KafkaError> {
         let mut props = settings.producer_properties().map_err(KafkaError::Config)?;
         // Small batches soon: a worker's offsets wait for its deliveries.
         props
             .entry("linger.ms".into())
-            .or_insert_with(|| "5".into());
+            .or_insert_with(|| linger_ms.to_string());
         let inner = client_config(&props)
             .create_with_context(DeliveryContext)
             .map_err(|e| KafkaError::Client(format!("cannot create the producer: {e}")))?;
@@ -151,6 +166,61 @@ impl KafkaProducer {
                 value: Some(value.as_str()),
             }));
         }
+        loop {
+            match self.inner.send(record) {
+                Ok(()) => return Ok(()),
+                Err((RdError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err((e, _)) => {
+                    ticket.release(false);
+                    return Err(KafkaError::Client(format!("cannot send to {topic}: {e}")));
+                }
+            }
+        }
+    }
+
+    /// Sends one message (`None`: a tombstone, a key with no payload, for a compacted topic)
+    /// and waits until the broker acknowledged it, at most `timeout`; returns its offset.
+    pub fn send_and_wait(
+        &self,
+        topic: &str,
+        key: &str,
+        payload: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<i64, KafkaError> {
+        let (tx, rx) = mpsc::channel();
+        let ticket = Ticket::new(Some(Box::new(move |ok: bool| {
+            let _ = tx.send(ok);
+        })));
+        match payload {
+            Some(p) => self.send(topic, key, p, &ticket)?,
+            None => self.send_tombstone(topic, key, &ticket)?,
+        }
+        ticket.seal();
+        match rx.recv_timeout(timeout) {
+            Ok(true) => Ok(ticket.offset.load(Ordering::Acquire)),
+            Ok(false) => Err(KafkaError::Client(format!(
+                "{key} was not delivered to {topic}"
+            ))),
+            Err(_) => Err(KafkaError::Client(format!(
+                "{key} was not acknowledged by {topic} within {} s",
+                timeout.as_secs()
+            ))),
+        }
+    }
+
+    /// Queues a tombstone (a key with no payload) for a compacted topic.
+    pub fn send_tombstone(
+        &self,
+        topic: &str,
+        key: &str,
+        ticket: &Arc<Ticket>,
+    ) -> Result<(), KafkaError> {
+        ticket.hold();
+        let mut record: BaseRecord<'_, str, [u8], Arc<Ticket>> =
+            BaseRecord::with_opaque_to(topic, ticket.clone()).key(key);
         loop {
             match self.inner.send(record) {
                 Ok(()) => return Ok(()),

@@ -78,6 +78,13 @@ impl Messenger for KafkaPublisherMessenger {
             ToProcess::Record(r) => r.build().map_err(|e| {
                 MessagingError::Kafka(format!("record {} cannot be built: {}", e.id, e.reason))
             })?,
+            ToProcess::Exhausted { doc, .. } => {
+                return Err(super::wrong_role(
+                    "a publisher",
+                    "publish a document FAILed by worker.maxRetries",
+                    doc.id(),
+                ))
+            }
         };
         let ticket = Ticket::new(None);
         let r = self.producer.send(

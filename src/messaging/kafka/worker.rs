@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 
 use super::consumer::GroupConsumer;
 use super::producer::{KafkaProducer, Ticket};
+use super::retries::{Admission, RetryCounter};
 use super::topics::Topics;
 use super::{event_json, wrong_role};
 use crate::accounting::event::Origin;
@@ -34,6 +35,8 @@ struct ThreadWork {
     sources: Vec<(String, Origin, bool)>,
     /// Children emitted since the first document was taken: CREATEs per id.
     children: HashMap<String, u32>,
+    /// Under `worker.maxRetries`: the messages taken and their keys in the retries topic.
+    retry_keys: Vec<(i32, i64, String)>,
 }
 
 impl ThreadWork {
@@ -76,6 +79,8 @@ pub struct KafkaWorkerMessenger {
     /// The runs of every document taken and not yet done, one entry per copy (the supervisor
     /// FAILs a timed-out document from its own thread, with the pool's run).
     runs: Mutex<HashMap<String, Vec<Arc<str>>>>,
+    /// `worker.maxRetries` across restarts (worker processes).
+    retries: Option<Arc<RetryCounter>>,
 }
 
 impl KafkaWorkerMessenger {
@@ -92,7 +97,81 @@ impl KafkaWorkerMessenger {
             events,
             threads: Mutex::new(HashMap::new()),
             runs: Mutex::new(HashMap::new()),
+            retries: None,
         }
+    }
+
+    /// Counts the starts of each message across restarts (`worker.maxRetries` in a worker
+    /// process): its keys are deleted as the source offsets are committed.
+    pub fn with_retries(mut self, retries: RetryCounter) -> Self {
+        let retries = Arc::new(retries);
+        let r = retries.clone();
+        self.consumer
+            .on_commit(Box::new(move |committed| r.committed(committed)));
+        self.retries = Some(retries);
+        self
+    }
+
+    /// Under `worker.maxRetries`: counts this start of a taken message. `Err` (with the
+    /// FAIL reason and the number of starts) for one started too often. A count that cannot
+    /// be read or written is logged and the message processed uncounted (`Ok(None)`), as
+    /// Lucille does when ZooKeeper cannot be reached.
+    fn admit(&self, taken: &super::consumer::Taken) -> Result<Option<String>, (String, u32)> {
+        let Some(retries) = &self.retries else {
+            return Ok(None);
+        };
+        let key = retries.key(
+            taken.partition,
+            taken.offset,
+            taken.doc.run_id().unwrap_or_default(),
+            taken.doc.id(),
+        );
+        match retries.start(&key, self.consumer.generation()) {
+            Ok(Admission::Process(_)) => Ok(Some(key)),
+            Ok(Admission::Exhausted(n)) => Err((
+                format!(
+                    "started {n} times (worker.maxRetries: the first attempt and {} \
+                     retries), each attempt ending its worker",
+                    n.saturating_sub(1)
+                ),
+                n,
+            )),
+            Err(e) => {
+                tracing::error!(
+                    doc_id = taken.doc.id(),
+                    "worker.maxRetries: {e}; processing the document without counting it"
+                );
+                Ok(None)
+            }
+        }
+    }
+
+    /// The origin of a document this worker thread sends on to the indexer. Under
+    /// `worker.maxRetries`, a source document's `sent` state is written first: a count that
+    /// cannot say the document may be indexed must not FAIL it later, so it is not sent.
+    pub(crate) fn origin_for_indexing(&self, id: &str) -> Result<Option<Origin>, MessagingError> {
+        let (origin, key) = {
+            let mut threads = self.threads.lock();
+            let Some(w) = threads.get_mut(&std::thread::current().id()) else {
+                return Ok(None);
+            };
+            let origin = w.origin(id, false);
+            let key = origin.filter(|o| o.ordinal == 0).and_then(|o| {
+                w.retry_keys
+                    .iter()
+                    .find(|(p, off, _)| *p == o.partition && *off == o.offset)
+                    .map(|(_, _, k)| k.clone())
+            });
+            (origin, key)
+        };
+        if let (Some(r), Some(k)) = (&self.retries, key) {
+            r.mark_sent(&k).map_err(|e| {
+                MessagingError::Kafka(format!(
+                    "worker.maxRetries: the sent state of the document was not written: {e}"
+                ))
+            })?;
+        }
+        Ok(origin)
     }
 
     /// Whether this thread polls the source topic (a worker thread).
@@ -166,6 +245,9 @@ impl KafkaWorkerMessenger {
     pub fn close(&self) {
         self.producer.flush(Duration::from_secs(30));
         self.consumer.close();
+        if let Some(r) = &self.retries {
+            r.close();
+        }
     }
 
     pub fn in_flight(&self) -> usize {
@@ -182,6 +264,10 @@ impl Messenger for KafkaWorkerMessenger {
         let me = std::thread::current().id();
         self.threads.lock().entry(me).or_default();
         let taken = self.consumer.poll(timeout)?;
+        let (key, exhausted) = match self.admit(&taken) {
+            Ok(key) => (key, None),
+            Err(why) => (None, Some(why)),
+        };
         let run: Option<Arc<str>> = taken.doc.run_id().map(Arc::from);
         if let Some(r) = &run {
             self.runs
@@ -193,6 +279,9 @@ impl Messenger for KafkaWorkerMessenger {
         let mut threads = self.threads.lock();
         let w = threads.entry(me).or_default();
         w.taken.push((taken.partition, taken.offset));
+        if let Some(k) = key {
+            w.retry_keys.push((taken.partition, taken.offset, k));
+        }
         let origin = Origin {
             partition: taken.partition,
             offset: taken.offset,
@@ -203,7 +292,16 @@ impl Messenger for KafkaWorkerMessenger {
             w.ids.push(taken.doc.id().to_string());
             w.run_id = run;
         }
-        Some(ToProcess::Doc(taken.doc))
+        // A document started too often is FAILed by the pool, in this unit of work: its
+        // offset is done once the FAIL was delivered.
+        Some(match exhausted {
+            Some((reason, attempts)) => ToProcess::Exhausted {
+                doc: taken.doc,
+                reason,
+                attempts,
+            },
+            None => ToProcess::Doc(taken.doc),
+        })
     }
 
     fn records_documents(&self) -> bool {
@@ -213,7 +311,7 @@ impl Messenger for KafkaWorkerMessenger {
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
         match item {
             ToIndex::Doc(doc) => {
-                let origin = self.origin(doc.id(), false);
+                let origin = self.origin_for_indexing(doc.id())?;
                 self.send_from(
                     &self.topics.dest,
                     doc.id(),
@@ -277,12 +375,13 @@ impl Messenger for KafkaWorkerMessenger {
                         std::mem::take(&mut w.taken),
                         w.ticket.take(),
                         std::mem::take(&mut w.ids),
+                        std::mem::take(&mut w.retry_keys),
                     )
                 }
                 None => return,
             }
         };
-        let (taken, ticket, ids) = work;
+        let (taken, ticket, ids, retry_keys) = work;
         {
             let mut runs = self.runs.lock();
             for id in &ids {
@@ -303,12 +402,18 @@ impl Messenger for KafkaWorkerMessenger {
             return;
         }
         let consumer = self.consumer.clone();
+        let retries = self.retries.clone();
         let done = move |delivered: bool| {
             if !delivered {
                 return;
             }
             for (p, o) in taken {
                 consumer.done(p, o);
+            }
+            if let Some(r) = retries {
+                for (p, o, k) in retry_keys {
+                    r.done(p, o, k);
+                }
             }
         };
         match ticket {

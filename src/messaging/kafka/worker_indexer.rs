@@ -77,11 +77,11 @@ impl Messenger for KafkaWorkerIndexerMessenger {
     }
 
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
+        let id = item.id().to_string();
+        let origin = self.worker.origin_for_indexing(&id)?;
         let ticket = self.worker.ticket();
         let run = item.document().and_then(|d| d.run_id()).map(Arc::from);
         ticket.hold();
-        let id = item.id().to_string();
-        let origin = self.worker.origin(&id, false);
         self.held
             .lock()
             .entry(id.clone())
