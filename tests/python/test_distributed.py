@@ -382,10 +382,13 @@ kafka {{
 
 
 def test_max_retries_counts_attempts_across_worker_restarts(tmp_path: Path) -> None:
-    """worker.maxRetries without ZooKeeper: document 5 kills its worker process every time.
-    Each start is counted in {pipeline}_retries before processing, so with maxRetries 2 it is
-    started 3 times (3 dead workers, each restarted by the test as a supervisor would), then
-    sent to {pipeline}_fail with a FAIL event, and the run completes."""
+    """worker.maxRetries without ZooKeeper: document 5 kills its worker process (SIGKILL,
+    inside a stage) every time. Each start is counted in {pipeline}_retries before the
+    document is processed, so with maxRetries 2 it is started 3 times (3 dead workers, each
+    restarted by the test as a supervisor would), then FAILed: {pipeline}_fail, the
+    dead-letter file, a FAIL event, and the run completes. Nothing is committed before the
+    end, so documents 0-4 are replayed after every crash: they had been sent on, and a count
+    never FAILs those, however often they come back."""
     pipeline = f"retry_{uuid.uuid4().hex[:8]}"
     out = tmp_path / "out.jsonl"
     script = tmp_path / "killer.py"
@@ -403,7 +406,8 @@ kafka {{
   bootstrapServers: "{bootstrap()}"
   consumerGroupId: "g-{pipeline}"
   topicPartitions: 1
-  consumer {{ "session.timeout.ms": 6000, "heartbeat.interval.ms": 500 }}
+  consumer {{ "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+             "auto.commit.interval.ms": 600000 }}
 }}
 """)
     log = open(tmp_path / "procs.log", "w")
@@ -422,7 +426,7 @@ kafka {{
         deadline = time.time() + 300
         while runner.poll() is None and time.time() < deadline:
             if procs[-1].poll() is not None:
-                assert procs[-1].returncode == -signal.SIGKILL
+                assert procs[-1].returncode == -signal.SIGKILL, (tmp_path / "procs.log").read_text()
                 deaths += 1
                 assert deaths <= 3, "document 5 was started more than 1 + maxRetries times"
                 procs.append(worker())
@@ -435,6 +439,20 @@ kafka {{
     logs = (tmp_path / "procs.log").read_text()
     assert runner.returncode == 0, output + logs
     assert deaths == 3, logs
-    assert "9 docs succeeded. 1 docs failed. 0 docs dropped." in output, output + logs
-    assert set(ids_in(out)) == {str(i) for i in range(10)} - {"5"}
+    assert "9 docs succeeded. 1 docs FAILED. 0 docs dropped." in output, output + logs
+    indexed = ids_in(out)
+    assert set(indexed) == {str(i) for i in range(10)} - {"5"}
+    assert len(indexed) > 9, "documents 0-4 were replayed after the crashes: " + str(indexed)
     assert "started 3 times" in logs, logs
+    dead = [json.loads(line) for line in (tmp_path / f"{pipeline}_fail.jsonl").read_text()
+            .splitlines()]
+    assert [(d["id"], d["attempts"]) for d in dead] == [("5", 3)]
+    reader = tmp_path / "reader.conf"
+    reader.write_text(f"""
+connectors: [{{ name: "fails", class: "KafkaConnector", idField: "id", maxMessages: 1,
+  kafka {{ bootstrapServers: "{bootstrap()}", topic: "{pipeline}_fail", consumerGroupId: "r-{pipeline}",
+          clientId: "reader", maxPollIntervalSecs: 60 }} }}]
+""")
+    got = lucille.run(str(reader), mode="test", progress=False)
+    assert [d.id for d in got.documents] == ["5"], got.summary
+    assert "started 3 times" in (got.documents[0].get_string("error") or "")
