@@ -409,6 +409,13 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             }
         }
     };
+    if root.get("zookeeper").is_some() {
+        // Lucille's retry counter; accepted (Lucille configs carry it) but not used.
+        tracing::warn!(
+            "zookeeper is not used: a worker process counts worker.maxRetries in the Kafka \
+             topic {{pipeline}}_retries (docs/guide/distributed.md)"
+        );
+    }
     if kafka.is_some() {
         for name in pipelines.keys() {
             if !crate::messaging::kafka::config::valid_topic_name(&format!("{name}_source")) {

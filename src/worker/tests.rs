@@ -337,3 +337,43 @@ fn max_processing_secs_is_read_and_checked() {
     let e = WorkerSettings::from_config(&bad, None).unwrap_err();
     assert!(e[0].to_string().contains("at least 1"), "{:?}", e);
 }
+
+#[test]
+fn a_document_past_the_kafka_retry_count_is_failed_without_being_processed() {
+    use crate::connector::record::ToProcess;
+    let dir = std::env::temp_dir().join(format!("lucille-exh-{}", uuid::Uuid::new_v4()));
+    let dl = dir.join("dead.jsonl");
+    let m = Arc::new(LocalMessenger::new(10));
+    let settings = WorkerSettings {
+        dead_letter_path: Some(dl.clone()),
+        max_retries: Some(2),
+        ..Default::default()
+    };
+    let p = plan(json!([{"class": "SetStaticValues", "staticValues": {"seen": "yes"}}]));
+    let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r"), None).unwrap();
+    let mut doc = Document::new("x").unwrap();
+    doc.initialize_run_id("r").unwrap();
+    m.send_for_processing(ToProcess::Exhausted {
+        doc,
+        reason: "started 3 times".into(),
+        attempts: 3,
+    })
+    .unwrap();
+    let events = drain_events(&m, 1);
+    let indexed = m.poll_doc_to_index(Duration::from_millis(200));
+    pool.stop();
+    assert_eq!(
+        (events[0].doc_id.as_str(), events[0].kind),
+        ("x", EventType::Fail)
+    );
+    assert_eq!(events[0].message.as_deref(), Some("started 3 times"));
+    assert!(indexed.is_none(), "not processed, not indexed");
+    let line: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&dl).unwrap().trim()).unwrap();
+    assert_eq!(
+        (line["id"].as_str(), line["attempts"].as_u64()),
+        (Some("x"), Some(3))
+    );
+    assert!(line["document"].get("seen").is_none(), "{line}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

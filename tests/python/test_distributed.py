@@ -91,6 +91,17 @@ def test_a_kafka_mode_without_a_kafka_block_is_a_config_error(tmp_path: Path) ->
     assert any("kafka.maxPollIntervalSecs" in e for e in errors), errors
 
 
+def test_lucille_s_zookeeper_block_is_accepted_and_logged_as_unused(tmp_path: Path) -> None:
+    conf = tmp_path / "zk.conf"
+    conf.write_text('connectors: [{ name: "s", class: "SequenceConnector", numDocs: 2 }]\n'
+                    'worker { maxRetries: 1 }\nzookeeper { connectString: "localhost:2181" }')
+    code = ("import logging, lucille\nlogging.basicConfig(level=logging.INFO)\n"
+            f"print(lucille.run({str(conf)!r}, mode='test', progress=False).status)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert r.stdout.strip() == "Success", r.stderr
+    assert "zookeeper is not used" in r.stderr and "{pipeline}_retries" in r.stderr, r.stderr
+
+
 def start(role: str, conf: Path, pipeline: str, log: IO[str]) -> "subprocess.Popen[bytes]":
     return subprocess.Popen(
         [sys.executable, "-m", "lucille.cli", role, str(conf), "--pipeline", pipeline],

@@ -13,9 +13,9 @@ use parking_lot::Mutex;
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::KafkaError as RdError;
+use rdkafka::error::KafkaResult;
 use rdkafka::message::{Headers, Message};
 use rdkafka::types::RDKafkaErrorCode;
-use rdkafka::error::KafkaResult;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use super::admin::client_config;

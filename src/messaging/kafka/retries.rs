@@ -338,7 +338,11 @@ mod tests {
 
     #[test]
     fn states_round_trip_as_text() {
-        for s in [RetryState::Started(1), RetryState::Started(42), RetryState::Sent] {
+        for s in [
+            RetryState::Started(1),
+            RetryState::Started(42),
+            RetryState::Sent,
+        ] {
             assert_eq!(RetryState::decode(Some(s.encode().as_bytes())), Some(s));
         }
         assert_eq!(RetryState::decode(None), None, "a tombstone");
@@ -365,8 +369,14 @@ mod tests {
             }
         }
         assert_eq!(starts, 3, "the first attempt and 2 retries");
-        assert_eq!(admit(None, 0), Admission::Process(Some(RetryState::Started(1))));
-        assert_eq!(admit(Some(RetryState::Started(1)), 0), Admission::Exhausted(1));
+        assert_eq!(
+            admit(None, 0),
+            Admission::Process(Some(RetryState::Started(1)))
+        );
+        assert_eq!(
+            admit(Some(RetryState::Started(1)), 0),
+            Admission::Exhausted(1)
+        );
     }
 
     #[test]
@@ -377,8 +387,14 @@ mod tests {
 
     #[test]
     fn keys_name_the_group_topic_message_run_and_document() {
-        assert_eq!(key("g", "p_source", 3, 17, "r1", "doc/1"), "g/p_source/3/17/r1/doc/1");
-        assert_ne!(key("g", "t", 1, 23, "r", "d"), key("g", "t", 12, 3, "r", "d"));
+        assert_eq!(
+            key("g", "p_source", 3, 17, "r1", "doc/1"),
+            "g/p_source/3/17/r1/doc/1"
+        );
+        assert_ne!(
+            key("g", "t", 1, 23, "r", "d"),
+            key("g", "t", 12, 3, "r", "d")
+        );
     }
 
     #[test]
@@ -401,9 +417,15 @@ mod tests {
         p.push(0, 5, "k05".into());
         p.push(0, 6, "k06".into());
         p.push(1, 5, "k15".into());
-        assert!(p.release(&[(0, 5)]).is_empty(), "offset 5 is not committed yet");
+        assert!(
+            p.release(&[(0, 5)]).is_empty(),
+            "offset 5 is not committed yet"
+        );
         assert_eq!(p.release(&[(0, 6), (2, 100)]), vec!["k05".to_string()]);
-        assert_eq!(p.release(&[(1, 9), (0, 7)]), vec!["k06".to_string(), "k15".to_string()]);
+        assert_eq!(
+            p.release(&[(1, 9), (0, 7)]),
+            vec!["k06".to_string(), "k15".to_string()]
+        );
         assert!(p.is_empty());
     }
 }
