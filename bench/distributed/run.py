@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 PY = sys.executable
 
 
-def config(work, pipeline, corpus, heavy):
+def config(work, pipeline, corpus, heavy, worker="threads: 1"):
     stages = (f'[{{ class: "EmbeddedPython", scriptPath: "{HERE}/cpu_heavy.py" }}]' if heavy
               else open(os.path.join(ROOT, "bench/standard/six_stages.conf")).read()
               .split('{ name: "main", stages: ', 1)[1].rsplit("] }", 1)[0] + "]")
@@ -35,7 +35,7 @@ connectors: [{{ name: "corpus", class: "FileConnector", pipeline: "{pipeline}", 
 pipelines: [{{ name: "{pipeline}", stages: {stages} }}]
 indexer {{ type: "jsonl", batchSize: 1000 }}
 jsonl {{ path: "{work}/{pipeline}.out.jsonl" }}
-worker {{ threads: 1 }}
+worker {{ {worker} }}
 log {{ seconds: 3600 }}
 publisher {{ maxPendingDocs: 5000 }}
 kafka {{ bootstrapServers: "{os.environ['LUCILLE_TEST_KAFKA_BOOTSTRAP']}", consumerGroupId: "b-{pipeline}",
@@ -52,9 +52,9 @@ def timed(args):
     return time.perf_counter() - t
 
 
-def distributed(work, corpus, heavy, workers):
+def distributed(work, corpus, heavy, workers, worker="threads: 1"):
     pipeline = f"bench_{uuid.uuid4().hex[:8]}"
-    conf = config(work, pipeline, corpus, heavy)
+    conf = config(work, pipeline, corpus, heavy, worker)
     log = open(os.path.join(work, f"{pipeline}.log"), "w")
     procs = [subprocess.Popen([PY, "-m", "lucille.cli", role, conf], stdout=log, stderr=log)
              for role in ["worker"] * workers + ["indexer"]]
@@ -73,6 +73,9 @@ def main():
     ap.add_argument("--docs", type=int, default=20000)
     ap.add_argument("--heavy-docs", type=int, default=2000)
     ap.add_argument("--work", default="/tmp/lucille-bench-distributed")
+    ap.add_argument("--retries", action="store_true",
+                    help="only the cost of worker.maxRetries (the retries topic): the standard "
+                         "pipeline, 1 worker process, without and with it, 1 and 4 threads")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     corpus = os.path.join(a.work, f"corpus-{a.docs}.jsonl")
@@ -82,6 +85,15 @@ def main():
             subprocess.run([PY, os.path.join(ROOT, "bench/standard/generate.py"), "--docs", str(n),
                             "--out", path], check=True)
     rows = []
+    if a.retries:
+        for threads in (1, 4):
+            for extra in ("", ", maxRetries: 2"):
+                mode = f"Kafka, 1 worker process, {threads} thread(s)" + (
+                    ", worker.maxRetries" if extra else "")
+                rows.append(("standard pipeline", mode, a.docs, distributed(
+                    a.work, corpus, False, 1, f"threads: {threads}{extra}")))
+        table(rows)
+        return
     t = timed(["run", config(a.work, f"local_{uuid.uuid4().hex[:8]}", corpus, False)])
     rows.append(("standard pipeline", "local, 1 worker thread", a.docs, t))
     for w in (1, 2):
@@ -92,6 +104,10 @@ def main():
     for w in (1, 2):
         rows.append(("CPU-heavy Python stage", f"Kafka, {w} worker process(es)", a.heavy_docs,
                      distributed(a.work, heavy, True, w)))
+    table(rows)
+
+
+def table(rows):
     print("| pipeline | mode | docs | seconds | docs/s |")
     print("| --- | --- | ---: | ---: | ---: |")
     for name, mode, n, t in rows:

@@ -116,19 +116,24 @@ pub struct KafkaProducer {
 
 impl KafkaProducer {
     pub fn new(settings: &KafkaSettings) -> Result<Arc<Self>, KafkaError> {
-        Self::with_linger(settings, 5)
-    }
-
-    /// A producer whose batches wait `linger_ms` for more messages (unless the `producer`
-    /// block sets `linger.ms`): 5 for the messages of a unit of work, 0 where each send is
-    /// waited for.
-    pub fn with_linger(settings: &KafkaSettings, linger_ms: u32) -> Result<Arc<Self>, KafkaError> {
         let mut props = settings.producer_properties().map_err(KafkaError::Config)?;
         // Small batches soon: a worker's offsets wait for its deliveries.
         props
             .entry("linger.ms".into())
-            .or_insert_with(|| linger_ms.to_string());
-        let inner = client_config(&props)
+            .or_insert_with(|| "5".into());
+        Self::build(&props)
+    }
+
+    /// A producer for writes that are each waited for ([`KafkaProducer::send_and_wait`]):
+    /// `linger.ms` 0 whatever the `producer` block says (batching them only adds latency).
+    pub fn for_waited_writes(settings: &KafkaSettings) -> Result<Arc<Self>, KafkaError> {
+        let mut props = settings.producer_properties().map_err(KafkaError::Config)?;
+        props.insert("linger.ms".into(), "0".into());
+        Self::build(&props)
+    }
+
+    fn build(props: &std::collections::BTreeMap<String, String>) -> Result<Arc<Self>, KafkaError> {
+        let inner = client_config(props)
             .create_with_context(DeliveryContext)
             .map_err(|e| KafkaError::Client(format!("cannot create the producer: {e}")))?;
         Ok(Arc::new(KafkaProducer { inner }))

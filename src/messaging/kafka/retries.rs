@@ -189,7 +189,7 @@ impl RetryCounter {
     ) -> Result<Self, KafkaError> {
         let topic = format!("{pipeline}_retries");
         super::admin::ensure_compacted_topic(settings, &topic)?;
-        let producer = KafkaProducer::with_linger(settings, 0)?;
+        let producer = KafkaProducer::for_waited_writes(settings)?;
         let mut props = settings
             .consumer_properties(
                 &format!("lucille-retries-{pipeline}"),
@@ -229,11 +229,13 @@ impl RetryCounter {
     /// A message was taken (`generation`: the source consumer's, read after it was taken):
     /// decides, and writes the new count durably before returning `Process`.
     pub fn start(&self, key: &str, generation: u64) -> Result<Admission, KafkaError> {
-        let mut reader = self.reader.lock();
-        self.catch_up(&mut reader, generation)?;
-        let admission = admit(reader.states.get(key), self.max_retries);
+        let admission = {
+            let mut reader = self.reader.lock();
+            self.catch_up(&mut reader, generation)?;
+            admit(reader.states.get(key), self.max_retries)
+        };
         if let Admission::Process(Some(state)) = admission {
-            self.write(&mut reader, key, state)?;
+            self.write(key, state)?;
         }
         Ok(admission)
     }
@@ -241,11 +243,10 @@ impl RetryCounter {
     /// The source document of `key` is about to be sent on (to the indexer): `sent` is
     /// written durably first, unless it is already.
     pub fn mark_sent(&self, key: &str) -> Result<(), KafkaError> {
-        let mut reader = self.reader.lock();
-        if reader.states.get(key) == Some(RetryState::Sent) {
+        if self.reader.lock().states.get(key) == Some(RetryState::Sent) {
             return Ok(());
         }
-        self.write(&mut reader, key, RetryState::Sent)
+        self.write(key, RetryState::Sent)
     }
 
     /// The message `key` at `(partition, offset)` is done: its key is deleted once its offset
@@ -272,11 +273,13 @@ impl RetryCounter {
         self.producer.flush(WAIT);
     }
 
-    fn write(&self, reader: &mut Reader, key: &str, state: RetryState) -> Result<(), KafkaError> {
+    /// Writes a state and waits for it; the reader is not locked meanwhile, so worker
+    /// threads wait in parallel (each writes the keys of its own messages only).
+    fn write(&self, key: &str, state: RetryState) -> Result<(), KafkaError> {
         let value = state.encode();
         self.producer
             .send_and_wait(&self.topic, key, Some(value.as_bytes()), WAIT)?;
-        reader.states.apply(key, Some(value.as_bytes()));
+        self.reader.lock().states.apply(key, Some(value.as_bytes()));
         Ok(())
     }
 
