@@ -18,6 +18,7 @@
 //!   must still see the state), its key gets a tombstone.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -168,6 +169,8 @@ pub struct RetryCounter {
     producer: Arc<KafkaProducer>,
     reader: Mutex<Reader>,
     pending: Mutex<Pending>,
+    /// Tombstones sent (logged at the end).
+    deleted: AtomicU64,
 }
 
 struct Reader {
@@ -219,6 +222,7 @@ impl RetryCounter {
                 generation: None,
             }),
             pending: Mutex::new(Pending::default()),
+            deleted: AtomicU64::new(0),
         })
     }
 
@@ -259,6 +263,7 @@ impl RetryCounter {
     /// consumer thread; only queues the tombstones.
     pub fn committed(&self, offsets: &[(i32, i64)]) {
         let keys = self.pending.lock().release(offsets);
+        self.deleted.fetch_add(keys.len() as u64, Ordering::Relaxed);
         for key in keys {
             let ticket = super::producer::Ticket::new(None);
             if let Err(e) = self.producer.send_tombstone(&self.topic, &key, &ticket) {
@@ -268,9 +273,16 @@ impl RetryCounter {
         }
     }
 
-    /// Waits until the tombstones are delivered (at the end of a worker process).
+    /// Waits until the tombstones are delivered (at the end of a worker process, after the
+    /// last commit).
     pub fn close(&self) {
         self.producer.flush(WAIT);
+        tracing::info!(
+            "worker.maxRetries: {} message key(s) deleted from {}, {} left for a later commit",
+            self.deleted.load(Ordering::Relaxed),
+            self.topic,
+            self.pending.lock().len()
+        );
     }
 
     /// Writes a state and waits for it; the reader is not locked meanwhile, so worker

@@ -112,13 +112,14 @@ impl KafkaWorkerMessenger {
         self
     }
 
-    /// Under `worker.maxRetries`: counts this start of a taken message. `Err` (with the
-    /// FAIL reason and the number of starts) for one started too often. A count that cannot
-    /// be read or written is logged and the message processed uncounted (`Ok(None)`), as
-    /// Lucille does when ZooKeeper cannot be reached.
-    fn admit(&self, taken: &super::consumer::Taken) -> Result<Option<String>, (String, u32)> {
+    /// Under `worker.maxRetries`: counts this start of a taken message; returns its key in
+    /// the retries topic (deleted once its offset is committed) and, for one started too
+    /// often, the FAIL reason and the number of starts. A count that cannot be read or
+    /// written is logged and the message processed uncounted (no key), as Lucille does when
+    /// ZooKeeper cannot be reached.
+    fn admit(&self, taken: &super::consumer::Taken) -> (Option<String>, Option<(String, u32)>) {
         let Some(retries) = &self.retries else {
-            return Ok(None);
+            return (None, None);
         };
         let key = retries.key(
             taken.partition,
@@ -127,21 +128,21 @@ impl KafkaWorkerMessenger {
             taken.doc.id(),
         );
         match retries.start(&key, self.consumer.generation()) {
-            Ok(Admission::Process(_)) => Ok(Some(key)),
-            Ok(Admission::Exhausted(n)) => Err((
-                format!(
+            Ok(Admission::Process(_)) => (Some(key), None),
+            Ok(Admission::Exhausted(n)) => {
+                let reason = format!(
                     "started {n} times (worker.maxRetries: the first attempt and {} \
                      retries), each attempt ending its worker",
                     n.saturating_sub(1)
-                ),
-                n,
-            )),
+                );
+                (Some(key), Some((reason, n)))
+            }
             Err(e) => {
                 tracing::error!(
                     doc_id = taken.doc.id(),
                     "worker.maxRetries: {e}; processing the document without counting it"
                 );
-                Ok(None)
+                (None, None)
             }
         }
     }
@@ -264,10 +265,7 @@ impl Messenger for KafkaWorkerMessenger {
         let me = std::thread::current().id();
         self.threads.lock().entry(me).or_default();
         let taken = self.consumer.poll(timeout)?;
-        let (key, exhausted) = match self.admit(&taken) {
-            Ok(key) => (key, None),
-            Err(why) => (None, Some(why)),
-        };
+        let (key, exhausted) = self.admit(&taken);
         let run: Option<Arc<str>> = taken.doc.run_id().map(Arc::from);
         if let Some(r) = &run {
             self.runs
