@@ -392,14 +392,15 @@ kafka {{
     assert "replayed event(s)" in output, output
 
 
-def test_max_retries_counts_attempts_across_worker_restarts(tmp_path: Path) -> None:
-    """worker.maxRetries without ZooKeeper: document 5 kills its worker process (SIGKILL,
-    inside a stage) every time. Each start is counted in {pipeline}_retries before the
-    document is processed, so with maxRetries 2 it is started 3 times (3 dead workers, each
-    restarted by the test as a supervisor would), then FAILed: {pipeline}_fail, the
-    dead-letter file, a FAIL event, and the run completes. Nothing is committed before the
-    end, so documents 0-4 are replayed after every crash: they had been sent on, and a count
-    never FAILs those, however often they come back."""
+@pytest.mark.parametrize("role", ["worker", "worker-indexer"])
+def test_max_retries_counts_attempts_across_worker_restarts(tmp_path: Path, role: str) -> None:
+    """worker.maxRetries without ZooKeeper, in a worker or a worker-indexer process:
+    document 5 kills its process (SIGKILL, inside a stage) every time. Each start is counted
+    in {pipeline}_retries before the document is processed, so with maxRetries 2 it is
+    started 3 times (3 dead processes, each restarted by the test as a supervisor would),
+    then FAILed: {pipeline}_fail, the dead-letter file, a FAIL event, and the run completes.
+    Nothing is committed before the end, so documents 0-4 are replayed after every crash:
+    they had been sent on, and a count never FAILs those, however often they come back."""
     pipeline = f"retry_{uuid.uuid4().hex[:8]}"
     out = tmp_path / "out.jsonl"
     script = tmp_path / "killer.py"
@@ -428,10 +429,11 @@ kafka {{
 
     def worker() -> "subprocess.Popen[bytes]":
         return subprocess.Popen(
-            [sys.executable, "-m", "lucille.cli", "worker", str(conf), "--pipeline", pipeline],
+            [sys.executable, "-m", "lucille.cli", role, str(conf), "--pipeline", pipeline],
             stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
 
-    procs = [start("indexer", conf, pipeline, log), worker()]
+    procs = [start("indexer", conf, pipeline, log)] if role == "worker" else []
+    procs.append(worker())
     runner = subprocess.Popen(
         [sys.executable, "-m", "lucille.cli", "run", str(conf), "--mode", "distributed"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
