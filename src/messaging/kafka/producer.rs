@@ -186,11 +186,12 @@ impl KafkaProducer {
         }
     }
 
-    /// Sends one message (`None`: a tombstone, a key with no payload, for a compacted topic)
-    /// and waits until the broker acknowledged it, at most `timeout`; returns its offset.
+    /// Sends one message to one partition (`None`: a tombstone) and waits until the broker
+    /// acknowledged it, at most `timeout`; returns its offset.
     pub fn send_and_wait(
         &self,
         topic: &str,
+        partition: i32,
         key: &str,
         payload: Option<&[u8]>,
         timeout: Duration,
@@ -199,10 +200,7 @@ impl KafkaProducer {
         let ticket = Ticket::new(Some(Box::new(move |ok: bool| {
             let _ = tx.send(ok);
         })));
-        match payload {
-            Some(p) => self.send(topic, key, p, &ticket)?,
-            None => self.send_tombstone(topic, key, &ticket)?,
-        }
+        self.send_to_partition(topic, partition, key, payload, &ticket)?;
         ticket.seal();
         match rx.recv_timeout(timeout) {
             Ok(true) => Ok(ticket.offset.load(Ordering::Acquire)),
@@ -216,16 +214,25 @@ impl KafkaProducer {
         }
     }
 
-    /// Queues a tombstone (a key with no payload) for a compacted topic.
-    pub fn send_tombstone(
+    /// Queues a message for one partition of a topic (the retries topic is read from one
+    /// partition, however many it was created with); `None`: a tombstone, a key with no
+    /// payload, for a compacted topic.
+    pub fn send_to_partition(
         &self,
         topic: &str,
+        partition: i32,
         key: &str,
+        payload: Option<&[u8]>,
         ticket: &Arc<Ticket>,
     ) -> Result<(), KafkaError> {
         ticket.hold();
         let mut record: BaseRecord<'_, str, [u8], Arc<Ticket>> =
-            BaseRecord::with_opaque_to(topic, ticket.clone()).key(key);
+            BaseRecord::with_opaque_to(topic, ticket.clone())
+                .key(key)
+                .partition(partition);
+        if let Some(p) = payload {
+            record = record.payload(p);
+        }
         loop {
             match self.inner.send(record) {
                 Ok(()) => return Ok(()),

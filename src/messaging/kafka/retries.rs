@@ -266,7 +266,10 @@ impl RetryCounter {
         self.deleted.fetch_add(keys.len() as u64, Ordering::Relaxed);
         for key in keys {
             let ticket = super::producer::Ticket::new(None);
-            if let Err(e) = self.producer.send_tombstone(&self.topic, &key, &ticket) {
+            if let Err(e) = self
+                .producer
+                .send_to_partition(&self.topic, 0, &key, None, &ticket)
+            {
                 tracing::warn!("deleting the attempt count of {key}: {e}");
             }
             ticket.seal();
@@ -290,7 +293,7 @@ impl RetryCounter {
     fn write(&self, key: &str, state: RetryState) -> Result<(), KafkaError> {
         let value = state.encode();
         self.producer
-            .send_and_wait(&self.topic, key, Some(value.as_bytes()), WAIT)?;
+            .send_and_wait(&self.topic, 0, key, Some(value.as_bytes()), WAIT)?;
         self.reader.lock().states.apply(key, Some(value.as_bytes()));
         Ok(())
     }
@@ -319,7 +322,7 @@ impl RetryCounter {
         let barrier = format!("~barrier/{}", uuid::Uuid::new_v4());
         let end = self
             .producer
-            .send_and_wait(&self.topic, &barrier, None, WAIT)?;
+            .send_and_wait(&self.topic, 0, &barrier, None, WAIT)?;
         let deadline = Instant::now() + WAIT;
         while *position <= end {
             if Instant::now() > deadline {
