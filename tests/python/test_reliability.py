@@ -211,3 +211,23 @@ def test_a_csv_row_far_over_max_document_bytes_is_never_held(tmp_path: pathlib.P
     import json
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [(d["id"], d["line"]) for d in rows] == [("c1", 1), ("c2", 3)]
+
+
+def test_an_rss_item_far_over_max_document_bytes_fails_and_the_feed_goes_on(tmp_path: pathlib.Path) -> None:
+    big = "words &amp; more <![CDATA[<b>raw</b>]]> " * 100_000
+    feed = (
+        "<rss><channel><item><guid>g1</guid><title>one</title></item>"
+        f"<item><title>two</title><description>{big}</description><guid>g2</guid></item>"
+        "<item><guid>g3</guid><title>three</title></item></channel></rss>"
+    )
+    (tmp_path / "feed.xml").write_text(feed)
+    cfg = write(tmp_path, "rss.conf", """
+        connectors: [{ name: "feed", class: "RSSConnector", rssURL: "feed.xml", maxDocumentBytes: 1000 }]
+    """)
+    r = lucille.run(str(cfg), mode="test")
+    assert (r.published, r.succeeded, r.failed) == (3, 2, 1), r.summary
+    assert sorted(d.id for d in r.documents) == ["g1", "g3"]
+    (fail,) = [e for e in r.events if e[1] == "FAIL"]
+    assert fail[0] == "g2"
+    at = feed.index("<item><title>two")
+    assert f"feed.xml: the item at byte {at}: the record is larger than maxDocumentBytes (1000)" in (fail[2] or "")
