@@ -174,6 +174,12 @@ pub(crate) struct Item {
     /// The date as written, and its priority (pubDate / published over updated).
     pub pub_date: Option<String>,
     date_rank: u8,
+    /// Bytes of text and attributes gathered for this item so far.
+    gathered: u64,
+    /// Set once `gathered` passed `maxDocumentBytes`: the item's byte position in the feed. Its
+    /// content was then dropped (guid, link and date kept) and the rest is read without keeping
+    /// it.
+    pub too_big: Option<u64>,
 }
 
 impl Item {
@@ -268,6 +274,7 @@ fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
 pub(crate) fn parse_feed<R: BufRead>(
     input: R,
     source_name: &str,
+    max_bytes: Option<u64>,
     on_item: &mut dyn FnMut(Item) -> Result<(), ConnectorError>,
 ) -> Result<u64, FeedError> {
     let mut reader = Reader::from_reader(input);
@@ -280,6 +287,8 @@ pub(crate) fn parse_feed<R: BufRead>(
     // Atom's <author><name>: (depth of <name>, its text).
     let mut author_name: Option<(usize, String)> = None;
     let mut count = 0u64;
+    // Where the open item started (byte of its start tag's end), for an oversized item's FAIL.
+    let mut item_start = 0u64;
     let malformed = |reader: &Reader<R>, message: String| FeedError::Malformed {
         source_name: source_name.to_string(),
         position: reader.error_position(),
@@ -310,6 +319,11 @@ pub(crate) fn parse_feed<R: BufRead>(
                     depth += 1;
                 }
                 let element_depth = if empty { depth + 1 } else { depth };
+                if let (Some((_, it)), Some(max)) = (&mut item, max_bytes) {
+                    // Attributes count toward the item's size as its text does.
+                    let n = e.attributes_raw().len() as u64;
+                    gather(it, &mut capture, &mut author_name, n, max);
+                }
                 match &mut item {
                     None if name == "item" || name == "entry" => {
                         if empty {
@@ -317,6 +331,27 @@ pub(crate) fn parse_feed<R: BufRead>(
                             on_item(Item::default())?;
                         } else {
                             item = Some((element_depth, Item::default()));
+                            item_start =
+                                reader.buffer_position().saturating_sub(e.len() as u64 + 2);
+                        }
+                    }
+                    // Past the limit: nothing more of this item is kept but its guid or link
+                    // (for its FAIL's id), themselves bounded.
+                    Some((item_depth, it)) if it.too_big.is_some() => {
+                        let field = match name.as_str() {
+                            "guid" | "id" => Some(Field::Guid),
+                            "link" if attr(e, "href").is_none() => Some(Field::Link),
+                            _ => None,
+                        };
+                        if let (Some(field), None, false, true) =
+                            (field, &capture, empty, element_depth == *item_depth + 1)
+                        {
+                            capture = Some(Capture {
+                                field,
+                                depth: element_depth,
+                                text: String::new(),
+                                frozen: false,
+                            });
                         }
                     }
                     Some((item_depth, it)) if capture.is_none() => {
@@ -409,6 +444,9 @@ pub(crate) fn parse_feed<R: BufRead>(
                         .xml10_content()
                         .map_err(|e| malformed(&reader, e.to_string()))?;
                     text.push_str(&s);
+                    if let (Some((_, it)), Some(max)) = (&mut item, max_bytes) {
+                        gather(it, &mut capture, &mut author_name, s.len() as u64, max);
+                    }
                 }
             }
             Event::CData(ref c) => {
@@ -417,6 +455,9 @@ pub(crate) fn parse_feed<R: BufRead>(
                         .xml10_content()
                         .map_err(|e| malformed(&reader, e.to_string()))?;
                     text.push_str(&s);
+                    if let (Some((_, it)), Some(max)) = (&mut item, max_bytes) {
+                        gather(it, &mut capture, &mut author_name, s.len() as u64, max);
+                    }
                 }
             }
             Event::GeneralRef(ref r) => {
@@ -452,8 +493,11 @@ pub(crate) fn parse_feed<R: BufRead>(
                     }
                 }
                 if item.as_ref().is_some_and(|(d, _)| *d == depth) {
-                    if let Some((_, it)) = item.take() {
+                    if let Some((_, mut it)) = item.take() {
                         count += 1;
+                        if it.too_big.is_some() {
+                            it.too_big = Some(item_start);
+                        }
                         on_item(it)?;
                     }
                 }
@@ -474,6 +518,39 @@ pub(crate) fn parse_feed<R: BufRead>(
             _ => {}
         }
         buf.clear();
+    }
+}
+
+/// Counts `n` more bytes toward the open item; past `max`, drops what it gathered (its guid,
+/// link and date kept, for its FAIL) and what is being collected, so the rest of it is read
+/// without being kept.
+fn gather(
+    it: &mut Item,
+    capture: &mut Option<Capture>,
+    author_name: &mut Option<(usize, String)>,
+    n: u64,
+    max: u64,
+) {
+    it.gathered += n;
+    if it.too_big.is_some() {
+        // Only a guid or link is still collected: bounded too.
+        if capture.as_ref().is_some_and(|c| c.text.len() as u64 > max) {
+            *capture = None;
+        }
+        return;
+    }
+    if it.gathered > max {
+        *it = Item {
+            guid: it.guid.take(),
+            link: it.link.take(),
+            pub_date: it.pub_date.take(),
+            date_rank: it.date_rank,
+            gathered: it.gathered,
+            too_big: Some(0),
+            ..Item::default()
+        };
+        *capture = None;
+        *author_name = None;
     }
 }
 
@@ -555,7 +632,12 @@ impl RssConnector {
         match &self.source {
             FeedSource::File(path) => {
                 let file = std::fs::File::open(path).map_err(|e| read_error(e.to_string()))?;
-                parse_feed(std::io::BufReader::new(file), &name, on_item)
+                parse_feed(
+                    std::io::BufReader::new(file),
+                    &name,
+                    self.common.max_document_bytes,
+                    on_item,
+                )
             }
             FeedSource::Http(url) => {
                 let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -568,7 +650,7 @@ impl RssConnector {
                     .call()
                     .map_err(|e| read_error(e.to_string()))?;
                 let body = std::io::BufReader::new(response.into_body().into_reader());
-                parse_feed(body, &name, on_item)
+                parse_feed(body, &name, self.common.max_document_bytes, on_item)
             }
         }
     }
@@ -595,7 +677,23 @@ impl Connector for RssConnector {
                     (Some(c), Some(d)) => d < c,
                     _ => false,
                 };
-                if fresh && !too_old {
+                if let (Some(at), true) = (item.too_big, fresh && !too_old) {
+                    let key = item
+                        .guid
+                        .clone()
+                        .or_else(|| item.link.clone())
+                        .unwrap_or_else(|| format!("{}#byte{at}", self.source));
+                    publisher.publish_failed(
+                        &self.common.doc_id(&key),
+                        &format!(
+                            "{}: the item at byte {at}: the record is larger than \
+                             maxDocumentBytes ({}); the rest of it was read without keeping it",
+                            self.source,
+                            self.common.max_document_bytes.unwrap_or_default()
+                        ),
+                    )?;
+                    published += 1;
+                } else if fresh && !too_old {
                     let doc = self.document(&item, fields)?;
                     match self.common.oversize(&doc) {
                         None => publisher.publish(doc)?,

@@ -991,7 +991,7 @@ pub fn validate_backend(
             Err(e) => vec![e],
         },
         #[cfg(test)]
-        "test-reject" | "test-wedge" => Vec::new(),
+        "test-reject" | "test-wedge" | "test-faulty" => Vec::new(),
         other => vec![ConfigError::new(
             "indexer.type",
             format!("unknown indexer type {other:?}; available here: {BACKENDS}"),
@@ -1034,6 +1034,8 @@ pub fn build_backend(
         "test-reject" => Ok(Box::new(RejectSome)),
         #[cfg(test)]
         "test-wedge" => Ok(Box::new(Wedged)),
+        #[cfg(test)]
+        "test-faulty" => Ok(Box::new(Faulty)),
         _ => Ok(Box::new(nop::NopBackend)),
     }
 }
@@ -1067,6 +1069,44 @@ impl Backend for RejectSome {
                     Some("rejected by test backend".into())
                 }
                 _ => None,
+            })
+            .collect())
+    }
+}
+
+/// Test backend with every kind of fault a server shows, chosen per batch from its first id
+/// (so a batch is deterministic, which batches form is not): the whole batch fails (`Err`, a
+/// 503 after the retries), the backend panics, it answers with one result too few (a
+/// malformed response), it is slow (sleeps a few ms, still moving); otherwise it rejects the
+/// documents whose id ends in '3' alone (a 400 for one document in a bulk).
+#[cfg(test)]
+pub struct Faulty;
+
+#[cfg(test)]
+impl Backend for Faulty {
+    fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
+        let id = |op: &IndexOp| match op {
+            IndexOp::Upsert { id, .. } | IndexOp::DeleteById { id, .. } => id.clone(),
+            IndexOp::DeleteByField { value, .. } => value.clone(),
+        };
+        let first = ops.first().map(id).unwrap_or_default();
+        let pick = first
+            .bytes()
+            .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)))
+            % 12;
+        match pick {
+            0 => return Err(BackendError::new("HTTP 503: test backend unavailable")),
+            1 => panic!("test backend panicked on a batch starting at {first}"),
+            2 => return Ok(vec![None; ops.len().saturating_sub(1)]),
+            3 => std::thread::sleep(Duration::from_millis(3)),
+            _ => {}
+        }
+        Ok(ops
+            .iter()
+            .map(|op| {
+                id(op)
+                    .ends_with('3')
+                    .then(|| "HTTP 400: rejected".to_string())
             })
             .collect())
     }

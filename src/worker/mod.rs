@@ -464,6 +464,8 @@ impl WorkerPool {
         }
         self.supervising.store(false, Ordering::SeqCst);
         if let Some(l) = self.logger.take() {
+            // Woken now rather than at the end of its 100 ms tick: a run ends without waiting.
+            l.thread().unpark();
             let _ = l.join();
         }
         let mut totals: Vec<StageMetrics> = Vec::new();
@@ -495,6 +497,8 @@ impl WorkerPool {
         }
         self.supervising.store(false, Ordering::SeqCst);
         if let Some(l) = self.logger.take() {
+            // Woken now rather than at the end of its 100 ms tick: a run ends without waiting.
+            l.thread().unpark();
             let _ = l.join();
         }
         self.threads.lock().drain(..).map(|l| l.handle).collect()
@@ -525,7 +529,11 @@ fn log_loop(
     let mut last_tick = Instant::now();
     let mut last_watch = Instant::now();
     while supervising.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(100));
+        // Parked, not slept: stopping the pool unparks it (a spurious wake-up only ticks early).
+        std::thread::park_timeout(Duration::from_millis(100));
+        if !supervising.load(Ordering::SeqCst) {
+            break;
+        }
         if let Some(limit) = settings.max_processing {
             let now = Instant::now();
             supervise(spawner, threads, limit, now - last_watch);

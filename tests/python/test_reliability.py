@@ -164,3 +164,70 @@ def test_max_document_bytes_applies_to_python_connectors(tmp_path: pathlib.Path)
     assert fail[0] == "big"
     assert (fail[2] or "").startswith(
 "src: document big: the record is larger than maxDocumentBytes (1000)"), fail
+
+
+def test_a_csv_row_far_over_max_document_bytes_is_never_held(tmp_path: pathlib.Path) -> None:
+    # A quoted field of ~140 MB (separators, doubled quotes and newlines inside) between two
+    # good rows. The handler parses it to its end without keeping it: the process never holds
+    # it (its peak memory stays below the row's size), the row FAILs with its line, and the row
+    # after it is read and numbered as usual.
+    data = tmp_path / "data"
+    data.mkdir()
+    big = data / "big.csv"
+    piece = 'x, ""y""\n'
+    repeats = 20_000_000
+    with big.open("w") as f:
+        f.write("key,body\nc1,short\ncbig,\"")
+        for _ in range(repeats // 1_000_000):
+            f.write(piece * 1_000_000)
+        f.write('"\nc2,fine\n')
+    cfg = write(tmp_path, "big.conf", f"""
+        connectors: [{{ name: "files", class: "FileConnector", paths: ["{data}"], maxDocumentBytes: 100000,
+                        fileHandlers {{ csv {{ idField: "key", lineNumberField: "line" }} }} }}]
+        indexer {{ type: "jsonl" }}
+        jsonl {{ path: "{tmp_path / 'out.jsonl'}" }}
+    """)
+    measure = (
+        "import resource, subprocess, sys\n"
+        "r = subprocess.run([sys.executable, '-m', 'lucille.cli', 'run', sys.argv[1]],"
+        " capture_output=True, text=True)\n"
+        "print(r.returncode)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "print(r.stdout + r.stderr)\n"
+    )
+    try:
+        r = subprocess.run([sys.executable, "-c", measure, str(cfg)], capture_output=True, text=True,
+                           timeout=300)
+    finally:
+        big_size = big.stat().st_size
+        big.unlink()
+    code, peak_kb, output = r.stdout.split("\n", 2)
+    assert code == "0", output
+    parsed = repeats * (len(piece) - 2)  # a doubled quote is one byte once parsed
+    assert big_size > parsed > 120 * 1024 * 1024
+    assert int(peak_kb) * 1024 < parsed * 0.85, (peak_kb, parsed)
+    assert "2 docs succeeded. 1 docs FAILED." in output, output
+    assert f"{big}: line 3: the record is larger than maxDocumentBytes (100000)" in output, output
+    import json
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [(d["id"], d["line"]) for d in rows] == [("c1", 1), ("c2", 3)]
+
+
+def test_an_rss_item_far_over_max_document_bytes_fails_and_the_feed_goes_on(tmp_path: pathlib.Path) -> None:
+    big = "words &amp; more <![CDATA[<b>raw</b>]]> " * 100_000
+    feed = (
+        "<rss><channel><item><guid>g1</guid><title>one</title></item>"
+        f"<item><title>two</title><description>{big}</description><guid>g2</guid></item>"
+        "<item><guid>g3</guid><title>three</title></item></channel></rss>"
+    )
+    (tmp_path / "feed.xml").write_text(feed)
+    cfg = write(tmp_path, "rss.conf", """
+        connectors: [{ name: "feed", class: "RSSConnector", rssURL: "feed.xml", maxDocumentBytes: 1000 }]
+    """)
+    r = lucille.run(str(cfg), mode="test")
+    assert (r.published, r.succeeded, r.failed) == (3, 2, 1), r.summary
+    assert sorted(d.id for d in r.documents) == ["g1", "g3"]
+    (fail,) = [e for e in r.events if e[1] == "FAIL"]
+    assert fail[0] == "g2"
+    at = feed.index("<item><title>two")
+    assert f"feed.xml: the item at byte {at}: the record is larger than maxDocumentBytes (1000)" in (fail[2] or "")

@@ -118,17 +118,138 @@ impl CsvHandler {
         }
     }
 
-    fn reader<'a>(&self, input: &'a mut dyn BufRead) -> ::csv::Reader<&'a mut dyn BufRead> {
-        let mut b = ::csv::ReaderBuilder::new();
-        b.has_headers(false)
-            .flexible(true)
-            .delimiter(self.separator)
-            .escape(self.escape);
+    fn core(&self) -> csv_core::Reader {
+        let mut b = csv_core::ReaderBuilder::new();
+        b.delimiter(self.separator).escape(self.escape);
         match self.quote {
             Some(q) => b.quote(q),
             None => b.quoting(false),
         };
-        b.from_reader(input)
+        b.build()
+    }
+}
+
+/// What [`Records::next`] found.
+enum Next {
+    /// A record starting at this line; its fields are in [`Records::fields`].
+    Row(u64),
+    /// A record starting at this line whose fields and separators came to `size` bytes, more
+    /// than the limit: it was parsed to its end (quotes and all) but not kept.
+    TooBig(u64, u64),
+    End,
+}
+
+/// CSV records read with `csv_core`, so that a record over `maxDocumentBytes` is never held:
+/// past the limit its bytes are parsed (to find where it ends) and dropped.
+struct Records<'a> {
+    input: &'a mut dyn BufRead,
+    core: csv_core::Reader,
+    out: Vec<u8>,
+    ends: Vec<usize>,
+    fields: usize,
+    max: Option<u64>,
+    /// Newlines of blank lines skipped here, before the core saw them.
+    blank_lines: u64,
+}
+
+impl<'a> Records<'a> {
+    fn new(input: &'a mut dyn BufRead, core: csv_core::Reader, max: Option<u64>) -> Self {
+        Records {
+            input,
+            core,
+            // Never more than the limit and a byte, so that passing it is seen.
+            out: vec![0; max.map_or(1024, |m| (m as usize + 1).min(1024))],
+            ends: vec![0; max.map_or(32, |m| (m as usize + 1).min(32))],
+            fields: 0,
+            max,
+            blank_lines: 0,
+        }
+    }
+
+    fn next(&mut self) -> std::io::Result<Next> {
+        use csv_core::ReadRecordResult::*;
+        // Blank lines are not records: skipped here, so that a record's line is its own.
+        loop {
+            let buf = self.input.fill_buf()?;
+            let n = buf
+                .iter()
+                .take_while(|&&b| b == b'\n' || b == b'\r')
+                .count();
+            if n == 0 {
+                break;
+            }
+            self.blank_lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+            self.input.consume(n);
+        }
+        let line = self.line();
+        let (mut outlen, mut endlen) = (0usize, 0usize);
+        // Bytes of the record dropped so far (fields and separators), once it passed the limit.
+        let mut dropped: Option<u64> = None;
+        loop {
+            let input = self.input.fill_buf()?;
+            let (res, nin, nout, nend) =
+                self.core
+                    .read_record(input, &mut self.out[outlen..], &mut self.ends[endlen..]);
+            self.input.consume(nin);
+            outlen += nout;
+            endlen += nend;
+            if let Some(max) = self.max {
+                let size = dropped.unwrap_or(0) + (outlen + endlen) as u64;
+                if size > max {
+                    dropped = Some(size);
+                    (outlen, endlen) = (0, 0);
+                }
+            }
+            match res {
+                InputEmpty => {}
+                OutputFull => {
+                    if outlen > 0 {
+                        let cap = self.out.len() * 2;
+                        let cap = self
+                            .max
+                            .map_or(cap, |m| cap.min(m as usize + 1).max(outlen + 1));
+                        self.out.resize(cap, 0);
+                    }
+                }
+                OutputEndsFull => {
+                    if endlen > 0 {
+                        let cap = self.ends.len() * 2;
+                        let cap = self
+                            .max
+                            .map_or(cap, |m| cap.min(m as usize + 1).max(endlen + 1));
+                        self.ends.resize(cap, 0);
+                    }
+                }
+                Record => {
+                    return Ok(match dropped {
+                        Some(size) => Next::TooBig(line, size),
+                        None => {
+                            self.fields = endlen;
+                            Next::Row(line)
+                        }
+                    });
+                }
+                End => return Ok(Next::End),
+            }
+        }
+    }
+
+    /// The line the reader is at (1-based).
+    fn line(&self) -> u64 {
+        self.core.line() + self.blank_lines
+    }
+
+    /// The fields of the record [`Records::next`] returned last as [`Next::Row`].
+    fn fields(&self) -> Vec<&[u8]> {
+        let mut start = 0;
+        self.ends[..self.fields]
+            .iter()
+            .map(|&end| {
+                let f = &self.out[start..end];
+                start = end;
+                f
+            })
+            .collect()
     }
 }
 
@@ -139,20 +260,34 @@ impl FileHandler for CsvHandler {
         source: &FileSource,
         sink: &mut dyn RecordSink,
     ) -> Result<(), HandlerError> {
-        let mut reader = self.reader(input);
-        let mut record = ::csv::ByteRecord::new();
-        let read_error = |line: u64, e: ::csv::Error| HandlerError::File {
+        let mut records = Records::new(input, self.core(), source.max_bytes);
+        let read_error = |line: u64, e: std::io::Error| HandlerError::File {
             id: source.failure_id(&self.prefix, &format!("line{line}")),
             reason: format!("{}: line {line}: cannot read CSV: {e}", source.path),
         };
+        let too_big = |line: u64, size: u64| {
+            format!(
+                "{}: line {line}: the record is larger than maxDocumentBytes ({}): {size} \
+                 bytes; skipped to its end without holding it",
+                source.path,
+                source.max_bytes.unwrap_or_default()
+            )
+        };
         // Header.
-        match reader.read_byte_record(&mut record) {
-            Ok(true) => {}
-            Ok(false) => return Ok(()), // an empty file has no rows
+        match records.next() {
+            Ok(Next::Row(_)) => {}
+            Ok(Next::End) => return Ok(()), // an empty file has no rows
+            Ok(Next::TooBig(line, size)) => {
+                return Err(HandlerError::File {
+                    id: source.failure_id(&self.prefix, "line1"),
+                    reason: format!("the header: {}", too_big(line, size)),
+                })
+            }
             Err(e) => return Err(read_error(1, e)),
         }
-        let header: Vec<String> = match record
-            .iter()
+        let header: Vec<String> = match records
+            .fields()
+            .into_iter()
             .map(|f| std::str::from_utf8(f).map(str::to_string))
             .collect::<Result<Vec<_>, _>>()
         {
@@ -204,34 +339,21 @@ impl FileHandler for CsvHandler {
         };
         let mut row_number: u64 = 0;
         loop {
-            let line = reader.position().line();
-            match reader.read_byte_record(&mut record) {
-                Ok(true) => {}
-                Ok(false) => return Ok(()),
-                Err(e) => {
-                    // An I/O error or a broken quote: the rest of the file cannot be trusted.
-                    return Err(read_error(line, e));
-                }
-            }
-            row_number += 1;
-            let line = record.position().map(|p| p.line()).unwrap_or(line);
-            let fail_id = source.failure_id(&self.prefix, &format!("line{line}"));
-            if let Some(max) = source.max_bytes {
-                // The csv reader holds a whole record; one over the limit is FAILed, not
-                // published.
-                let size = record.as_slice().len() as u64;
-                if size > max {
-                    sink.fail(
-                        fail_id,
-                        format!(
-                            "{}: line {line}: the record is larger than maxDocumentBytes \
-                             ({max}): {size} bytes",
-                            source.path
-                        ),
-                    )?;
+            let line = match records.next() {
+                Ok(Next::Row(line)) => line,
+                Ok(Next::End) => return Ok(()),
+                Ok(Next::TooBig(line, size)) => {
+                    row_number += 1;
+                    let fail_id = source.failure_id(&self.prefix, &format!("line{line}"));
+                    sink.fail(fail_id, too_big(line, size))?;
                     continue;
                 }
-            }
+                // An I/O error: the rest of the file cannot be trusted.
+                Err(e) => return Err(read_error(records.line(), e)),
+            };
+            row_number += 1;
+            let record = records.fields();
+            let fail_id = source.failure_id(&self.prefix, &format!("line{line}"));
             if record.len() != header.len() {
                 sink.fail(
                     fail_id,
@@ -246,7 +368,7 @@ impl FileHandler for CsvHandler {
             }
             let values: Vec<&str> = match record
                 .iter()
-                .map(std::str::from_utf8)
+                .map(|f| std::str::from_utf8(f))
                 .collect::<Result<Vec<_>, _>>()
             {
                 Ok(v) => v,
@@ -298,5 +420,68 @@ impl FileHandler for CsvHandler {
                 Err(e) => sink.fail(fail_id, format!("{}: line {line}: {e}", source.path))?,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_over_the_limit_is_parsed_to_its_end_without_being_held() {
+        // A 4 MB quoted field with newlines, separators and doubled quotes inside, then rows.
+        let mut body = String::new();
+        while body.len() < 4 << 20 {
+            body.push_str("a \"\"quoted\"\", line,\nmore ");
+        }
+        let text = format!("id,body\n1,short\n2,\"{body}\"\n3,after\n\n4,last");
+        let lines_in_body = body.matches('\n').count() as u64;
+        let mut input: &[u8] = text.as_bytes();
+        let mut records = Records::new(&mut input, csv_core::Reader::new(), Some(1000));
+        let mut seen = Vec::new();
+        loop {
+            match records.next().unwrap() {
+                Next::Row(line) => {
+                    let fields: Vec<String> = records
+                        .fields()
+                        .iter()
+                        .map(|f| String::from_utf8_lossy(f).into_owned())
+                        .collect();
+                    seen.push(format!("{line}:{}", fields.join("|")));
+                }
+                Next::TooBig(line, size) => {
+                    // Parsed bytes: a doubled quote counts once, the enclosing quotes not.
+                    assert!(size as usize > body.len() * 9 / 10, "{size}");
+                    seen.push(format!("{line}:too big"));
+                }
+                Next::End => break,
+            }
+            // Never more than the limit (and one byte) of a record is kept.
+            assert!(records.out.len() <= 1001, "{}", records.out.len());
+            assert!(records.ends.len() <= 1001, "{}", records.ends.len());
+        }
+        let after = 4 + lines_in_body;
+        assert_eq!(
+            seen,
+            [
+                "1:id|body".to_string(),
+                "2:1|short".to_string(),
+                "3:too big".to_string(),
+                format!("{after}:3|after"),
+                format!("{}:4|last", after + 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_record_of_many_empty_fields_is_bounded_too() {
+        let text = format!("id,a\n{}\nx,y\n", ",".repeat(100_000));
+        let mut input: &[u8] = text.as_bytes();
+        let mut records = Records::new(&mut input, csv_core::Reader::new(), Some(500));
+        assert!(matches!(records.next().unwrap(), Next::Row(1)));
+        assert!(matches!(records.next().unwrap(), Next::TooBig(2, _)));
+        assert!(records.ends.len() <= 501, "{}", records.ends.len());
+        assert!(matches!(records.next().unwrap(), Next::Row(3)));
+        assert_eq!(records.fields(), [b"x".as_slice(), b"y".as_slice()]);
     }
 }

@@ -335,3 +335,59 @@ fn an_item_over_max_document_bytes_fails_and_the_feed_goes_on() {
         "{message}"
     );
 }
+
+#[test]
+fn an_item_far_over_max_document_bytes_is_not_gathered_whole() {
+    // Item 2 has 3 MB of text in many pieces (text, CDATA, entities), then its guid; the limit
+    // is 1000 bytes. What it gathered is dropped as soon as it passes the limit, the rest is
+    // read without keeping it, and it FAILs at its byte; items 1 and 3 publish.
+    let piece = "some words &amp; more <![CDATA[raw <b>text</b>]]> ";
+    let big = piece.repeat(3_000_000 / piece.len());
+    let feed = format!(
+        "<rss><channel><item><guid>g1</guid><title>one</title></item>\
+         <item><title>two</title><description>{big}</description><content:encoded>{big}</content:encoded><guid>g2</guid></item>\
+         <item><guid>g3</guid><title>three</title></item></channel></rss>"
+    );
+    let at = feed.find("<item><title>two").unwrap();
+    let mut seen = Vec::new();
+    let count = parse_feed(feed.as_bytes(), "big.xml", Some(1000), &mut |it| {
+        // Nothing of the big item is kept but its guid, read after the limit was passed.
+        let kept = Value::Object(it.fields()).to_string().len();
+        seen.push((it.guid.clone(), it.too_big, kept));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(count, 3);
+    assert_eq!(seen[0].0.as_deref(), Some("g1"));
+    assert_eq!(seen[0].1, None);
+    assert_eq!(seen[1].1, Some(at as u64), "{:?}", seen[1]);
+    assert_eq!(seen[1].0.as_deref(), Some("g2"));
+    assert!(seen[1].2 < 100, "{:?}", seen[1]);
+    assert_eq!((seen[2].0.as_deref(), seen[2].1), (Some("g3"), None));
+
+    // Through a run: the item FAILs with the feed and its byte; the others publish.
+    let dir = std::env::temp_dir().join(format!("lucille-rss-big-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("big.xml"), &feed).unwrap();
+    let r = run_rss(json!({"rssURL": "big.xml", "maxDocumentBytes": 1000}), &dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let c = &r.connectors[0];
+    assert_eq!(
+        (c.published, c.succeeded, c.failed),
+        (3, 2, 1),
+        "{}",
+        r.summary
+    );
+    let (_, events) = test_history(&r);
+    let fail = events
+        .iter()
+        .find(|e| e.kind == crate::accounting::EventType::Fail)
+        .unwrap();
+    let message = fail.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains(&format!(
+            "big.xml: the item at byte {at}: the record is larger than maxDocumentBytes (1000)"
+        )),
+        "{message}"
+    );
+}
