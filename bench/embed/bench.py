@@ -16,6 +16,7 @@ import json
 import os
 import pathlib
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -127,6 +128,7 @@ def main() -> None:
         b = np.load(tmp / "st-1.npy")
         cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
         print(f"\nlowest cosine between the two engines' vectors: {cos.min():.6f}")
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@
 //! length and run in groups so little is spent on padding. Matrix products run multithreaded
 //! inside candle; no Python lock is held.
 
+mod kernels;
 mod model;
 mod tokenize;
 
@@ -45,7 +46,7 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
 };
 
 /// Sequences of one forward pass at most (after sorting by length): bounds the padding.
-const GROUP: usize = 16;
+const GROUP: usize = 8;
 
 fn spec() -> Spec {
     Spec::stage()

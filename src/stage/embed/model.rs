@@ -1,14 +1,17 @@
 //! The BERT encoder of a sentence-embedding model, run on the CPU with candle: weights read
 //! from `model.safetensors`, sizes from `config.json` (or, without one, from the weights'
 //! shapes), the forward pass of a BERT encoder (word + position + token-type embeddings,
-//! post-norm transformer layers with erf GELU), then masked mean pooling and, optionally, L2
+//! post-norm transformer layers with erf GELU; the fused kernels are in `kernels.rs`), then masked
+//! mean pooling and, optionally, L2
 //! normalisation, as sentence-transformers does for all-MiniLM-L6-v2 and its family.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use candle_core::{DType, Device, Tensor, D};
-use candle_nn::{Embedding, LayerNorm, Linear, Module};
+use candle_nn::{Embedding, LayerNorm, Module};
+
+use super::kernels::{Dense, Norm};
 
 /// Sizes of the encoder.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,15 +99,16 @@ impl BertConfig {
     }
 }
 
+/// One transformer layer. The query, key and value projections are one dense layer of
+/// `3 * hidden` outputs (one matrix product), with the query rows pre-scaled by
+/// 1/sqrt(head size); each LayerNorm is fused with the bias and residual before it.
 struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    attention_out: Linear,
-    attention_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
-    output_norm: LayerNorm,
+    qkv: Dense,
+    attention_out: Dense,
+    attention_norm: Norm,
+    intermediate: Dense,
+    output: Dense,
+    output_norm: Norm,
 }
 
 /// A loaded encoder; shared (read-only) by every worker's stage instance.
@@ -161,31 +165,63 @@ impl BertModel {
                 .cloned()
                 .ok_or_else(|| format!("the weights have no {name:?}"))
         };
-        let linear = |prefix: &str| -> Result<Linear, String> {
-            Ok(Linear::new(
-                get(&format!("{prefix}.weight"))?,
-                Some(get(&format!("{prefix}.bias"))?),
-            ))
+        let dense = |prefix: &str| -> Result<Dense, String> {
+            Dense::new(
+                &get(&format!("{prefix}.weight"))?,
+                get(&format!("{prefix}.bias"))?,
+            )
+            .map_err(err)
         };
-        let norm = |prefix: &str| -> Result<LayerNorm, String> {
-            // Old checkpoints name the parameters gamma / beta.
+        // Old checkpoints name the LayerNorm parameters gamma / beta.
+        let norm_params = |prefix: &str| -> Result<(Tensor, Tensor), String> {
             let w =
                 get(&format!("{prefix}.weight")).or_else(|_| get(&format!("{prefix}.gamma")))?;
             let b = get(&format!("{prefix}.bias")).or_else(|_| get(&format!("{prefix}.beta")))?;
+            Ok((w, b))
+        };
+        let norm = |prefix: &str| -> Result<LayerNorm, String> {
+            let (w, b) = norm_params(prefix)?;
             Ok(LayerNorm::new(w, b, eps))
         };
+        let fused_norm = |after: &Dense, prefix: &str| -> Result<Norm, String> {
+            let (w, b) = norm_params(prefix)?;
+            Norm::new(after, &w, &b, eps as f32).map_err(err)
+        };
+        let scale = 1.0 / ((hidden / config.num_heads) as f64).sqrt();
         let mut layers = Vec::with_capacity(config.num_layers);
         for i in 0..config.num_layers {
             let p = format!("encoder.layer.{i}");
+            let part = |name: &str, what: &str| get(&format!("{p}.attention.self.{name}.{what}"));
+            let qkv_weight = Tensor::cat(
+                &[
+                    (part("query", "weight")? * scale).map_err(err)?,
+                    part("key", "weight")?,
+                    part("value", "weight")?,
+                ],
+                0,
+            )
+            .map_err(err)?;
+            let qkv_bias = Tensor::cat(
+                &[
+                    (part("query", "bias")? * scale).map_err(err)?,
+                    part("key", "bias")?,
+                    part("value", "bias")?,
+                ],
+                0,
+            )
+            .map_err(err)?;
+            let attention_out = dense(&format!("{p}.attention.output.dense"))?;
+            let output = dense(&format!("{p}.output.dense"))?;
             layers.push(Layer {
-                query: linear(&format!("{p}.attention.self.query"))?,
-                key: linear(&format!("{p}.attention.self.key"))?,
-                value: linear(&format!("{p}.attention.self.value"))?,
-                attention_out: linear(&format!("{p}.attention.output.dense"))?,
-                attention_norm: norm(&format!("{p}.attention.output.LayerNorm"))?,
-                intermediate: linear(&format!("{p}.intermediate.dense"))?,
-                output: linear(&format!("{p}.output.dense"))?,
-                output_norm: norm(&format!("{p}.output.LayerNorm"))?,
+                qkv: Dense::new(&qkv_weight, qkv_bias).map_err(err)?,
+                attention_norm: fused_norm(
+                    &attention_out,
+                    &format!("{p}.attention.output.LayerNorm"),
+                )?,
+                attention_out,
+                intermediate: dense(&format!("{p}.intermediate.dense"))?,
+                output_norm: fused_norm(&output, &format!("{p}.output.LayerNorm"))?,
+                output,
             });
         }
         Ok(BertModel {
@@ -273,34 +309,43 @@ impl BertModel {
         let mut x = self
             .embedding_norm
             .forward(&x.reshape((batch * len, hidden))?)?;
-        // 0 where a token is real, a large negative number on padding: added to the scores.
-        let bias = ((mask - 1.0)? * 1e9)?.reshape((batch, 1, 1, len))?;
+        // 0 where a token is real, a large negative number on padding: added to the scores,
+        // only when the batch has padding.
+        let padded = len > 1 && mask.min_all()?.to_scalar::<f32>()? < 0.5;
+        let bias = if padded {
+            Some(((mask - 1.0)? * 1e9)?.reshape((batch, 1, 1, len))?)
+        } else {
+            None
+        };
         let heads = self.config.num_heads;
         let head_dim = hidden / heads;
-        let scale = 1.0 / (head_dim as f64).sqrt();
         for layer in &self.layers {
-            let split = |t: Tensor| -> candle_core::Result<Tensor> {
-                t.reshape((batch, len, heads, head_dim))?
-                    .transpose(1, 2)?
-                    .contiguous()
-            };
-            let q = split(layer.query.forward(&x)?)?;
-            let k = split(layer.key.forward(&x)?)?;
-            let v = split(layer.value.forward(&x)?)?;
-            let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&bias)?;
+            // (batch * len, 3 * hidden) -> (3, batch, heads, len, head_dim)
+            let qkv = layer
+                .qkv
+                .forward(&x)?
+                .reshape((batch, len, 3, heads, head_dim))?
+                .permute((2, 0, 3, 1, 4))?
+                .contiguous()?;
+            let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
+            let mut scores = q.matmul(&k.t()?)?;
+            if let Some(bias) = &bias {
+                scores = scores.broadcast_add(bias)?;
+            }
             let probs = candle_nn::ops::softmax_last_dim(&scores)?;
             let context = probs
                 .matmul(&v)?
                 .transpose(1, 2)?
                 .contiguous()?
                 .reshape((batch * len, hidden))?;
-            let attended = layer
-                .attention_norm
-                .forward(&layer.attention_out.forward(&context)?.add(&x)?)?;
-            let inner = layer.intermediate.forward(&attended)?.gelu_erf()?;
+            let attended =
+                layer
+                    .attention_out
+                    .forward_add_norm(&context, &x, &layer.attention_norm)?;
+            let inner = layer.intermediate.forward_gelu(&attended)?;
             x = layer
-                .output_norm
-                .forward(&layer.output.forward(&inner)?.add(&attended)?)?;
+                .output
+                .forward_add_norm(&inner, &attended, &layer.output_norm)?;
         }
         let x = x.reshape((batch, len, hidden))?;
         let mask3 = mask.unsqueeze(D::Minus1)?;
