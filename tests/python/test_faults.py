@@ -212,11 +212,12 @@ def test_a_full_disk_under_tantivy_is_a_clear_error_and_the_index_stays_readable
 def test_an_unwritable_output_is_a_clear_error_before_the_run(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where a folder should be")
-    for kind, block in [
+    cases: list[tuple[str, dict[str, Any]]] = [
         ("jsonl", {"path": str(blocker / "out.jsonl")}),
         ("csv", {"path": str(blocker / "out.csv"), "columns": ["id"]}),
         ("tantivy", {"path": str(blocker / "index")}),
-    ]:
+    ]
+    for kind, block in cases:
         p = cli("run", str(file_config(tmp_path, {"type": kind}, block, 5)), cwd=tmp_path)
         out = p.stdout + p.stderr
         assert p.returncode != 0, out
