@@ -27,9 +27,9 @@ CORPUS = (ROOT / ".." / "shared" / "conformance" / "lucille").resolve()
 
 # The ratchet: counts reached so far (validated run configs, example configs that ran in test
 # mode, validated stage confs). A change that lowers one fails.
-FLOOR_RUN_VALID = 16
+FLOOR_RUN_VALID = 19
 FLOOR_EXAMPLES_RAN = 2
-FLOOR_STAGES_VALID = 170
+FLOOR_STAGES_VALID = 186
 
 
 def manifest() -> dict[str, Any]:
