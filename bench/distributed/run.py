@@ -8,7 +8,8 @@ Needs a broker: `source scripts/services/kafka.sh` (exports LUCILLE_TEST_KAFKA_B
 Rows: the standard pipeline (bench/standard/six_stages.conf over the standard corpus) in local
 mode and over Kafka with 1 and 2 worker processes (one thread each) and one indexer process; a
 CPU-heavy Python stage (cpu_heavy.py) with 1 and 2 worker processes. Times are the wall time of
-`lucille run` (local) or `lucille run --mode distributed` (workers and indexer already started).
+`lucille run` (local) or `lucille run --mode distributed` (workers and indexer started, and the worker group settled:
+with 2 workers, the source partitions split between them, before the clock starts).
 """
 import argparse
 import os
@@ -52,13 +53,29 @@ def timed(args):
     return time.perf_counter() - t
 
 
+def settled(log_path, workers, limit=90):
+    """Waits until the worker group has settled: every process assigned, and with 2 workers the
+    four source partitions split between them (a worker that joins late triggers a rebalance
+    seconds into the run, and the first worker would process alone until then)."""
+    want = (["partitions [0, 1, 2, 3] assigned"] if workers == 1
+            else ["partitions [0, 1] assigned", "partitions [2, 3] assigned"])
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        text = open(log_path).read()
+        if text.count("assigned") >= workers + 1 and all(w in text for w in want):
+            time.sleep(1)
+            return
+        time.sleep(0.2)
+    sys.exit(f"the worker group did not settle in {limit} s; see {log_path}")
+
+
 def distributed(work, corpus, heavy, workers, worker="threads: 1"):
     pipeline = f"bench_{uuid.uuid4().hex[:8]}"
     conf = config(work, pipeline, corpus, heavy, worker)
     log = open(os.path.join(work, f"{pipeline}.log"), "w")
     procs = [subprocess.Popen([PY, "-m", "lucille.cli", role, conf], stdout=log, stderr=log)
              for role in ["worker"] * workers + ["indexer"]]
-    time.sleep(3)
+    settled(log.name, workers)
     try:
         return timed(["run", conf, "--mode", "distributed"])
     finally:
