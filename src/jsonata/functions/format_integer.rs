@@ -16,7 +16,7 @@ use super::{arg, bad_arg, custom_error, max_args};
 type Res<'a> = jsonata_rs::Result<&'a Value<'a>>;
 
 /// A picture error: its JSONata code and message.
-type PictureError = (&'static str, &'static str);
+pub(super) type PictureError = (&'static str, &'static str);
 
 const UNSUPPORTED: PictureError = (
     "D3130",
@@ -75,9 +75,33 @@ struct Decimal {
     regular: Option<(usize, char)>,
 }
 
-struct Picture {
+/// An analysed integer picture.
+#[derive(Debug, PartialEq)]
+pub(super) struct Picture {
     primary: Primary,
     ordinal: bool,
+}
+
+impl Picture {
+    /// Analyses `picture` (D3130 for an unsupported one, D3131 for mixed digit families).
+    pub(super) fn parse(picture: &str) -> Result<Picture, PictureError> {
+        parse_picture(picture)
+    }
+
+    /// `value` (an integer) written with this picture.
+    pub(super) fn format(&self, value: f64) -> String {
+        format_with(self, value)
+    }
+
+    /// The integer `text` writes with this picture; `None` when it is not one.
+    pub(super) fn read(&self, text: &str) -> Option<f64> {
+        match &self.primary {
+            Primary::Letters { .. } => parse_letters(text),
+            Primary::Roman { .. } => parse_roman(text),
+            Primary::Words(_) => parse_words(text),
+            Primary::Decimal(d) => parse_decimal(text, d, self.ordinal),
+        }
+    }
 }
 
 fn parse_picture(picture: &str) -> Result<Picture, PictureError> {
@@ -364,7 +388,10 @@ fn cased(text: String, case: Case) -> String {
 
 /// `value` (already an integer) written with `picture`.
 pub(super) fn format_integer(value: f64, picture: &str) -> Result<String, PictureError> {
-    let picture = parse_picture(picture)?;
+    Ok(Picture::parse(picture)?.format(value))
+}
+
+fn format_with(picture: &Picture, value: f64) -> String {
     let negative = value < 0.0;
     // Integers up to 2^128 are exact here; larger ones are beyond what a double spells out.
     let n = value.abs().min(u128::MAX as f64) as u128;
@@ -380,22 +407,16 @@ pub(super) fn format_integer(value: f64, picture: &str) -> Result<String, Pictur
             s
         }
     };
-    Ok(match (negative, &picture.primary) {
+    match (negative, &picture.primary) {
         (true, Primary::Words(case)) => format!("{}{text}", cased("minus ".into(), *case)),
         (true, _) => format!("-{text}"),
         (false, _) => text,
-    })
+    }
 }
 
 /// The integer `text` writes with `picture`; `None` when it is not one.
 pub(super) fn parse_integer(text: &str, picture: &str) -> Result<Option<f64>, PictureError> {
-    let picture = parse_picture(picture)?;
-    Ok(match picture.primary {
-        Primary::Letters { .. } => parse_letters(text),
-        Primary::Roman { .. } => parse_roman(text),
-        Primary::Words(_) => parse_words(text),
-        Primary::Decimal(d) => parse_decimal(text, &d, picture.ordinal),
-    })
+    Ok(Picture::parse(picture)?.read(text))
 }
 
 fn parse_letters(text: &str) -> Option<f64> {
