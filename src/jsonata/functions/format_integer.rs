@@ -69,13 +69,16 @@ struct Decimal {
     zero: u32,
     /// Mandatory digits (the digit characters of the pattern).
     mandatory: usize,
+    /// Optional digits (the `#`s of the pattern).
+    optional: usize,
     /// (position counted in digits from the right, separator), nearest the units first.
     separators: Vec<(usize, char)>,
     /// Every `n` digits, when the separators are regular.
     regular: Option<(usize, char)>,
 }
 
-/// An analysed integer picture.
+/// An analysed integer picture; also the integer part of a date/time picture's variable
+/// markers (`[D01]`, `[Yw]`, `[D1o]`), see `datetime`.
 #[derive(Debug, PartialEq)]
 pub(super) struct Picture {
     primary: Primary,
@@ -86,6 +89,33 @@ impl Picture {
     /// Analyses `picture` (D3130 for an unsupported one, D3131 for mixed digit families).
     pub(super) fn parse(picture: &str) -> Result<Picture, PictureError> {
         parse_picture(picture)
+    }
+
+    /// (mandatory, optional) digits of a decimal digit pattern; `None` for other formats.
+    pub(super) fn digits(&self) -> Option<(usize, usize)> {
+        match &self.primary {
+            Primary::Decimal(d) => Some((d.mandatory, d.optional)),
+            _ => None,
+        }
+    }
+
+    /// Sets the mandatory digits of a decimal digit pattern (a date/time width modifier);
+    /// other formats have none.
+    pub(super) fn set_mandatory(&mut self, digits: usize) {
+        if let Primary::Decimal(d) = &mut self.primary {
+            d.mandatory = digits;
+        }
+    }
+
+    /// The grouping separator of a decimal digit pattern whose separators are regular.
+    pub(super) fn regular_separator(&self) -> Option<char> {
+        match &self.primary {
+            Primary::Decimal(Decimal {
+                regular: Some((_, c)),
+                ..
+            }) => Some(*c),
+            _ => None,
+        }
     }
 
     /// `value` (an integer) written with this picture.
@@ -100,6 +130,48 @@ impl Picture {
             Primary::Roman { .. } => parse_roman(text),
             Primary::Words(_) => parse_words(text),
             Primary::Decimal(d) => parse_decimal(text, d, self.ordinal),
+        }
+    }
+
+    /// A regular expression (for the `regex` crate, to be matched case-insensitively) for
+    /// the text this picture writes for a non-negative integer: letters, roman numerals,
+    /// number words, or digits of the pattern's family (exactly `width` of them if given),
+    /// with the ordinal suffix if the picture asks for one. As JSONata's, it admits no
+    /// grouping separators.
+    pub(super) fn pattern(&self, width: Option<usize>) -> String {
+        match &self.primary {
+            Primary::Letters { .. } => "[a-z]+".to_string(),
+            Primary::Roman { .. } => "[mdclxvi]+".to_string(),
+            Primary::Words(_) => {
+                let mut words: Vec<&str> = FEW
+                    .iter()
+                    .chain(FEW_ORDINAL.iter())
+                    .chain(TENS.iter())
+                    .chain(TENS_ORDINAL.iter())
+                    .chain(["hundred", "hundredth"].iter())
+                    .copied()
+                    .collect();
+                let magnitudes = MAGNITUDES.iter().map(|m| format!("{m}th|{m}"));
+                // Longer alternatives first, so that a word is not cut short by its prefix
+                // (`seventeen` before `seven`); the overall match backtracks either way.
+                words.sort_by_key(|w| std::cmp::Reverse(w.len()));
+                let alternatives: Vec<String> = magnitudes
+                    .chain(words.into_iter().map(str::to_string))
+                    .collect();
+                format!("(?:{}|and|[-, ])+", alternatives.join("|"))
+            }
+            Primary::Decimal(d) => {
+                let zero = char::from_u32(d.zero).unwrap_or('0');
+                let nine = char::from_u32(d.zero + 9).unwrap_or('9');
+                // Digits are no regex metacharacters.
+                let class = format!("[{zero}-{nine}]");
+                let count = match width {
+                    Some(n) => format!("{{{n}}}"),
+                    None => "+".to_string(),
+                };
+                let suffix = if self.ordinal { "(?:st|nd|rd|th)" } else { "" };
+                format!("{class}{count}{suffix}")
+            }
         }
     }
 }
@@ -164,6 +236,7 @@ fn decimal_pattern(pattern: &str) -> Result<Decimal, PictureError> {
     Ok(Decimal {
         zero,
         mandatory,
+        optional,
         separators,
         regular,
     })

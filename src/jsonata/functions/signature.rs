@@ -17,7 +17,8 @@ use jsonata_rs::{Error, FunctionContext, Value};
 
 use super::{context_value, custom_error};
 
-/// The signatures of the jsonata-rs builtins this module checks (those of JSONata's reference).
+/// The signatures of the jsonata-rs builtins this module checks (those of JSONata's reference),
+/// and of the native functions that replaced such builtins (`$fromMillis`, `$toMillis`).
 const SIGNATURES: &[(&str, &str)] = &[
     ("abs", "<n-:n>"),
     ("append", "<xx:a>"),
