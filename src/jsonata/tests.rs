@@ -632,3 +632,45 @@ fn eval_and_clone() {
     assert!(eval_err("$eval('$error(\"no\")')", &d).starts_with("D3121"));
     assert_eq!(eval("$clone(p)", &d), Some(json!({"w": 2, "h": 3})));
 }
+
+#[test]
+fn date_time_pictures() {
+    let d = json!({"t": 1521801216617i64, "s": "2018-03-27", "n": 5});
+    assert_eq!(
+        eval(
+            "$fromMillis(t, '[FNn], [D1o] [MNn] [Y] [h]:[m01] [P]', '+0100')",
+            &d
+        ),
+        Some(json!("Friday, 23rd March 2018 11:33 am"))
+    );
+    assert_eq!(
+        eval("$toMillis('2018-03-27', '[Y1]-[M01]-[D01]')", &d),
+        Some(json!(1522108800000i64))
+    );
+    // The context value fills the first parameter, as the signatures say.
+    assert_eq!(eval("s.$toMillis()", &d), Some(json!(1522108800000i64)));
+    assert_eq!(
+        eval("t.$fromMillis()", &d),
+        Some(json!("2018-03-23T10:33:36.617Z"))
+    );
+    assert_eq!(
+        eval("$toMillis($fromMillis(t, '[Y0001][M01][D01][H01][m01][s01][f001]'), '[Y0001][M01][D01][H01][m01][s01][f001]')", &d),
+        Some(json!(1521801216617i64))
+    );
+    assert_eq!(eval("$toMillis('nope', '[Y]')", &d), None);
+    assert_eq!(eval("$fromMillis(missing, '[Y]')", &d), None);
+    for (expr, code) in [
+        ("$toMillis(n)", "T0410"),
+        ("$toMillis(s, n)", "T0410"),
+        ("$fromMillis(s)", "T0410"),
+        ("$fromMillis(t, '[Y]', 'é+00')", "T0410"),
+        ("$fromMillis(1e300)", "T0410"),
+        ("$toMillis('2018-02-30')", "D3110"),
+        ("$toMillis('2018-22', '[Y]-[D]')", "D3136"),
+        ("$fromMillis(t, '[Y')", "D3135"),
+        ("$fromMillis(t, '[DN]')", "D3133"),
+    ] {
+        let msg = eval_err(expr, &d);
+        assert!(msg.starts_with(code), "{expr}: {msg}");
+    }
+}
