@@ -1,7 +1,7 @@
-"""Sentences per second of the Embed stage's model code (lucille.embed: tokenizers + candle, in
-Rust) next to sentence-transformers on PyTorch (CPU) running the same all-MiniLM-L6-v2, at 1 and
-2 threads, on the same generated sentences; also the largest difference between the two
-engines' vectors (cosine).
+"""Sentences per second of the Embed stage's model code (lucille.embed: tokenizers and the BERT
+forward pass on gemm, in Rust) next to sentence-transformers on PyTorch (CPU) running the same
+all-MiniLM-L6-v2, at 1 and 2 threads, on the same generated sentences; also the largest
+difference between the two engines' vectors (cosine).
 
     python bench/embed/bench.py [--reference-python PATH] [--sentences N]
 
@@ -103,7 +103,7 @@ def main() -> None:
 
     model = model_folder()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="embed-bench-"))
-    engines = [("lucille Embed (Rust, candle)", sys.executable, "lucille")]
+    engines = [("lucille Embed (Rust)", sys.executable, "lucille")]
     if args.reference_python:
         engines.append(("sentence-transformers (PyTorch CPU)", args.reference_python, "st"))
     # The engines take turns, round after round, and each keeps its best round: on a shared

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::indexer::tantivy::{search as search_index, search_vector, SearchError};
-use crate::stage::embed::shared_embedder;
+use crate::stage::embed::kept_embedder;
 
 use super::convert::value_to_py;
 
@@ -83,7 +83,7 @@ fn embed<'py>(
 ) -> PyResult<Bound<'py, PyArray2<f32>>> {
     let (vectors, dims) = py
         .detach(|| {
-            let embedder = shared_embedder(&model)?;
+            let embedder = kept_embedder(&model)?;
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             embedder
                 .embed(&refs, normalize)

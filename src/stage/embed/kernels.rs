@@ -1,9 +1,7 @@
-//! Fused CPU kernels of the encoder, applied in place on candle tensors (no tensor allocated
-//! per step): bias + erf-GELU, bias + residual + LayerNorm, bias alone. The erf is a rational
-//! approximation in plain arithmetic (no libm call per element), so the loops vectorise; it is
-//! within 1e-6 of libm's erf (tested below).
-
-use candle_core::{CpuStorage, InplaceOp2, InplaceOp3, Layout, Tensor};
+//! CPU kernels of the encoder, applied in place on reused buffers (nothing allocated per
+//! step): the matrix product (`gemm`), bias + erf-GELU, bias + residual + LayerNorm, bias
+//! alone, LayerNorm, softmax. The erf is a rational approximation in plain arithmetic (no libm
+//! call per element), so the loops vectorise; it is within 1e-6 of libm's erf (tested below).
 
 /// erf(x) in single precision: odd rational function of x on [-4, 4] (outside it erf is ±1 to
 /// float precision), the coefficients of Eigen's `generic_fast_erf_float`.
@@ -80,176 +78,130 @@ pub fn add_norm(
     }
 }
 
-/// The f32 slice a contiguous layout covers.
-fn slice<'a>(storage: &'a CpuStorage, layout: &Layout, op: &str) -> candle_core::Result<&'a [f32]> {
-    let (start, end) = layout
-        .contiguous_offsets()
-        .ok_or_else(|| candle_core::Error::Msg(format!("{op}: operand is not contiguous")))?;
-    match storage {
-        CpuStorage::F32(v) => Ok(&v[start..end]),
-        _ => candle_core::bail!("{op}: operand is not f32"),
+/// Where a matrix sits in a buffer: the offset of its first element and its row and column
+/// strides (in elements). Attention reads each head's query, key and value in place this way:
+/// columns of the packed QKV rows, no copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Mat {
+    pub offset: usize,
+    pub rs: usize,
+    pub cs: usize,
+}
+
+impl Mat {
+    /// A contiguous row-major matrix of `cols` columns at `offset`.
+    pub fn rows(offset: usize, cols: usize) -> Self {
+        Mat {
+            offset,
+            rs: cols,
+            cs: 1,
+        }
+    }
+
+    /// Whether a `rows x cols` matrix so placed lies inside a buffer of `len` elements.
+    fn fits(&self, rows: usize, cols: usize, len: usize) -> bool {
+        if rows == 0 || cols == 0 {
+            return self.offset <= len;
+        }
+        let last = (rows - 1)
+            .checked_mul(self.rs)
+            .and_then(|r| {
+                (cols - 1)
+                    .checked_mul(self.cs)
+                    .and_then(|c| r.checked_add(c))
+            })
+            .and_then(|rc| rc.checked_add(self.offset));
+        matches!(last, Some(last) if last < len)
+            && isize::try_from(self.rs).is_ok()
+            && isize::try_from(self.cs).is_ok()
     }
 }
 
-fn slice_mut<'a>(
-    storage: &'a mut CpuStorage,
-    layout: &Layout,
-    op: &str,
-) -> candle_core::Result<&'a mut [f32]> {
-    let (start, end) = layout
-        .contiguous_offsets()
-        .ok_or_else(|| candle_core::Error::Msg(format!("{op}: operand is not contiguous")))?;
-    match storage {
-        CpuStorage::F32(v) => Ok(&mut v[start..end]),
-        _ => candle_core::bail!("{op}: operand is not f32"),
+/// `dst (m x n) = lhs (m x k) . rhs (k x n)`, single-threaded, on the `gemm` crate (candle's
+/// own matrix-product engine, with its AVX-512 / AVX2 / NEON kernels chosen at run time).
+/// Called directly rather than through candle so that products write into buffers reused from
+/// one batch to the next, and read strided operands in place: candle allocates (and the kernel
+/// zeroes) a fresh tensor per product and needs contiguous copies of every attention head.
+/// Every operand is checked to lie inside its slice before the unsafe call.
+pub fn matmul(
+    dst: &mut [f32],
+    d: Mat,
+    lhs: &[f32],
+    l: Mat,
+    rhs: &[f32],
+    r: Mat,
+    (m, k, n): (usize, usize, usize),
+) -> Result<(), String> {
+    if !(d.fits(m, n, dst.len()) && l.fits(m, k, lhs.len()) && r.fits(k, n, rhs.len())) {
+        return Err(format!(
+            "matrix product {m}x{k} . {k}x{n}: an operand lies outside its buffer"
+        ));
     }
-}
-
-/// Checks that `data` is whole rows of `width`.
-fn check_rows(data: &[f32], width: usize, op: &str) -> candle_core::Result<()> {
-    if width == 0 || data.len() % width != 0 {
-        candle_core::bail!("{op}: {} values are not rows of {width}", data.len());
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        for i in 0..m {
+            for j in 0..n {
+                dst[d.offset + i * d.rs + j * d.cs] = 0.0;
+            }
+        }
+        return Ok(());
+    }
+    // SAFETY: the three regions were checked above to lie inside their slices (every element
+    // the product touches is at offset + i*rs + j*cs within the stated sizes, strides fit
+    // isize); `dst` is borrowed mutably, so it cannot overlap `lhs` or `rhs`; `read_dst` is
+    // false, so `dst` is written before it is read.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr().add(d.offset),
+            d.cs as isize,
+            d.rs as isize,
+            false,
+            lhs.as_ptr().add(l.offset),
+            l.cs as isize,
+            l.rs as isize,
+            rhs.as_ptr().add(r.offset),
+            r.cs as isize,
+            r.rs as isize,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
     }
     Ok(())
 }
 
-struct BiasGelu;
-
-impl InplaceOp2 for BiasGelu {
-    fn name(&self) -> &'static str {
-        "bias-gelu"
+/// Softmax of a row in place (max subtracted first, as PyTorch does).
+pub fn softmax(row: &mut [f32]) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0f32;
+    for v in row.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
     }
-    fn cpu_fwd(
-        &self,
-        dst: &mut CpuStorage,
-        dst_l: &Layout,
-        b: &CpuStorage,
-        b_l: &Layout,
-    ) -> candle_core::Result<()> {
-        let bias = slice(b, b_l, "bias-gelu")?;
-        let data = slice_mut(dst, dst_l, "bias-gelu")?;
-        check_rows(data, bias.len(), "bias-gelu")?;
-        bias_gelu(data, bias);
-        Ok(())
+    let inv = 1.0 / sum;
+    for v in row.iter_mut() {
+        *v *= inv;
     }
 }
 
-struct BiasAdd;
-
-impl InplaceOp2 for BiasAdd {
-    fn name(&self) -> &'static str {
-        "bias-add"
-    }
-    fn cpu_fwd(
-        &self,
-        dst: &mut CpuStorage,
-        dst_l: &Layout,
-        b: &CpuStorage,
-        b_l: &Layout,
-    ) -> candle_core::Result<()> {
-        let bias = slice(b, b_l, "bias-add")?;
-        let data = slice_mut(dst, dst_l, "bias-add")?;
-        check_rows(data, bias.len(), "bias-add")?;
-        bias_add(data, bias);
-        Ok(())
-    }
-}
-
-/// Sources: the residual (rows like dst) and the parameters `(3, n)`: bias, gamma, beta.
-struct AddNorm {
-    eps: f32,
-}
-
-impl InplaceOp3 for AddNorm {
-    fn name(&self) -> &'static str {
-        "add-norm"
-    }
-    fn cpu_fwd(
-        &self,
-        dst: &mut CpuStorage,
-        dst_l: &Layout,
-        r: &CpuStorage,
-        r_l: &Layout,
-        p: &CpuStorage,
-        p_l: &Layout,
-    ) -> candle_core::Result<()> {
-        let name = "add-norm";
-        let (residual, params) = (slice(r, r_l, name)?, slice(p, p_l, name)?);
-        let n = params.len() / 3;
-        let data = slice_mut(dst, dst_l, name)?;
-        check_rows(data, n, name)?;
-        if residual.len() != data.len() || params.len() != 3 * n {
-            candle_core::bail!("{name}: operand sizes differ");
+/// `row = LayerNorm(row) . gamma + beta`.
+pub fn layer_norm(data: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    let n = gamma.len();
+    for row in data.chunks_exact_mut(n) {
+        let mean = row.iter().sum::<f32>() / n as f32;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+            *v = (*v - mean) * inv * g + b;
         }
-        let (bias, rest) = params.split_at(n);
-        let (gamma, beta) = rest.split_at(n);
-        add_norm(data, bias, residual, gamma, beta, self.eps);
-        Ok(())
-    }
-}
-
-/// A dense layer's weights: `x · weightᵀ + bias`.
-pub struct Dense {
-    /// `(in, out)`: the transposed weight, made contiguous once at load.
-    weight_t: Tensor,
-    bias: Tensor,
-}
-
-impl Dense {
-    /// From PyTorch's `(out, in)` weight and `(out)` bias.
-    pub fn new(weight: &Tensor, bias: Tensor) -> candle_core::Result<Self> {
-        Ok(Dense {
-            weight_t: weight.t()?.contiguous()?,
-            bias: bias.contiguous()?,
-        })
-    }
-
-    /// `x · Wᵀ + b` (bias added in place).
-    pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = x.matmul(&self.weight_t)?;
-        y.inplace_op2(&self.bias, &BiasAdd)?;
-        Ok(y)
-    }
-
-    /// `gelu(x · Wᵀ + b)` (in place after the product).
-    pub fn forward_gelu(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = x.matmul(&self.weight_t)?;
-        y.inplace_op2(&self.bias, &BiasGelu)?;
-        Ok(y)
-    }
-
-    /// `LayerNorm(x · Wᵀ + b + residual)` (in place after the product).
-    pub fn forward_add_norm(
-        &self,
-        x: &Tensor,
-        residual: &Tensor,
-        norm: &Norm,
-    ) -> candle_core::Result<Tensor> {
-        let y = x.matmul(&self.weight_t)?;
-        let residual = residual.contiguous()?;
-        y.inplace_op3(&residual, &norm.params, &AddNorm { eps: norm.eps })?;
-        Ok(y)
-    }
-}
-
-/// The LayerNorm after a dense layer, with that layer's bias: parameters `(3, n)` (bias,
-/// gamma, beta).
-pub struct Norm {
-    params: Tensor,
-    eps: f32,
-}
-
-impl Norm {
-    pub fn new(
-        dense: &Dense,
-        gamma: &Tensor,
-        beta: &Tensor,
-        eps: f32,
-    ) -> candle_core::Result<Self> {
-        Ok(Norm {
-            params: Tensor::stack(&[&dense.bias, gamma, beta], 0)?.contiguous()?,
-            eps,
-        })
     }
 }
 
@@ -343,19 +295,149 @@ mod tests {
         }
     }
 
+    /// The product by definition, in f64.
+    fn naive(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64> {
+        let mut out = vec![0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                out[i * n + j] = (0..k)
+                    .map(|x| a[i * k + x] as f64 * b[x * n + j] as f64)
+                    .sum();
+            }
+        }
+        out
+    }
+
     #[test]
-    fn the_in_place_ops_check_their_operands() {
-        let d = candle_core::Device::Cpu;
-        let w = Tensor::new(&[[1f32, 0.0], [0.0, 1.0], [1.0, 1.0]], &d).unwrap();
-        let dense = Dense::new(&w, Tensor::new(&[0f32, 1.0, -1.0], &d).unwrap()).unwrap();
-        let x = Tensor::new(&[[1f32, 2.0]], &d).unwrap();
-        let y = dense.forward(&x).unwrap().to_vec2::<f32>().unwrap();
-        assert_eq!(y, vec![vec![1.0, 3.0, 2.0]]);
-        let g = dense.forward_gelu(&x).unwrap().to_vec2::<f32>().unwrap();
-        assert!((g[0][0] - gelu_erf(1.0)).abs() < 1e-7);
-        // A bias that does not divide the rows is an error, not a panic.
-        let bad = Tensor::new(&[1f32, 2.0, 3.0, 4.0], &d).unwrap();
-        let out = x.matmul(&w.t().unwrap()).unwrap();
-        assert!(out.inplace_op2(&bad, &BiasAdd).is_err());
+    fn matmul_matches_the_definition_contiguous_and_strided() {
+        let (m, k, n) = (7usize, 5usize, 3usize);
+        let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.11).cos()).collect();
+        let want = naive(&a, &b, m, k, n);
+        let mut dst = vec![f32::NAN; m * n];
+        matmul(
+            &mut dst,
+            Mat::rows(0, n),
+            &a,
+            Mat::rows(0, k),
+            &b,
+            Mat::rows(0, n),
+            (m, k, n),
+        )
+        .unwrap();
+        for (x, y) in dst.iter().zip(&want) {
+            assert!((*x as f64 - y).abs() < 1e-5, "{x} vs {y}");
+        }
+        // The same product with b stored transposed (read with swapped strides), written into
+        // the middle columns of a wider buffer whose other columns stay untouched.
+        let bt: Vec<f32> = (0..n * k).map(|i| b[(i % k) * n + i / k]).collect();
+        let mut wide = vec![-7f32; m * (n + 4)];
+        let d = Mat {
+            offset: 2,
+            rs: n + 4,
+            cs: 1,
+        };
+        matmul(
+            &mut wide,
+            d,
+            &a,
+            Mat::rows(0, k),
+            &bt,
+            Mat {
+                offset: 0,
+                rs: 1,
+                cs: k,
+            },
+            (m, k, n),
+        )
+        .unwrap();
+        for i in 0..m {
+            for j in 0..n + 4 {
+                let v = wide[i * (n + 4) + j];
+                if (2..2 + n).contains(&j) {
+                    assert!((v as f64 - want[i * n + j - 2]).abs() < 1e-5);
+                } else {
+                    assert_eq!(v, -7.0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn matmul_refuses_operands_outside_their_buffers() {
+        let a = vec![1f32; 6];
+        let mut dst = vec![0f32; 4];
+        // 2x3 . 3x2 needs 6 + 6 + 4; rhs has only 5.
+        let err = matmul(
+            &mut dst,
+            Mat::rows(0, 2),
+            &a,
+            Mat::rows(0, 3),
+            &a[..5],
+            Mat::rows(0, 2),
+            (2, 3, 2),
+        );
+        assert!(err.is_err());
+        let err = matmul(
+            &mut dst,
+            Mat::rows(1, 2),
+            &a,
+            Mat::rows(0, 3),
+            &a,
+            Mat::rows(0, 2),
+            (2, 3, 2),
+        );
+        assert!(err.is_err(), "dst offset past the end");
+        let huge = Mat {
+            offset: 0,
+            rs: usize::MAX / 2,
+            cs: 1,
+        };
+        assert!(matmul(
+            &mut dst,
+            huge,
+            &a,
+            Mat::rows(0, 3),
+            &a,
+            Mat::rows(0, 2),
+            (2, 3, 2)
+        )
+        .is_err());
+        matmul(
+            &mut dst,
+            Mat::rows(0, 2),
+            &a,
+            Mat::rows(0, 3),
+            &a,
+            Mat::rows(0, 2),
+            (2, 3, 2),
+        )
+        .unwrap();
+        assert_eq!(dst, vec![3.0; 4]);
+    }
+
+    #[test]
+    fn softmax_and_layer_norm_match_their_definitions() {
+        let mut row = [1f32, 2.0, 3.0, -1000.0];
+        softmax(&mut row);
+        let e: Vec<f64> = [1f64, 2.0, 3.0].iter().map(|v| v.exp()).collect();
+        let s: f64 = e.iter().sum();
+        for i in 0..3 {
+            assert!((row[i] as f64 - e[i] / s).abs() < 1e-6);
+        }
+        assert_eq!(row[3], 0.0);
+        let mut data = [1f32, 2.0, 4.0];
+        layer_norm(&mut data, &[1.0, 1.0, 2.0], &[0.0, 0.5, 0.0], 1e-12);
+        let mean = 7.0 / 3.0;
+        let sd = ((1.0f64 - mean).powi(2) + (2.0 - mean).powi(2) + (4.0 - mean).powi(2)) / 3.0;
+        let sd = sd.sqrt();
+        let want = [
+            (1.0 - mean) / sd,
+            (2.0 - mean) / sd + 0.5,
+            2.0 * (4.0 - mean) / sd,
+        ];
+        for (x, y) in data.iter().zip(want) {
+            assert!((*x as f64 - y).abs() < 1e-5);
+        }
     }
 }

@@ -20,9 +20,9 @@
 //!
 //! The model is loaded once per folder and shared by every worker; a missing or unreadable
 //! folder is a config error at validation. Documents are embedded in batches: the pipeline
-//! hands the stage up to `batchSize` documents at once (the batch hook), which are sorted by
-//! length and run in groups so little is spent on padding. Matrix products run multithreaded
-//! inside candle; no Python lock is held.
+//! hands the stage up to `batchSize` documents at once (the batch hook), whose token sequences
+//! are packed one after another (no padding) into forward passes, spread over rayon's threads
+//! (`model.rs`); no Python lock is held.
 
 mod kernels;
 mod model;
@@ -45,8 +45,9 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     build,
 };
 
-/// Sequences of one forward pass at most (after sorting by length): bounds the padding.
-const GROUP: usize = 8;
+/// Tokens of one forward pass at most (whole sequences; a longer sequence has a pass of its
+/// own): bounds the buffers each thread keeps (about 15 MB for all-MiniLM-L6-v2).
+const PASS_TOKENS: usize = 1024;
 
 fn spec() -> Spec {
     Spec::stage()
@@ -96,20 +97,40 @@ impl Embedder {
         self.embed_sequences(&sequences, normalize)
     }
 
+    /// Embeds sequences in passes of up to `PASS_TOKENS` tokens, run on rayon's threads
+    /// (`RAYON_NUM_THREADS`) when there are several: each pass is one thread's work, its
+    /// products single-threaded, so threads never wait on each other inside a pass.
     fn embed_sequences(
         &self,
         sequences: &[Sequence],
         normalize: bool,
     ) -> Result<Vec<Vec<f32>>, String> {
-        let mut order: Vec<usize> = (0..sequences.len()).collect();
-        order.sort_by_key(|&i| sequences[i].0.len());
-        let mut out = vec![Vec::new(); sequences.len()];
-        for group in order.chunks(GROUP) {
-            let batch: Vec<Sequence> = group.iter().map(|&i| sequences[i].clone()).collect();
-            let vectors = self.model.embed(&batch, normalize)?;
-            for (&i, v) in group.iter().zip(vectors) {
-                out[i] = v;
+        use rayon::prelude::*;
+        let threads = rayon::current_num_threads().max(1);
+        let total: usize = sequences.iter().map(|(ids, _)| ids.len()).sum();
+        // Enough passes to give every thread work, none over PASS_TOKENS.
+        let target = total.div_ceil(threads).clamp(1, PASS_TOKENS);
+        let mut passes = Vec::new();
+        let (mut start, mut tokens) = (0, 0);
+        for (i, (ids, _)) in sequences.iter().enumerate() {
+            if i > start && tokens + ids.len() > target {
+                passes.push(start..i);
+                (start, tokens) = (i, 0);
             }
+            tokens += ids.len();
+        }
+        if start < sequences.len() {
+            passes.push(start..sequences.len());
+        }
+        let run = |r: &std::ops::Range<usize>| self.model.embed(&sequences[r.clone()], normalize);
+        let results: Vec<Result<Vec<Vec<f32>>, String>> = if threads > 1 && passes.len() > 1 {
+            passes.par_iter().map(run).collect()
+        } else {
+            passes.iter().map(run).collect()
+        };
+        let mut out = Vec::with_capacity(sequences.len());
+        for r in results {
+            out.extend(r?);
         }
         Ok(out)
     }
@@ -149,6 +170,18 @@ pub fn shared_embedder(folder: &Path) -> Result<Arc<Embedder>, String> {
     let embedder = Arc::new(Embedder::load(&key)?);
     map.retain(|_, w| w.strong_count() > 0);
     map.insert(key, Arc::downgrade(&embedder));
+    Ok(embedder)
+}
+
+/// Like `shared_embedder`, and keeps the model of the latest call loaded until another folder is
+/// asked for: for `lucille.embed` and `lucille search --near`, which embed a few texts per
+/// call (a notebook cell, a query) and hold no stage that would keep the model alive; loading
+/// it anew each call cost ~100 ms.
+pub fn kept_embedder(folder: &Path) -> Result<Arc<Embedder>, String> {
+    static LATEST: Mutex<Option<Arc<Embedder>>> = Mutex::new(None);
+    let embedder = shared_embedder(folder)?;
+    let mut latest = LATEST.lock().unwrap_or_else(|e| e.into_inner());
+    *latest = Some(Arc::clone(&embedder));
     Ok(embedder)
 }
 

@@ -1,17 +1,25 @@
-//! The BERT encoder of a sentence-embedding model, run on the CPU with candle: weights read
-//! from `model.safetensors`, sizes from `config.json` (or, without one, from the weights'
-//! shapes), the forward pass of a BERT encoder (word + position + token-type embeddings,
-//! post-norm transformer layers with erf GELU; the fused kernels are in `kernels.rs`), then masked
-//! mean pooling and, optionally, L2
-//! normalisation, as sentence-transformers does for all-MiniLM-L6-v2 and its family.
+//! The BERT encoder of a sentence-embedding model, run on the CPU: weights read from
+//! `model.safetensors` (with candle's loader, any float type), sizes from `config.json` (or,
+//! without one, from the weights' shapes), the forward pass of a BERT encoder (word + position +
+//! token-type embeddings, post-norm transformer layers with erf GELU), then mean pooling over
+//! the tokens and, optionally, L2 normalisation, as sentence-transformers does for
+//! all-MiniLM-L6-v2 and its family.
+//!
+//! The forward pass is written here on `kernels.rs` (the `gemm` crate for the products) rather
+//! than with candle's tensors: the sequences of a pass are packed one after another into one
+//! matrix of real tokens (no padding rows, no attention mask: attention runs per sequence over
+//! its own rows), every buffer is reused from one pass to the next on each thread, and each
+//! attention head is read in place from the packed QKV rows. Profiled on candle, a fresh tensor
+//! per product (pages zeroed by the kernel) and the head split/merge copies were over a quarter
+//! of the time.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
 
-use candle_core::{DType, Device, Tensor, D};
-use candle_nn::{Embedding, LayerNorm, Module};
+use candle_core::{DType, Device, Tensor};
 
-use super::kernels::{Dense, Norm};
+use super::kernels::{add_norm, bias_add, bias_gelu, layer_norm, matmul, softmax, Mat};
 
 /// Sizes of the encoder.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,9 +107,74 @@ impl BertConfig {
     }
 }
 
+/// A dense layer: `x . weight^T + bias`, the weight kept transposed (`in x out`, row-major).
+struct Dense {
+    weight_t: Vec<f32>,
+    bias: Vec<f32>,
+    inputs: usize,
+    outputs: usize,
+}
+
+impl Dense {
+    /// From PyTorch's `(out, in)` weight and `(out)` bias.
+    fn new(weight: &Tensor, bias: &Tensor) -> candle_core::Result<Self> {
+        let (outputs, inputs) = weight.dims2()?;
+        let bias = bias.flatten_all()?.to_vec1::<f32>()?;
+        if bias.len() != outputs {
+            candle_core::bail!("bias of {} for {outputs} outputs", bias.len());
+        }
+        Ok(Dense {
+            weight_t: weight.t()?.contiguous()?.flatten_all()?.to_vec1::<f32>()?,
+            bias,
+            inputs,
+            outputs,
+        })
+    }
+
+    /// `out (rows x outputs) = x (rows x inputs) . W^T`, bias not added.
+    fn product(&self, out: &mut [f32], x: &[f32], rows: usize) -> Result<(), String> {
+        matmul(
+            out,
+            Mat::rows(0, self.outputs),
+            x,
+            Mat::rows(0, self.inputs),
+            &self.weight_t,
+            Mat::rows(0, self.outputs),
+            (rows, self.inputs, self.outputs),
+        )
+    }
+}
+
+/// LayerNorm parameters.
+struct Norm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+}
+
+impl Norm {
+    fn new(gamma: &Tensor, beta: &Tensor, width: usize) -> Result<Self, String> {
+        let gamma = gamma
+            .flatten_all()
+            .and_then(|t| t.to_vec1::<f32>())
+            .map_err(err)?;
+        let beta = beta
+            .flatten_all()
+            .and_then(|t| t.to_vec1::<f32>())
+            .map_err(err)?;
+        if gamma.len() != width || beta.len() != width {
+            return Err(format!(
+                "a LayerNorm of {} / {} parameters in a model of width {width}",
+                gamma.len(),
+                beta.len()
+            ));
+        }
+        Ok(Norm { gamma, beta })
+    }
+}
+
 /// One transformer layer. The query, key and value projections are one dense layer of
 /// `3 * hidden` outputs (one matrix product), with the query rows pre-scaled by
-/// 1/sqrt(head size); each LayerNorm is fused with the bias and residual before it.
+/// 1/sqrt(head size).
 struct Layer {
     qkv: Dense,
     attention_out: Dense,
@@ -111,20 +184,76 @@ struct Layer {
     output_norm: Norm,
 }
 
+/// An embedding table: `rows x width`, row-major.
+struct Table {
+    data: Vec<f32>,
+    rows: usize,
+}
+
+impl Table {
+    fn new(t: &Tensor, width: usize, name: &str) -> Result<Self, String> {
+        let (rows, w) = t.dims2().map_err(|e| format!("{name}: {e}"))?;
+        if w != width {
+            return Err(format!(
+                "{name} has rows of {w}, the model's width is {width}"
+            ));
+        }
+        let data = t
+            .flatten_all()
+            .and_then(|t| t.to_vec1::<f32>())
+            .map_err(err)?;
+        Ok(Table { data, rows })
+    }
+
+    /// Row `i`, or an error naming the table when the id is out of range.
+    fn row(&self, i: usize, width: usize, what: &str) -> Result<&[f32], String> {
+        if i >= self.rows {
+            return Err(format!(
+                "{what} {i} is outside the model's table of {}",
+                self.rows
+            ));
+        }
+        Ok(&self.data[i * width..(i + 1) * width])
+    }
+}
+
 /// A loaded encoder; shared (read-only) by every worker's stage instance.
 pub struct BertModel {
     pub config: BertConfig,
-    word: Embedding,
-    position: Embedding,
-    token_type: Option<Embedding>,
-    embedding_norm: LayerNorm,
+    word: Table,
+    position: Table,
+    token_type: Option<Table>,
+    embedding_norm: Norm,
     layers: Vec<Layer>,
-    device: Device,
+    eps: f32,
 }
 
 /// Candle errors as text (the stage reports them with the document id).
 fn err(e: candle_core::Error) -> String {
     e.to_string()
+}
+
+/// The buffers of one forward pass, kept per thread and reused: grown to the largest pass seen.
+#[derive(Default)]
+struct Scratch {
+    x: Vec<f32>,
+    qkv: Vec<f32>,
+    context: Vec<f32>,
+    attended: Vec<f32>,
+    inner: Vec<f32>,
+    scores: Vec<f32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// The first `n` values of a reused buffer (grown when shorter).
+fn take(buf: &mut Vec<f32>, n: usize) -> &mut [f32] {
+    if buf.len() < n {
+        buf.resize(n, 0.0);
+    }
+    &mut buf[..n]
 }
 
 impl BertModel {
@@ -158,34 +287,35 @@ impl BertModel {
         };
         let config = BertConfig::read(config_text.as_deref(), &weights)?;
         let hidden = config.hidden_size;
-        let eps = config.layer_norm_eps;
         let get = |name: &str| -> Result<Tensor, String> {
             weights
                 .get(name)
                 .cloned()
                 .ok_or_else(|| format!("the weights have no {name:?}"))
         };
+        let checked = |d: Dense, name: &str, inputs: usize, outputs: usize| {
+            if d.inputs == inputs && d.outputs == outputs {
+                Ok(d)
+            } else {
+                Err(format!(
+                    "{name} is {}x{}, expected {outputs}x{inputs}",
+                    d.outputs, d.inputs
+                ))
+            }
+        };
         let dense = |prefix: &str| -> Result<Dense, String> {
             Dense::new(
                 &get(&format!("{prefix}.weight"))?,
-                get(&format!("{prefix}.bias"))?,
+                &get(&format!("{prefix}.bias"))?,
             )
-            .map_err(err)
+            .map_err(|e| format!("{prefix}: {e}"))
         };
         // Old checkpoints name the LayerNorm parameters gamma / beta.
-        let norm_params = |prefix: &str| -> Result<(Tensor, Tensor), String> {
+        let norm = |prefix: &str| -> Result<Norm, String> {
             let w =
                 get(&format!("{prefix}.weight")).or_else(|_| get(&format!("{prefix}.gamma")))?;
             let b = get(&format!("{prefix}.bias")).or_else(|_| get(&format!("{prefix}.beta")))?;
-            Ok((w, b))
-        };
-        let norm = |prefix: &str| -> Result<LayerNorm, String> {
-            let (w, b) = norm_params(prefix)?;
-            Ok(LayerNorm::new(w, b, eps))
-        };
-        let fused_norm = |after: &Dense, prefix: &str| -> Result<Norm, String> {
-            let (w, b) = norm_params(prefix)?;
-            Norm::new(after, &w, &b, eps as f32).map_err(err)
+            Norm::new(&w, &b, hidden).map_err(|e| format!("{prefix}: {e}"))
         };
         let scale = 1.0 / ((hidden / config.num_heads) as f64).sqrt();
         let mut layers = Vec::with_capacity(config.num_layers);
@@ -210,35 +340,51 @@ impl BertModel {
                 0,
             )
             .map_err(err)?;
-            let attention_out = dense(&format!("{p}.attention.output.dense"))?;
-            let output = dense(&format!("{p}.output.dense"))?;
+            let qkv = Dense::new(&qkv_weight, &qkv_bias).map_err(err)?;
+            let intermediate = dense(&format!("{p}.intermediate.dense"))?;
+            let inner = intermediate.outputs;
             layers.push(Layer {
-                qkv: Dense::new(&qkv_weight, qkv_bias).map_err(err)?,
-                attention_norm: fused_norm(
-                    &attention_out,
-                    &format!("{p}.attention.output.LayerNorm"),
+                qkv: checked(qkv, &format!("{p}.attention.self"), hidden, 3 * hidden)?,
+                attention_out: checked(
+                    dense(&format!("{p}.attention.output.dense"))?,
+                    &format!("{p}.attention.output.dense"),
+                    hidden,
+                    hidden,
                 )?,
-                attention_out,
-                intermediate: dense(&format!("{p}.intermediate.dense"))?,
-                output_norm: fused_norm(&output, &format!("{p}.output.LayerNorm"))?,
-                output,
+                attention_norm: norm(&format!("{p}.attention.output.LayerNorm"))?,
+                intermediate: checked(
+                    intermediate,
+                    &format!("{p}.intermediate.dense"),
+                    hidden,
+                    inner,
+                )?,
+                output: checked(
+                    dense(&format!("{p}.output.dense"))?,
+                    &format!("{p}.output.dense"),
+                    inner,
+                    hidden,
+                )?,
+                output_norm: norm(&format!("{p}.output.LayerNorm"))?,
             });
         }
+        let table = |name: &str| -> Result<Table, String> { Table::new(&get(name)?, hidden, name) };
         Ok(BertModel {
-            word: Embedding::new(get("embeddings.word_embeddings.weight")?, hidden),
-            position: Embedding::new(get("embeddings.position_embeddings.weight")?, hidden),
-            token_type: get("embeddings.token_type_embeddings.weight")
-                .ok()
-                .map(|t| Embedding::new(t, hidden)),
+            word: table("embeddings.word_embeddings.weight")?,
+            position: table("embeddings.position_embeddings.weight")?,
+            token_type: match get("embeddings.token_type_embeddings.weight") {
+                Ok(_) => Some(table("embeddings.token_type_embeddings.weight")?),
+                Err(_) => None,
+            },
             embedding_norm: norm("embeddings.LayerNorm")?,
             layers,
+            eps: config.layer_norm_eps as f32,
             config,
-            device,
         })
     }
 
-    /// Embeds a batch of token sequences (each at most `max_positions` long): one pooled vector
-    /// per sequence, L2-normalised when `normalize`.
+    /// Embeds token sequences (each at most `max_positions` long) in one forward pass: one
+    /// pooled vector per sequence, L2-normalised when `normalize`. The pass holds every token
+    /// of `sequences` at once; callers bound it (the Embed stage packs up to `PASS_TOKENS`).
     pub fn embed(
         &self,
         sequences: &[(Vec<u32>, Vec<u32>)],
@@ -247,110 +393,162 @@ impl BertModel {
         if sequences.is_empty() {
             return Ok(Vec::new());
         }
-        let batch = sequences.len();
-        let len = sequences
-            .iter()
-            .map(|(ids, _)| ids.len())
-            .max()
-            .unwrap_or(0)
-            .max(1);
-        if len > self.config.max_positions {
-            return Err(format!(
-                "a sequence of {len} tokens is longer than the model's {} positions",
-                self.config.max_positions
-            ));
-        }
-        let mut ids = vec![0u32; batch * len];
-        let mut types = vec![0u32; batch * len];
-        let mut mask = vec![0f32; batch * len];
-        for (row, (seq_ids, seq_types)) in sequences.iter().enumerate() {
-            let start = row * len;
-            ids[start..start + seq_ids.len()].copy_from_slice(seq_ids);
-            for (j, t) in seq_types.iter().enumerate().take(seq_ids.len()) {
-                types[start + j] = *t;
-            }
-            for m in &mut mask[start..start + seq_ids.len()] {
-                *m = 1.0;
+        for (ids, _) in sequences {
+            if ids.len() > self.config.max_positions {
+                return Err(format!(
+                    "a sequence of {} tokens is longer than the model's {} positions",
+                    ids.len(),
+                    self.config.max_positions
+                ));
             }
         }
-        let d = &self.device;
-        let ids = Tensor::from_vec(ids, (batch, len), d).map_err(err)?;
-        let types = Tensor::from_vec(types, (batch, len), d).map_err(err)?;
-        let mask = Tensor::from_vec(mask, (batch, len), d).map_err(err)?;
-        let pooled = self.forward(&ids, &types, &mask).map_err(err)?;
-        let pooled = if normalize {
-            let norm = pooled
-                .sqr()
-                .and_then(|t| t.sum_keepdim(1))
-                .and_then(|t| t.sqrt())
-                .and_then(|t| t.clamp(1e-12f32, f32::MAX))
-                .map_err(err)?;
-            pooled.broadcast_div(&norm).map_err(err)?
-        } else {
-            pooled
-        };
-        pooled.to_vec2::<f32>().map_err(err)
+        SCRATCH.with(|s| {
+            let mut scratch = s.borrow_mut();
+            self.forward(sequences, normalize, &mut scratch)
+        })
     }
 
-    /// The encoder and masked mean pooling: `(batch, hidden)`. Tokens are kept as one
-    /// `(batch * len, hidden)` matrix between the attention steps, so every dense layer is one
-    /// large matrix product rather than one per sequence.
-    fn forward(&self, ids: &Tensor, types: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
-        let (batch, len) = ids.dims2()?;
-        let hidden = self.config.hidden_size;
-        let positions = Tensor::arange(0u32, len as u32, &self.device)?;
-        let mut x = self
-            .word
-            .forward(ids)?
-            .broadcast_add(&self.position.forward(&positions)?)?;
-        if let Some(token_type) = &self.token_type {
-            x = x.add(&token_type.forward(types)?)?;
-        }
-        let mut x = self
-            .embedding_norm
-            .forward(&x.reshape((batch * len, hidden))?)?;
-        // 0 where a token is real, a large negative number on padding: added to the scores,
-        // only when the batch has padding.
-        let padded = len > 1 && mask.min_all()?.to_scalar::<f32>()? < 0.5;
-        let bias = if padded {
-            Some(((mask - 1.0)? * 1e9)?.reshape((batch, 1, 1, len))?)
-        } else {
-            None
-        };
-        let heads = self.config.num_heads;
-        let head_dim = hidden / heads;
-        for layer in &self.layers {
-            // (batch * len, 3 * hidden) -> (3, batch, heads, len, head_dim)
-            let qkv = layer
-                .qkv
-                .forward(&x)?
-                .reshape((batch, len, 3, heads, head_dim))?
-                .permute((2, 0, 3, 1, 4))?
-                .contiguous()?;
-            let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
-            let mut scores = q.matmul(&k.t()?)?;
-            if let Some(bias) = &bias {
-                scores = scores.broadcast_add(bias)?;
+    /// The encoder, mean pooling and normalisation over packed sequences.
+    fn forward(
+        &self,
+        sequences: &[(Vec<u32>, Vec<u32>)],
+        normalize: bool,
+        s: &mut Scratch,
+    ) -> Result<Vec<Vec<f32>>, String> {
+        let h = self.config.hidden_size;
+        // An empty sequence (no tokens at all; the tokenizer always adds its special tokens, so
+        // only a hand-made one) has no rows and pools to a zero vector.
+        let lens: Vec<usize> = sequences.iter().map(|(ids, _)| ids.len()).collect();
+        let tokens: usize = lens.iter().sum();
+        let x = take(&mut s.x, tokens * h);
+        let mut rows = x.chunks_exact_mut(h);
+        for (ids, types) in sequences {
+            for (t, (&id, out)) in ids.iter().zip(rows.by_ref()).enumerate() {
+                out.copy_from_slice(self.word.row(id as usize, h, "token id")?);
+                for (o, p) in out.iter_mut().zip(self.position.row(t, h, "position")?) {
+                    *o += p;
+                }
+                if let Some(table) = &self.token_type {
+                    let ty = types.get(t).copied().unwrap_or(0) as usize;
+                    for (o, p) in out.iter_mut().zip(table.row(ty, h, "token type")?) {
+                        *o += p;
+                    }
+                }
             }
-            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = probs
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .contiguous()?
-                .reshape((batch * len, hidden))?;
-            let attended =
-                layer
-                    .attention_out
-                    .forward_add_norm(&context, &x, &layer.attention_norm)?;
-            let inner = layer.intermediate.forward_gelu(&attended)?;
-            x = layer
-                .output
-                .forward_add_norm(&inner, &attended, &layer.output_norm)?;
         }
-        let x = x.reshape((batch, len, hidden))?;
-        let mask3 = mask.unsqueeze(D::Minus1)?;
-        let summed = x.broadcast_mul(&mask3)?.sum(1)?;
-        let counts = mask.sum_keepdim(1)?.clamp(1e-9f32, f32::MAX)?;
-        summed.broadcast_div(&counts)
+        layer_norm(
+            x,
+            &self.embedding_norm.gamma,
+            &self.embedding_norm.beta,
+            self.eps,
+        );
+        for layer in &self.layers {
+            self.layer(layer, &lens, tokens, s)?;
+        }
+        let x = &s.x[..tokens * h];
+        let mut out = Vec::with_capacity(sequences.len());
+        let mut start = 0;
+        for &len in &lens {
+            let mut v = vec![0f32; h];
+            for r in start..start + len {
+                for (o, a) in v.iter_mut().zip(&x[r * h..(r + 1) * h]) {
+                    *o += a;
+                }
+            }
+            let inv = 1.0 / len.max(1) as f32;
+            v.iter_mut().for_each(|o| *o *= inv);
+            if normalize {
+                let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-12);
+                v.iter_mut().for_each(|o| *o /= norm);
+            }
+            out.push(v);
+            start += len;
+        }
+        Ok(out)
+    }
+
+    /// One transformer layer over the packed tokens in `s.x` (replaced by the layer's output).
+    fn layer(
+        &self,
+        layer: &Layer,
+        lens: &[usize],
+        tokens: usize,
+        s: &mut Scratch,
+    ) -> Result<(), String> {
+        let h = self.config.hidden_size;
+        let heads = self.config.num_heads;
+        let hd = h / heads;
+        let inner_width = layer.intermediate.outputs;
+        let x = &s.x[..tokens * h];
+        let qkv = take(&mut s.qkv, tokens * 3 * h);
+        layer.qkv.product(qkv, x, tokens)?;
+        bias_add(qkv, &layer.qkv.bias);
+        // Attention, per sequence and head, reading Q, K and V in place from the QKV rows and
+        // writing each head's context into its columns of the context rows.
+        let context = take(&mut s.context, tokens * h);
+        let mut start = 0;
+        for &len in lens {
+            let scores = take(&mut s.scores, len * len);
+            for head in 0..heads {
+                let q = Mat {
+                    offset: start * 3 * h + head * hd,
+                    rs: 3 * h,
+                    cs: 1,
+                };
+                // K transposed: element (i, j) is K[j][i].
+                let kt = Mat {
+                    offset: start * 3 * h + h + head * hd,
+                    rs: 1,
+                    cs: 3 * h,
+                };
+                let v = Mat {
+                    offset: start * 3 * h + 2 * h + head * hd,
+                    rs: 3 * h,
+                    cs: 1,
+                };
+                matmul(scores, Mat::rows(0, len), qkv, q, qkv, kt, (len, hd, len))?;
+                scores.chunks_exact_mut(len).for_each(softmax);
+                let out = Mat {
+                    offset: start * h + head * hd,
+                    rs: h,
+                    cs: 1,
+                };
+                matmul(
+                    context,
+                    out,
+                    scores,
+                    Mat::rows(0, len),
+                    qkv,
+                    v,
+                    (len, len, hd),
+                )?;
+            }
+            start += len;
+        }
+        let attended = take(&mut s.attended, tokens * h);
+        layer.attention_out.product(attended, context, tokens)?;
+        add_norm(
+            attended,
+            &layer.attention_out.bias,
+            x,
+            &layer.attention_norm.gamma,
+            &layer.attention_norm.beta,
+            self.eps,
+        );
+        let inner = take(&mut s.inner, tokens * inner_width);
+        layer.intermediate.product(inner, attended, tokens)?;
+        bias_gelu(inner, &layer.intermediate.bias);
+        // The layer's output goes into the context buffer (no longer needed), then becomes x.
+        layer.output.product(context, inner, tokens)?;
+        add_norm(
+            context,
+            &layer.output.bias,
+            attended,
+            &layer.output_norm.gamma,
+            &layer.output_norm.beta,
+            self.eps,
+        );
+        std::mem::swap(&mut s.x, &mut s.context);
+        Ok(())
     }
 }

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use candle_core::{Device, Tensor};
 use serde_json::json;
@@ -257,4 +258,19 @@ fn all_minilm_gives_unit_vectors_of_384_that_rank_paraphrases_first() {
     // A text past 256 tokens is truncated, not failed.
     let long = "word ".repeat(2000);
     assert_eq!(embed(&mut stage, &long).len(), 384);
+}
+
+#[test]
+fn the_kept_model_stays_loaded_between_calls_until_another_is_asked_for() {
+    let a = tiny_model(true);
+    let b = tiny_model(true);
+    let first = Arc::downgrade(&super::kept_embedder(&a).unwrap());
+    // Nothing holds the model now but the keep: the next call gets the same one, not a reload.
+    assert!(first.upgrade().is_some());
+    let again = super::kept_embedder(&a).unwrap();
+    assert!(Arc::ptr_eq(&again, &first.upgrade().unwrap()));
+    drop(again);
+    // Asking for another folder releases the first (a stage-less caller keeps one model).
+    let _other = super::kept_embedder(&b).unwrap();
+    assert!(first.upgrade().is_none());
 }
