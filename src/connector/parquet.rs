@@ -5,9 +5,18 @@
 //!
 //! Keys as Lucille's: `pathToStorage`, `idField`, `fsUri`, `limit` (rows published in all,
 //! across files, FAILed rows included; absent or negative: no limit), `start` (rows skipped at the beginning of each file;
-//! whole row groups are skipped without being read), `s3Key` / `s3Secret`. Local files only:
-//! `fsUri` must be `file:///` (or absent), and an S3 `fsUri` or S3 credentials are a config error
-//! saying so. As Lucille: files not named `*.parquet` are passed over, the id column must be in
+//! whole row groups are skipped without being read), `s3Key` / `s3Secret`.
+//!
+//! Where the files are: `fsUri` `file:///` (or absent) reads local files; `s3://` or `s3a://`
+//! reads an S3 bucket (through the FileConnector's object storage: `object_store`, listing
+//! paged, each file spooled to an unlinked temporary file, as Parquet readers seek). With
+//! `fsUri: "s3://"` the first segment of `pathToStorage` is the bucket (`bucket/folder`), with
+//! `fsUri: "s3://bucket"` all of it is the key prefix; `pathToStorage` may also be a whole
+//! `s3://bucket/prefix` URL. `s3Key` / `s3Secret` are the access key (both or neither; without
+//! them the AWS environment and credential chain are used); region and endpoint come from the
+//! AWS environment (`AWS_REGION`, `AWS_ENDPOINT_URL`, as the AWS SDKs read them). Other file
+//! systems (`hdfs://`, ...) are a config error; S3 keys with local files are a warning (Lucille
+//! ignores them there). As Lucille: files not named `*.parquet` are passed over, the id column must be in
 //! the file's schema, the id column is not kept as a field, nulls are left out.
 //!
 //! Values (the parquet crate's row API, no Arrow): integers and floats as numbers, DECIMAL as in
@@ -34,6 +43,9 @@ use parquet::record::{Field, Row};
 use serde_json::{Map, Value};
 
 use super::database::value;
+use super::file::storage::cloud_config::{parse_url, ObjectUrl, S3Options, DEFAULT_PAGE_SIZE};
+use super::file::storage::object::{CloudRuntime, ObjectStorage};
+use super::file::storage::{Listed, Storage};
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
@@ -58,9 +70,19 @@ fn spec() -> Spec {
         .optional("start", Kind::Integer)
 }
 
+/// Where the Parquet files are.
+enum Source {
+    Local(PathBuf),
+    /// An S3 bucket and key prefix.
+    S3 {
+        storage: ObjectStorage,
+        prefix: String,
+    },
+}
+
 struct ParquetConnector {
     common: Common,
-    path: PathBuf,
+    source: Source,
     id_field: String,
     limit: Option<u64>,
     start: u64,
@@ -73,29 +95,73 @@ fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>
 /// Reads and checks the config, every problem at once.
 fn new(config: &ComponentConfig, common: &Common) -> Result<ParquetConnector, ConfigError> {
     let mut problems = Vec::new();
-    let local = "only local files are read (fsUri \"file:///\"); S3 and other file systems are not supported by this ParquetConnector";
-    if let Some(uri) = config.string("fsUri")? {
-        let lower = uri.to_ascii_lowercase();
-        if !(lower == "file:" || lower.starts_with("file:/")) {
-            problems.push(config.error("fsUri", format!("{uri:?}: {local}")));
-        }
-    }
-    for key in ["s3Key", "s3Secret"] {
-        if config.has(key) {
-            problems.push(config.error(key, local));
-        }
-    }
     let raw = config.require_string("pathToStorage")?;
-    let path_text = raw
-        .strip_prefix("file://")
-        .map_or(raw.as_str(), |rest| rest);
-    if path_text.trim().is_empty() {
-        problems.push(config.error("pathToStorage", "must not be empty"));
+    let fs_uri = config.string("fsUri")?;
+    let key = config.string("s3Key")?;
+    let secret = config.string("s3Secret")?;
+    if key.is_some() != secret.is_some() {
+        let missing = if key.is_some() { "s3Secret" } else { "s3Key" };
+        problems.push(config.error(
+            missing,
+            "s3Key and s3Secret go together: give both, or neither to use the AWS environment",
+        ));
     }
-    if raw.to_ascii_lowercase().starts_with("s3://")
-        || raw.to_ascii_lowercase().starts_with("s3a://")
-    {
-        problems.push(config.error("pathToStorage", local));
+    let s3_scheme = |u: &str| {
+        let l = u.to_ascii_lowercase();
+        l.starts_with("s3://") || l.starts_with("s3a://")
+    };
+    let uri = fs_uri.as_deref().unwrap_or("file:///");
+    let lower = uri.to_ascii_lowercase();
+    let mut source = None;
+    if s3_scheme(uri) || (fs_uri.is_none() && s3_scheme(&raw)) {
+        match s3_url(uri, &raw) {
+            Ok(url) => {
+                let options = S3Options {
+                    access_key_id: key.clone(),
+                    secret_access_key: secret.clone(),
+                    region: None,
+                    endpoint: None,
+                    page_size: DEFAULT_PAGE_SIZE,
+                };
+                let runtime = Arc::new(CloudRuntime::default());
+                match ObjectStorage::s3(&url, &options, runtime) {
+                    Ok(storage) => {
+                        source = Some(Source::S3 {
+                            storage,
+                            prefix: url.prefix.clone(),
+                        })
+                    }
+                    Err(e) => problems.push(config.error("fsUri", format!("S3: {e}"))),
+                }
+            }
+            Err(m) => problems.push(config.error("pathToStorage", m)),
+        }
+    } else if lower == "file:" || lower.starts_with("file:/") {
+        if s3_scheme(&raw) {
+            problems.push(config.error(
+                "pathToStorage",
+                format!("{raw:?} is an S3 URL but fsUri is {uri:?}: set fsUri to \"s3://\""),
+            ));
+        }
+        let path_text = raw.strip_prefix("file://").unwrap_or(&raw);
+        if path_text.trim().is_empty() {
+            problems.push(config.error("pathToStorage", "must not be empty"));
+        }
+        if key.is_some() {
+            tracing::warn!(
+                "{}: s3Key / s3Secret are used only with an s3:// fsUri; fsUri is {uri:?}",
+                config.path()
+            );
+        }
+        source = Some(Source::Local(config.resolve_path(path_text)));
+    } else {
+        problems.push(config.error(
+            "fsUri",
+            format!(
+                "{uri:?}: the file systems read are local files (\"file:///\") and S3 \
+                 (\"s3://\" or \"s3://bucket\")"
+            ),
+        ));
     }
     let id_field = config.require_string("idField")?;
     if id_field.trim().is_empty() {
@@ -117,13 +183,50 @@ fn new(config: &ComponentConfig, common: &Common) -> Result<ParquetConnector, Co
             format!("ParquetConnector: {}", text.join("; ")),
         ));
     }
+    let Some(source) = source else {
+        return Err(ConfigError::new(
+            config.path(),
+            "ParquetConnector: no source".to_string(),
+        ));
+    };
     Ok(ParquetConnector {
         common: common.clone(),
-        path: config.resolve_path(path_text),
+        source,
         id_field,
         limit,
         start,
     })
+}
+
+/// The bucket and prefix of an S3 source: `fsUri` `s3://` with `pathToStorage`
+/// `bucket/prefix`, `fsUri` `s3://bucket[/base]` with `pathToStorage` a prefix under it, or
+/// `pathToStorage` a whole `s3://bucket/prefix` URL.
+fn s3_url(fs_uri: &str, path: &str) -> Result<ObjectUrl, String> {
+    let lower = path.to_ascii_lowercase();
+    let text = if lower.starts_with("s3://") || lower.starts_with("s3a://") {
+        path.to_string()
+    } else {
+        let (scheme, rest) = fs_uri.split_once("://").unwrap_or(("s3", ""));
+        let base = rest.trim_matches('/');
+        let tail = path.trim_start_matches('/');
+        if base.is_empty() {
+            format!("{scheme}://{tail}")
+        } else {
+            format!("{scheme}://{base}/{tail}")
+        }
+    };
+    // `s3a://` is Hadoop's name for the same store.
+    let text = match text.get(..6) {
+        Some(head) if head.eq_ignore_ascii_case("s3a://") => format!("s3://{}", &text[6..]),
+        _ => text,
+    };
+    match parse_url(&text) {
+        Ok(Some(url)) => Ok(url),
+        Ok(None) => Err(format!("{text:?} is not an S3 URL")),
+        Err(m) => Err(format!(
+            "{m} (with fsUri \"s3://\", pathToStorage starts with the bucket: \"bucket/folder\")"
+        )),
+    }
 }
 
 /// A row that cannot become a document, or a document.
@@ -398,25 +501,48 @@ impl ParquetConnector {
             ConnectorError::new(format!("ParquetConnector {:?}: {m}", self.common.name))
         };
         let mut count = 0u64;
-        for path in files(&self.path).map_err(err)? {
+        // (shown name, local file or listed object), in name order.
+        let found: Vec<(String, Option<Listed>, PathBuf)> = match &self.source {
+            Source::Local(root) => files(root)
+                .map_err(err)?
+                .into_iter()
+                .map(|p| (p.display().to_string(), None, p))
+                .collect(),
+            Source::S3 { storage, prefix } => {
+                let mut listed = storage.list(prefix).map_err(|e| err(e.to_string()))?;
+                // As Lucille: only names ending in "parquet".
+                listed.retain(|l| l.locator.ends_with("parquet"));
+                listed.sort_by(|a, b| a.locator.cmp(&b.locator));
+                listed
+                    .into_iter()
+                    .map(|l| (l.path.clone(), Some(l), PathBuf::new()))
+                    .collect()
+            }
+        };
+        for (name, object, path) in found {
             if self.limit.is_some_and(|l| count >= l) {
                 break;
             }
+            let file = match (&self.source, &object) {
+                (Source::S3 { storage, .. }, Some(listed)) => storage.open_seekable(listed),
+                _ => File::open(&path),
+            }
+            .map_err(|e| err(format!("cannot read {name}: {e}")))?;
             // The parquet crate panics on a few malformed inputs: a panic is this file's error.
-            let r = catch_unwind(AssertUnwindSafe(|| self.read_file(&path, &mut count, emit)));
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                self.read_file(file, &name, &mut count, emit)
+            }));
             match r {
                 Ok(Ok(())) => {}
                 Ok(Err(FileError::Publish(e))) => return Err(e),
-                Ok(Err(FileError::Read(m))) => {
-                    return Err(err(format!("cannot read {}: {m}", path.display())))
-                }
+                Ok(Err(FileError::Read(m))) => return Err(err(format!("cannot read {name}: {m}"))),
                 Err(panic) => {
                     let m = panic
                         .downcast_ref::<String>()
                         .cloned()
                         .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                         .unwrap_or_else(|| "the Parquet reader failed".into());
-                    return Err(err(format!("cannot read {}: {m}", path.display())));
+                    return Err(err(format!("cannot read {name}: {m}")));
                 }
             }
         }
@@ -425,11 +551,11 @@ impl ParquetConnector {
 
     fn read_file(
         &self,
-        path: &Path,
+        file: File,
+        path: &str,
         count: &mut u64,
         emit: &mut dyn FnMut(Out) -> Result<(), ConnectorError>,
     ) -> Result<(), FileError> {
-        let file = File::open(path).map_err(|e| FileError::Read(e.to_string()))?;
         let reader = SerializedFileReader::new(file).map_err(|e| FileError::Read(e.to_string()))?;
         let leaves = leaves(&reader).map_err(FileError::Read)?;
         let schema = reader.metadata().file_metadata().schema_descr();
@@ -489,17 +615,15 @@ impl ParquetConnector {
     fn document(
         &self,
         row: &Row,
-        path: &Path,
+        path: &str,
         row_number: u64,
         leaves: &HashMap<String, Leaf>,
     ) -> Result<Out, FileError> {
         let fields = object(row, "", leaves)
             .map_err(|e| FileError::Read(format!("row {row_number}: {e}")))?;
-        let where_ = || format!("{} row {row_number}", path.display());
+        let where_ = || format!("{path} row {row_number}");
         let Some(id) = fields.get(&self.id_field).and_then(id_text) else {
-            let id = self
-                .common
-                .doc_id(&format!("{}:row-{row_number}", path.display()));
+            let id = self.common.doc_id(&format!("{path}:row-{row_number}"));
             return Ok(Out::Failed {
                 id,
                 reason: format!("{}: idField {:?} has no usable id", where_(), self.id_field),
@@ -837,17 +961,38 @@ mod tests {
         assert!(err.contains("missing.parquet"), "{err}");
 
         let err = match connector(json!({"pathToStorage": "/data", "idField": "id",
-            "fsUri": "s3a://bucket", "s3Key": "k", "s3Secret": "s", "start": -1}))
+            "fsUri": "hdfs://namenode", "s3Key": "k", "start": -1}))
         {
             Err(e) => e.to_string(),
-            Ok(_) => panic!("accepted S3"),
+            Ok(_) => panic!("accepted HDFS"),
         };
         assert!(
-            err.contains("fsUri") && err.contains("S3") && err.contains("s3Key"),
+            err.contains("fsUri") && err.contains("\"hdfs://namenode\"") && err.contains("s3://"),
+            "{err}"
+        );
+        assert!(
+            err.contains("s3Secret: s3Key and s3Secret go together"),
             "{err}"
         );
         assert!(err.contains("start: must not be negative"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn s3_sources_name_their_bucket_as_lucille_does() {
+        let at = |fs: &str, p: &str| s3_url(fs, p).map(|u| (u.bucket, u.prefix));
+        assert_eq!(
+            at("s3://", "bucket/parquet-stuff"),
+            Ok(("bucket".into(), "parquet-stuff".into()))
+        );
+        assert_eq!(at("s3a://b", "/x/y"), Ok(("b".into(), "x/y".into())));
+        assert_eq!(at("s3://b/base/", "x"), Ok(("b".into(), "base/x".into())));
+        assert_eq!(at("s3://", "s3a://c/p"), Ok(("c".into(), "p".into())));
+        let err = at("s3://", "").unwrap_err();
+        assert!(
+            err.contains("no bucket") && err.contains("bucket/folder"),
+            "{err}"
+        );
     }
 
     #[test]

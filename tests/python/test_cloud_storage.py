@@ -1,5 +1,6 @@
-"""The FileConnector on S3 (`paths: ["s3://bucket/prefix"]` with Lucille's `s3 { }` block), run
-through `lucille.run` and the `lucille` command against a real S3-API server: moto, started by
+"""The FileConnector on S3 (`paths: ["s3://bucket/prefix"]` with Lucille's `s3 { }` block) and the
+ParquetConnector on S3 (`fsUri: "s3://"`), run through `lucille.run` and the `lucille` command
+against a real S3-API server: moto, started by
 scripts/services/s3.sh, which exports LUCILLE_TEST_S3_ENDPOINT. Skipped without it unless
 LUCILLE_REQUIRE_SERVICES=1. Azure and GCS have no emulator installed here: their config and
 credential handling is tested in Rust (src/connector/file/tests/cloud.rs) and by `render` below."""
@@ -157,3 +158,42 @@ indexer { type: "nop" }
     assert "s3.secretAccessKey" in text
     assert "s3.maxNumOfPages" in text
     assert "gcp block, which is missing" in text
+
+
+def test_the_parquet_connector_reads_a_bucket_with_lucilles_keys(
+    s3: Any, bucket: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Lucille's vector-ingest example: fsUri "s3://", pathToStorage "bucket/folder", s3Key /
+    # s3Secret; the endpoint and region come from the AWS environment, as the AWS SDKs read them.
+    import io
+
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    for name, ids in [("parquet-stuff/b.parquet", ["3"]), ("parquet-stuff/a.parquet", ["1", "2"]),
+                      ("parquet-stuff/notes.txt", None), ("elsewhere/c.parquet", ["9"])]:
+        if ids is None:
+            s3.put_object(Bucket=bucket, Key=name, Body=b"not parquet")
+            continue
+        buf = io.BytesIO()
+        pq.write_table(pa.table({"pid": ids, "values": [[0.5, 1.5]] * len(ids)}), buf)
+        s3.put_object(Bucket=bucket, Key=name, Body=buf.getvalue())
+    monkeypatch.setenv("AWS_ENDPOINT_URL", ENDPOINT)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    connector = {"name": "pq", "class": "com.kmwllc.lucille.parquet.connector.ParquetConnector",
+                 "pathToStorage": f"{bucket}/parquet-stuff", "fsUri": "s3://", "idField": "pid",
+                 "s3Key": "test", "s3Secret": SECRET}
+    result = lucille.run(config={"connectors": [connector]}, mode="test")
+    assert result.status == "Success", result.summary
+    # Only the *.parquet objects under the prefix, in name order; the id column is not a field.
+    assert [d.id for d in result.documents] == ["1", "2", "3"]
+    assert result.documents[0].get_list("values") == [0.5, 1.5]
+    assert not result.documents[0].has("pid")
+    # The same bucket named by fsUri, the prefix alone in pathToStorage.
+    connector.update(fsUri=f"s3a://{bucket}", pathToStorage="/parquet-stuff/a.parquet")
+    result = lucille.run(config={"connectors": [connector]}, mode="test")
+    assert [d.id for d in result.documents] == ["1", "2"], result.summary
+    # The secret never shows in the summary, even when the bucket is missing.
+    connector.update(fsUri="s3://", pathToStorage="no-such-bucket-here/x")
+    result = lucille.run(config={"connectors": [connector]}, mode="test")
+    assert result.status == "Failure" and "no-such-bucket-here" in result.summary
+    assert SECRET not in result.summary

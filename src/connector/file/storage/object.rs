@@ -97,7 +97,15 @@ impl ObjectStorage {
         if let (Some(id), Some(secret)) = (&o.access_key_id, &o.secret_access_key) {
             b = b.with_access_key_id(id).with_secret_access_key(secret);
         }
-        if let Some(e) = &o.endpoint {
+        // `s3.endpoint`, else the endpoint the AWS SDKs read from the environment (an
+        // S3-compatible server such as MinIO or moto; `from_env` above took it too, but plain
+        // HTTP and path-style requests must be allowed here for it).
+        let endpoint = o.endpoint.clone().or_else(|| {
+            ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
+                .iter()
+                .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+        });
+        if let Some(e) = &endpoint {
             allow_http = e.starts_with("http://");
             b = b
                 .with_endpoint(e.trim_end_matches('/'))
