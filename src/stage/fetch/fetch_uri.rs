@@ -19,8 +19,10 @@
 //! `200`, `20x` and `2xx` in `statusCodeRetryList` are config errors (Lucille fails at start);
 //! other success codes are retried with a warning, as in Lucille.
 //!
-//! Differences from Lucille: entries of `statusCodeRetryList` that are not status codes are
-//! config errors (Lucille drops them with a warning). The client (the HTTP indexers'
+//! Entries of `statusCodeRetryList` that are not status codes (`802`, `4x0`, `badCode`) are left
+//! out with a warning naming them, as Lucille does.
+//!
+//! Differences from Lucille: the client (the HTTP indexers'
 //! `ureq` agent) opens a connection rather than waiting for a pooled one, so
 //! `connectionRequestTimeout` has nothing to bound; it is checked and otherwise unused. The
 //! error field holds our message, not a Java exception class name.
@@ -93,8 +95,9 @@ fn non_negative(
     }
 }
 
-/// `statusCodeRetryList` entries as status codes: `503`, `50x` (500-509), `5xx` (500-599).
-pub(crate) fn status_codes(entry: &str) -> Result<Vec<i64>, String> {
+/// `statusCodeRetryList` entries as status codes: `503`, `50x` (500-509), `5xx` (500-599);
+/// `None` for an entry that is no status code (left out, as Lucille does).
+pub(crate) fn status_codes(entry: &str) -> Result<Option<Vec<i64>>, String> {
     let lower = entry.trim().to_ascii_lowercase();
     let b = lower.as_bytes();
     let valid = b.len() == 3
@@ -102,9 +105,7 @@ pub(crate) fn status_codes(entry: &str) -> Result<Vec<i64>, String> {
         && ((b[1] == b'x' && b[2] == b'x')
             || (b[1].is_ascii_digit() && (b[2].is_ascii_digit() || b[2] == b'x')));
     if !valid {
-        return Err(format!(
-            "{entry:?} is not a status code (100-599) or a wildcard such as \"50x\" or \"5xx\""
-        ));
+        return Ok(None);
     }
     if b[0] == b'2' {
         if matches!(lower.as_str(), "200" | "20x" | "2xx") {
@@ -119,14 +120,14 @@ pub(crate) fn status_codes(entry: &str) -> Result<Vec<i64>, String> {
     }
     let digit = |c: u8| i64::from(c - b'0');
     let hundreds = digit(b[0]) * 100;
-    Ok(match (b[1], b[2]) {
+    Ok(Some(match (b[1], b[2]) {
         (b'x', _) => (hundreds..hundreds + 100).collect(),
         (tens, b'x') => {
             let base = hundreds + digit(tens) * 10;
             (base..base + 10).collect()
         }
         (tens, ones) => vec![hundreds + digit(tens) * 10 + digit(ones)],
-    })
+    }))
 }
 
 fn header_list(config: &ComponentConfig, errors: &mut Vec<ConfigError>) -> Vec<(String, String)> {
@@ -203,11 +204,20 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     let mut retryable = vec![NO_STATUS];
     match config.string_list("statusCodeRetryList") {
         Ok(list) => {
+            let mut ignored = Vec::new();
             for entry in list.unwrap_or_default() {
                 match status_codes(&entry) {
-                    Ok(codes) => retryable.extend(codes),
+                    Ok(Some(codes)) => retryable.extend(codes),
+                    Ok(None) => ignored.push(entry),
                     Err(m) => errors.push(config.error("statusCodeRetryList", m)),
                 }
+            }
+            if !ignored.is_empty() {
+                tracing::warn!(
+                    "{}.statusCodeRetryList: {ignored:?} are not status codes (100-599) or \
+                     wildcards such as \"50x\" or \"5xx\"; they are left out (remove them)",
+                    config.path()
+                );
             }
         }
         Err(e) => errors.push(e),
@@ -546,12 +556,18 @@ mod tests {
             err.contains("statusCodeRetryList") && err.contains("success"),
             "{err}"
         );
-        assert_eq!(super::status_codes("206"), Ok(vec![206]));
-        for bad in ["4x0", "802", "badCode", "2xx", "20x"] {
+        assert_eq!(super::status_codes("206"), Ok(Some(vec![206])));
+        for bad in ["2xx", "20x"] {
             let err = build_err(json!({"class": "FetchUri", "source": "url", "dest": "d",
                 "statusCodeRetryList": ["429", bad]}));
             assert!(err.contains(bad), "{err}");
         }
+        // Entries that are no status code are left out (with a warning), as in Lucille.
+        for bad in ["4x0", "802", "badCode", "6xx", "1x"] {
+            assert_eq!(super::status_codes(bad), Ok(None), "{bad}");
+        }
+        let _ = build_stage(json!({"class": "FetchUri", "source": "url", "dest": "d",
+            "statusCodeRetryList": ["429", "4x0", "802", "badCode"]}));
         assert!(build_err(json!({"class": "FetchUri", "source": "url"})).contains("dest"));
         assert!(
             build_err(json!({"class": "FetchUri", "source": "u", "dest": "d",
@@ -572,11 +588,14 @@ mod tests {
 
     #[test]
     fn wildcards_expand() {
-        assert_eq!(super::status_codes("429"), Ok(vec![429]));
-        assert_eq!(super::status_codes("30x").map(|c| c.len()), Ok(10));
+        assert_eq!(super::status_codes("429"), Ok(Some(vec![429])));
         assert_eq!(
-            super::status_codes("5XX").map(|c| (c[0], c[99])),
-            Ok((500, 599))
+            super::status_codes("30x").map(|c| c.map(|c| c.len())),
+            Ok(Some(10))
+        );
+        assert_eq!(
+            super::status_codes("5XX").map(|c| c.map(|c| (c[0], c[99]))),
+            Ok(Some((500, 599)))
         );
     }
 }
