@@ -197,3 +197,41 @@ def test_the_parquet_connector_reads_a_bucket_with_lucilles_keys(
     result = lucille.run(config={"connectors": [connector]}, mode="test")
     assert result.status == "Failure" and "no-such-bucket-here" in result.summary
     assert SECRET not in result.summary
+
+
+def test_fetch_file_content_and_apply_file_handlers_read_objects(
+    s3: Any, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Lucille's FetchFileContent / ApplyFileHandlers with an `s3 { }` block: a document naming
+    # an s3:// object gets its bytes, or its records as children.
+    import base64
+
+    s3.put_object(Bucket=bucket, Key="in/hello.txt", Body=b"Hello, S3!")
+    s3.put_object(Bucket=bucket, Key="in/rows.csv", Body=b"id,name\nr1,a\nr2,b\n")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", ENDPOINT)
+    block = {"region": "us-east-1", "accessKeyId": "test", "secretAccessKey": SECRET}
+
+    class Paths(lucille.Connector):
+        def execute(self, publisher: Any) -> None:
+            for name in ("hello.txt", "rows.csv", "missing.txt"):
+                publisher.publish(lucille.Document(name, {"file_path": f"s3://{bucket}/in/{name}"}))
+
+    stages = [
+        {"class": "FetchFileContent", "s3": block,
+         "conditions": [{"fields": ["file_path"], "values": [f"s3://{bucket}/in/hello.txt",
+                                                             f"s3://{bucket}/in/missing.txt"]}]},
+        {"class": "com.kmwllc.lucille.stage.ApplyFileHandlers", "s3": block,
+         "fileHandlers": {"csv": {}}},
+    ]
+    result = lucille.run(config={"pipelines": [{"name": "p", "stages": stages}]},
+                         connector=Paths(), mode="test")
+    docs = {d.id: d for d in result.documents}
+    assert base64.b64decode(docs["hello.txt"].get_string("file_content") or "") == b"Hello, S3!"
+    rows = [docs[f"rows.csv-{n}"] for n in (1, 2)]
+    assert [r.get("name") for r in rows] == ["a", "b"], sorted(docs)
+    assert rows[0].get("source") == f"s3://{bucket}/in/rows.csv"
+    assert "rows.csv" in docs
+    # A missing object fails its document with its URL; the secret is not in the message.
+    failed = [e for e in result.events if e[0] == "missing.txt" and e[1] == "FAIL"]
+    assert failed and f"s3://{bucket}/in/missing.txt" in (failed[0][2] or ""), result.events
+    assert SECRET not in result.summary and all(SECRET not in (e[2] or "") for e in result.events)

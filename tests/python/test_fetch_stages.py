@@ -168,7 +168,7 @@ def test_bad_keys_are_config_errors(tmp_path: pathlib.Path) -> None:
         "connectors": [{"name": "s", "class": "SequenceConnector", "pipeline": "p", "numDocs": 1}],
         "pipelines": [{"name": "p", "stages": [
             {"class": "FetchUri", "source": "u", "dest": "d", "statusCodeRetryList": ["2xx"]},
-            {"class": "FetchFileContent", "s3": {"region": "x"}},
+            {"class": "FetchFileContent", "s3": {"region": "x", "accessKeyId": "only-the-id"}},
             {"class": "ApplyFileHandlers", "fileHandlers": {"csv": {"idFeild": "n"}}},
             {"class": "AddRandomNestedField", "targetField": "t", "entries": {"a": "x"}, "numObjects": 0},
             {"class": "ExtractEntitiesFST", "source": "a", "dest": "b", "dictionaries": str(tmp_path / "none.dict")},
@@ -176,7 +176,7 @@ def test_bad_keys_are_config_errors(tmp_path: pathlib.Path) -> None:
         ]}],
     }
     errors = "\n".join(lucille.validate(config=config))
-    for path in ["stages[0].statusCodeRetryList", "stages[1].s3",
+    for path in ["stages[0].statusCodeRetryList", "stages[1].s3.secretAccessKey",
                  "stages[2].fileHandlers.csv.idFeild", "stages[3].numObjects", "stages[4].dictionaries",
                  "stages[5].maxRetry"]:
         assert path in errors, (path, errors)

@@ -20,7 +20,8 @@
 //! and also a record that cannot become a document (a short CSV row, a bad JSON line), which
 //! the FileConnector reports as a FAIL of its own and Lucille's handlers log and skip. Lucille's
 //! XMLFileHandler is not offered by its ApplyFileHandlers; it is here. Custom Java handler
-//! classes and Lucille's `s3` / `gcp` / `azure` blocks are config errors.
+//! classes are config errors. A path may also be an `s3://`, `gs://` or Azure blob URL, read
+//! with the stage's `s3` / `gcp` / `azure` block (Lucille's keys; `files.rs`).
 
 use std::io::{BufRead, BufReader, Cursor};
 use std::path::Path;
@@ -30,7 +31,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::fetch_file_content::field_key;
-use super::{local_path, CLOUD_STORAGE};
+use super::files::{with_cloud_blocks, Files};
 use crate::accounting::PublishError;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::connector::file::{build_handler, FileHandler, FileSource, HandlerError, RecordSink};
@@ -44,13 +45,12 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
 };
 
 fn spec() -> Spec {
-    Spec::stage()
-        .required("fileHandlers", Kind::Object)
-        .optional("filePathField", Kind::String)
-        .optional("fileContentField", Kind::String)
-        .unsupported("s3", CLOUD_STORAGE)
-        .unsupported("gcp", CLOUD_STORAGE)
-        .unsupported("azure", CLOUD_STORAGE)
+    with_cloud_blocks(
+        Spec::stage()
+            .required("fileHandlers", Kind::Object)
+            .optional("filePathField", Kind::String)
+            .optional("fileContentField", Kind::String),
+    )
 }
 
 /// Children waiting between the reader thread and the pipeline.
@@ -69,6 +69,7 @@ struct ApplyFileHandlers {
     handlers: Vec<(String, Arc<dyn FileHandler>)>,
     path_field: String,
     content_field: String,
+    files: Files,
 }
 
 /// The handler kind a block's `class` names.
@@ -155,12 +156,14 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
             errors.push(e.clone());
         }
     }
-    match (path_field, content_field) {
-        (Ok(path_field), Ok(content_field)) if errors.is_empty() => {
+    let files = Files::new(config).map_err(|e| errors.push(e)).ok();
+    match (path_field, content_field, files) {
+        (Ok(path_field), Ok(content_field), Some(files)) if errors.is_empty() => {
             Ok(Box::new(ApplyFileHandlers {
                 handlers,
                 path_field,
                 content_field,
+                files,
             }))
         }
         _ => Err(ConfigError::joined(config.path(), errors)),
@@ -252,13 +255,10 @@ impl Stage for ApplyFileHandlers {
         };
         let input: Box<dyn BufRead + Send> = match doc.get_string(&self.content_field)? {
             Some(content) => Box::new(Cursor::new(content_bytes(&content))),
-            None => {
-                let local = local_path(&path)?;
-                let file = std::fs::File::open(&local).map_err(|e| {
-                    StageFailure::msg(format!("cannot read {:?}: {e}", local.display()))
-                })?;
-                Box::new(BufReader::with_capacity(256 * 1024, file))
-            }
+            None => Box::new(BufReader::with_capacity(
+                256 * 1024,
+                self.files.open(&path)?,
+            )),
         };
         let source = FileSource {
             path,
@@ -495,6 +495,9 @@ mod tests {
         assert!(err.contains("fileHandlers.csv.idFeild"), "{err}");
         let err = build_err(json!({"class": "ApplyFileHandlers",
             "fileHandlers": {"csv": {}}, "gcp": {"pathToServiceKey": "k"}}));
-        assert!(err.contains("gcp"), "{err}");
+        assert!(
+            err.contains("gcp.pathToServiceKey") && err.contains("service key"),
+            "{err}"
+        );
     }
 }

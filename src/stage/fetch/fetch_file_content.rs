@@ -6,10 +6,10 @@
 //! against the working directory; `file://` URIs are read too. A file that cannot be read
 //! fails the document with the path and the reason, as Lucille's StageException does.
 //!
-//! Lucille's `s3` / `gcp` / `azure` blocks are refused (config error): only local files are
-//! read here, and a `s3://`-style path fails the document saying so.
+//! A path may also be an `s3://bucket/key`, `gs://bucket/key` or Azure blob URL, read with the
+//! stage's `s3` / `gcp` / `azure` block (Lucille's keys, as on the FileConnector; `files.rs`).
 
-use super::{local_path, CLOUD_STORAGE};
+use super::files::{with_cloud_blocks, Files};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
@@ -21,17 +21,17 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
 };
 
 fn spec() -> Spec {
-    Spec::stage()
-        .optional("filePathField", Kind::String)
-        .optional("fileContentField", Kind::String)
-        .unsupported("s3", CLOUD_STORAGE)
-        .unsupported("gcp", CLOUD_STORAGE)
-        .unsupported("azure", CLOUD_STORAGE)
+    with_cloud_blocks(
+        Spec::stage()
+            .optional("filePathField", Kind::String)
+            .optional("fileContentField", Kind::String),
+    )
 }
 
 struct FetchFileContent {
     path_field: String,
     content_field: String,
+    files: Files,
 }
 
 /// A field-name key that must name a writable field.
@@ -51,6 +51,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     Ok(Box::new(FetchFileContent {
         path_field: field_key(config, "filePathField", "file_path")?,
         content_field: field_key(config, "fileContentField", "file_content")?,
+        files: Files::new(config)?,
     }))
 }
 
@@ -59,14 +60,10 @@ impl Stage for FetchFileContent {
         let Some(value) = doc.get_string(&self.path_field)? else {
             return Ok(None);
         };
-        let path = local_path(&value)?;
-        let bytes = std::fs::read(&path).map_err(|e| {
-            StageFailure::msg(format!(
-                "cannot read {:?} (from {}): {e}",
-                path.display(),
-                self.path_field
-            ))
-        })?;
+        let bytes = self
+            .files
+            .read(&value)
+            .map_err(|e| StageFailure::msg(format!("{e} (from {})", self.path_field)))?;
         doc.set_bytes(&self.content_field, &bytes)?;
         Ok(None)
     }
@@ -138,9 +135,20 @@ mod tests {
             &mut s,
             json!({"id": "s", "file_path": "s3://bucket/hello.txt"}),
         );
-        assert!(err.contains("s3://"), "{err}");
-        let err = build_err(json!({"class": "FetchFileContent", "s3": {"region": "x"}}));
-        assert!(err.contains("s3") && err.contains("cloud storage"), "{err}");
+        assert!(
+            err.contains("s3://bucket/hello.txt") && err.contains("no s3 block"),
+            "{err}"
+        );
+        let err = process_err(&mut s, json!({"id": "f", "file_path": "ftp://host/x.txt"}));
+        assert!(err.contains("ftp://"), "{err}");
+        // The cloud blocks are checked as the FileConnector's are.
+        let err = build_err(json!({"class": "FetchFileContent", "s3": {"accessKeyId": "a"}}));
+        assert!(err.contains("s3.secretAccessKey"), "{err}");
+        let err = build_err(json!({"class": "FetchFileContent", "azure": {}}));
+        assert!(
+            err.contains("azure") && err.contains("connectionString"),
+            "{err}"
+        );
         assert!(
             build_err(json!({"class": "FetchFileContent", "fileContentField": "id"}))
                 .contains("fileContentField")

@@ -8,17 +8,20 @@
 pub mod apply_file_handlers;
 pub mod fetch_file_content;
 pub mod fetch_uri;
+pub(crate) mod files;
 
 use std::path::PathBuf;
 
 use super::StageFailure;
 
-/// Lucille's keys for cloud storage, which these stages do not read.
+/// Lucille's keys for cloud storage, for the stages that do not read it (scripts and
+/// dictionaries are local files; FetchFileContent and ApplyFileHandlers do read it: `files`).
 pub(crate) const CLOUD_STORAGE: &str = "reading cloud storage (Lucille's s3 / gcp / azure blocks) \
      is not done by this stage here; copy the files to a local folder";
 
 /// The local file a document's path value names: a plain path or a `file://` URI. Other
-/// schemes (`s3://`, `gs://`, `https://`) are refused with a message saying so.
+/// schemes are refused with a message saying so (object-store URLs go to `files::Files`
+/// first).
 pub(crate) fn local_path(value: &str) -> Result<PathBuf, StageFailure> {
     if let Some(rest) = value.strip_prefix("file://") {
         return Ok(PathBuf::from(rest));
@@ -30,8 +33,8 @@ pub(crate) fn local_path(value: &str) -> Result<PathBuf, StageFailure> {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
         {
             return Err(StageFailure::msg(format!(
-                "{value:?} is a {scheme}:// location; only local files are read here \
-                 (cloud storage is not supported by this stage)"
+                "{value:?} is a {scheme}:// location; the files read are local ones and \
+                 s3://, gs:// and Azure blob URLs"
             )));
         }
     }

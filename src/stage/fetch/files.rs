@@ -1,0 +1,117 @@
+//! Where FetchFileContent and ApplyFileHandlers read the file a document names: a local path
+//! (or `file://` URI), or an `s3://bucket/key`, `gs://bucket/key` or
+//! `https://ACCOUNT.blob.core.windows.net/container/key` object, read through the
+//! FileConnector's object storage (`connector::file::storage`) with the stage's own `s3`,
+//! `gcp` and `azure` blocks (Lucille's keys, as on the FileConnector). One store per bucket or
+//! container, made on first use and kept by the stage instance.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use super::local_path;
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::connector::file::storage::cloud_config::{parse_url, CloudConfig, StoreKind};
+use crate::connector::file::storage::object::{CloudRuntime, ObjectStorage};
+use crate::connector::file::storage::{Listed, Opened, Storage};
+use crate::stage::StageFailure;
+
+/// Adds Lucille's cloud blocks to a stage's spec (checked in full by [`Files::new`]).
+pub(crate) fn with_cloud_blocks(spec: Spec) -> Spec {
+    spec.optional("s3", Kind::Object)
+        .optional("gcp", Kind::Object)
+        .optional("azure", Kind::Object)
+}
+
+pub(crate) struct Files {
+    cloud: CloudConfig,
+    config: ComponentConfig,
+    runtime: Option<Arc<CloudRuntime>>,
+    /// By bucket / container URL.
+    stores: Vec<(String, Arc<ObjectStorage>)>,
+}
+
+impl Files {
+    /// Reads the stage's `s3` / `gcp` / `azure` blocks (every problem at once).
+    pub fn new(config: &ComponentConfig) -> Result<Self, ConfigError> {
+        let mut errors = Vec::new();
+        let cloud = CloudConfig::from_config(config, &mut errors);
+        if !errors.is_empty() {
+            return Err(ConfigError::joined(config.path(), errors));
+        }
+        Ok(Files {
+            cloud,
+            config: config.clone(),
+            runtime: None,
+            stores: Vec::new(),
+        })
+    }
+
+    /// The bytes of the file `value` names, as a stream.
+    pub fn open(&mut self, value: &str) -> Result<Box<dyn Read + Send>, StageFailure> {
+        let url = match parse_url(value) {
+            Ok(Some(url)) => url,
+            // A local path, a file:// URI, or a scheme no store serves (refused by local_path).
+            Ok(None) | Err(_) => {
+                let local = local_path(value)?;
+                let file = std::fs::File::open(&local).map_err(|e| {
+                    StageFailure::msg(format!("cannot read {:?}: {e}", local.display()))
+                })?;
+                return Ok(Box::new(file));
+            }
+        };
+        let base = url.base();
+        let storage = match self.stores.iter().find(|(b, _)| *b == base) {
+            Some((_, s)) => s.clone(),
+            None => {
+                let given = match url.kind {
+                    StoreKind::S3 => self.cloud.s3.is_some(),
+                    StoreKind::Gcs => self.cloud.gcp.is_some(),
+                    StoreKind::Azure => self.cloud.azure.is_some(),
+                };
+                if !given {
+                    let block = url.kind.block();
+                    return Err(StageFailure::msg(format!(
+                        "cannot read {value}: the stage has no {block} block (add {block} {{ }} \
+                         with its credentials{})",
+                        if block == "s3" {
+                            "; an empty one uses the AWS environment"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
+                let runtime = self
+                    .runtime
+                    .get_or_insert_with(|| Arc::new(CloudRuntime::default()))
+                    .clone();
+                let store = self
+                    .cloud
+                    .store_for(&self.config, &url, runtime)
+                    .map_err(|e| StageFailure::msg(format!("cannot read {value}: {e}")))?;
+                let store = Arc::new(store);
+                self.stores.push((base, store.clone()));
+                store
+            }
+        };
+        let listed = Listed {
+            path: value.to_string(),
+            locator: url.prefix.clone(),
+            listed: None,
+            version: None,
+        };
+        match storage.open(&listed) {
+            Ok(Opened::Stream(s)) => Ok(s),
+            Ok(Opened::File(f)) => Ok(Box::new(f)),
+            Err(e) => Err(StageFailure::msg(format!("cannot read {value}: {e}"))),
+        }
+    }
+
+    /// The whole file `value` names.
+    pub fn read(&mut self, value: &str) -> Result<Vec<u8>, StageFailure> {
+        let mut bytes = Vec::new();
+        self.open(value)?
+            .read_to_end(&mut bytes)
+            .map_err(|e| StageFailure::msg(format!("cannot read {value}: {e}")))?;
+        Ok(bytes)
+    }
+}
