@@ -27,8 +27,10 @@
 //!   jsonata-rs's `$filter`/`$single`/`$sort` ignore the result of a callback whose body is a
 //!   single function call (a tail-call thunk: `$filter` drops every item, `$sort` leaves the
 //!   order unchanged), and its `$single` panics on non-boolean predicate results.
-//!   `$toMillis` and `$fromMillis` are replaced to read and write XPath date/time picture
-//!   strings (`functions/datetime.rs`; jsonata-rs knows a fixed list of pictures only).
+//!   `$toMillis`, `$fromMillis` and `$now` are replaced to read and write XPath date/time
+//!   picture strings (`functions/datetime.rs`; jsonata-rs knows a fixed list of pictures
+//!   only, and its `$now` panicked on some time zone arguments); `$now` and `$millis` give
+//!   the same instant throughout one evaluation, as in JSONata.
 //! * **Not supported by jsonata-rs**:
 //!   partial application (`$f(?, 1)`), the parent operator `%`, calling a function literal
 //!   where it is written (`function($x){...}(5)`), the `??` and `?:` operators, and function
@@ -46,7 +48,7 @@
 //!   `$base64encode`/`$base64decode`, `$number`/`$abs`/`$floor`/`$ceil`/`$round`/`$power`/
 //!   `$sqrt`/`$random`, `$sum`/`$max`/`$min`/`$count`, `$boolean`/`$not`/`$exists`,
 //!   `$append`/`$reverse`/`$distinct`/`$zip`, `$lookup`/`$merge`/`$error`/`$assert`,
-//!   `$reduce`, `$now`/`$millis`/`$uuid` (`$reduce`, `$replace`,
+//!   `$reduce`, `$uuid` (`$reduce`, `$replace`,
 //!   `$match`, `$contains` and `$split` run behind thin wrappers that only record their
 //!   function/regex arguments for freeing, see below). `$shuffle` uses std's random hash
 //!   keys, not a cryptographic generator.
@@ -356,6 +358,8 @@ impl Expression {
             previous_disposables: self.disposables.borrow().len(),
             originals: RefCell::new(Vec::new()),
             armed: Cell::new(true),
+            // An evaluation inside another (`$eval`) shares its instant.
+            now: Cell::new(with_scope(|outer| outer.now_millis())),
         };
         let (max_depth, time_limit) = (self.max_depth, self.time_limit_ms);
         let outcome = {
@@ -530,6 +534,10 @@ pub(crate) struct EvalScope<'s> {
     originals: RefCell<Vec<*const ()>>,
     /// True until the hook ran for this evaluation (a user calling it again does nothing).
     armed: Cell<bool>,
+    /// The evaluation's current time (milliseconds since the epoch), read from the clock on
+    /// first use: `$now()`, `$millis()` and the defaults of `$toMillis` all see one instant
+    /// per evaluation, as in JSONata.
+    now: Cell<Option<i64>>,
 }
 
 impl EvalScope<'_> {
@@ -543,6 +551,18 @@ impl EvalScope<'_> {
 
     pub(crate) fn record_disposables(&self, addrs: impl Iterator<Item = usize>) {
         self.disposables.borrow_mut().extend(addrs);
+    }
+
+    /// The current time of this evaluation, in milliseconds since the epoch.
+    pub(crate) fn now_millis(&self) -> i64 {
+        match self.now.get() {
+            Some(now) => now,
+            None => {
+                let now = chrono::Utc::now().timestamp_millis();
+                self.now.set(Some(now));
+                now
+            }
+        }
     }
 }
 

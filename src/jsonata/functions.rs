@@ -56,6 +56,8 @@ pub(crate) const OVERRIDES: &[(&str, usize, Native)] = &[
     // wrapped builtins.
     ("fromMillis", 3, datetime::fn_from_millis),
     ("toMillis", 2, datetime::fn_to_millis),
+    ("now", 2, datetime::fn_now),
+    ("millis", 0, datetime::fn_millis),
 ];
 
 /// jsonata-rs builtins wrapped so that the function, regex and transform values passed to

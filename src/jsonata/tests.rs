@@ -674,3 +674,55 @@ fn date_time_pictures() {
         assert!(msg.starts_with(code), "{expr}: {msg}");
     }
 }
+
+#[test]
+fn now_writes_one_instant_per_evaluation_with_pictures_and_time_zones() {
+    let d = json!({});
+    let got = eval(
+        "{'millis': $millis(), \
+          'text': $now('[Y0001]-[M01]-[D01] [H01]:[m01]:[s01].[f001] [Z]', '-0130'), \
+          'zone': $now(missing, '+0545'), 'iso': $now(), 'empty': $now(''), \
+          'same': $now() = $now() and $millis() = $millis() and $eval('$millis()') = $millis(), \
+          'read': $toMillis($now())}",
+        &d,
+    )
+    .unwrap_or_default();
+    let millis = got["millis"].as_i64().unwrap_or_default();
+    let at = |offset_minutes: i64| {
+        chrono::DateTime::from_timestamp_millis(millis + offset_minutes * 60_000)
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        got["text"],
+        json!(at(-90).format("%Y-%m-%d %H:%M:%S%.3f -01:30").to_string())
+    );
+    assert_eq!(
+        got["zone"],
+        json!(at(345).format("%Y-%m-%dT%H:%M:%S%.3f+05:45").to_string())
+    );
+    assert_eq!(
+        got["iso"],
+        json!(at(0).format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+    );
+    assert_eq!(got["empty"], json!(""));
+    assert_eq!(got["same"], json!(true));
+    assert_eq!(got["read"], json!(millis));
+    // Each evaluation reads the clock anew.
+    let mut e = Expression::compile("$millis()").unwrap_or_else(|e| panic!("{e}"));
+    let first = e.evaluate(&d).ok().flatten();
+    std::thread::sleep(Duration::from_millis(5));
+    assert_ne!(e.evaluate(&d).ok().flatten(), first);
+    for (expr, code) in [
+        ("$now('[H01]', 'é+00')", "T0410"),
+        ("$now('[H01]', '+')", "T0410"),
+        ("$now(5)", "T0410"),
+        ("$now('[H01]', 5)", "T0410"),
+        ("$now('[H01]', '+0100', 'x')", "T0410"),
+        ("$millis(1)", "T0410"),
+        ("$now('[H')", "D3135"),
+        ("$now('[q]')", "D3132"),
+    ] {
+        let msg = eval_err(expr, &d);
+        assert!(msg.starts_with(code), "{expr}: {msg}");
+    }
+}
