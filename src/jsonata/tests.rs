@@ -757,3 +757,43 @@ fn format_number_pictures_are_checked_in_jsonata_order() {
         assert_eq!(eval(expr, &d), Some(json!(expected)), "{expr}");
     }
 }
+
+#[test]
+fn number_strings_pad_widths_radixes_and_contains_as_jsonata() {
+    let d = json!({"s": "0x1F"});
+    for (expr, expected) in [
+        ("$number('0x12')", json!(18)),
+        ("s.$number()", json!(31)),
+        ("$number('0B101')", json!(5)),
+        ("$number('0o17')", json!(15)),
+        ("$number('-007.50')", json!(-7.5)),
+        ("$number('1.5E2')", json!(150)),
+        ("$number(true)", json!(1)),
+        ("$pad('foo', 5.7, '#')", json!("foo##")),
+        ("$pad('foo', -5.7, '#')", json!("##foo")),
+        ("$formatBase(99.5, 2.5)", json!("1100100")),
+        ("$formatBase(10, 36.4)", json!("a")),
+        ("$formatBase(35, 36.5)", json!("z")),
+        ("$contains('abc', 'b')", json!(true)),
+    ] {
+        assert_eq!(eval(expr, &d), Some(expected), "{expr}");
+    }
+    assert_eq!(eval("$contains('abc', nothing)", &d), None);
+    for (expr, code) in [
+        ("$number('10e500')", "D3030"),
+        ("$number('-0x12')", "D3030"),
+        ("$number('0x')", "D3030"),
+        ("$number('1.')", "D3030"),
+        ("$number('.5')", "D3030"),
+        ("$number('+5')", "D3030"),
+        ("$number('inf')", "D3030"),
+        ("$number('NaN')", "D3030"),
+        ("$number('١')", "D3030"),
+        ("$number('1', 2)", "T0410"),
+        ("$number(null)", "T0410"),
+        ("$formatBase(5, 36.6)", "D3100"),
+    ] {
+        let msg = eval_err(expr, &d);
+        assert!(msg.starts_with(code), "{expr}: {msg}");
+    }
+}
