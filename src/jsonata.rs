@@ -244,7 +244,7 @@ impl Expression {
         });
         match checked {
             Ok(Ok(())) => {}
-            Ok(Err(message)) => return Err(compile_err(message)),
+            Ok(Err(message)) => return Err(compile_err(syntax_error_code(message))),
             Err(panic) => return Err(compile_err(unsupported(&panic_message(panic.as_ref())))),
         }
         if let Some(at) = order::partial_application(expr) {
@@ -815,6 +815,33 @@ fn clean_error_message(message: &str, prefix_chars: usize) -> String {
         ),
         _ => message.to_string(),
     }
+}
+
+/// Gives two jsonata-rs syntax errors the codes JSONata has for them: an expression that
+/// ends where an operand is expected (`1=`: jsonata-rs's S0211 for the symbol `(end)`) is
+/// S0207, and a `!` not followed by `=` (a token of jsonata-rs, not of JSONata) is S0204.
+fn syntax_error_code(message: String) -> String {
+    let position = |code: &str| {
+        message
+            .strip_prefix(code)
+            .and_then(|rest| rest.strip_prefix(" @ "))
+            .map(|rest| {
+                rest.chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect::<String>()
+            })
+    };
+    if message.contains("`(end)` cannot be used as a unary operator") {
+        if let Some(at) = position("S0211") {
+            return format!("S0207 @ {at}: Unexpected end of expression");
+        }
+    }
+    if message.contains("got `!`") || message.contains("symbol `!` cannot") {
+        if let Some(at) = position("S0202").or_else(|| position("S0211")) {
+            return format!("S0204 @ {at}: Unknown operator: \"!\"");
+        }
+    }
+    message
 }
 
 /// The compile error for a panic of jsonata-rs's parser: what it does not support, where the

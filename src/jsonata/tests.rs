@@ -728,37 +728,6 @@ fn now_writes_one_instant_per_evaluation_with_pictures_and_time_zones() {
 }
 
 #[test]
-fn format_number_pictures_are_checked_in_jsonata_order() {
-    let d = json!({});
-    for (expr, code) in [
-        // Every rule is checked; the last one broken is reported.
-        ("$formatNumber(42, '%%')", "D3086"),
-        ("$formatNumber(42, '---')", "D3086"),
-        ("$formatNumber(20, '0+.e0')", "D3086"),
-        ("$formatNumber(20, '0,.e0')", "D3087"),
-        ("$formatNumber(20, '#,')", "D3088"),
-        ("$formatNumber(20, '0#')", "D3090"),
-        ("$formatNumber(20, '.#0')", "D3091"),
-        ("$formatNumber(20, '0e')", "D3093"),
-        ("$formatNumber(20, '0%e0')", "D3092"),
-        ("$formatNumber(20, '#', {'per-mille': ''})", "T0410"),
-    ] {
-        let msg = eval_err(expr, &d);
-        assert!(msg.starts_with(code), "{expr}: {msg}");
-    }
-    for (expr, expected) in [
-        // A multi-character per-mille sign (passive text, found anywhere).
-        ("$formatNumber(0.14, '###pm', {'per-mille': 'pm'})", "140pm"),
-        ("$formatNumber(0.5, '#0 pct', {'percent': 'pct'})", "50 pct"),
-        // Rules JSONata reads differently from the letter of F&O: `#0#` is accepted.
-        ("$formatNumber(1234.5, '#0#.0#')", "1234.5"),
-        ("$formatNumber(-3, '0;(0)')", "(3)"),
-    ] {
-        assert_eq!(eval(expr, &d), Some(json!(expected)), "{expr}");
-    }
-}
-
-#[test]
 fn number_strings_pad_widths_radixes_and_contains_as_jsonata() {
     let d = json!({"s": "0x1F"});
     for (expr, expected) in [
@@ -796,4 +765,53 @@ fn number_strings_pad_widths_radixes_and_contains_as_jsonata() {
         let msg = eval_err(expr, &d);
         assert!(msg.starts_with(code), "{expr}: {msg}");
     }
+}
+
+#[test]
+fn format_number_pictures_are_checked_in_jsonata_order() {
+    let d = json!({});
+    for (expr, code) in [
+        // Every rule is checked; the last one broken is reported.
+        ("$formatNumber(42, '%%')", "D3086"),
+        ("$formatNumber(42, '---')", "D3086"),
+        ("$formatNumber(20, '0+.e0')", "D3086"),
+        ("$formatNumber(20, '0,.e0')", "D3087"),
+        ("$formatNumber(20, '#,')", "D3088"),
+        ("$formatNumber(20, '0#')", "D3090"),
+        ("$formatNumber(20, '.#0')", "D3091"),
+        ("$formatNumber(20, '0e')", "D3093"),
+        ("$formatNumber(20, '0%e0')", "D3092"),
+        ("$formatNumber(20, '#', {'per-mille': ''})", "T0410"),
+    ] {
+        let msg = eval_err(expr, &d);
+        assert!(msg.starts_with(code), "{expr}: {msg}");
+    }
+    for (expr, expected) in [
+        // A multi-character per-mille sign (passive text, found anywhere).
+        ("$formatNumber(0.14, '###pm', {'per-mille': 'pm'})", "140pm"),
+        ("$formatNumber(0.5, '#0 pct', {'percent': 'pct'})", "50 pct"),
+        // Rules JSONata reads differently from the letter of F&O: `#0#` is accepted.
+        ("$formatNumber(1234.5, '#0#.0#')", "1234.5"),
+        ("$formatNumber(-3, '0;(0)')", "(3)"),
+    ] {
+        assert_eq!(eval(expr, &d), Some(json!(expected)), "{expr}");
+    }
+}
+
+#[test]
+fn syntax_errors_have_jsonata_codes() {
+    for (expr, code) in [
+        ("1=", "S0207"),
+        ("(1 +", "S0207"),
+        ("[1!2]", "S0204"),
+        ("$x != 1 and !", "S0204"),
+    ] {
+        match Expression::compile(expr) {
+            Err(JsonataError::Compile { message, .. }) => {
+                assert!(message.starts_with(code), "{expr}: {message}")
+            }
+            other => panic!("{expr}: {other:?}"),
+        }
+    }
+    assert!(Expression::compile("1 != 2").is_ok());
 }
