@@ -52,6 +52,11 @@
 //!   `$match`, `$contains` and `$split` run behind thin wrappers that only record their
 //!   function/regex arguments for freeing, see below). `$shuffle` uses std's random hash
 //!   keys, not a cryptographic generator.
+//! * **Argument handling made JSONata's** in front of jsonata-rs builtins: `$number` reads
+//!   strings with JSONata's rule (also `0x`/`0o`/`0b` integers; too large is D3030), `$pad`
+//!   truncates a fractional width, `$contains` with an undefined pattern is undefined, and
+//!   `$match`, `$split` and `$contains` accept matcher functions in place of regexes
+//!   (`functions/matcher.rs`).
 //!
 //! # Key order
 //!

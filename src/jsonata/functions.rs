@@ -10,7 +10,10 @@ mod datetime;
 mod eval;
 mod format_integer;
 mod format_number;
+mod matcher;
 mod signature;
+
+use matcher::{wrap_match, wrap_split};
 
 /// The type of a jsonata-rs native function.
 pub(crate) type Native = for<'a, 'e, 'b> fn(
@@ -119,8 +122,6 @@ macro_rules! wrapper {
 wrapper!(
     wrap_reduce = 0,
     wrap_replace = 1,
-    wrap_match = 2,
-    wrap_split = 4,
     wrap_abs = 5,
     wrap_append = 6,
     wrap_assert = 7,
@@ -244,8 +245,12 @@ fn wrap_pad<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a>
     }
 }
 
-/// `$contains(string, pattern)`: undefined when the pattern is (jsonata-rs raises T0410).
+/// `$contains(string, pattern)`: undefined when the pattern is (jsonata-rs raises T0410); a
+/// matcher function as pattern is handled by `matcher`.
 fn wrap_contains<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    if let Some(result) = matcher::contains_with_matcher(&ctx, args)? {
+        return Ok(result);
+    }
     match args {
         [_, pattern] if pattern.is_undefined() => Ok(Value::undefined()),
         _ => call_original(3, ctx, args),

@@ -815,3 +815,50 @@ fn syntax_errors_have_jsonata_codes() {
     }
     assert!(Expression::compile("1 != 2").is_ok());
 }
+
+#[test]
+fn matcher_functions_in_place_of_regexes() {
+    // A matcher for the character `$ch`, as in JSONata's documentation.
+    let matcher = "$m := function($ch) { $f := function($str, $offset) {( \
+          $before := $substringBefore($str, $ch); \
+          $start := $length($before) + ($exists($offset) ? $offset : 0); \
+          $end := $start + $length($ch); \
+          $before != $str ? {'match': $ch, 'start': $start, 'end': $end, 'groups': [], \
+            'next': function() {$f($substringAfter($str, $ch), $end)}} \
+        )} };";
+    let d = json!({});
+    let run = |body: &str| eval(&format!("({matcher} {body})"), &d);
+    assert_eq!(
+        run("$match('abracadabra', $m('a'), 2)"),
+        Some(json!([
+            {"match": "a", "index": 0, "groups": []},
+            {"match": "a", "index": 3, "groups": []}
+        ]))
+    );
+    assert_eq!(
+        run("$split('a-b-é-c', $m('-'))"),
+        Some(json!(["a", "b", "é", "c"]))
+    );
+    assert_eq!(run("$split('a-b-c', $m('-'), 2)"), Some(json!(["a", "b"])));
+    assert_eq!(run("$contains('abc', $m('c'))"), Some(json!(true)));
+    assert_eq!(run("$contains('abc', $m('x'))"), Some(json!(false)));
+    assert_eq!(run("$match('xyz', $m('a'))"), None);
+    // Regexes still go to jsonata-rs.
+    assert_eq!(
+        eval("$split('a1b22c', /[0-9]+/)", &d),
+        Some(json!(["a", "b", "c"]))
+    );
+    for (expr, code) in [
+        ("$split('some text', $uppercase)", "T1010"),
+        ("$match('abc', function($s){ 5 })", "T1010"),
+        ("$contains('abc', function($s){ 'x' })", "T1010"),
+        (
+            "$split('abc', function($s){ {'start': 1, 'end': 2} }, -1)",
+            "D3020",
+        ),
+        ("$split(5, function($s){ undefined })", "T0410"),
+    ] {
+        let msg = eval_err(expr, &d);
+        assert!(msg.starts_with(code), "{expr}: {msg}");
+    }
+}
