@@ -862,3 +862,39 @@ fn matcher_functions_in_place_of_regexes() {
         assert!(msg.starts_with(code), "{expr}: {msg}");
     }
 }
+
+#[test]
+fn no_number_picture_or_string_panics() {
+    const PIECES: &[&str] = &[
+        "#", "0", "9", ",", ".", "e", "E", "%", "‰", ";", "-", "+", "x", "0x", "0b", "١", "𝟎", " ",
+        "pm", "1e400",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let mut format =
+        Expression::compile("$formatNumber(n, p, o)").unwrap_or_else(|e| panic!("{e}"));
+    let mut number = Expression::compile("$number(p)").unwrap_or_else(|e| panic!("{e}"));
+    let numbers = [0.0, -1.5, 1234.5678, 1e300, -1e-300, 0.14];
+    for i in 0..2000 {
+        let mut picture = String::new();
+        for _ in 0..next(8) {
+            picture.push_str(PIECES[next(PIECES.len())]);
+        }
+        let options = match i % 3 {
+            0 => json!({}),
+            1 => json!({"per-mille": "pm", "percent": "pct"}),
+            _ => json!({"zero-digit": "١", "grouping-separator": "'"}),
+        };
+        let input = json!({"n": numbers[i % numbers.len()], "p": picture, "o": options});
+        for result in [format.evaluate(&input), number.evaluate(&input)] {
+            if let Err(e) = result {
+                assert!(!e.to_string().contains("internal error"), "{input}: {e}");
+            }
+        }
+    }
+}
