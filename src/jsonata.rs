@@ -27,15 +27,17 @@
 //!   jsonata-rs's `$filter`/`$single`/`$sort` ignore the result of a callback whose body is a
 //!   single function call (a tail-call thunk: `$filter` drops every item, `$sort` leaves the
 //!   order unchanged), and its `$single` panics on non-boolean predicate results.
-//!   `$toMillis` and `$fromMillis` are replaced to read and write XPath date/time picture
-//!   strings (`functions/datetime.rs`; jsonata-rs knows a fixed list of pictures only).
+//!   `$toMillis`, `$fromMillis` and `$now` are replaced to read and write XPath date/time
+//!   picture strings (`functions/datetime.rs`; jsonata-rs knows a fixed list of pictures
+//!   only, and its `$now` panicked on some time zone arguments); `$now` and `$millis` give
+//!   the same instant throughout one evaluation, as in JSONata.
 //! * **Not supported by jsonata-rs**:
 //!   partial application (`$f(?, 1)`), the parent operator `%`, calling a function literal
 //!   where it is written (`function($x){...}(5)`), the `??` and `?:` operators, and function
 //!   signatures (`function($x)<n:n>`); the first three are compile errors that say so (where
 //!   jsonata-rs would panic), the others fail to parse.
 //!
-//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1521 of its 1686 cases
+//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1542 of its 1686 cases
 //! pass; see that file for what counts as a pass).
 //! * **Signatures**: the arguments of jsonata-rs's builtins are checked against JSONata's
 //!   signatures before they run (`functions/signature.rs`), so a wrong type raises T0410,
@@ -46,10 +48,15 @@
 //!   `$base64encode`/`$base64decode`, `$number`/`$abs`/`$floor`/`$ceil`/`$round`/`$power`/
 //!   `$sqrt`/`$random`, `$sum`/`$max`/`$min`/`$count`, `$boolean`/`$not`/`$exists`,
 //!   `$append`/`$reverse`/`$distinct`/`$zip`, `$lookup`/`$merge`/`$error`/`$assert`,
-//!   `$reduce`, `$now`/`$millis`/`$uuid` (`$reduce`, `$replace`,
+//!   `$reduce`, `$uuid` (`$reduce`, `$replace`,
 //!   `$match`, `$contains` and `$split` run behind thin wrappers that only record their
 //!   function/regex arguments for freeing, see below). `$shuffle` uses std's random hash
 //!   keys, not a cryptographic generator.
+//! * **Argument handling made JSONata's** in front of jsonata-rs builtins: `$number` reads
+//!   strings with JSONata's rule (also `0x`/`0o`/`0b` integers; too large is D3030), `$pad`
+//!   truncates a fractional width, `$contains` with an undefined pattern is undefined, and
+//!   `$match`, `$split` and `$contains` accept matcher functions in place of regexes
+//!   (`functions/matcher.rs`).
 //!
 //! # Key order
 //!
@@ -242,7 +249,7 @@ impl Expression {
         });
         match checked {
             Ok(Ok(())) => {}
-            Ok(Err(message)) => return Err(compile_err(message)),
+            Ok(Err(message)) => return Err(compile_err(syntax_error_code(message))),
             Err(panic) => return Err(compile_err(unsupported(&panic_message(panic.as_ref())))),
         }
         if let Some(at) = order::partial_application(expr) {
@@ -356,6 +363,8 @@ impl Expression {
             previous_disposables: self.disposables.borrow().len(),
             originals: RefCell::new(Vec::new()),
             armed: Cell::new(true),
+            // An evaluation inside another (`$eval`) shares its instant.
+            now: Cell::new(with_scope(|outer| outer.now_millis())),
         };
         let (max_depth, time_limit) = (self.max_depth, self.time_limit_ms);
         let outcome = {
@@ -530,6 +539,10 @@ pub(crate) struct EvalScope<'s> {
     originals: RefCell<Vec<*const ()>>,
     /// True until the hook ran for this evaluation (a user calling it again does nothing).
     armed: Cell<bool>,
+    /// The evaluation's current time (milliseconds since the epoch), read from the clock on
+    /// first use: `$now()`, `$millis()` and the defaults of `$toMillis` all see one instant
+    /// per evaluation, as in JSONata.
+    now: Cell<Option<i64>>,
 }
 
 impl EvalScope<'_> {
@@ -543,6 +556,18 @@ impl EvalScope<'_> {
 
     pub(crate) fn record_disposables(&self, addrs: impl Iterator<Item = usize>) {
         self.disposables.borrow_mut().extend(addrs);
+    }
+
+    /// The current time of this evaluation, in milliseconds since the epoch.
+    pub(crate) fn now_millis(&self) -> i64 {
+        match self.now.get() {
+            Some(now) => now,
+            None => {
+                let now = chrono::Utc::now().timestamp_millis();
+                self.now.set(Some(now));
+                now
+            }
+        }
     }
 }
 
@@ -795,6 +820,33 @@ fn clean_error_message(message: &str, prefix_chars: usize) -> String {
         ),
         _ => message.to_string(),
     }
+}
+
+/// Gives two jsonata-rs syntax errors the codes JSONata has for them: an expression that
+/// ends where an operand is expected (`1=`: jsonata-rs's S0211 for the symbol `(end)`) is
+/// S0207, and a `!` not followed by `=` (a token of jsonata-rs, not of JSONata) is S0204.
+fn syntax_error_code(message: String) -> String {
+    let position = |code: &str| {
+        message
+            .strip_prefix(code)
+            .and_then(|rest| rest.strip_prefix(" @ "))
+            .map(|rest| {
+                rest.chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect::<String>()
+            })
+    };
+    if message.contains("`(end)` cannot be used as a unary operator") {
+        if let Some(at) = position("S0211") {
+            return format!("S0207 @ {at}: Unexpected end of expression");
+        }
+    }
+    if message.contains("got `!`") || message.contains("symbol `!` cannot") {
+        if let Some(at) = position("S0202").or_else(|| position("S0211")) {
+            return format!("S0204 @ {at}: Unknown operator: \"!\"");
+        }
+    }
+    message
 }
 
 /// The compile error for a panic of jsonata-rs's parser: what it does not support, where the

@@ -10,7 +10,10 @@ mod datetime;
 mod eval;
 mod format_integer;
 mod format_number;
+mod matcher;
 mod signature;
+
+use matcher::{wrap_match, wrap_split};
 
 /// The type of a jsonata-rs native function.
 pub(crate) type Native = for<'a, 'e, 'b> fn(
@@ -56,6 +59,8 @@ pub(crate) const OVERRIDES: &[(&str, usize, Native)] = &[
     // wrapped builtins.
     ("fromMillis", 3, datetime::fn_from_millis),
     ("toMillis", 2, datetime::fn_to_millis),
+    ("now", 2, datetime::fn_now),
+    ("millis", 0, datetime::fn_millis),
 ];
 
 /// jsonata-rs builtins wrapped so that the function, regex and transform values passed to
@@ -117,9 +122,6 @@ macro_rules! wrapper {
 wrapper!(
     wrap_reduce = 0,
     wrap_replace = 1,
-    wrap_match = 2,
-    wrap_contains = 3,
-    wrap_split = 4,
     wrap_abs = 5,
     wrap_append = 6,
     wrap_assert = 7,
@@ -140,8 +142,6 @@ wrapper!(
     wrap_merge = 22,
     wrap_min = 23,
     wrap_not = 24,
-    wrap_number = 25,
-    wrap_pad = 26,
     wrap_power = 27,
     wrap_reverse = 28,
     wrap_round = 29,
@@ -154,6 +154,108 @@ wrapper!(
     wrap_uppercase = 36,
     wrap_zip = 37,
 );
+
+/// `$number(arg)`: strings are read as JSONata reads them (jsonata-rs takes whatever Rust's
+/// float parser does, and gives undefined for `"1e500"`): a decimal number (leading zeros
+/// allowed) or an unsigned `0x`/`0o`/`0b` integer; anything else, and a number too large for a double, is D3030.
+/// Other arguments go to jsonata-rs's `$number`.
+fn wrap_number<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    let value = match args {
+        [] => context_value(&ctx),
+        [value] => *value,
+        _ => return call_original(25, ctx, args),
+    };
+    let Value::String(text) = value else {
+        return call_original(25, ctx, args);
+    };
+    match parse_number(text.as_str()) {
+        Some(n) => Ok(Value::number(ctx.arena, n)),
+        None => Err(custom_error(
+            &ctx,
+            "D3030",
+            &format!("Unable to cast value to a number: {:?}", text.as_str()),
+        )),
+    }
+}
+
+/// A string as JSONata's `$number` reads it; `None` for D3030.
+fn parse_number(text: &str) -> Option<f64> {
+    let radix = |prefix: [&str; 2], radix: u32| {
+        let digits = prefix.iter().find_map(|p| text.strip_prefix(p))?;
+        if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+            return None;
+        }
+        // Digit by digit, as JavaScript's `Number` (exact up to 2^53, then rounded).
+        Some(
+            digits
+                .chars()
+                .filter_map(|c| c.to_digit(radix))
+                .fold(0.0, |n, d| n * f64::from(radix) + f64::from(d)),
+        )
+    };
+    if let Some(n) = radix(["0x", "0X"], 16)
+        .or_else(|| radix(["0o", "0O"], 8))
+        .or_else(|| radix(["0b", "0B"], 2))
+    {
+        return n.is_finite().then_some(n);
+    }
+    // -?[0-9]+(\.[0-9]+)?([Ee][-+]?[0-9]+)?
+    let bytes = text.as_bytes();
+    let mut i = usize::from(bytes.first() == Some(&b'-'));
+    let digits_from = |i: usize| bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let int = digits_from(i);
+    if int == 0 {
+        return None;
+    }
+    i += int;
+    if bytes.get(i) == Some(&b'.') {
+        let frac = digits_from(i + 1);
+        if frac == 0 {
+            return None;
+        }
+        i += 1 + frac;
+    }
+    if matches!(bytes.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(bytes.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let exp = digits_from(i);
+        if exp == 0 {
+            return None;
+        }
+        i += exp;
+    }
+    if i != bytes.len() {
+        return None;
+    }
+    text.parse::<f64>().ok().filter(|n| n.is_finite())
+}
+
+/// `$pad(string, width [, char])`: the width is truncated to an integer first, as JSONata
+/// does (jsonata-rs rounds it).
+fn wrap_pad<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    match args.get(1) {
+        Some(Value::Number(width)) if width.fract() != 0.0 => {
+            let mut truncated = args.to_vec();
+            truncated[1] = Value::number(ctx.arena, width.trunc());
+            call_original(26, ctx, &truncated)
+        }
+        _ => call_original(26, ctx, args),
+    }
+}
+
+/// `$contains(string, pattern)`: undefined when the pattern is (jsonata-rs raises T0410); a
+/// matcher function as pattern is handled by `matcher`.
+fn wrap_contains<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    if let Some(result) = matcher::contains_with_matcher(&ctx, args)? {
+        return Ok(result);
+    }
+    match args {
+        [_, pattern] if pattern.is_undefined() => Ok(Value::undefined()),
+        _ => call_original(3, ctx, args),
+    }
+}
 
 /// The JSONata signature of `WRAPPED[index]`, if it is checked (looked up by name once).
 fn wrapped_signature(index: usize) -> Option<&'static signature::Signature> {
@@ -695,7 +797,9 @@ fn fn_format_base<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> R
         Value::Number(n) => *n,
         _ => return Err(bad_arg(&ctx, 2)),
     };
-    if !(2.0..=36.0).contains(&radix) || radix.fract() != 0.0 {
+    // The radix is rounded as the number is (JSONata's `$round`).
+    let radix = round_half_even(radix, 0);
+    if !(2.0..=36.0).contains(&radix) {
         return Err(custom_error(
             &ctx,
             "D3100",

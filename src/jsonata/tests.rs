@@ -674,3 +674,227 @@ fn date_time_pictures() {
         assert!(msg.starts_with(code), "{expr}: {msg}");
     }
 }
+
+#[test]
+fn now_writes_one_instant_per_evaluation_with_pictures_and_time_zones() {
+    let d = json!({});
+    let got = eval(
+        "{'millis': $millis(), \
+          'text': $now('[Y0001]-[M01]-[D01] [H01]:[m01]:[s01].[f001] [Z]', '-0130'), \
+          'zone': $now(missing, '+0545'), 'iso': $now(), 'empty': $now(''), \
+          'same': $now() = $now() and $millis() = $millis() and $eval('$millis()') = $millis(), \
+          'read': $toMillis($now())}",
+        &d,
+    )
+    .unwrap_or_default();
+    let millis = got["millis"].as_i64().unwrap_or_default();
+    let at = |offset_minutes: i64| {
+        chrono::DateTime::from_timestamp_millis(millis + offset_minutes * 60_000)
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        got["text"],
+        json!(at(-90).format("%Y-%m-%d %H:%M:%S%.3f -01:30").to_string())
+    );
+    assert_eq!(
+        got["zone"],
+        json!(at(345).format("%Y-%m-%dT%H:%M:%S%.3f+05:45").to_string())
+    );
+    assert_eq!(
+        got["iso"],
+        json!(at(0).format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+    );
+    assert_eq!(got["empty"], json!(""));
+    assert_eq!(got["same"], json!(true));
+    assert_eq!(got["read"], json!(millis));
+    // Each evaluation reads the clock anew.
+    let mut e = Expression::compile("$millis()").unwrap_or_else(|e| panic!("{e}"));
+    let first = e.evaluate(&d).ok().flatten();
+    std::thread::sleep(Duration::from_millis(5));
+    assert_ne!(e.evaluate(&d).ok().flatten(), first);
+    for (expr, code) in [
+        ("$now('[H01]', 'é+00')", "T0410"),
+        ("$now('[H01]', '+')", "T0410"),
+        ("$now(5)", "T0410"),
+        ("$now('[H01]', 5)", "T0410"),
+        ("$now('[H01]', '+0100', 'x')", "T0410"),
+        ("$millis(1)", "T0410"),
+        ("$now('[H')", "D3135"),
+        ("$now('[q]')", "D3132"),
+    ] {
+        let msg = eval_err(expr, &d);
+        assert!(msg.starts_with(code), "{expr}: {msg}");
+    }
+}
+
+#[test]
+fn number_strings_pad_widths_radixes_and_contains_as_jsonata() {
+    let d = json!({"s": "0x1F"});
+    for (expr, expected) in [
+        ("$number('0x12')", json!(18)),
+        ("s.$number()", json!(31)),
+        ("$number('0B101')", json!(5)),
+        ("$number('0o17')", json!(15)),
+        ("$number('-007.50')", json!(-7.5)),
+        ("$number('1.5E2')", json!(150)),
+        ("$number(true)", json!(1)),
+        ("$pad('foo', 5.7, '#')", json!("foo##")),
+        ("$pad('foo', -5.7, '#')", json!("##foo")),
+        ("$formatBase(99.5, 2.5)", json!("1100100")),
+        ("$formatBase(10, 36.4)", json!("a")),
+        ("$formatBase(35, 36.5)", json!("z")),
+        ("$contains('abc', 'b')", json!(true)),
+    ] {
+        assert_eq!(eval(expr, &d), Some(expected), "{expr}");
+    }
+    assert_eq!(eval("$contains('abc', nothing)", &d), None);
+    for (expr, code) in [
+        ("$number('10e500')", "D3030"),
+        ("$number('-0x12')", "D3030"),
+        ("$number('0x')", "D3030"),
+        ("$number('1.')", "D3030"),
+        ("$number('.5')", "D3030"),
+        ("$number('+5')", "D3030"),
+        ("$number('inf')", "D3030"),
+        ("$number('NaN')", "D3030"),
+        ("$number('١')", "D3030"),
+        ("$number('1', 2)", "T0410"),
+        ("$number(null)", "T0410"),
+        ("$formatBase(5, 36.6)", "D3100"),
+    ] {
+        let msg = eval_err(expr, &d);
+        assert!(msg.starts_with(code), "{expr}: {msg}");
+    }
+}
+
+#[test]
+fn format_number_pictures_are_checked_in_jsonata_order() {
+    let d = json!({});
+    for (expr, code) in [
+        // Every rule is checked; the last one broken is reported.
+        ("$formatNumber(42, '%%')", "D3086"),
+        ("$formatNumber(42, '---')", "D3086"),
+        ("$formatNumber(20, '0+.e0')", "D3086"),
+        ("$formatNumber(20, '0,.e0')", "D3087"),
+        ("$formatNumber(20, '#,')", "D3088"),
+        ("$formatNumber(20, '0#')", "D3090"),
+        ("$formatNumber(20, '.#0')", "D3091"),
+        ("$formatNumber(20, '0e')", "D3093"),
+        ("$formatNumber(20, '0%e0')", "D3092"),
+        ("$formatNumber(20, '#', {'per-mille': ''})", "T0410"),
+    ] {
+        let msg = eval_err(expr, &d);
+        assert!(msg.starts_with(code), "{expr}: {msg}");
+    }
+    for (expr, expected) in [
+        // A multi-character per-mille sign (passive text, found anywhere).
+        ("$formatNumber(0.14, '###pm', {'per-mille': 'pm'})", "140pm"),
+        ("$formatNumber(0.5, '#0 pct', {'percent': 'pct'})", "50 pct"),
+        // Rules JSONata reads differently from the letter of F&O: `#0#` is accepted.
+        ("$formatNumber(1234.5, '#0#.0#')", "1234.5"),
+        ("$formatNumber(-3, '0;(0)')", "(3)"),
+    ] {
+        assert_eq!(eval(expr, &d), Some(json!(expected)), "{expr}");
+    }
+}
+
+#[test]
+fn syntax_errors_have_jsonata_codes() {
+    for (expr, code) in [
+        ("1=", "S0207"),
+        ("(1 +", "S0207"),
+        ("[1!2]", "S0204"),
+        ("$x != 1 and !", "S0204"),
+    ] {
+        match Expression::compile(expr) {
+            Err(JsonataError::Compile { message, .. }) => {
+                assert!(message.starts_with(code), "{expr}: {message}")
+            }
+            other => panic!("{expr}: {other:?}"),
+        }
+    }
+    assert!(Expression::compile("1 != 2").is_ok());
+}
+
+#[test]
+fn matcher_functions_in_place_of_regexes() {
+    // A matcher for the character `$ch`, as in JSONata's documentation.
+    let matcher = "$m := function($ch) { $f := function($str, $offset) {( \
+          $before := $substringBefore($str, $ch); \
+          $start := $length($before) + ($exists($offset) ? $offset : 0); \
+          $end := $start + $length($ch); \
+          $before != $str ? {'match': $ch, 'start': $start, 'end': $end, 'groups': [], \
+            'next': function() {$f($substringAfter($str, $ch), $end)}} \
+        )} };";
+    let d = json!({});
+    let run = |body: &str| eval(&format!("({matcher} {body})"), &d);
+    assert_eq!(
+        run("$match('abracadabra', $m('a'), 2)"),
+        Some(json!([
+            {"match": "a", "index": 0, "groups": []},
+            {"match": "a", "index": 3, "groups": []}
+        ]))
+    );
+    assert_eq!(
+        run("$split('a-b-é-c', $m('-'))"),
+        Some(json!(["a", "b", "é", "c"]))
+    );
+    assert_eq!(run("$split('a-b-c', $m('-'), 2)"), Some(json!(["a", "b"])));
+    assert_eq!(run("$contains('abc', $m('c'))"), Some(json!(true)));
+    assert_eq!(run("$contains('abc', $m('x'))"), Some(json!(false)));
+    assert_eq!(run("$match('xyz', $m('a'))"), None);
+    // Regexes still go to jsonata-rs.
+    assert_eq!(
+        eval("$split('a1b22c', /[0-9]+/)", &d),
+        Some(json!(["a", "b", "c"]))
+    );
+    for (expr, code) in [
+        ("$split('some text', $uppercase)", "T1010"),
+        ("$match('abc', function($s){ 5 })", "T1010"),
+        ("$contains('abc', function($s){ 'x' })", "T1010"),
+        (
+            "$split('abc', function($s){ {'start': 1, 'end': 2} }, -1)",
+            "D3020",
+        ),
+        ("$split(5, function($s){ undefined })", "T0410"),
+    ] {
+        let msg = eval_err(expr, &d);
+        assert!(msg.starts_with(code), "{expr}: {msg}");
+    }
+}
+
+#[test]
+fn no_number_picture_or_string_panics() {
+    const PIECES: &[&str] = &[
+        "#", "0", "9", ",", ".", "e", "E", "%", "‰", ";", "-", "+", "x", "0x", "0b", "١", "𝟎", " ",
+        "pm", "1e400",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let mut format =
+        Expression::compile("$formatNumber(n, p, o)").unwrap_or_else(|e| panic!("{e}"));
+    let mut number = Expression::compile("$number(p)").unwrap_or_else(|e| panic!("{e}"));
+    let numbers = [0.0, -1.5, 1234.5678, 1e300, -1e-300, 0.14];
+    for i in 0..2000 {
+        let mut picture = String::new();
+        for _ in 0..next(8) {
+            picture.push_str(PIECES[next(PIECES.len())]);
+        }
+        let options = match i % 3 {
+            0 => json!({}),
+            1 => json!({"per-mille": "pm", "percent": "pct"}),
+            _ => json!({"zero-digit": "١", "grouping-separator": "'"}),
+        };
+        let input = json!({"n": numbers[i % numbers.len()], "p": picture, "o": options});
+        for result in [format.evaluate(&input), number.evaluate(&input)] {
+            if let Err(e) = result {
+                assert!(!e.to_string().contains("internal error"), "{input}: {e}");
+            }
+        }
+    }
+}

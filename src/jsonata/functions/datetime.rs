@@ -1,8 +1,10 @@
-//! `$toMillis(timestamp [, picture])` and `$fromMillis(millis [, picture [, timezone]])`:
-//! timestamps read and written with XPath/XSLT 3.0 date-time picture strings, as JSONata
-//! defines them (jsonata-js `datetime.js`). jsonata-rs 0.3.4 recognises a fixed list of
-//! pictures only (`[H]` or `[M1]` are errors there, `[D1] [MNn]` parsing is a set of
-//! hard-coded layouts), so both are replaced.
+//! `$toMillis(timestamp [, picture])`, `$fromMillis(millis [, picture [, timezone]])` and
+//! `$now([picture [, timezone]])` (with `$millis()`): timestamps read and written with
+//! XPath/XSLT 3.0 date-time picture strings, as JSONata defines them (jsonata-js
+//! `datetime.js`). jsonata-rs 0.3.4 recognises a fixed list of pictures only (`[H]` or `[M1]`
+//! are errors there, `[D1] [MNn]` parsing is a set of hard-coded layouts; its `$now` slices
+//! time zones by bytes, which panics on non-ASCII text), so all four are replaced. `$now`
+//! and `$millis` read the clock once per evaluation, as JSONata does.
 //!
 //! A picture is literal text and variable markers `[component presentation, width]`:
 //! components `Y` year, `M` month, `D` day of month, `d` day of year, `F` day of week (1 =
@@ -36,7 +38,7 @@ use std::rc::Rc;
 use jsonata_rs::{FunctionContext, Value};
 
 use super::format_integer::Picture;
-use super::{arg, bad_arg, check_signature, custom_error, record_disposables};
+use super::{arg, bad_arg, check_signature, custom_error, record_disposables, with_scope};
 
 type Res<'a> = jsonata_rs::Result<&'a Value<'a>>;
 
@@ -845,8 +847,10 @@ fn raise(ctx: &FunctionContext<'_, '_>, (code, message): DtError) -> jsonata_rs:
     custom_error(ctx, code, &message)
 }
 
+/// The current time: one instant per evaluation (see `EvalScope::now_millis`), the clock's
+/// outside of one.
 fn now_millis() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+    with_scope(|scope| scope.now_millis()).unwrap_or_else(|| chrono::Utc::now().timestamp_millis())
 }
 
 /// `$toMillis(timestamp [, picture])`.
@@ -891,23 +895,51 @@ pub(super) fn fn_from_millis<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value
         Value::Number(n) if n.is_finite() && n.abs() <= MAX_MILLIS => n.trunc() as i64,
         _ => return Err(bad_arg(&ctx, 1)),
     };
-    let picture = match arg(&args, 1) {
+    format_with(&ctx, millis, args.get(1..).unwrap_or_default(), 2)
+}
+
+/// `$now([picture [, timezone]])`: the evaluation's current time (the same instant however
+/// often it is called in one evaluation), as `$fromMillis` writes it: ISO 8601 in UTC with
+/// milliseconds without arguments.
+pub(super) fn fn_now<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    record_disposables(args);
+    let args = check_signature(&ctx, "now", args)?;
+    format_with(&ctx, now_millis(), &args, 1)
+}
+
+/// `$millis()`: the evaluation's current time in milliseconds since the epoch (the instant of
+/// `$now()`).
+pub(super) fn fn_millis<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
+    record_disposables(args);
+    check_signature(&ctx, "millis", args)?;
+    Ok(Value::number(ctx.arena, now_millis() as f64))
+}
+
+/// `millis` written with the optional picture and time zone arguments in `rest`, the picture
+/// being argument number `first` (for error messages).
+fn format_with<'a>(
+    ctx: &FunctionContext<'a, '_>,
+    millis: i64,
+    rest: &[&'a Value<'a>],
+    first: usize,
+) -> Res<'a> {
+    let picture = match arg(rest, 0) {
         Value::Undefined => ISO_PICTURE,
         Value::String(s) => s.as_str(),
-        _ => return Err(bad_arg(&ctx, 2)),
+        _ => return Err(bad_arg(ctx, first)),
     };
-    let offset = match arg(&args, 2) {
+    let offset = match arg(rest, 1) {
         Value::Undefined => 0,
         Value::String(s) => match parse_timezone(s.as_str()) {
             // Within a day or so of UTC: enough for every real zone, and no overflow.
             Some(offset) if offset.abs() < 100 * 60 => offset,
-            _ => return Err(bad_arg(&ctx, 3)),
+            _ => return Err(bad_arg(ctx, first + 1)),
         },
-        _ => return Err(bad_arg(&ctx, 3)),
+        _ => return Err(bad_arg(ctx, first + 1)),
     };
     match format_date_time(millis, picture, offset) {
         Ok(text) => Ok(Value::string(ctx.arena, &text)),
-        Err(e) => Err(raise(&ctx, e)),
+        Err(e) => Err(raise(ctx, e)),
     }
 }
 

@@ -11,8 +11,9 @@ struct Properties {
     grouping: char,
     exponent: char,
     minus: char,
-    percent: char,
-    per_mille: char,
+    /// Percent and per-mille signs: any text (they are passive, so only searched for).
+    percent: String,
+    per_mille: String,
     zero: char,
     digit: char,
     pattern: char,
@@ -37,6 +38,8 @@ impl Properties {
 struct Parts {
     prefix: String,
     suffix: String,
+    /// Between prefix and suffix: the whole sub-picture when it has no active character.
+    active: Vec<char>,
     integer: Vec<char>,
     fraction: Vec<char>,
     exponent: Option<Vec<char>>,
@@ -57,6 +60,10 @@ struct Analysis {
     picture: String,
 }
 
+/// Splits a sub-picture as JSONata does: the prefix and suffix are the passive text before
+/// the first and after the last active character other than the exponent separator (both
+/// empty when there is none); an exponent separator after the prefix (and at most directly
+/// after the active part) starts the exponent.
 fn split_parts(sub: &str, p: &Properties) -> Parts {
     let chars: Vec<char> = sub.chars().collect();
     let is_mantissa_active = |c: char| p.is_active(c) && c != p.exponent;
@@ -64,14 +71,22 @@ fn split_parts(sub: &str, p: &Properties) -> Parts {
     let last = chars.iter().rposition(|&c| is_mantissa_active(c));
     let (start, end) = match (first, last) {
         (Some(f), Some(l)) => (f, l + 1),
-        _ => (chars.len(), chars.len()),
+        _ => (0, chars.len()),
     };
     let prefix: String = chars[..start].iter().collect();
-    let suffix: String = chars[end.max(start)..].iter().collect();
-    let active = &chars[start..end.max(start)];
-    let (mantissa, exponent) = match active.iter().position(|&c| c == p.exponent) {
-        Some(e) => (&active[..e], Some(active[e + 1..].to_vec())),
-        None => (active, None),
+    let suffix: String = chars[end..].iter().collect();
+    let active = chars[start..end].to_vec();
+    let exponent_at = chars[start..]
+        .iter()
+        .position(|&c| c == p.exponent)
+        .map(|i| start + i)
+        .filter(|&i| i <= end);
+    let (mantissa, exponent) = match exponent_at {
+        Some(e) => (
+            &chars[start..e],
+            Some(chars.get(e + 1..end).unwrap_or_default().to_vec()),
+        ),
+        None => (&chars[start..end], None),
     };
     let (integer, fraction) = match mantissa.iter().position(|&c| c == p.decimal) {
         Some(d) => (mantissa[..d].to_vec(), mantissa[d + 1..].to_vec()),
@@ -80,6 +95,7 @@ fn split_parts(sub: &str, p: &Properties) -> Parts {
     Parts {
         prefix,
         suffix,
+        active,
         integer,
         fraction,
         exponent,
@@ -87,102 +103,110 @@ fn split_parts(sub: &str, p: &Properties) -> Parts {
     }
 }
 
+/// Validates a sub-picture (XPath F&O 4.7.3). Every rule is checked and the last one broken
+/// is reported, in JSONata's order, as JSONata does.
 fn validate(parts: &Parts, p: &Properties) -> Result<(), (&'static str, &'static str)> {
-    let count = |c: char| parts.picture.chars().filter(|&x| x == c).count();
-    let mantissa: Vec<char> = parts
-        .integer
-        .iter()
-        .chain(parts.fraction.iter())
-        .copied()
-        .collect();
+    let picture = parts.picture.as_str();
+    let count = |c: char| picture.chars().filter(|&x| x == c).count();
+    let occurs = |s: &str| picture.matches(s).count();
+    let whole: Vec<char> = picture.chars().collect();
+    let mut error = None;
     if count(p.decimal) > 1 {
-        return Err((
+        error = Some((
             "D3081",
             "The sub-picture must not contain more than one instance of the 'decimal-separator' character",
         ));
     }
-    if count(p.percent) > 1 {
-        return Err((
+    if occurs(&p.percent) > 1 {
+        error = Some((
             "D3082",
             "The sub-picture must not contain more than one instance of the 'percent' character",
         ));
     }
-    if count(p.per_mille) > 1 {
-        return Err((
+    if occurs(&p.per_mille) > 1 {
+        error = Some((
             "D3083",
             "The sub-picture must not contain more than one instance of the 'per-mille' character",
         ));
     }
-    if count(p.percent) > 0 && count(p.per_mille) > 0 {
-        return Err((
+    let scaled = occurs(&p.percent) > 0 || occurs(&p.per_mille) > 0;
+    if occurs(&p.percent) > 0 && occurs(&p.per_mille) > 0 {
+        error = Some((
             "D3084",
             "The sub-picture must not contain both a 'percent' and a 'per-mille' character",
         ));
     }
-    if !mantissa.iter().any(|&c| c == p.digit || p.is_family(c)) {
-        return Err((
+    let mantissa = parts.integer.iter().chain(&parts.fraction);
+    if !mantissa.clone().any(|&c| c == p.digit || p.is_family(c)) {
+        error = Some((
             "D3085",
             "The mantissa part of a sub-picture must contain at least one character that is either an 'optional digit character' or a member of the 'decimal digit family'",
         ));
     }
-    let int = &parts.integer;
-    if int.last() == Some(&p.grouping) {
-        return Err((
-            "D3088",
-            "The sub-picture must not contain a 'grouping-separator' at the end of the integer part",
+    if parts.active.iter().any(|&c| !p.is_active(c)) {
+        error = Some((
+            "D3086",
+            "A sub-picture must not contain a passive character that is preceded by an active character and that is followed by another active character",
         ));
     }
-    let whole: Vec<char> = parts.picture.chars().collect();
+    match whole.iter().position(|&c| c == p.decimal) {
+        Some(d) => {
+            let before = d.checked_sub(1).and_then(|i| whole.get(i));
+            if before == Some(&p.grouping) || whole.get(d + 1) == Some(&p.grouping) {
+                error = Some((
+                    "D3087",
+                    "The sub-picture must not contain a 'grouping-separator' character that appears adjacent to a 'decimal-separator' character",
+                ));
+            }
+        }
+        None if parts.integer.last() == Some(&p.grouping) => {
+            error = Some((
+                "D3088",
+                "The sub-picture must not contain a 'grouping-separator' at the end of the integer part",
+            ));
+        }
+        None => {}
+    }
     if whole
         .windows(2)
         .any(|w| w[0] == p.grouping && w[1] == p.grouping)
     {
-        return Err((
+        error = Some((
             "D3089",
             "The sub-picture must not contain two adjacent instances of the 'grouping-separator' character",
         ));
     }
-    if whole.windows(2).any(|w| {
-        (w[0] == p.grouping && w[1] == p.decimal) || (w[0] == p.decimal && w[1] == p.grouping)
-    }) {
-        return Err((
-            "D3087",
-            "The sub-picture must not contain a 'grouping-separator' character that appears adjacent to a 'decimal-separator' character",
+    let int = &parts.integer;
+    let first_optional = int.iter().position(|&c| c == p.digit);
+    if first_optional.is_some_and(|first| int[..first].iter().any(|&c| p.is_family(c))) {
+        error = Some((
+            "D3090",
+            "The integer part of the sub-picture must not contain a member of the 'decimal digit family' that is followed by an instance of the 'optional digit character'",
         ));
     }
-    let first_digit = int.iter().position(|&c| p.is_family(c));
-    if first_digit.is_some_and(|first| int[first..].contains(&p.digit)) {
-        {
-            return Err((
-                "D3090",
-                "The integer part of the sub-picture must not contain a member of the 'decimal digit family' that is followed by an instance of the 'optional digit character'",
-            ));
-        }
-    }
-    let first_optional = parts.fraction.iter().position(|&c| c == p.digit);
-    if first_optional.is_some_and(|first| parts.fraction[first..].iter().any(|&c| p.is_family(c))) {
-        {
-            return Err((
-                "D3091",
-                "The fractional part of the sub-picture must not contain an instance of the 'optional digit character' that is followed by a member of the 'decimal digit family'",
-            ));
-        }
+    let fraction = &parts.fraction;
+    let last_optional = fraction.iter().rposition(|&c| c == p.digit);
+    if last_optional.is_some_and(|last| fraction[last..].iter().any(|&c| p.is_family(c))) {
+        error = Some((
+            "D3091",
+            "The fractional part of the sub-picture must not contain an instance of the 'optional digit character' that is followed by a member of the 'decimal digit family'",
+        ));
     }
     if let Some(exp) = &parts.exponent {
-        if count(p.percent) > 0 || count(p.per_mille) > 0 {
-            return Err((
+        if !exp.is_empty() && scaled {
+            error = Some((
                 "D3092",
                 "A sub-picture that contains a 'percent' or 'per-mille' character must not contain a character treated as an 'exponent-separator'",
             ));
         }
         if exp.is_empty() || exp.iter().any(|&c| !p.is_family(c)) {
-            return Err((
+            error = Some((
                 "D3093",
                 "The exponent part of the sub-picture must comprise only of one or more characters that are members of the 'decimal digit family'",
             ));
         }
     }
-    Ok(())
+    error.map_or(Ok(()), Err)
 }
 
 fn analyse(parts: Parts, p: &Properties) -> Analysis {
@@ -292,8 +316,8 @@ pub(super) fn fn_format_number<'a>(
         grouping: ',',
         exponent: 'e',
         minus: '-',
-        percent: '%',
-        per_mille: '\u{2030}',
+        percent: "%".to_string(),
+        per_mille: "\u{2030}".to_string(),
         zero: '0',
         digit: '#',
         pattern: ';',
@@ -310,19 +334,26 @@ pub(super) fn fn_format_number<'a>(
                     "grouping-separator" => &mut p.grouping,
                     "exponent-separator" => &mut p.exponent,
                     "minus-sign" => &mut p.minus,
-                    "percent" => &mut p.percent,
-                    "per-mille" => &mut p.per_mille,
                     "zero-digit" => &mut p.zero,
                     "digit" => &mut p.digit,
                     "pattern-separator" => &mut p.pattern,
-                    "infinity" | "NaN" => {
-                        if let Value::String(s) = v {
-                            if key.as_str() == "NaN" {
-                                p.nan = s.as_str().to_string();
-                            } else {
-                                p.infinity = s.as_str().to_string();
+                    "infinity" | "NaN" | "percent" | "per-mille" => {
+                        // (An empty percent sign would be found in every picture.)
+                        let text = match v {
+                            Value::String(s)
+                                if !s.as_str().is_empty()
+                                    || matches!(key.as_str(), "NaN" | "infinity") =>
+                            {
+                                s.as_str().to_string()
                             }
-                        }
+                            _ => return Err(bad_arg(&ctx, 3)),
+                        };
+                        *match key.as_str() {
+                            "NaN" => &mut p.nan,
+                            "infinity" => &mut p.infinity,
+                            "percent" => &mut p.percent,
+                            _ => &mut p.per_mille,
+                        } = text;
                         continue;
                     }
                     _ => continue,
@@ -377,9 +408,9 @@ pub(super) fn fn_format_number<'a>(
     };
 
     let mut adjusted = value;
-    if pic.picture.contains(p.percent) {
+    if pic.picture.contains(p.percent.as_str()) {
         adjusted *= 100.0;
-    } else if pic.picture.contains(p.per_mille) {
+    } else if pic.picture.contains(p.per_mille.as_str()) {
         adjusted *= 1000.0;
     }
     let mut exponent: Option<i32> = None;

@@ -18,7 +18,8 @@ use jsonata_rs::{Error, FunctionContext, Value};
 use super::{context_value, custom_error};
 
 /// The signatures of the jsonata-rs builtins this module checks (those of JSONata's reference),
-/// and of the native functions that replaced such builtins (`$fromMillis`, `$toMillis`).
+/// and of the native functions that replaced such builtins (`$fromMillis`, `$toMillis`,
+/// `$now`, `$millis`).
 const SIGNATURES: &[(&str, &str)] = &[
     ("abs", "<n-:n>"),
     ("append", "<xx:a>"),
@@ -41,8 +42,10 @@ const SIGNATURES: &[(&str, &str)] = &[
     ("match", "<s-f<s:o>n?:a<o>>"),
     ("max", "<a<n>:n>"),
     ("merge", "<a<o>:o>"),
+    ("millis", "<:n>"),
     ("min", "<a<n>:n>"),
     ("not", "<x-:b>"),
+    ("now", "<s?s?:s>"),
     ("number", "<(nsb)-:n>"),
     ("pad", "<s-ns?:s>"),
     ("power", "<n-n:n>"),
