@@ -17,6 +17,8 @@
 //! - A traversal is finished when every unit it planned completed; the next run then starts a
 //!   new traversal (and, with `incremental`, skips the units whose size, modification time and
 //!   content hash are unchanged).
+//! - Each unit keeps when it was last read (`published_ms`): with a publish cutoff (Lucille's
+//!   `lastPublishedCutoff`) a unit read more recently than that is not read again.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::Path;
@@ -28,6 +30,14 @@ use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::accounting::Publisher;
+
+/// Milliseconds since the epoch, now.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
 
 /// How often the writer commits acknowledgements.
 pub const COMMIT_INTERVAL: Duration = Duration::from_millis(200);
@@ -72,6 +82,9 @@ pub struct UnitState {
     pub last_error: Option<String>,
     /// The traversal this state belongs to.
     pub traversal: i64,
+    /// When the unit was last read (milliseconds since the epoch); `None` in stores written
+    /// before this was kept.
+    pub published_ms: Option<i64>,
 }
 
 /// What to do with a unit in this run.
@@ -85,6 +98,8 @@ pub enum Plan {
     SkipUnchanged,
     /// Failed `MAX_UNIT_ATTEMPTS` reads; no longer retried.
     SkipSettledFailed { error: String },
+    /// Read more recently than the publish cutoff.
+    SkipRecentlyPublished,
 }
 
 /// The store and the plan of this run's traversal. Opened on the connector's thread before
@@ -97,6 +112,11 @@ pub struct Checkpoint {
     resuming: bool,
     incremental: bool,
     states: HashMap<String, UnitState>,
+    /// Units read within this many milliseconds are skipped (Lucille's `lastPublishedCutoff`).
+    published_cutoff_ms: Option<i64>,
+    /// Whether vanished units are removed from the store when the traversal closes (Lucille's
+    /// `state.performDeletions`, default true).
+    forget_vanished: bool,
 }
 
 fn store_err(path: &str) -> impl Fn(rusqlite::Error) -> CheckpointError + '_ {
@@ -137,9 +157,22 @@ impl Checkpoint {
                  attempts INTEGER NOT NULL,
                  last_error TEXT,
                  traversal INTEGER NOT NULL,
+                 published_ms INTEGER,
                  PRIMARY KEY (connector, path));",
         )
         .map_err(&err)?;
+        // Stores written before `published_ms` was kept get the column (empty).
+        let has_published: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('units') WHERE name = 'published_ms'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(&err)?;
+        if has_published == 0 {
+            conn.execute_batch("ALTER TABLE units ADD COLUMN published_ms INTEGER")
+                .map_err(&err)?;
+        }
         let row: Option<(i64, bool)> = conn
             .query_row(
                 "SELECT current, finished FROM traversals WHERE connector = ?1",
@@ -164,7 +197,7 @@ impl Checkpoint {
             let mut stmt = conn
                 .prepare(
                     "SELECT path, size, modified_ms, hash, acked, complete, attempts, last_error,
-                            traversal
+                            traversal, published_ms
                      FROM units WHERE connector = ?1",
                 )
                 .map_err(&err)?;
@@ -183,6 +216,7 @@ impl Checkpoint {
                             attempts: r.get::<_, i64>(6)?.clamp(0, i64::from(u32::MAX)) as u32,
                             last_error: r.get(7)?,
                             traversal: r.get(8)?,
+                            published_ms: r.get(9)?,
                         },
                     ))
                 })
@@ -200,7 +234,22 @@ impl Checkpoint {
             resuming,
             incremental,
             states,
+            published_cutoff_ms: None,
+            forget_vanished: true,
         })
+    }
+
+    /// Skips units read less than `cutoff` ago (Lucille's `lastPublishedCutoff`).
+    pub fn with_published_cutoff(mut self, cutoff: Option<Duration>) -> Self {
+        self.published_cutoff_ms = cutoff.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        self
+    }
+
+    /// Keeps vanished units in the store instead of removing them when the traversal closes
+    /// (Lucille's `state.performDeletions: false`).
+    pub fn keeping_vanished(mut self, keep: bool) -> Self {
+        self.forget_vanished = !keep;
+        self
     }
 
     /// True when this run continues a traversal an earlier run did not finish.
@@ -235,6 +284,15 @@ impl Checkpoint {
         if current && same_meta && state.attempts >= MAX_UNIT_ATTEMPTS && !state.complete {
             let error = state.last_error.clone().unwrap_or_default();
             return Ok((Plan::SkipSettledFailed { error }, stamp));
+        }
+        // Read recently (not a unit this traversal left half-read): skipped, changed or not, as
+        // Lucille's lastPublishedCutoff does.
+        if let (Some(cutoff), Some(at)) = (self.published_cutoff_ms, state.published_ms) {
+            let in_progress = current && same_meta && !state.complete;
+            if !in_progress && at >= now_ms().saturating_sub(cutoff) {
+                stamp = state.stamp.clone();
+                return Ok((Plan::SkipRecentlyPublished, stamp));
+            }
         }
         if current && same_meta {
             stamp.hash = state.stamp.hash.clone();
@@ -462,6 +520,8 @@ struct UnitTrack {
     stamp: Stamp,
     /// Every record below this was acknowledged.
     watermark: u64,
+    /// When this run began reading it.
+    published_ms: i64,
     ahead: BTreeSet<u64>,
     total: Option<u64>,
     complete: bool,
@@ -531,6 +591,7 @@ impl Writer {
                     path,
                     stamp,
                     watermark: skip,
+                    published_ms: now_ms(),
                     ahead: BTreeSet::new(),
                     total: None,
                     complete: false,
@@ -596,12 +657,12 @@ impl Writer {
             let mut upsert = tx
                 .prepare_cached(
                     "INSERT INTO units (connector, path, size, modified_ms, hash, acked, complete,
-                                        attempts, last_error, traversal)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, NULL, ?8)
+                                        attempts, last_error, traversal, published_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, NULL, ?8, ?9)
                      ON CONFLICT(connector, path) DO UPDATE SET
                          size = ?3, modified_ms = ?4, hash = ?5, acked = ?6, complete = ?7,
                          attempts = CASE WHEN traversal = ?8 THEN attempts ELSE 0 END,
-                         traversal = ?8",
+                         traversal = ?8, published_ms = ?9",
                 )
                 .map_err(&err)?;
             let mut fail = tx
@@ -623,7 +684,8 @@ impl Writer {
                         u.stamp.hash,
                         u.watermark as i64,
                         u.complete,
-                        self.traversal
+                        self.traversal,
+                        u.published_ms
                     ])
                     .map_err(&err)?;
                 // An attempt is spent when the failure is recorded, once per failure.
@@ -658,8 +720,9 @@ impl Writer {
             })
             .count() as u64;
         let finished = enumerated && incomplete == 0 && self.settled == 0;
+        let forget = cp.forget_vanished;
         let tx = cp.conn.transaction().map_err(&err)?;
-        for path in &vanished {
+        for path in vanished.iter().filter(|_| forget) {
             tx.execute(
                 "DELETE FROM units WHERE connector = ?1 AND path = ?2",
                 params![cp.connector, path],

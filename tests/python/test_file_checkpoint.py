@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import lucille
 
 LINES = 3000
@@ -155,3 +157,60 @@ connectors: [{ name: "f", class: "FileConnector", paths: ["x"], incremental: tru
 connectors: [{ name: "f", class: "FileConnector", paths: ["x"], incremental: true }]
 """)
     assert any("incremental" in e and "checkpoint" in e for e in errors), errors
+
+
+def lucille_state_config(data: pathlib.Path, state: str, filters: str = "") -> str:
+    # Lucille's FileConnector with its JDBC `state` block, as in its application-example.conf.
+    return f"""
+connectors: [{{ name: "connector2", class: "com.kmwllc.lucille.connector.FileConnector",
+  pipeline: "p", paths: ["{data}"], fileHandlers {{ jsonl {{}} }},
+  state {{ {state} }},
+  filterOptions {{ excludes: [".*\\\\.DS_Store$"] {filters} }} }}]
+pipelines: [{{ name: "p", stages: [] }}]
+"""
+
+
+def test_lucilles_state_block_is_kept_in_the_checkpoint_and_last_published_cutoff_skips(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.jsonl").write_text('{"id": "a1"}\n{"id": "a2"}\n')
+    state = ('driver: "org.apache.derby.iapi.jdbc.AutoloadedDriver", '
+             'connectionString: "jdbc:derby:lucille_state;", jdbcUser: "", jdbcPassword: "", '
+             'performDeletions: false')
+    conf = lucille_state_config(data, state, ', lastPublishedCutoff: "6h"')
+    first = lucille.run(hocon=conf, mode="test")
+    assert first.status == "Success" and sorted(d.id for d in first.documents) == ["a1", "a2"]
+    # Derby's database name became a SQLite file in the working directory, keyed by connector.
+    store = tmp_path / "lucille_state.sqlite"
+    with sqlite3.connect(store) as c:
+        rows = c.execute("SELECT connector, path, published_ms FROM units").fetchall()
+    assert [(r[0], r[1]) for r in rows] == [("connector2", str(data / "a.jsonl"))]
+    assert rows[0][2] > (time.time() - 60) * 1000
+    # Read less than 6 hours ago: skipped, even after a change; a new file is read.
+    (data / "a.jsonl").write_text('{"id": "a1"}\n{"id": "a2"}\n{"id": "a3"}\n')
+    (data / "b.jsonl").write_text('{"id": "b1"}\n')
+    second = lucille.run(hocon=conf, mode="test")
+    assert [d.id for d in second.documents] == ["b1"], second.summary
+    # Without the cutoff every file is read again (state alone only records publish times).
+    third = lucille.run(hocon=lucille_state_config(data, state), mode="test")
+    assert sorted(d.id for d in third.documents) == ["a1", "a2", "a3", "b1"]
+
+
+def test_lucilles_state_keys_that_cannot_apply_are_config_errors(tmp_path: pathlib.Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    errors = "\n".join(lucille.validate(hocon=lucille_state_config(
+        data, 'connectionString: "jdbc:postgresql://db:5432/state", runsBeforeExpiration: 3',
+        ', publishMode: "sometimes"')))
+    assert "state.connectionString" in errors and "SQLite" in errors, errors
+    assert "state.runsBeforeExpiration" in errors, errors
+    assert "filterOptions.publishMode" in errors, errors
+    # The cutoff without any state or checkpoint would silently do nothing: an error.
+    conf = f"""connectors: [{{ name: "f", class: "FileConnector", pipeline: "p", paths: ["{data}"],
+      filterOptions {{ lastPublishedCutoff: "6h" }} }}]
+pipelines: [{{ name: "p", stages: [] }}]"""
+    errors = "\n".join(lucille.validate(hocon=conf))
+    assert "filterOptions.lastPublishedCutoff" in errors and "state" in errors, errors

@@ -250,3 +250,93 @@ fn vanished_units_are_listed_then_forgotten_and_repeated_ids_ack_in_order() {
     assert!(s.finished);
     assert!(open(&dir, false).state("gone").is_none());
 }
+
+#[test]
+fn units_read_within_the_publish_cutoff_are_skipped_and_older_ones_read() {
+    let dir = tempdir::Dir::new("cutoff");
+    let p = publisher();
+    let t = open(&dir, false).start_tracker(&p);
+    read_unit(&t, 0, "a", stamp(3, "x"), 0, 1);
+    read_unit(&t, 1, "b", stamp(3, "y"), 0, 1);
+    ack(&p, "a-0");
+    ack(&p, "b-0");
+    assert!(t.finish(true, Vec::new()).unwrap().finished);
+    // "b" was read a day ago.
+    let conn = Connection::open(dir.path().join("state/files.sqlite")).unwrap();
+    let day_ago = now_ms() - 24 * 3600 * 1000;
+    conn.execute(
+        "UPDATE units SET published_ms = ?1 WHERE path = 'b'",
+        [day_ago],
+    )
+    .unwrap();
+    drop(conn);
+
+    let hour = Some(Duration::from_secs(3600));
+    let cp = open(&dir, false).with_published_cutoff(hour);
+    assert_eq!(cp.state("b").unwrap().published_ms, Some(day_ago));
+    // Read a moment ago: skipped even though it changed (Lucille's lastPublishedCutoff).
+    assert_eq!(
+        cp.plan("a", 99, 5000, || unreachable!()).unwrap().0,
+        Plan::SkipRecentlyPublished
+    );
+    assert_eq!(
+        cp.plan("b", 3, 1000, || unreachable!()).unwrap().0,
+        Plan::Read { skip: 0 }
+    );
+    // Unknown units are read; without a cutoff nothing is skipped for its age.
+    assert_eq!(
+        cp.plan("new", 1, 1, || unreachable!()).unwrap().0,
+        Plan::Read { skip: 0 }
+    );
+    drop(cp);
+    let cp = open(&dir, false);
+    assert_eq!(
+        cp.plan("a", 3, 1000, || unreachable!()).unwrap().0,
+        Plan::Read { skip: 0 }
+    );
+}
+
+#[test]
+fn a_store_written_before_publish_times_were_kept_gets_the_column() {
+    let dir = tempdir::Dir::new("migrate");
+    let path = dir.path().join("old.sqlite");
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE traversals (connector TEXT PRIMARY KEY, current INTEGER NOT NULL,
+                                  finished INTEGER NOT NULL);
+         CREATE TABLE units (connector TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,
+             modified_ms INTEGER NOT NULL, hash TEXT, acked INTEGER NOT NULL,
+             complete INTEGER NOT NULL, attempts INTEGER NOT NULL, last_error TEXT,
+             traversal INTEGER NOT NULL, PRIMARY KEY (connector, path));
+         INSERT INTO traversals VALUES ('files', 1, 1);
+         INSERT INTO units VALUES ('files', 'a', 3, 1000, 'x', 1, 1, 0, NULL, 1);",
+    )
+    .unwrap();
+    drop(conn);
+    let cp = Checkpoint::open(&path, "files", true)
+        .unwrap()
+        .with_published_cutoff(Some(Duration::from_secs(3600)));
+    let a = cp.state("a").unwrap();
+    assert_eq!((a.published_ms, a.complete), (None, true));
+    // No publish time: the cutoff does not apply; incremental still sees it unchanged.
+    assert_eq!(
+        cp.plan("a", 3, 1000, || Ok("x".into())).unwrap().0,
+        Plan::SkipUnchanged
+    );
+}
+
+#[test]
+fn kept_vanished_units_stay_in_the_store() {
+    let dir = tempdir::Dir::new("keep");
+    let p = publisher();
+    let t = open(&dir, false).start_tracker(&p);
+    read_unit(&t, 0, "a", stamp(3, "x"), 0, 1);
+    ack(&p, "a-0");
+    assert!(t.finish(true, Vec::new()).unwrap().finished);
+    let p = publisher();
+    let cp = open(&dir, false).keeping_vanished(true);
+    assert_eq!(cp.vanished(&HashSet::new()), vec!["a".to_string()]);
+    let t = cp.start_tracker(&p);
+    t.finish(true, vec!["a".to_string()]).unwrap();
+    assert!(open(&dir, false).state("a").is_some());
+}

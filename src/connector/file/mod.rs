@@ -11,7 +11,8 @@
 //! a FAIL with file and position (`Publisher::publish_failed`) and the rest goes on.
 //!
 //! `checkpoint { path }` makes the traversal resumable and `incremental` / `emitDeletes` detect
-//! changes (see `resume`).
+//! changes (see `resume`). Lucille's `state { }` block, `filterOptions.lastPublishedCutoff`,
+//! `publishMode` and `sendTombstones` are the same checkpoint under Lucille's keys (`state`).
 //!
 //! Files live on local disk or in object stores (`s3://bucket/prefix`, `gs://bucket/prefix`,
 //! `https://ACCOUNT.blob.core.windows.net/container/prefix` in `paths`, configured by Lucille's
@@ -30,6 +31,7 @@ mod csv;
 pub mod documents;
 mod json;
 mod resume;
+mod state;
 pub mod storage;
 mod xml;
 
@@ -97,20 +99,16 @@ fn spec() -> Spec {
         .optional("s3", Kind::Object)
         .optional("gcp", Kind::Object)
         .optional("azure", Kind::Object)
-        .unsupported(
-            "state",
-            "Lucille's JDBC file state is not kept here; use checkpoint { path } with incremental: true to skip files already handled",
-        )
+        .optional("state", Kind::Object)
 }
 
 fn filter_options_spec() -> Spec {
     Spec::new()
         .optional("includes", Kind::StringList)
         .optional("excludes", Kind::StringList)
-        .unsupported(
-            "lastPublishedCutoff",
-            "needs Lucille's file state, which is not kept here; use checkpoint { path } with incremental: true",
-        )
+        .optional("lastPublishedCutoff", Kind::Any)
+        .optional("publishMode", Kind::String)
+        .optional("sendTombstones", Kind::Bool)
         .optional("modificationCutoff", Kind::Any)
         .alias("lastModifiedCutoff", "modificationCutoff")
         .alias("modifiedCutoff", "modificationCutoff")
@@ -546,7 +544,7 @@ impl FileConnector {
             None => HashMap::new(),
         };
 
-        let resume = sub("checkpoint", &mut errors).and_then(|c| {
+        let mut resume = sub("checkpoint", &mut errors).and_then(|c| {
             let path = errors.take(c.require_string("path"))?;
             Some(resume::ResumeSettings {
                 path: c.resolve_output_path(&path),
@@ -554,24 +552,72 @@ impl FileConnector {
                 emit_deletes: false,
                 marker_field: "is_deleted".into(),
                 marker_value: "true".into(),
+                published_cutoff: None,
+                keep_vanished: false,
+                namespace: None,
             })
         });
-        let incremental = errors.take(config.bool_or("incremental", false));
-        let emit_deletes = errors.take(config.bool_or("emitDeletes", false));
+        // Lucille's `state { }` block: the same checkpoint under Lucille's keys (state.rs).
+        if let Some(block) = sub("state", &mut errors) {
+            let state = state::read(&block, &common.name, &mut errors.0);
+            if resume.is_some() && state.is_some() {
+                errors.0.push(config.error(
+                    "state",
+                    "give checkpoint { path } or Lucille's state { }, not both (they are the same store)",
+                ));
+            } else if let Some(st) = state {
+                resume = Some(resume::ResumeSettings {
+                    path: st.path,
+                    incremental: false,
+                    emit_deletes: false,
+                    marker_field: "is_deleted".into(),
+                    marker_value: "true".into(),
+                    published_cutoff: None,
+                    keep_vanished: st.keep_vanished,
+                    namespace: Some(st.namespace),
+                });
+            }
+        }
+        let mut incremental = errors.take(config.bool_or("incremental", false));
+        let mut emit_deletes = errors.take(config.bool_or("emitDeletes", false));
+        let mut published_cutoff = None;
+        if let Some(f) = &filter {
+            published_cutoff = state::duration(f, "lastPublishedCutoff", &mut errors.0);
+            if let Some(on) = state::incremental_mode(f, &mut errors.0) {
+                incremental = Some(incremental.unwrap_or(false) || on);
+            }
+            if let Some(true) = errors.take(f.bool_or("sendTombstones", false)) {
+                emit_deletes = Some(true);
+            }
+            for key in ["lastPublishedCutoff", "publishMode", "sendTombstones"] {
+                if f.has(key) && resume.is_none() {
+                    errors.0.push(f.error(
+                        key,
+                        "needs the connector's state { } (Lucille's) or checkpoint { path }",
+                    ));
+                }
+            }
+        }
         let marker_field = errors.take(config.string("deletionMarkerField")).flatten();
         let marker_value = errors
             .take(config.string("deletionMarkerFieldValue"))
             .flatten();
         for (key, on) in [("incremental", incremental), ("emitDeletes", emit_deletes)] {
-            if on == Some(true) && resume.is_none() {
+            if on == Some(true) && resume.is_none() && config.has(key) {
                 errors
                     .0
                     .push(config.error(key, "needs checkpoint { path: \"state.sqlite\" }"));
             }
         }
-        if config.map().contains_key("checkpoint") && common.collapse {
+        if (config.map().contains_key("checkpoint") || config.map().contains_key("state"))
+            && common.collapse
+        {
             errors.0.push(config.error(
-                "checkpoint",
+                if config.map().contains_key("checkpoint") {
+                    "checkpoint"
+                } else {
+                    "state"
+                },
                 "cannot be combined with collapse (collapsed records share one acknowledgement)",
             ));
         }
@@ -580,6 +626,7 @@ impl FileConnector {
             emit_deletes: emit_deletes.unwrap_or(false),
             marker_field: marker_field.unwrap_or(r.marker_field.clone()),
             marker_value: marker_value.unwrap_or(r.marker_value.clone()),
+            published_cutoff,
             ..r
         });
 

@@ -29,6 +29,12 @@ pub struct ResumeSettings {
     pub emit_deletes: bool,
     pub marker_field: String,
     pub marker_value: String,
+    /// Files read less than this long ago are skipped (Lucille's `lastPublishedCutoff`).
+    pub published_cutoff: Option<std::time::Duration>,
+    /// Vanished files stay in the store (Lucille's `state.performDeletions: false`).
+    pub keep_vanished: bool,
+    /// The name the units are kept under: the connector's, or Lucille's `state.tableName`.
+    pub namespace: Option<String>,
 }
 
 /// A file this run reads, with where to start.
@@ -66,12 +72,15 @@ impl ResumeRun {
         gone: &dyn Fn(&str) -> bool,
         publisher: &Arc<Publisher>,
     ) -> Result<(ResumeRun, Vec<PlannedFile>), ConnectorError> {
-        let cp = Checkpoint::open(&settings.path, &common.name, settings.incremental)
-            .map_err(|e| ConnectorError::new(e.to_string()))?;
+        let namespace = settings.namespace.as_deref().unwrap_or(&common.name);
+        let cp = Checkpoint::open(&settings.path, namespace, settings.incremental)
+            .map_err(|e| ConnectorError::new(e.to_string()))?
+            .with_published_cutoff(settings.published_cutoff)
+            .keeping_vanished(settings.keep_vanished);
         let units = UnitCounter::default();
         let mut planned = Vec::new();
         let mut begins = Vec::new();
-        let (mut done, mut unchanged, mut settled) = (0u64, 0u64, 0u64);
+        let (mut done, mut unchanged, mut settled, mut recent) = (0u64, 0u64, 0u64, 0u64);
         let mut seen = HashSet::with_capacity(files.len());
         for entry in files {
             let key = entry.path().to_string();
@@ -103,6 +112,7 @@ impl ResumeRun {
                 }
                 Plan::SkipDone => done += 1,
                 Plan::SkipUnchanged => unchanged += 1,
+                Plan::SkipRecentlyPublished => recent += 1,
                 Plan::SkipSettledFailed { error } => {
                     settled += 1;
                     tracing::error!(
@@ -118,13 +128,14 @@ impl ResumeRun {
         let vanished: Vec<String> = cp.vanished(&seen).into_iter().filter(|p| gone(p)).collect();
         tracing::info!(
             connector = common.name.as_str(),
-            "checkpoint {}: {} traversal; {} file(s) to read ({} resumed mid-file), {} already done, {} unchanged, {} settled-failed, {} vanished",
+            "checkpoint {}: {} traversal; {} file(s) to read ({} resumed mid-file), {} already done, {} unchanged, {} read within lastPublishedCutoff, {} settled-failed, {} vanished",
             settings.path.display(),
             if cp.is_resuming() { "resuming the" } else { "a new" },
             planned.len(),
             planned.iter().filter(|p| p.skip > 0).count(),
             done,
             unchanged,
+            recent,
             settled,
             vanished.len()
         );
