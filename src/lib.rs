@@ -3,6 +3,7 @@
 //! accounts for every document until its terminal event.
 
 pub mod accounting;
+mod calendar;
 pub mod config;
 pub mod connector;
 pub mod document;

@@ -11,6 +11,7 @@ use rand::RngExt;
 
 use super::add_random_boolean::field_name;
 use super::{Stage, StageDescriptor, StageResult};
+use crate::calendar::{civil_from_days, days_from_civil, is_leap};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
 
@@ -34,35 +35,6 @@ struct AddRandomDate {
     /// Milliseconds since the epoch, `start < end`.
     start: i64,
     end: i64,
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = i64::from((month + 9) % 12);
-    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day number (inverse of [`days_from_civil`]).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-fn is_leap(year: i64) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
 }
 
 /// Parses `YYYY-MM-DD` to milliseconds since the epoch at the start of that day (UTC).
@@ -90,7 +62,7 @@ fn parse_date(text: &str) -> Option<i64> {
     if day == 0 || day > month_days {
         return None;
     }
-    Some(days_from_civil(year, month, day) * DAY_MS)
+    Some(days_from_civil(year, i64::from(month), i64::from(day)) * DAY_MS)
 }
 
 /// Milliseconds since the epoch as Lucille's ISO instant text.

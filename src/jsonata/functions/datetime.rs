@@ -39,6 +39,7 @@ use jsonata_rs::{FunctionContext, Value};
 
 use super::format_integer::Picture;
 use super::{arg, bad_arg, check_signature, custom_error, record_disposables, with_scope};
+use crate::calendar::{civil_from_days, days_from_civil};
 
 type Res<'a> = jsonata_rs::Result<&'a Value<'a>>;
 
@@ -284,31 +285,6 @@ fn analyse_marker(text: &str) -> Result<Marker, DtError> {
         }
     }
     Ok(marker)
-}
-
-/// Days from 1970-01-01 to the given proleptic Gregorian date (month 1-12).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// (year, month 1-12, day) of a day counted from 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 /// ISO day of the week, 1 = Monday.
