@@ -472,4 +472,4 @@ fn percent_decode(s: &str) -> Option<String> {
 
 #[cfg(test)]
 #[path = "solr_cloud_tests.rs"]
-mod tests;
+pub(crate) mod tests;
