@@ -7,8 +7,10 @@
 //! (`url` a string or a list: the first is used, as Lucille's HTTP client; it names the core, or
 //! `defaultCollection` does), `preActions` / `postActions` (request bodies, `{runId}` replaced by
 //! the run id; JSON, or XML with `useXml: true`), `solrParams` (query parameters: a string, a
-//! number or a list of them each), `idField` (default `id`). `useCloudClient`, `zkHosts` and
-//! `zkChroot` are config errors (ZooKeeper is not supported; list node URLs).
+//! number or a list of them each), `idField` (default `id`). With `useCloudClient: true` and
+//! `zkHosts` (`zkChroot`), the node is found in SolrCloud's ZooKeeper when the connector starts
+//! (`indexer::solr_cloud`: the first live node, sorted, with `defaultCollection`, which is then
+//! required; `url` is not needed and, if given, not used, as in Lucille).
 //!
 //! Paging: `/select` with `wt=json`, `cursorMark=*` and then each response's `nextCursorMark`,
 //! until it comes back unchanged; `rows` sets the page size. The sort is `idField asc` (Lucille
@@ -19,7 +21,7 @@
 //! keep their JSON type (Lucille turns them into strings). Errors (an unreachable Solr, an HTTP
 //! error, a failed action) stop the connector with Solr's message.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
@@ -29,6 +31,7 @@ use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
 use crate::indexer::http::{encode, parse_url, snippet, Auth, HttpClient, RetryPolicy};
+use crate::indexer::solr_cloud::{self, ZkHosts};
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "SolrConnector",
@@ -48,22 +51,22 @@ fn spec() -> Spec {
 
 fn solr_spec() -> Spec {
     Spec::new()
-        .required("url", Kind::StringOrList)
+        .optional("url", Kind::StringOrList)
         .optional("userName", Kind::String)
         .optional("password", Kind::String)
         .optional("acceptInvalidCert", Kind::Bool)
         .optional("defaultCollection", Kind::String)
         .optional("useCloudClient", Kind::Bool)
-        .optional("zkHosts", Kind::Any)
-        .optional("zkChroot", Kind::Any)
+        .optional("zkHosts", Kind::StringOrList)
+        .optional("zkChroot", Kind::String)
         .alias("username", "userName")
 }
 
 struct SolrConnector {
     common: Common,
     client: HttpClient,
-    /// The core's URL (`http://host:8983/solr/core`).
-    core: String,
+    /// Where the core is.
+    target: Target,
     pre_actions: Vec<String>,
     post_actions: Vec<String>,
     /// (name, value) pairs, in config order.
@@ -71,6 +74,17 @@ struct SolrConnector {
     sort: String,
     id_field: String,
     xml: bool,
+}
+
+/// The core's URL (`http://host:8983/solr/core`), given or found in ZooKeeper.
+enum Target {
+    Core(String),
+    Cloud {
+        zk: ZkHosts,
+        collection: String,
+        /// `<first live node>/<collection>`, once read.
+        core: OnceLock<String>,
+    },
 }
 
 fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
@@ -102,18 +116,19 @@ fn new(config: &ComponentConfig, common: &Common) -> Result<SolrConnector, Confi
     s_spec.normalize(&mut solr_map);
     let solr = ComponentConfig::new(solr_map, config.key_path("solr"));
     errors.extend(s_spec.validate(solr.map(), solr.path()));
-    for key in ["zkHosts", "zkChroot"] {
-        if solr.has(key) {
-            errors.push(solr.error(
-                key,
-                "ZooKeeper discovery is not supported; list Solr node URLs in solr.url",
-            ));
+    let zk = match ZkHosts::from_config(&solr) {
+        Ok(z) => z.filter(|_| solr_cloud::wanted(&solr)),
+        Err(e) => {
+            errors.extend(e);
+            None
         }
-    }
-    if solr.bool("useCloudClient").ok().flatten() == Some(true) {
+    };
+    let cloud = solr_cloud::wanted(&solr);
+    let collection = solr.string("defaultCollection").ok().flatten();
+    if cloud && collection.as_deref().is_none_or(str::is_empty) {
         errors.push(solr.error(
-            "useCloudClient",
-            "the cloud client is not supported; solr.url names a node and its core",
+            "defaultCollection",
+            "is needed with zkHosts: it names the collection to read",
         ));
     }
     let urls = solr.strings("url").ok().flatten().unwrap_or_default();
@@ -126,6 +141,11 @@ fn new(config: &ComponentConfig, common: &Common) -> Result<SolrConnector, Confi
         None => {
             if solr.has("url") {
                 errors.push(solr.error("url", "must name a URL"));
+            } else if !cloud {
+                errors.push(solr.error(
+                    "url",
+                    "missing: the Solr URL, or useCloudClient: true with zkHosts",
+                ));
             }
             None
         }
@@ -187,27 +207,48 @@ fn new(config: &ComponentConfig, common: &Common) -> Result<SolrConnector, Confi
         .ok()
         .flatten()
         .unwrap_or(false);
-    let collection = solr.string("defaultCollection").ok().flatten();
-
-    let Some(base) = base.filter(|_| errors.is_empty()) else {
+    if !errors.is_empty() {
         let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
         return Err(ConfigError::new(
             config.path(),
             format!("SolrConnector: {}", text.join("; ")),
         ));
-    };
-    let auth = match (user, password, base.credentials.clone()) {
+    }
+    let credentials = base.as_ref().and_then(|b| b.credentials.clone());
+    let auth = match (user, password, credentials) {
         (Some(u), Some(p), _) | (None, None, Some((u, p))) => Auth::Basic(u, p),
         _ => Auth::None,
     };
-    let core = match collection {
-        Some(c) if !c.is_empty() => format!("{}/{}", base.url, encode(&c)),
-        _ => base.url.clone(),
+    let target = match (zk, base, collection) {
+        (Some(zk), base, Some(collection)) => {
+            if base.is_some() {
+                tracing::warn!(
+                    "{}: url is not used: the Solr nodes are read from ZooKeeper {} (zkHosts, as in Lucille)",
+                    solr.path(),
+                    zk.connect_string()
+                );
+            }
+            Target::Cloud {
+                zk,
+                collection,
+                core: OnceLock::new(),
+            }
+        }
+        (_, Some(base), Some(c)) if !c.is_empty() => {
+            Target::Core(format!("{}/{}", base.url, encode(&c)))
+        }
+        (_, Some(base), _) => Target::Core(base.url),
+        (_, None, _) => {
+            return Err(ConfigError::new(
+                config.path(),
+                "SolrConnector: solr.url: missing",
+            ))
+        }
     };
     Ok(SolrConnector {
         common: common.clone(),
         client: HttpClient::new("Solr", RetryPolicy::default(), None, accept_invalid, auth),
-        core,
+        target,
         pre_actions,
         post_actions,
         params,
@@ -232,8 +273,36 @@ impl SolrConnector {
         ConnectorError::new(format!("SolrConnector {:?}: {m}", self.common.name))
     }
 
+    /// The core's URL; with ZooKeeper, read there on first use (the connector's start).
+    fn core(&self) -> Result<&str, ConnectorError> {
+        match &self.target {
+            Target::Core(c) => Ok(c),
+            Target::Cloud {
+                zk,
+                collection,
+                core,
+            } => {
+                if core.get().is_none() {
+                    let nodes = zk
+                        .discover(Some(collection), solr_cloud::DISCOVERY_TIMEOUT)
+                        .map_err(|e| self.err(e))?;
+                    let first = nodes.first().ok_or_else(|| {
+                        self.err(format!(
+                            "ZooKeeper {} lists no Solr node",
+                            zk.connect_string()
+                        ))
+                    })?;
+                    let _ = core.set(format!("{first}/{}", encode(collection)));
+                }
+                core.get()
+                    .map(String::as_str)
+                    .ok_or_else(|| self.err("no Solr node"))
+            }
+        }
+    }
+
     fn actions(&self, actions: &[String], run_id: &str) -> Result<(), ConnectorError> {
-        let url = format!("{}/update", self.core);
+        let url = format!("{}/update", self.core()?);
         let content_type = if self.xml {
             "text/xml; charset=UTF-8"
         } else {
@@ -256,7 +325,7 @@ impl SolrConnector {
         Ok(())
     }
 
-    fn select_url(&self, cursor: &str) -> String {
+    fn select_url(&self, core: &str, cursor: &str) -> String {
         let mut q = String::from("wt=json");
         for (k, v) in &self.params {
             q.push_str(&format!("&{}={}", encode(k), encode(v)));
@@ -266,7 +335,7 @@ impl SolrConnector {
             encode(&self.sort),
             encode(cursor)
         ));
-        format!("{}/select?{q}", self.core)
+        format!("{}/select?{q}", core)
     }
 
     /// Queries page after page, handing each document to `emit`; the number published.
@@ -274,10 +343,11 @@ impl SolrConnector {
         &self,
         emit: &mut dyn FnMut(Document) -> Result<(), ConnectorError>,
     ) -> Result<u64, ConnectorError> {
+        let core = self.core()?;
         let mut cursor = "*".to_string();
         let mut count = 0u64;
         loop {
-            let url = self.select_url(&cursor);
+            let url = self.select_url(core, &cursor);
             let reply = self
                 .client
                 .send("GET", &url, "", None)
@@ -380,6 +450,8 @@ fn set_or_add_value(
 
 impl Connector for SolrConnector {
     fn pre_execute(&mut self, run_id: &str) -> Result<(), ConnectorError> {
+        // With ZooKeeper, the node is found now: a run fails at its start without one.
+        self.core()?;
         self.actions(&self.pre_actions, run_id)
     }
 
@@ -587,7 +659,7 @@ mod tests {
             Ok(_) => panic!("accepted a bad config"),
         };
         let e = err(
-            json!({"solr": {"url": "ftp://x", "zkHosts": ["z:2181"], "userName": "u"},
+            json!({"solr": {"url": "ftp://x", "zkHosts": ["z:x"], "userName": "u"},
             "solrParams": {"start": 10, "cursorMark": "*", "wt": "xml", "q": {"a": 1}}}),
         );
         for part in [
@@ -603,6 +675,66 @@ mod tests {
         }
         let e = err(json!({"preActions": ["<commit/>"]}));
         assert!(e.contains("solr"), "{e}");
+    }
+
+    #[test]
+    fn zookeeper_keys_are_checked_and_name_the_collection() {
+        let err = |config: Value| match connector(config) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("accepted a bad config"),
+        };
+        let e = err(
+            json!({"solr": {"useCloudClient": true, "zkHosts": ["zk:2181"],
+            "zkChroot": "solr"}}),
+        );
+        assert!(
+            e.contains("solr.defaultCollection: is needed with zkHosts")
+                && e.contains("solr.zkChroot: \"solr\" must start with /")
+                && !e.contains("solr.url"),
+            "{e}"
+        );
+        let e = err(json!({"solr": {"zkHosts": ["zk:2181"], "defaultCollection": "c"}}));
+        assert!(
+            e.contains("solr.url: missing"),
+            "without useCloudClient: {e}"
+        );
+        assert!(connector(
+            json!({"solr": {"useCloudClient": true, "zkHosts": "zk1:2181,zk2:2181/solr",
+            "defaultCollection": "c"}})
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn reads_the_collection_from_a_live_node_found_in_zookeeper() {
+        use crate::indexer::solr_cloud::tests::{test_zk, TestCloud};
+        let Some(host) = test_zk() else { return };
+        let cloud = TestCloud::new(&host);
+        let mock = solr(docs());
+        let block = json!({"useCloudClient": true, "zkHosts": [cloud.host.clone()],
+            "zkChroot": cloud.chroot.clone(), "defaultCollection": "core1"});
+        let mut c = connector(json!({"solr": block, "pipeline": "p"})).unwrap();
+        let e = c.pre_execute("run").unwrap_err().to_string();
+        assert!(
+            e.contains("lists no live Solr nodes") && e.contains(&cloud.connect),
+            "{e}"
+        );
+        cloud.add_collection("core1");
+        cloud.add_node(&TestCloud::node_name(&mock.url));
+        let mut c = connector(json!({"solr": block, "pipeline": "p"})).unwrap();
+        c.pre_execute("run").unwrap();
+        let mut got = Vec::new();
+        let n = c
+            .read(&mut |d| {
+                got.push(d.id().to_string());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(n, 5, "{got:?}");
+        assert!(mock
+            .requests()
+            .iter()
+            .any(|r| r.path() == "/solr/core1/select"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod opensearch;
 pub mod pinecone;
 pub mod prepare;
 pub mod solr;
+pub mod solr_cloud;
 pub mod tantivy;
 pub mod typesense;
 pub mod watchdog;

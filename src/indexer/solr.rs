@@ -1,10 +1,13 @@
 //! `indexer.type: "solr"` with `solr { url, defaultCollection, commitWithin, userName,
-//! password, acceptInvalidCert, useCloudClient }` (Lucille's keys; `username` is accepted for
-//! `userName`). `url` is a Solr base URL (`http://host:8983/solr`) or a list of them; the
-//! first node that answers the connection check is used (any SolrCloud node routes updates,
-//! so `useCloudClient` needs no ZooKeeper here; `zkHosts` is not supported). Without a
-//! collection (`defaultCollection` or `indexer.indexOverrideField`) the URL must name the core.
-//! As in Lucille, `url` is needed only to send: a config without it validates and runs in test
+//! password, acceptInvalidCert, useCloudClient, zkHosts, zkChroot }` (Lucille's keys;
+//! `username` is accepted for `userName`). `url` is a Solr base URL (`http://host:8983/solr`)
+//! or a list of them; the first node that answers the connection check is used, and a request
+//! that fails for good on it (no answer once its retries ran out) is sent to the other nodes
+//! in turn. Without a collection (`defaultCollection` or `indexer.indexOverrideField`) the URL
+//! must name the core. With `useCloudClient: true` and `zkHosts`, the nodes are SolrCloud's
+//! live nodes, read from ZooKeeper when the indexer starts (`solr_cloud`; `url` is then unused,
+//! as in Lucille), and read again once when every known node failed a request. As in Lucille,
+//! `url` (or `zkHosts`) is needed only to send: a config without it validates and runs in test
 //! mode or with `indexer.sendEnabled: false`; a run that would send fails before it starts.
 //!
 //! Each run of operations on one collection is one request to the JSON update handler, whose
@@ -17,7 +20,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use super::http::{self, Auth, HttpClient};
+use super::http::{self, Auth, HttpClient, Reply};
+use super::solr_cloud::{self, ZkHosts};
 use super::{Backend, BackendError, IndexOp, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 
@@ -30,8 +34,8 @@ pub fn spec() -> Spec {
         .optional("password", Kind::String)
         .optional("acceptInvalidCert", Kind::Bool)
         .optional("useCloudClient", Kind::Bool)
-        .optional("zkHosts", Kind::Any)
-        .optional("zkChroot", Kind::Any)
+        .optional("zkHosts", Kind::StringOrList)
+        .optional("zkChroot", Kind::String)
         .alias("username", "userName")
 }
 
@@ -41,13 +45,17 @@ pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<Con
     let c = ComponentConfig::new(map, config.path());
     let mut errors = spec().validate(c.map(), c.path());
     http::check_url(&c, "url", &mut errors);
-    for key in ["zkHosts", "zkChroot"] {
-        if c.has(key) {
-            errors.push(c.error(
-                key,
-                "ZooKeeper discovery is not supported; list Solr node URLs in solr.url",
-            ));
-        }
+    if let Err(e) = ZkHosts::from_config(&c) {
+        errors.extend(e);
+    }
+    if solr_cloud::wanted(&c)
+        && !c.has("defaultCollection")
+        && settings.index_override_field.is_none()
+    {
+        errors.push(c.error(
+            "defaultCollection",
+            "is needed with zkHosts (or indexer.indexOverrideField): SolrCloud nodes serve collections",
+        ));
     }
     if c.has("userName") != c.has("password") {
         errors.push(c.error("userName", "userName and password must be set together"));
@@ -81,9 +89,11 @@ pub fn build(
 
 pub struct SolrBackend {
     client: HttpClient,
-    /// Candidate base URLs; `urls[current]` is used.
+    /// Candidate base URLs; `urls[current]` is used. With ZooKeeper, filled at start.
     urls: Vec<String>,
     current: usize,
+    /// SolrCloud's ZooKeeper, when the nodes are discovered there.
+    zk: Option<ZkHosts>,
     default_collection: Option<String>,
     commit_within: Option<i64>,
     /// Collections written to, committed at close (`None`: the core in the URL).
@@ -101,15 +111,34 @@ impl SolrBackend {
         let one = |e: ConfigError| vec![e];
         let mut urls = Vec::new();
         let mut credentials = None;
+        let zk = if solr_cloud::wanted(&c) {
+            ZkHosts::from_config(&c)?
+        } else {
+            if c.has("zkHosts") {
+                tracing::warn!(
+                    "{}.zkHosts is read only with useCloudClient: true (as in Lucille); the nodes in url are used",
+                    c.path()
+                );
+            }
+            None
+        };
         let given = c.strings("url").map_err(one)?.unwrap_or_default();
-        if given.is_empty() {
+        if let Some(z) = &zk {
+            if !given.is_empty() {
+                tracing::warn!(
+                    "{}: url is not used: the Solr nodes are read from ZooKeeper {} (zkHosts, as in Lucille)",
+                    c.path(),
+                    z.connect_string()
+                );
+            }
+        } else if given.is_empty() {
             return Err(vec![c.error(
                 "url",
-                "missing: the Solr base URL(s) documents are sent to (a run in test mode or with indexer.sendEnabled: false needs none)",
+                "missing: the Solr base URL(s) documents are sent to, or useCloudClient: true with zkHosts (a run in test mode or with indexer.sendEnabled: false needs none)",
             )]);
         }
-        for u in given {
-            let base = http::parse_url(&u).map_err(|e| vec![c.error("url", e)])?;
+        for u in given.iter().filter(|_| zk.is_none()) {
+            let base = http::parse_url(u).map_err(|e| vec![c.error("url", e)])?;
             credentials = credentials.or(base.credentials);
             urls.push(base.url);
         }
@@ -136,6 +165,7 @@ impl SolrBackend {
             client,
             urls,
             current: 0,
+            zk,
             default_collection: c.string("defaultCollection").map_err(one)?,
             commit_within: c.i64("commitWithin").map_err(one)?,
             touched: BTreeSet::new(),
@@ -151,12 +181,85 @@ impl SolrBackend {
         index.or(self.default_collection.as_deref())
     }
 
-    fn update_url(&self, collection: Option<&str>, params: &str) -> String {
-        let base = &self.urls[self.current];
+    fn update_url(base: &str, collection: Option<&str>, params: &str) -> String {
         match collection {
             Some(c) => format!("{base}/{}/update?wt=json{params}", http::encode(c)),
             None => format!("{base}/update?wt=json{params}"),
         }
+    }
+
+    /// Reads the live nodes from ZooKeeper into `urls`.
+    fn discover(&mut self) -> Result<(), BackendError> {
+        if let Some(zk) = &self.zk {
+            self.urls = zk
+                .discover(
+                    self.default_collection.as_deref(),
+                    solr_cloud::DISCOVERY_TIMEOUT,
+                )
+                .map_err(|e| BackendError::new(e.to_string()))?;
+            self.current = 0;
+        }
+        Ok(())
+    }
+
+    /// POSTs an update to the current node. A request that fails for good there (no answer
+    /// once its retries ran out) goes to the other known nodes in turn and, with ZooKeeper,
+    /// to the live nodes read again once; the node that answers becomes the current one.
+    fn post(
+        &mut self,
+        collection: Option<&str>,
+        params: &str,
+        body: &str,
+    ) -> Result<Reply, BackendError> {
+        if self.urls.is_empty() {
+            self.discover()?;
+        }
+        let mut tried: Vec<String> = Vec::new();
+        let mut problems: Vec<String> = Vec::new();
+        let mut rediscovered = self.zk.is_none();
+        loop {
+            let n = self.urls.len();
+            for k in 0..n {
+                let i = (self.current + k) % n;
+                let base = self.urls[i].clone();
+                if tried.contains(&base) {
+                    continue;
+                }
+                let url = Self::update_url(&base, collection, params);
+                match self
+                    .client
+                    .send("POST", &url, "application/json", Some(body))
+                {
+                    Ok(reply) => {
+                        if !tried.is_empty() {
+                            tracing::warn!("Solr node {base} answered; it is used from now on");
+                        }
+                        self.current = i;
+                        return Ok(reply);
+                    }
+                    Err(e) => {
+                        tried.push(base);
+                        problems.push(e.message);
+                    }
+                }
+            }
+            if rediscovered {
+                break;
+            }
+            rediscovered = true;
+            tracing::warn!(
+                "every known Solr node failed ({}); reading SolrCloud's live nodes again",
+                problems.join("; ")
+            );
+            if let Err(e) = self.discover() {
+                problems.push(e.message);
+                break;
+            }
+        }
+        Err(BackendError::new(match problems.len() {
+            1 => problems.remove(0),
+            _ => format!("every Solr node failed: {}", problems.join("; ")),
+        }))
     }
 
     /// One update command, as `"name":value` text (the body repeats command names).
@@ -183,7 +286,7 @@ impl SolrBackend {
 
     /// Sends ops as one update request: `Ok(None)` accepted, `Ok(Some)` rejected by Solr.
     fn update(
-        &self,
+        &mut self,
         collection: Option<&str>,
         ops: &[IndexOp],
     ) -> Result<Option<String>, BackendError> {
@@ -193,12 +296,7 @@ impl SolrBackend {
             .commit_within
             .map(|ms| format!("&commitWithin={ms}"))
             .unwrap_or_default();
-        let reply = self.client.send(
-            "POST",
-            &self.update_url(collection, &params),
-            "application/json",
-            Some(&body),
-        )?;
+        let reply = self.post(collection, &params, &body)?;
         if reply.ok() {
             Ok(None)
         } else {
@@ -225,10 +323,15 @@ fn solr_error(body: &str) -> String {
 
 impl Backend for SolrBackend {
     fn validate_connection(&mut self) -> Result<(), BackendError> {
+        self.discover()?;
         let mut problems = Vec::new();
         for (i, base) in self.urls.iter().enumerate() {
             let url = match &self.default_collection {
                 Some(c) => format!("{base}/{}/admin/ping?wt=json", http::encode(c)),
+                // SolrCloud without a default collection: the cluster answers (as Lucille).
+                None if self.zk.is_some() => {
+                    format!("{base}/admin/collections?action=CLUSTERSTATUS&wt=json")
+                }
                 None => format!("{base}/admin/ping?wt=json"),
             };
             match self.client.send("GET", &url, "application/json", None) {
@@ -288,10 +391,7 @@ impl Backend for SolrBackend {
     fn close(&mut self) -> Result<(), BackendError> {
         let touched = std::mem::take(&mut self.touched);
         for collection in &touched {
-            let url = self.update_url(collection.as_deref(), "&commit=true");
-            let reply =
-                self.client
-                    .send("POST", &url, "application/json", Some("{\"commit\":{}}"))?;
+            let reply = self.post(collection.as_deref(), "&commit=true", "{\"commit\":{}}")?;
             if !reply.ok() {
                 return Err(BackendError::new(format!(
                     "Solr commit failed: HTTP {}: {}",

@@ -332,11 +332,12 @@ fn an_unavailable_node_is_retried_then_exhausted_retries_fail_every_document() {
 fn solr_config_errors_are_reported_together() {
     let e = config_errors(
         indexer(json!({"routingField": "r", "versionType": "external", "versionField": "v"})),
-        json!({"url": ["http://ok:8983/solr", "nope"], "zkHosts": ["zk:2181"], "userName": "u", "commitWithin": 0}),
+        json!({"url": ["http://ok:8983/solr", "nope"], "zkHosts": ["zk:x"], "zkChroot": "solr", "userName": "u", "commitWithin": 0}),
     );
     for part in [
         "solr.url: \"nope\" is not a URL",
-        "solr.zkHosts: ZooKeeper discovery is not supported",
+        "solr.zkHosts: \"zk:x\" has no valid port",
+        "solr.zkChroot: \"solr\" must start with /",
         "userName and password must be set together",
         "solr.commitWithin: must be a positive",
         "indexer.routingField: is not supported by the solr indexer",
@@ -349,6 +350,27 @@ fn solr_config_errors_are_reported_together() {
             indexer(json!({})),
             json!({"url": "http://h/solr", "username": "u", "password": "p"})
         ),
+        ""
+    );
+    // SolrCloud through ZooKeeper: a collection is needed (or an index override field); url
+    // may stay (Lucille then uses zkHosts); without useCloudClient, zkHosts is unused.
+    let cloud = json!({"useCloudClient": true, "zkHosts": "zk1:2181,zk2:2181/solr"});
+    assert!(config_errors(indexer(json!({})), cloud.clone())
+        .contains("solr.defaultCollection: is needed with zkHosts"));
+    assert_eq!(
+        config_errors(indexer(json!({"indexOverrideField": "idx"})), cloud),
+        ""
+    );
+    assert_eq!(
+        config_errors(
+            indexer(json!({})),
+            json!({"useCloudClient": true, "zkHosts": ["zk1:2181"], "zkChroot": "/solr",
+                "defaultCollection": "c", "url": "http://h:8983/solr"})
+        ),
+        ""
+    );
+    assert_eq!(
+        config_errors(indexer(json!({})), json!({"zkHosts": ["zk1:2181"]})),
         ""
     );
 }

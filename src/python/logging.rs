@@ -82,7 +82,9 @@ pub fn take_interrupt() -> bool {
 }
 
 pub fn install() {
-    let filter = EnvFilter::try_from_env("LUCILLE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    // The ZooKeeper client (SolrCloud discovery) logs each session's start and end at info.
+    let filter = EnvFilter::try_from_env("LUCILLE_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,zookeeper_client=warn"));
     let subscriber = tracing_subscriber::registry().with(filter).with(PyLogLayer);
     // Already installed (module imported twice): keep the first.
     let _ = tracing::subscriber::set_global_default(subscriber);

@@ -142,12 +142,13 @@ def test_bad_indexer_blocks_are_rejected_up_front() -> None:
         lucille.run(config={
             "connectors": [{"name": "seq", "class": "SequenceConnector", "numDocs": 1}],
             "indexer": {"type": "Solr", "routingField": "shard"},
-            "solr": {"url": "localhost:8983", "zkHosts": ["zk:2181"]},
+            "solr": {"url": "localhost:8983", "zkHosts": ["zk:x"], "zkChroot": "solr"},
         })
     text = str(e.value)
     for part in ["indexer.routingField: is not supported by the solr indexer",
                  "solr.url: \"localhost:8983\" is not a URL",
-                 "solr.zkHosts: ZooKeeper discovery is not supported"]:
+                 "solr.zkHosts: \"zk:x\" has no valid port",
+                 "solr.zkChroot: \"solr\" must start with /"]:
         assert part in text, text
 
 

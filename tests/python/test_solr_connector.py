@@ -188,7 +188,7 @@ def test_solr_errors_fail_the_run_with_solrs_message(core: Core) -> None:
 def test_bad_solr_configs_are_config_errors() -> None:
     with pytest.raises(lucille.ConfigError) as e:
         lucille.run(config={"connectors": [{"name": "solr", "class": "SolrConnector", "pipeline": "main",
-                                            "solr": {"url": ["http://127.0.0.1:8983/solr/x"], "zkHosts": ["zk:2181"]},
+                                            "solr": {"url": ["http://127.0.0.1:8983/solr/x"], "zkHosts": ["zk:x"]},
                                             "solrParams": {"start": 10, "cursorMark": "*"}}]}, mode="test")
     text = str(e.value)
     assert "solr.zkHosts" in text and "solrParams.start" in text and "solrParams.cursorMark" in text, text

@@ -63,15 +63,25 @@ pub fn kafka_spec() -> Spec {
         .optional("consumerPropertyFile", Kind::String)
         .optional("producerPropertyFile", Kind::String)
         .optional("adminPropertyFile", Kind::String)
-        .unsupported(
-            "documentSerializer",
-            "documents travel as their JSON; a Java serializer class cannot be loaded here",
-        )
-        .unsupported(
-            "documentDeserializer",
-            "documents travel as their JSON; a Java deserializer class cannot be loaded here",
-        )
+        .optional("documentSerializer", Kind::String)
+        .optional("documentDeserializer", Kind::String)
 }
+
+/// `documentSerializer` / `documentDeserializer` may name only Lucille's own classes, its
+/// defaults, which write documents as their JSON as Lucille-rs does; another Java class cannot
+/// be loaded here.
+const LUCILLE_SERDE: [(&str, &str, &str); 2] = [
+    (
+        "documentSerializer",
+        "com.kmwllc.lucille.message.KafkaDocumentSerializer",
+        "documents travel as their JSON; a Java serializer class cannot be loaded here",
+    ),
+    (
+        "documentDeserializer",
+        "com.kmwllc.lucille.message.KafkaDocumentDeserializer",
+        "documents travel as their JSON; a Java deserializer class cannot be loaded here",
+    ),
+];
 
 /// A topic name as Kafka accepts it (Lucille checks the pipeline name the same way).
 pub fn valid_topic_name(name: &str) -> bool {
@@ -134,6 +144,11 @@ impl KafkaSettings {
                 None
             }
         };
+        for (key, default, message) in LUCILLE_SERDE {
+            if let Some(class) = take_string(key, &mut errors).filter(|c| c != default) {
+                errors.push(block.error(key, format!("{class:?}: {message} (only {default})")));
+            }
+        }
         let bootstrap_servers = take_string("bootstrapServers", &mut errors).unwrap_or_default();
         let consumer_group_id = take_string("consumerGroupId", &mut errors)
             .unwrap_or_else(|| DEFAULT_CONSUMER_GROUP_ID.to_string());
@@ -388,6 +403,23 @@ mod tests {
         ] {
             assert!(all.contains(needle), "{needle} missing in {all}");
         }
+    }
+
+    #[test]
+    fn lucilles_own_json_serializers_are_accepted() {
+        let s = KafkaSettings::from_config(&block(json!({
+            "bootstrapServers": "h:9092",
+            "documentSerializer": "com.kmwllc.lucille.message.KafkaDocumentSerializer",
+            "documentDeserializer": "com.kmwllc.lucille.message.KafkaDocumentDeserializer",
+        })));
+        assert!(s.is_ok());
+        let e = KafkaSettings::from_config(&block(json!({
+            "bootstrapServers": "h:9092", "documentDeserializer": "com.acme.Avro",
+        })))
+        .unwrap_err();
+        assert!(e[0].to_string().contains(
+            "kafka.documentDeserializer: \"com.acme.Avro\": documents travel as their JSON"
+        ));
     }
 
     #[test]
