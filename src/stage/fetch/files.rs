@@ -15,6 +15,14 @@ use crate::connector::file::storage::object::{CloudRuntime, ObjectStorage};
 use crate::connector::file::storage::{Listed, Opened, Storage};
 use crate::stage::StageFailure;
 
+/// A local file (a path, or a `file://` URI) as a stream.
+fn local(value: &str) -> Result<Box<dyn Read + Send>, StageFailure> {
+    let path = local_path(value)?;
+    let file = std::fs::File::open(&path)
+        .map_err(|e| StageFailure::msg(format!("cannot read {:?}: {e}", path.display())))?;
+    Ok(Box::new(file))
+}
+
 /// Adds Lucille's cloud blocks to a stage's spec (checked in full by [`Files::new`]).
 pub(crate) fn with_cloud_blocks(spec: Spec) -> Spec {
     spec.optional("s3", Kind::Object)
@@ -48,16 +56,13 @@ impl Files {
 
     /// The bytes of the file `value` names, as a stream.
     pub fn open(&mut self, value: &str) -> Result<Box<dyn Read + Send>, StageFailure> {
+        // `file://` URIs and plain paths are local files.
         let url = match parse_url(value) {
             Ok(Some(url)) => url,
-            // A local path, a file:// URI, or a scheme no store serves (refused by local_path).
-            Ok(None) | Err(_) => {
-                let local = local_path(value)?;
-                let file = std::fs::File::open(&local).map_err(|e| {
-                    StageFailure::msg(format!("cannot read {:?}: {e}", local.display()))
-                })?;
-                return Ok(Box::new(file));
-            }
+            Ok(None) => return local(value),
+            Err(_) if value.starts_with("file://") => return local(value),
+            // An object-store URL that names no bucket, or a scheme no store serves.
+            Err(m) => return Err(StageFailure::msg(format!("cannot read {value}: {m}"))),
         };
         let base = url.base();
         let storage = match self.stores.iter().find(|(b, _)| *b == base) {
