@@ -12,6 +12,7 @@ CPU-heavy Python stage (cpu_heavy.py) with 1 and 2 worker processes. Times are t
 with 2 workers, the source partitions split between them, before the clock starts).
 """
 import argparse
+import resource
 import os
 import signal
 import subprocess
@@ -69,6 +70,22 @@ def settled(log_path, workers, limit=90):
     sys.exit(f"the worker group did not settle in {limit} s; see {log_path}")
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of a live process (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def broker_pid():
+    r = subprocess.run(["pgrep", "-f", "tansu broker"], capture_output=True, text=True)
+    pids = r.stdout.split()
+    return int(pids[0]) if pids else None
+
+
+CPU_LINES = []
+
+
 def distributed(work, corpus, heavy, workers, worker="threads: 1"):
     pipeline = f"bench_{uuid.uuid4().hex[:8]}"
     conf = config(work, pipeline, corpus, heavy, worker)
@@ -76,8 +93,19 @@ def distributed(work, corpus, heavy, workers, worker="threads: 1"):
     procs = [subprocess.Popen([PY, "-m", "lucille.cli", role, conf], stdout=log, stderr=log)
              for role in ["worker"] * workers + ["indexer"]]
     settled(log.name, workers)
+    watched = [p.pid for p in procs] + ([broker_pid()] if broker_pid() else [])
+    before = [cpu_seconds(pid) for pid in watched]
+    runner_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        return timed(["run", conf, "--mode", "distributed"])
+        seconds = timed(["run", conf, "--mode", "distributed"])
+        used = [cpu_seconds(pid) - b for pid, b in zip(watched, before)]
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        runner = (r.ru_utime - runner_before.ru_utime) + (r.ru_stime - runner_before.ru_stime)
+        names = [f"worker {i + 1}" for i in range(workers)] + ["indexer", "broker (tansu)"]
+        CPU_LINES.append(f"{'heavy' if heavy else 'standard'}, {workers} worker(s), {seconds:.1f} s wall: "
+                         + ", ".join(f"{n} {u:.1f}" for n, u in zip(names, used))
+                         + f", runner {runner:.1f} CPU-s")
+        return seconds
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
@@ -129,6 +157,10 @@ def table(rows):
     print("| --- | --- | ---: | ---: | ---: |")
     for name, mode, n, t in rows:
         print(f"| {name} | {mode} | {n} | {t:.1f} | {n / t:,.0f} |")
+    if CPU_LINES:
+        print("\nCPU seconds per process during each distributed run (/proc; the runner by rusage):")
+        for line in CPU_LINES:
+            print("  " + line)
 
 
 if __name__ == "__main__":
