@@ -39,6 +39,7 @@ indexer {{ type: "jsonl", batchSize: 1000 }}
 jsonl {{ path: "{work}/{pipeline}.out.jsonl" }}
 worker {{ {worker} }}
 log {{ seconds: 3600 }}
+{EXTRA}
 publisher {{ maxPendingDocs: 5000 }}
 kafka {{ bootstrapServers: "{os.environ['LUCILLE_TEST_KAFKA_BOOTSTRAP']}", consumerGroupId: "b-{pipeline}",
          topicPartitions: 4, producer {{ "linger.ms": 20 }} }}
@@ -84,6 +85,8 @@ def broker_pid():
 
 
 CPU_LINES = []
+# HOCON appended to every generated config (--extra-config), e.g. to try indexer settings.
+EXTRA = ""
 
 
 def distributed(work, corpus, heavy, workers, worker="threads: 1"):
@@ -121,7 +124,11 @@ def main():
     ap.add_argument("--retries", action="store_true",
                     help="only the cost of worker.maxRetries (the retries topic): the standard "
                          "pipeline, 1 worker process, without and with it, 1 and 4 threads")
+    ap.add_argument("--extra-config", default="",
+                    help="HOCON appended to every generated config (later keys win)")
     a = ap.parse_args()
+    global EXTRA
+    EXTRA = a.extra_config
     os.makedirs(a.work, exist_ok=True)
     corpus = os.path.join(a.work, f"corpus-{a.docs}.jsonl")
     heavy = os.path.join(a.work, f"corpus-{a.heavy_docs}.jsonl")
