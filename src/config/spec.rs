@@ -493,6 +493,15 @@ impl ComponentConfig {
     pub fn i64(&self, key: &str) -> Result<Option<i64>, ConfigError> {
         self.typed(key, "an integer", as_i64)
     }
+    /// A HOCON duration (`"6h"`, `"3 days"`, milliseconds), read by [`super::parse_duration`].
+    pub fn duration(&self, key: &str) -> Result<Option<std::time::Duration>, ConfigError> {
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(v) => super::parse_duration(v)
+                .map(Some)
+                .map_err(|m| self.error(key, m)),
+        }
+    }
     pub fn require_i64(&self, key: &str) -> Result<i64, ConfigError> {
         self.require(key, self.i64(key))
     }

@@ -110,14 +110,10 @@ fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>
     };
     let use_guid = config.bool_or("useGuidForDocID", true)?;
     let mut duration = |key: &str| -> Option<Duration> {
-        let v = config.get(key)?;
-        match crate::config::parse_duration(v) {
-            Ok(d) => Some(d),
-            Err(msg) => {
-                problems.push(config.error(key, msg).to_string());
-                None
-            }
-        }
+        config.duration(key).unwrap_or_else(|e| {
+            problems.push(e.to_string());
+            None
+        })
     };
     let cutoff = duration("pubDateCutoff");
     let run_duration = duration("runDuration");

@@ -479,20 +479,10 @@ impl FileConnector {
             Some((c, k)) => compile_all(&c, &k, &mut errors),
             None => Vec::new(),
         };
-        let modified_cutoff =
-            match from("modifiedCutoff", "modificationCutoff", &mut errors) {
-                Some((c, k)) => c.get(&k).and_then(|v| {
-                    let d = crate::config::parse_duration(v).ok();
-                    if d.is_none() {
-                        errors.0.push(c.error(
-                    &k,
-                    format!("must be a duration such as \"1h\", \"7d\" or milliseconds, found {v}"),
-                ));
-                    }
-                    d
-                }),
-                None => None,
-            };
+        let modified_cutoff = match from("modifiedCutoff", "modificationCutoff", &mut errors) {
+            Some((c, k)) => errors.take(c.duration(&k)).flatten(),
+            None => None,
+        };
 
         let option = |key: &str, errors: &mut Errors| -> Option<ComponentConfig> {
             flat_or_nested(config, file_opts.as_ref(), key, key, errors).cloned()
@@ -546,16 +536,7 @@ impl FileConnector {
 
         let mut resume = sub("checkpoint", &mut errors).and_then(|c| {
             let path = errors.take(c.require_string("path"))?;
-            Some(resume::ResumeSettings {
-                path: c.resolve_output_path(&path),
-                incremental: false,
-                emit_deletes: false,
-                marker_field: "is_deleted".into(),
-                marker_value: "true".into(),
-                published_cutoff: None,
-                keep_vanished: false,
-                namespace: None,
-            })
+            Some(resume::ResumeSettings::at(c.resolve_output_path(&path)))
         });
         // Lucille's `state { }` block: the same checkpoint under Lucille's keys (state.rs).
         if let Some(block) = sub("state", &mut errors) {
@@ -567,14 +548,9 @@ impl FileConnector {
                 ));
             } else if let Some(st) = state {
                 resume = Some(resume::ResumeSettings {
-                    path: st.path,
-                    incremental: false,
-                    emit_deletes: false,
-                    marker_field: "is_deleted".into(),
-                    marker_value: "true".into(),
-                    published_cutoff: None,
                     keep_vanished: st.keep_vanished,
                     namespace: Some(st.namespace),
+                    ..resume::ResumeSettings::at(st.path)
                 });
             }
         }
@@ -582,7 +558,7 @@ impl FileConnector {
         let mut emit_deletes = errors.take(config.bool_or("emitDeletes", false));
         let mut published_cutoff = None;
         if let Some(f) = &filter {
-            published_cutoff = state::duration(f, "lastPublishedCutoff", &mut errors.0);
+            published_cutoff = errors.take(f.duration("lastPublishedCutoff")).flatten();
             if let Some(on) = state::incremental_mode(f, &mut errors.0) {
                 incremental = Some(incremental.unwrap_or(false) || on);
             }

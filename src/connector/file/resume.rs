@@ -37,6 +37,23 @@ pub struct ResumeSettings {
     pub namespace: Option<String>,
 }
 
+impl ResumeSettings {
+    /// A checkpoint at `path`, every option at its default (the deletion marker
+    /// `is_deleted: "true"`).
+    pub fn at(path: PathBuf) -> Self {
+        ResumeSettings {
+            path,
+            incremental: false,
+            emit_deletes: false,
+            marker_field: "is_deleted".into(),
+            marker_value: "true".into(),
+            published_cutoff: None,
+            keep_vanished: false,
+            namespace: None,
+        }
+    }
+}
+
 /// A file this run reads, with where to start.
 pub struct PlannedFile {
     pub entry: Entry,

@@ -18,7 +18,6 @@
 //!   skipped) and `sendTombstones: true` is `emitDeletes: true`.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 
@@ -175,23 +174,6 @@ pub(super) fn incremental_mode(
             None
         }
     }
-}
-
-/// A duration key of `filterOptions` (`"6h"`, `"3d"`, milliseconds).
-pub(super) fn duration(
-    filter: &ComponentConfig,
-    key: &str,
-    errors: &mut Vec<ConfigError>,
-) -> Option<Duration> {
-    let v = filter.get(key)?;
-    let d = crate::config::parse_duration(v).ok();
-    if d.is_none() {
-        errors.push(filter.error(
-            key,
-            format!("must be a duration such as \"6h\", \"3d\" or milliseconds, found {v}"),
-        ));
-    }
-    d
 }
 
 #[cfg(test)]
