@@ -6,13 +6,11 @@
 //! container, made on first use and kept by the stage instance.
 
 use std::io::Read;
-use std::sync::Arc;
 
 use super::local_path;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::connector::file::storage::cloud_config::{parse_url, CloudConfig, StoreKind};
-use crate::connector::file::storage::object::{CloudRuntime, ObjectStorage};
-use crate::connector::file::storage::{Listed, Opened, Storage};
+use crate::connector::file::storage::cloud_config::{parse_url, CloudConfig};
+use crate::connector::file::storage::{Listed, Opened, Storage, Stores};
 use crate::stage::StageFailure;
 
 /// A local file (a path, or a `file://` URI) as a stream.
@@ -33,9 +31,7 @@ pub(crate) fn with_cloud_blocks(spec: Spec) -> Spec {
 pub(crate) struct Files {
     cloud: CloudConfig,
     config: ComponentConfig,
-    runtime: Option<Arc<CloudRuntime>>,
-    /// By bucket / container URL.
-    stores: Vec<(String, Arc<ObjectStorage>)>,
+    stores: Stores,
 }
 
 impl Files {
@@ -49,8 +45,7 @@ impl Files {
         Ok(Files {
             cloud,
             config: config.clone(),
-            runtime: None,
-            stores: Vec::new(),
+            stores: Stores::default(),
         })
     }
 
@@ -64,40 +59,22 @@ impl Files {
             // An object-store URL that names no bucket, or a scheme no store serves.
             Err(m) => return Err(StageFailure::msg(format!("cannot read {value}: {m}"))),
         };
-        let base = url.base();
-        let storage = match self.stores.iter().find(|(b, _)| *b == base) {
-            Some((_, s)) => s.clone(),
-            None => {
-                let given = match url.kind {
-                    StoreKind::S3 => self.cloud.s3.is_some(),
-                    StoreKind::Gcs => self.cloud.gcp.is_some(),
-                    StoreKind::Azure => self.cloud.azure.is_some(),
-                };
-                if !given {
-                    let block = url.kind.block();
-                    return Err(StageFailure::msg(format!(
-                        "cannot read {value}: the stage has no {block} block (add {block} {{ }} \
-                         with its credentials{})",
-                        if block == "s3" {
-                            "; an empty one uses the AWS environment"
-                        } else {
-                            ""
-                        }
-                    )));
+        if !self.cloud.has_block(url.kind) {
+            let block = url.kind.block();
+            return Err(StageFailure::msg(format!(
+                "cannot read {value}: the stage has no {block} block (add {block} {{ }} with its \
+                 credentials{})",
+                if block == "s3" {
+                    "; an empty one uses the AWS environment"
+                } else {
+                    ""
                 }
-                let runtime = self
-                    .runtime
-                    .get_or_insert_with(|| Arc::new(CloudRuntime::default()))
-                    .clone();
-                let store = self
-                    .cloud
-                    .store_for(&self.config, &url, runtime)
-                    .map_err(|e| StageFailure::msg(format!("cannot read {value}: {e}")))?;
-                let store = Arc::new(store);
-                self.stores.push((base, store.clone()));
-                store
-            }
-        };
+            )));
+        }
+        let storage = self
+            .stores
+            .get(&self.cloud, &self.config, &url)
+            .map_err(|e| StageFailure::msg(format!("cannot read {value}: {e}")))?;
         let listed = Listed {
             path: value.to_string(),
             locator: url.prefix.clone(),

@@ -415,6 +415,15 @@ impl CloudConfig {
         }
     }
 
+    /// Whether the block that configures `kind` (`s3`, `gcp`, `azure`) was given.
+    pub fn has_block(&self, kind: StoreKind) -> bool {
+        match kind {
+            StoreKind::S3 => self.s3.is_some(),
+            StoreKind::Gcs => self.gcp.is_some(),
+            StoreKind::Azure => self.azure.is_some(),
+        }
+    }
+
     /// The object store for `url`'s bucket / container.
     pub fn store_for(
         &self,

@@ -132,6 +132,36 @@ pub fn md5_of(input: &mut dyn Read) -> io::Result<String> {
     Ok(crate::document::ids::hex(&hasher.finalize()))
 }
 
+/// The object stores made so far, one per bucket / container, and the runtime they share
+/// (made with the first): the FileConnector's `paths` and the fetch stages' documents alike.
+#[derive(Default)]
+pub struct Stores {
+    runtime: Option<Arc<object::CloudRuntime>>,
+    stores: Vec<(String, Arc<object::ObjectStorage>)>,
+}
+
+impl Stores {
+    /// The store of `url`'s bucket / container, made on first use with `cloud`'s block.
+    pub fn get(
+        &mut self,
+        cloud: &cloud_config::CloudConfig,
+        config: &ComponentConfig,
+        url: &cloud_config::ObjectUrl,
+    ) -> Result<Arc<object::ObjectStorage>, ConfigError> {
+        let base = url.base();
+        if let Some((_, s)) = self.stores.iter().find(|(b, _)| *b == base) {
+            return Ok(s.clone());
+        }
+        let runtime = self
+            .runtime
+            .get_or_insert_with(|| Arc::new(object::CloudRuntime::default()))
+            .clone();
+        let store = Arc::new(cloud.store_for(config, url, runtime)?);
+        self.stores.push((base, store.clone()));
+        Ok(store)
+    }
+}
+
 /// A `paths` entry: its storage and where to list.
 #[derive(Clone)]
 pub struct Root {
@@ -156,8 +186,7 @@ pub struct Roots {
 pub fn roots(config: &ComponentConfig, paths: &[String], errors: &mut Vec<ConfigError>) -> Roots {
     let local = Arc::new(local::LocalStorage);
     let cloud = cloud_config::CloudConfig::from_config(config, errors);
-    let mut runtime: Option<Arc<object::CloudRuntime>> = None;
-    let mut stores: Vec<(String, Arc<object::ObjectStorage>)> = Vec::new();
+    let mut stores = Stores::default();
     let mut roots = Vec::new();
     let mut used = [false; 3];
     for p in paths {
@@ -174,26 +203,10 @@ pub fn roots(config: &ComponentConfig, paths: &[String], errors: &mut Vec<Config
             Err(message) => errors.push(config.error("paths", message)),
             Ok(Some(url)) => {
                 used[url.kind as usize] = true;
-                let base = url.base();
-                let storage = match stores.iter().find(|(b, _)| *b == base) {
-                    Some((_, s)) => Some(s.clone()),
-                    None => {
-                        let rt = runtime
-                            .get_or_insert_with(|| Arc::new(object::CloudRuntime::default()))
-                            .clone();
-                        match cloud.store_for(config, &url, rt) {
-                            Ok(s) => {
-                                let s = Arc::new(s);
-                                stores.push((base, s.clone()));
-                                Some(s)
-                            }
-                            Err(e) => {
-                                errors.push(e);
-                                None
-                            }
-                        }
-                    }
-                };
+                let storage = stores
+                    .get(&cloud, config, &url)
+                    .map_err(|e| errors.push(e))
+                    .ok();
                 if let Some(storage) = storage {
                     roots.push(Root {
                         storage,
