@@ -33,10 +33,7 @@ use crate::accounting::Publisher;
 
 /// Milliseconds since the epoch, now.
 fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
+    chrono::Utc::now().timestamp_millis()
 }
 
 /// How often the writer commits acknowledgements.
@@ -290,7 +287,6 @@ impl Checkpoint {
         if let (Some(cutoff), Some(at)) = (self.published_cutoff_ms, state.published_ms) {
             let in_progress = current && same_meta && !state.complete;
             if !in_progress && at >= now_ms().saturating_sub(cutoff) {
-                stamp = state.stamp.clone();
                 return Ok((Plan::SkipRecentlyPublished, stamp));
             }
         }

@@ -229,6 +229,30 @@ fn s3_url(fs_uri: &str, path: &str) -> Result<ObjectUrl, String> {
     }
 }
 
+/// A Parquet file to read, in name order: a local path, or an object of the bucket.
+enum Found<'a> {
+    Local(PathBuf),
+    Object(&'a ObjectStorage, Listed),
+}
+
+impl Found<'_> {
+    /// As shown in messages and ids: the path, or the object's URL.
+    fn name(&self) -> String {
+        match self {
+            Found::Local(p) => p.display().to_string(),
+            Found::Object(_, l) => l.path.clone(),
+        }
+    }
+
+    /// The file, an object spooled to a temporary file (the reader seeks).
+    fn open(&self) -> std::io::Result<File> {
+        match self {
+            Found::Local(p) => File::open(p),
+            Found::Object(storage, l) => storage.open_seekable(l),
+        }
+    }
+}
+
 /// A row that cannot become a document, or a document.
 enum Out {
     Doc(Document),
@@ -501,12 +525,11 @@ impl ParquetConnector {
             ConnectorError::new(format!("ParquetConnector {:?}: {m}", self.common.name))
         };
         let mut count = 0u64;
-        // (shown name, local file or listed object), in name order.
-        let found: Vec<(String, Option<Listed>, PathBuf)> = match &self.source {
+        let found: Vec<Found<'_>> = match &self.source {
             Source::Local(root) => files(root)
                 .map_err(err)?
                 .into_iter()
-                .map(|p| (p.display().to_string(), None, p))
+                .map(Found::Local)
                 .collect(),
             Source::S3 { storage, prefix } => {
                 let mut listed = storage.list(prefix).map_err(|e| err(e.to_string()))?;
@@ -515,19 +538,18 @@ impl ParquetConnector {
                 listed.sort_by(|a, b| a.locator.cmp(&b.locator));
                 listed
                     .into_iter()
-                    .map(|l| (l.path.clone(), Some(l), PathBuf::new()))
+                    .map(|l| Found::Object(storage, l))
                     .collect()
             }
         };
-        for (name, object, path) in found {
+        for found in found {
             if self.limit.is_some_and(|l| count >= l) {
                 break;
             }
-            let file = match (&self.source, &object) {
-                (Source::S3 { storage, .. }, Some(listed)) => storage.open_seekable(listed),
-                _ => File::open(&path),
-            }
-            .map_err(|e| err(format!("cannot read {name}: {e}")))?;
+            let name = found.name();
+            let file = found
+                .open()
+                .map_err(|e| err(format!("cannot read {name}: {e}")))?;
             // The parquet crate panics on a few malformed inputs: a panic is this file's error.
             let r = catch_unwind(AssertUnwindSafe(|| {
                 self.read_file(file, &name, &mut count, emit)

@@ -309,6 +309,15 @@ pub(crate) async fn connect(
         })
 }
 
+/// A failed read of `path` in ZooKeeper `zk`.
+fn read_error(zk: &str, path: &str, e: zookeeper_client::Error) -> DiscoveryError {
+    DiscoveryError::Read {
+        zk: zk.to_string(),
+        path: path.to_string(),
+        reason: e.to_string(),
+    }
+}
+
 async fn read_cluster(
     zk: &str,
     collection: Option<&str>,
@@ -316,11 +325,7 @@ async fn read_cluster(
 ) -> Result<Vec<String>, DiscoveryError> {
     use zookeeper_client::Error as ZkError;
     let client = connect(zk, timeout).await?;
-    let read_err = |path: &str, e: ZkError| DiscoveryError::Read {
-        zk: zk.to_string(),
-        path: path.to_string(),
-        reason: e.to_string(),
-    };
+    let read_err = |path: &str, e: ZkError| read_error(zk, path, e);
     let mut nodes = match client.list_children("/live_nodes").await {
         Ok(n) => n,
         Err(ZkError::NoNode) => return Err(DiscoveryError::NotSolrCloud { zk: zk.to_string() }),
@@ -363,11 +368,7 @@ async fn check_collection(
     name: &str,
 ) -> Result<(), DiscoveryError> {
     use zookeeper_client::Error as ZkError;
-    let read_err = |path: &str, e: ZkError| DiscoveryError::Read {
-        zk: zk.to_string(),
-        path: path.to_string(),
-        reason: e.to_string(),
-    };
+    let read_err = |path: &str, e: ZkError| read_error(zk, path, e);
     // A name ZooKeeper rejects as a path cannot be a collection.
     let path = format!("/collections/{name}");
     if !name.is_empty() && !name.contains('/') {
