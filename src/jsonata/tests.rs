@@ -869,13 +869,9 @@ fn no_number_picture_or_string_panics() {
         "#", "0", "9", ",", ".", "e", "E", "%", "‰", ";", "-", "+", "x", "0x", "0b", "١", "𝟎", " ",
         "pm", "1e400",
     ];
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x9e37_79b9_7f4a_7c15);
+    let mut next = |n: usize| rng.random_range(0..n);
     let mut format =
         Expression::compile("$formatNumber(n, p, o)").unwrap_or_else(|e| panic!("{e}"));
     let mut number = Expression::compile("$number(p)").unwrap_or_else(|e| panic!("{e}"));

@@ -1184,13 +1184,9 @@ mod tests {
             ";",
             "999999999999999999999",
         ];
-        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x2545_f491_4f6c_dd1d);
+        let mut next = |n: usize| rng.random_range(0..n);
         for _ in 0..5000 {
             let mut picture = String::new();
             let mut text = String::new();
