@@ -256,7 +256,9 @@ impl Stage for Embed {
 
     fn process_batch(&mut self, docs: &mut [Document]) -> Vec<StageResult> {
         let mut results: Vec<StageResult> = (0..docs.len()).map(|_| Ok(None)).collect();
-        let mut pending: Vec<(usize, Sequence)> = Vec::new();
+        // The documents with text, and their token sequences, in the same order.
+        let mut waiting: Vec<usize> = Vec::new();
+        let mut sequences: Vec<Sequence> = Vec::new();
         for (i, doc) in docs.iter().enumerate() {
             let text = match self.text(doc) {
                 Ok(Some(text)) => text,
@@ -276,23 +278,23 @@ impl Stage for Embed {
                             "Embed: text truncated to the model's maximum sequence length"
                         );
                     }
-                    pending.push((i, seq));
+                    waiting.push(i);
+                    sequences.push(seq);
                 }
                 Err(e) => results[i] = Err(StageFailure::msg(format!("{}: {e}", self.source))),
             }
         }
-        let sequences: Vec<Sequence> = pending.iter().map(|(_, s)| s.clone()).collect();
         match self.embedder.embed_sequences(&sequences, self.normalize) {
             Ok(vectors) => {
-                for ((i, _), vector) in pending.iter().zip(vectors) {
-                    if let Err(e) = docs[*i].set_vector(&self.dest, &vector) {
-                        results[*i] = Err(e.into());
+                for (&i, vector) in waiting.iter().zip(vectors) {
+                    if let Err(e) = docs[i].set_vector(&self.dest, &vector) {
+                        results[i] = Err(e.into());
                     }
                 }
             }
             Err(e) => {
-                for (i, _) in &pending {
-                    results[*i] = Err(StageFailure::msg(format!("embedding failed: {e}")));
+                for &i in &waiting {
+                    results[i] = Err(StageFailure::msg(format!("embedding failed: {e}")));
                 }
             }
         }
