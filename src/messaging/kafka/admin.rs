@@ -86,6 +86,7 @@ pub fn ensure_topics(
     if !created.is_empty() {
         tracing::info!("created Kafka topics {created:?}");
     }
+    dispose(admin);
     Ok(created)
 }
 
@@ -113,6 +114,7 @@ pub fn ensure_compacted_topic(settings: &KafkaSettings, topic: &str) -> Result<(
             ensure_topics(settings, &[(topic, 1)])?;
         }
     }
+    dispose(admin);
     Ok(())
 }
 
@@ -126,11 +128,23 @@ pub fn partition_count(settings: &KafkaSettings, topic: &str) -> Result<usize, K
         .client()
         .fetch_metadata(Some(topic), ADMIN_TIMEOUT)
         .map_err(|e| KafkaError::Client(format!("reading metadata of {topic:?}: {e}")))?;
-    Ok(md
+    let n = md
         .topics()
         .iter()
         .find(|t| t.name() == topic)
-        .map_or(0, |t| t.partitions().len()))
+        .map_or(0, |t| t.partitions().len());
+    dispose(producer);
+    Ok(n)
+}
+
+/// Drops a short-lived client on a thread of its own: librdkafka's destroy waits for the
+/// client's threads to notice, about 100 ms, which a run would otherwise spend before its
+/// first document (measured: the connector started 108 ms after the topics were created).
+fn dispose<T: Send + 'static>(client: T) {
+    // When no thread can be started the closure, and the client with it, is dropped here.
+    let _ = std::thread::Builder::new()
+        .name("kafka-client-drop".into())
+        .spawn(move || drop(client));
 }
 
 /// Warns when a topic has fewer partitions than the worker threads that read it: Kafka gives
