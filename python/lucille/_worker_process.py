@@ -21,7 +21,24 @@ def main() -> None:
     sys.stdout = sys.stderr
     from lucille._lucille import _serve_pipeline
 
+    limit_memory(os.environ.pop("LUCILLE_WORKER_MEMORY_BYTES", None))
     _serve_pipeline(0, protocol)
+
+
+def limit_memory(limit: str | None) -> None:
+    """``worker.maxProcessMemoryBytes``: caps this process's data segment (heap and private
+    writable mappings), so a stage that allocates without bound gets a ``MemoryError`` (its
+    document FAILs) or, in native code, ends this process (the run FAILs its document and
+    starts another process) instead of exhausting the machine."""
+    if not limit:
+        return
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    n = int(limit)
+    if hard != resource.RLIM_INFINITY:
+        n = min(n, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (n, n))
 
 
 if __name__ == "__main__":

@@ -63,6 +63,11 @@ pub struct WorkerSettings {
     /// `worker.processes`: the pipeline runs in this many worker processes, one per worker
     /// thread (see [`process`]).
     pub processes: Option<usize>,
+    /// `worker.maxProcessMemoryBytes`: the data-segment limit (`RLIMIT_DATA`: heap and private
+    /// writable mappings) of each worker process. A Python stage that allocates past it gets a
+    /// `MemoryError` (its document FAILs); native code that does ends its process, whose
+    /// document FAILs and whose thread starts a new one. Needs `processes`.
+    pub max_process_memory: Option<u64>,
 }
 
 impl Default for WorkerSettings {
@@ -77,9 +82,14 @@ impl Default for WorkerSettings {
             max_processing: None,
             exit_on_timeout: false,
             processes: None,
+            max_process_memory: None,
         }
     }
 }
+
+/// The smallest `worker.maxProcessMemoryBytes`: a worker process takes about 70 MB to start
+/// its interpreter and the core before any stage is loaded.
+pub const MIN_PROCESS_MEMORY_BYTES: u64 = 128 << 20;
 
 pub fn worker_spec() -> Spec {
     Spec::new()
@@ -91,6 +101,7 @@ pub fn worker_spec() -> Spec {
         .optional("maxProcessingSecs", Kind::Integer)
         .optional("exitOnTimeout", Kind::Bool)
         .optional("processes", Kind::Integer)
+        .optional("maxProcessMemoryBytes", Kind::Integer)
         .optional("pipeline", Kind::String)
 }
 
@@ -156,6 +167,22 @@ impl WorkerSettings {
                 s.threads = n;
             }
             Ok(None) => {}
+            Err(e) => errors.push(e),
+        }
+        match worker.usize("maxProcessMemoryBytes") {
+            Ok(Some(n)) if (n as u64) < MIN_PROCESS_MEMORY_BYTES => errors.push(worker.error(
+                "maxProcessMemoryBytes",
+                format!(
+                    "must be at least {MIN_PROCESS_MEMORY_BYTES} (128 MiB): a worker process \
+                     takes about 70 MB to start before its stages are loaded"
+                ),
+            )),
+            Ok(Some(_)) if !worker.map().contains_key("processes") => errors.push(worker.error(
+                "maxProcessMemoryBytes",
+                "limits the memory of worker processes: set worker.processes too (threads \
+                 share the run's process, whose memory cannot be limited per stage)",
+            )),
+            Ok(v) => s.max_process_memory = v.map(|n| n as u64),
             Err(e) => errors.push(e),
         }
         if let Some(secs) = log_seconds {
@@ -379,7 +406,9 @@ impl WorkerPool {
             })
         });
         let processes = Arc::new(Processes::default());
-        let connect = settings.processes.and_then(|_| processes.launcher());
+        let connect = settings
+            .processes
+            .and_then(|_| processes.launcher(settings.max_process_memory));
         let spawner = Arc::new(Spawner {
             plan,
             settings: settings.clone(),

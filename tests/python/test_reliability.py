@@ -46,6 +46,44 @@ def test_python_stage_stuck_in_a_loop_times_out_and_the_run_goes_on(tmp_path: pa
     assert all(d.get("seen") for d in r.documents)
 
 
+MALFORMED_PY = """
+import lucille
+
+
+class Malformed(lucille.Stage):
+    def process_document(self, doc):
+        kind = int(doc.id.split("-")[1]) % 6
+        if kind == 1:
+            return 5                                          # not an iterable
+        if kind == 2:
+            return [lucille.Document(doc.id + "-c"), "x"]     # a good child, then junk
+        if kind == 3:
+            return [doc]                                      # itself as its own child
+        if kind == 4:
+            return [None]
+        return None
+"""
+
+
+def test_a_stage_returning_malformed_children_fails_only_that_document(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "malformed.py").write_text(MALFORMED_PY)
+    cfg = write(tmp_path, "malformed.conf", """
+        connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 12, docIdPrefix: "d-", pipeline: "p" }]
+        pipelines: [{ name: "p", stages: [{ class: "malformed:Malformed" }] }]
+    """)
+    r = lucille.run(str(cfg), mode="test")
+    fails = {e[0]: e[2] or "" for e in r.events if e[1] == "FAIL"}
+    assert sorted(fails) == ["d-1", "d-10", "d-2", "d-3", "d-4", "d-7", "d-8", "d-9"], fails
+    assert "must return None or an iterable of Documents, returned int" in fails["d-1"]
+    assert "yielded str, expected a Document" in fails["d-2"]
+    assert "its own input document" in fails["d-3"]
+    assert "yielded NoneType" in fails["d-4"]
+    # A good child yielded before the junk was already on its way: it is indexed and counted.
+    assert sorted(d.id for d in r.documents) == ["d-0", "d-11", "d-2-c", "d-5", "d-6", "d-8-c"]
+    assert (r.published, r.succeeded, r.failed) == (12, 6, 8), r.summary
+    assert "Some docs failed" in r.summary
+
+
 def test_exit_on_timeout_ends_the_process(tmp_path: pathlib.Path) -> None:
     (tmp_path / "spinstages.py").write_text(STAGES_PY)
     cfg = write(tmp_path, "exit.conf", """

@@ -40,6 +40,20 @@ class Crash(lucille.Stage):
     def process_document(self, doc):
         if doc.id == "doc-13":
             os._exit(7)
+
+
+class Hog(lucille.Stage):
+    def process_document(self, doc):
+        if doc.id == "doc-3" and self.config.get("native"):
+            # 200 MiB in Python, within the limit; its two copies into the core are not
+            big = "x" * (200 << 20)
+            doc.set_field("big", big)
+            doc.set_field("big_too", big)
+        elif doc.id == "doc-3":  # Python allocating without bound
+            hoard = []
+            while True:
+                hoard.append(bytearray(8 << 20))
+        doc.set_field("ok", True)
 '''
 
 
@@ -104,6 +118,37 @@ def test_a_process_that_dies_fails_only_its_document_with_retries(
     assert failed[0][1] is not None and "worker process" in failed[0][1]
     assert (result.published, result.succeeded, result.failed) == (30, 29, 1)
     assert "doc-13" in (tmp_path / "p_fail.jsonl").read_text()
+
+
+def test_a_stage_allocating_without_bound_fails_its_document_under_max_process_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    worker = f"processes: 1, maxRetries: 1, maxProcessMemoryBytes: {512 << 20}"
+    for native in (False, True):
+        stage = '{ class: "procstages.py:Hog", native: %s }' % str(native).lower()
+        result = lucille.run(str(write(tmp_path, stage, worker, n=8)), mode="test", progress=False)
+        failed = dict((i, m or "") for i, kind, m in result.events if kind == "FAIL")
+        assert list(failed) == ["doc-3"], failed
+        if native:
+            # The core's allocator cannot fail softly: the process ends, its document FAILs
+            # with how it ended, and a new process takes the rest.
+            assert "worker process" in failed["doc-3"], failed
+            assert "maxProcessMemoryBytes" in failed["doc-3"], failed
+        else:
+            # Python gets a MemoryError at the limit: only that document FAILs.
+            assert "MemoryError" in failed["doc-3"], failed
+        assert (result.published, result.succeeded, result.failed) == (8, 7, 1)
+        assert all(d.get("ok") for d in result.documents)
+
+
+def test_max_process_memory_needs_processes_and_a_sane_size() -> None:
+    errors = lucille.validate(hocon="worker { maxProcessMemoryBytes: 1000000000 }\nconnectors: []")
+    assert any("worker.maxProcessMemoryBytes" in e and "worker.processes" in e for e in errors), errors
+    errors = lucille.validate(
+        hocon="worker { processes: 1, maxProcessMemoryBytes: 1000 }\nconnectors: []"
+    )
+    assert any("worker.maxProcessMemoryBytes" in e and "at least" in e for e in errors), errors
 
 
 def test_processes_and_threads_must_agree() -> None:

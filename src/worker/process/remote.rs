@@ -1,7 +1,7 @@
 //! The run's side: a worker thread's pipeline that lives in a worker process.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -16,11 +16,20 @@ use crate::stage::StageError;
 /// per document would leave the process idle while the thread sends events.
 pub const REMOTE_BATCH: usize = 32;
 
+/// The variable that gives a worker process its `RLIMIT_DATA` in bytes.
+pub const MEMORY_LIMIT_ENV: &str = "LUCILLE_WORKER_MEMORY_BYTES";
+
+/// mimalloc (the core's allocator) reserves a 1 GiB address range up front, which
+/// `RLIMIT_DATA` counts; without the reservation the limit measures what is allocated.
+const MIMALLOC_RESERVE_ENV: &str = "MIMALLOC_ARENA_RESERVE";
+
 /// Both ends of a worker process's pipes, and the process when there is one.
 pub struct Conn {
     pub to: Box<dyn Write + Send>,
     pub from: Box<dyn BufRead + Send>,
     pub child: Option<Arc<Mutex<Child>>>,
+    /// The process's `worker.maxProcessMemoryBytes`, named when it dies.
+    pub memory_limit: Option<u64>,
 }
 
 /// Opens a connection to a fresh worker process.
@@ -32,12 +41,19 @@ pub type Connect = Arc<dyn Fn() -> std::io::Result<Conn> + Send + Sync>;
 pub struct Processes(Mutex<Vec<Arc<Mutex<Child>>>>);
 
 impl Processes {
-    /// A [`Connect`] that starts processes with the installed launcher.
-    pub fn launcher(self: &Arc<Self>) -> Option<Connect> {
+    /// A [`Connect`] that starts processes with the installed launcher, each told its memory
+    /// limit (`worker.maxProcessMemoryBytes`) in [`MEMORY_LIMIT_ENV`], which it sets on itself
+    /// at start (`lucille._worker_process`).
+    pub fn launcher(self: &Arc<Self>, memory_limit: Option<u64>) -> Option<Connect> {
         let launcher = super::launcher()?;
         let processes = self.clone();
         Some(Arc::new(move || {
-            let mut child = launcher()
+            let mut command = launcher();
+            if let Some(bytes) = memory_limit {
+                command.env(MEMORY_LIMIT_ENV, bytes.to_string());
+                command.env(MIMALLOC_RESERVE_ENV, "0");
+            }
+            let mut child = command
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
@@ -52,6 +68,7 @@ impl Processes {
                 to: Box::new(std::io::BufWriter::new(to)),
                 from: Box::new(BufReader::new(from)),
                 child: Some(child),
+                memory_limit,
             })
         }))
     }
@@ -150,9 +167,12 @@ impl RemotePipeline {
         let result = self.round_trip(&docs);
         match result {
             Ok(outputs) => outputs,
-            Err(message) => {
+            Err(mut message) => {
                 if let Some(conn) = self.conn.take() {
-                    end(conn);
+                    let limit = conn.memory_limit;
+                    if let Some(status) = end(conn).filter(|s| !s.success()) {
+                        message.push_str(&format!(" ({})", ended(status, limit)));
+                    }
                 }
                 tracing::error!("{message}");
                 docs.into_iter()
@@ -243,24 +263,46 @@ impl RemotePipeline {
     }
 }
 
-/// Closes a connection; its process, if still running, is ended.
-fn end(conn: Conn) {
-    let Conn { to, from, child } = conn;
+/// Closes a connection; its process, if still running, is ended. Returns how the process
+/// ended, when there is one.
+fn end(conn: Conn) -> Option<ExitStatus> {
+    let Conn {
+        to, from, child, ..
+    } = conn;
     drop(to);
     drop(from);
-    if let Some(child) = child {
-        let mut c = child.lock();
-        if matches!(c.try_wait(), Ok(None)) {
-            // Given a moment to exit on its own after its input closed.
-            for _ in 0..50 {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                if !matches!(c.try_wait(), Ok(None)) {
-                    return;
-                }
+    let child = child?;
+    let mut c = child.lock();
+    if matches!(c.try_wait(), Ok(None)) {
+        // Given a moment to exit on its own after its input closed.
+        for _ in 0..50 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            if let Ok(Some(status)) = c.try_wait() {
+                return Some(status);
             }
-            let _ = c.kill();
         }
-        let _ = c.wait();
+        let _ = c.kill();
+    }
+    c.wait().ok()
+}
+
+/// How a worker process that failed its documents ended, for their FAIL reason.
+fn ended(status: ExitStatus, memory_limit: Option<u64>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let how = match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(6)) => "aborted (SIGABRT)".to_string(),
+        (None, Some(9)) => "killed (SIGKILL)".to_string(),
+        (None, Some(11)) => "segmentation fault (SIGSEGV)".to_string(),
+        (None, Some(sig)) => format!("signal {sig}"),
+        (None, None) => "ended".to_string(),
+    };
+    match memory_limit {
+        Some(bytes) => format!(
+            "{how}; under worker.maxProcessMemoryBytes ({bytes}) an allocation past the limit \
+             outside Python ends the process"
+        ),
+        None => how,
     }
 }
 

@@ -45,6 +45,7 @@ fn in_thread(limit: usize, started: Arc<AtomicUsize>) -> Connect {
             to: Box::new(w_in),
             from: Box::new(BufReader::new(r_out)),
             child: None,
+            memory_limit: None,
         })
     })
 }
@@ -158,6 +159,7 @@ fn a_pipeline_the_process_cannot_build_is_an_error_at_start() {
             to: Box::new(std::io::sink()),
             from: Box::new(BufReader::new(r_out)),
             child: None,
+            memory_limit: None,
         })
     });
     let err = RemotePipeline::start(&plan, connect)
