@@ -101,6 +101,12 @@ fn node_names_become_base_urls() {
     );
     assert_eq!(base_url("nonsense", "http"), None);
     assert_eq!(base_url("h:8983_bad%zz", "http"), None);
+    assert_eq!(base_url("h:8983_bad%4", "http"), None);
+    assert_eq!(
+        base_url("h:8983_a+b%2Bc", "http").as_deref(),
+        Some("http://h:8983/a b+c"),
+        "as Java's URLDecoder: + is a space, %2B a plus"
+    );
     assert_eq!(url_scheme(b"{\"urlScheme\":\"https\"}"), Ok("https".into()));
     assert_eq!(url_scheme(b"{}"), Ok("http".into()));
     assert_eq!(url_scheme(b""), Ok("http".into()));
