@@ -7,6 +7,8 @@ mod calendar;
 pub mod config;
 pub mod connector;
 pub mod document;
+#[cfg(test)]
+pub(crate) mod fault_point;
 pub mod indexer;
 pub mod jsonata;
 pub mod messaging;

@@ -543,6 +543,8 @@ pub struct IndexerHandle {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<Result<(), BackendError>>>,
     pub stats: Arc<IndexerStats>,
+    /// How the thread died before it was asked to stop, once seen ([`IndexerHandle::dead`]).
+    died: Option<String>,
 }
 
 impl IndexerHandle {
@@ -583,7 +585,24 @@ impl IndexerHandle {
             stop,
             thread: Some(thread),
             stats,
+            died: None,
         })
+    }
+
+    /// The indexer thread ended before it was asked to stop, observed rather than inferred
+    /// from the inactivity watchdog: how it ended, or `None` while it lives. The thread is
+    /// joined (it has ended) and the answer kept.
+    pub fn dead(&mut self) -> Option<String> {
+        let ended = self.thread.as_ref().is_some_and(JoinHandle::is_finished);
+        if self.died.is_none() && ended && !self.stop.load(Ordering::SeqCst) {
+            let how = match self.thread.take().map(JoinHandle::join) {
+                Some(Err(p)) => format!("panicked: {}", crate::stage::panic_message(p.as_ref())),
+                Some(Ok(Err(e))) => format!("failed: {e}"),
+                Some(Ok(Ok(()))) | None => "returned while the run went on".to_string(),
+            };
+            self.died = Some(format!("the indexer thread died ({how})"));
+        }
+        self.died.clone()
     }
 
     /// Asks the thread to flush what it has and exit; waits for it.
@@ -592,7 +611,10 @@ impl IndexerHandle {
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
             Some(Err(_)) => Err(BackendError::new("the indexer thread panicked")),
-            None => Ok(()),
+            None => self
+                .died
+                .take()
+                .map_or(Ok(()), |m| Err(BackendError::new(m))),
         }
     }
 
@@ -709,6 +731,8 @@ impl IndexerLoop {
             }
             match item {
                 Some(item) => {
+                    #[cfg(test)]
+                    crate::fault_point::hit("indexer", item.id());
                     self.stats.progress.fetch_add(1, Ordering::Relaxed);
                     if let Some(cap) = self.settings.batch_byte_size {
                         // As Lucille's SingleBatch: a document that would take the batch past

@@ -255,8 +255,20 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
         topics.dest
     );
     let mut last_status = Instant::now();
+    let mut died = None;
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
+        // A dead worker or indexer thread would leave this process up but its partitions
+        // unserved: the process ends instead (non-zero exit), saying which, for its
+        // supervisor to restart it; its uncommitted messages go to another worker.
+        died = pool
+            .as_ref()
+            .and_then(WorkerPool::dead_worker)
+            .or_else(|| indexer_handle.as_mut().and_then(IndexerHandle::dead));
+        if let Some(reason) = &died {
+            tracing::error!("{reason}: stopping this process");
+            break;
+        }
         if last_status.elapsed() >= plan.worker.log_interval {
             last_status = Instant::now();
             if let Some(h) = &indexer_handle {
@@ -283,5 +295,8 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
         close();
     }
     tracing::info!("stopped");
-    result
+    match died {
+        Some(reason) => Err(reason),
+        None => result,
+    }
 }

@@ -654,7 +654,7 @@ fn run_connector(
     } else {
         None
     };
-    let indexer = if local_roles {
+    let mut indexer = if local_roles {
         match IndexerHandle::start(
             plan.indexer.clone(),
             backend,
@@ -715,6 +715,7 @@ fn run_connector(
                         .map_or_else(Default::default, |i| i.stats.clone());
                     let mut watchdog =
                         Watchdog::new(plan.indexer.inactivity_timeout, Instant::now());
+                    let mut dead_indexer = false;
                     let r = publisher.wait_for_completion(&handle, plan.connector_timeout, |p| {
                         if let Some(f) = &progress {
                             f(&name, p);
@@ -727,6 +728,14 @@ fn run_connector(
                         if !local_roles {
                             return Ok(());
                         }
+                        // A dead thread raises no flag: it is looked at at every poll.
+                        if let Some(reason) = pool.as_ref().and_then(WorkerPool::dead_worker) {
+                            return Err(reason);
+                        }
+                        if let Some(reason) = indexer.as_mut().and_then(IndexerHandle::dead) {
+                            dead_indexer = true;
+                            return Err(reason);
+                        }
                         match watchdog.check(&indexer_stats, messenger.queued().1, Instant::now()) {
                             Some(reason) => {
                                 wedged = true;
@@ -737,11 +746,17 @@ fn run_connector(
                     });
                     if !r.ok {
                         error = r.message;
-                        if wedged {
-                            // A wedged indexer takes nothing more: FAIL what waits for it
-                            // (never drop it silently) so workers blocked on the full
+                        if wedged || dead_indexer {
+                            // A wedged or dead indexer takes nothing more: FAIL what waits for
+                            // it (never drop it silently) so workers blocked on the full
                             // destination queue, and the connector behind them, can finish.
-                            drainer = Some(FailDrain::start(messenger.clone(), run_id.clone()));
+                            let why = if wedged { "was wedged" } else { "thread died" };
+                            drainer = Some(FailDrain::start(
+                                messenger.clone(),
+                                run_id.clone(),
+                                format!("not indexed: the indexer {why}"),
+                            ));
+                            wedged = true;
                         }
                         // Unblock a connector stuck in publish so its thread can end, and give
                         // it a moment to do so (the workers still drain the queue meanwhile).
@@ -834,14 +849,14 @@ fn run_connector(
 }
 
 /// FAILs every document taken from the destination queue until finished (after the indexer
-/// was found wedged).
+/// was found wedged or dead), with `reason`.
 struct FailDrain {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl FailDrain {
-    fn start(messenger: Arc<dyn Messenger>, run_id: Arc<str>) -> Self {
+    fn start(messenger: Arc<dyn Messenger>, run_id: Arc<str>, reason: String) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = stop.clone();
         let thread = std::thread::Builder::new()
@@ -859,7 +874,7 @@ impl FailDrain {
                         item.id(),
                         &run_id,
                         EventType::Fail,
-                        Some("not indexed: the indexer was wedged".into()),
+                        Some(reason.clone()),
                     ),
                     None if stopping => break,
                     None => {}

@@ -395,6 +395,85 @@ fn a_wedged_indexer_fails_the_run_and_every_waiting_document() {
     assert!(c.published >= 10 && c.published < 200, "{}", r.summary);
 }
 
+/// The connector's counts add up: every published document ended, or is among those the
+/// failure message says did not reach a terminal event.
+fn pending_in(message: &str) -> u64 {
+    message
+        .split("; ")
+        .find_map(|part| part.strip_suffix(" documents did not reach a terminal event"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_dead_worker_thread_fails_the_run_and_says_which() {
+    // Stage panics are caught per document; a fault in the worker's own loop ends its thread.
+    // Nothing else would notice: the other worker goes on, but the dead one's document never
+    // ends, so without looking at the threads the run would wait for ever.
+    crate::fault_point::arm("worker", "dead-worker-7");
+    let config = json!({
+        "connectors": [{"name": "c", "class": "SequenceConnector", "numDocs": 400, "docIdPrefix": "dead-worker-"}],
+        "publisher": {"queueCapacity": 8},
+        "worker": {"threads": 2}
+    });
+    let r = run(&config, None, &RunOptions::default()).unwrap();
+    assert!(!r.ok, "{}", r.summary);
+    let c = &r.connectors[0];
+    let ConnectorStatus::Failed(message) = &c.status else {
+        panic!("expected a failed connector: {}", r.summary)
+    };
+    assert!(
+        message.contains("worker thread lucille-worker-")
+            && message.contains("died (panicked: fault point worker hit by dead-worker-7)"),
+        "{message}"
+    );
+    let pending = pending_in(message);
+    assert!(pending >= 1, "{message}");
+    assert_eq!(
+        c.succeeded + c.failed + c.dropped + pending,
+        c.published,
+        "{}",
+        r.summary
+    );
+}
+
+#[test]
+fn a_dead_indexer_thread_fails_the_run_and_every_waiting_document() {
+    crate::fault_point::arm("indexer", "dead-indexer-5");
+    let config = json!({
+        "connectors": [{"name": "c", "class": "SequenceConnector", "numDocs": 400, "docIdPrefix": "dead-indexer-"}],
+        "indexer": {"type": "nop", "batchSize": 10},
+        "publisher": {"queueCapacity": 4},
+        "worker": {"threads": 1}
+    });
+    let r = run(&config, None, &RunOptions::default()).unwrap();
+    assert!(!r.ok, "{}", r.summary);
+    let c = &r.connectors[0];
+    let ConnectorStatus::Failed(message) = &c.status else {
+        panic!("expected a failed connector: {}", r.summary)
+    };
+    assert!(
+        message.contains(
+            "the indexer thread died (panicked: fault point indexer hit by dead-indexer-5)"
+        ),
+        "{message}"
+    );
+    // What waited for the indexer was FAILed (the drain), what its batch held is reported.
+    let pending = pending_in(message);
+    assert!(c.failed > 0, "{}", r.summary);
+    assert_eq!(
+        c.succeeded + c.failed + pending,
+        c.published,
+        "{}",
+        r.summary
+    );
+    assert!(
+        c.published < 400,
+        "the connector was stopped: {}",
+        r.summary
+    );
+}
+
 #[test]
 fn a_slow_but_moving_indexer_is_not_wedged() {
     let config = json!({

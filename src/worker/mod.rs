@@ -291,6 +291,8 @@ pub struct WorkerPool {
     dead_letter: Option<Arc<DeadLetter>>,
     /// Worker processes started for `worker.processes`, ended with the pool.
     processes: Arc<Processes>,
+    /// How a worker thread died while the pool ran, once seen (see [`WorkerPool::dead_worker`]).
+    died: Mutex<Option<String>>,
 }
 
 /// A live worker thread and, under `worker.maxProcessingSecs`, what the supervisor watches.
@@ -453,7 +455,30 @@ impl WorkerPool {
             stats,
             dead_letter,
             processes,
+            died: Mutex::new(None),
         })
+    }
+
+    /// A worker thread that ended while the pool runs, observed rather than inferred from a
+    /// timer: its name and how it ended, or `None` while every worker lives. Stage panics are
+    /// caught per document, so only a fault in the worker's own loop ends one; the document it
+    /// held then has no terminal event, and the runner fails the run saying so. The thread is
+    /// joined (it has ended) and the answer kept.
+    pub fn dead_worker(&self) -> Option<String> {
+        let mut died = self.died.lock();
+        if died.is_none() && self.running.load(Ordering::SeqCst) {
+            let mut threads = self.threads.lock();
+            if let Some(i) = threads.iter().position(|l| l.handle.is_finished()) {
+                let live = threads.swap_remove(i);
+                let name = live.handle.thread().name().unwrap_or("?").to_string();
+                let how = match live.handle.join() {
+                    Err(p) => format!("panicked: {}", crate::stage::panic_message(p.as_ref())),
+                    Ok(_) => "returned while the run went on".to_string(),
+                };
+                *died = Some(format!("worker thread {name} died ({how})"));
+            }
+        }
+        died.clone()
     }
 
     /// The dead-letter file, when one is configured, for FAILs that never reach a worker.
@@ -790,6 +815,8 @@ impl WorkerContext {
                 self.messenger.done_processing();
                 continue;
             };
+            #[cfg(test)]
+            crate::fault_point::hit("worker", doc.id());
             let done = match &mut pipeline {
                 Ok(p) if batch > 1 => {
                     let docs = self.fill_batch(doc, batch);
