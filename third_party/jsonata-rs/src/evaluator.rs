@@ -23,14 +23,14 @@ struct EvaluatorInternal {
 }
 
 pub struct Evaluator<'a> {
-    chain_ast: Option<Ast>,
+    chain_ast: Option<&'a Ast>,
     arena: &'a Bump,
     internal: RefCell<EvaluatorInternal>,
 }
 
 impl<'a> Evaluator<'a> {
     pub fn new(
-        chain_ast: Option<Ast>,
+        chain_ast: Option<&'a Ast>,
         arena: &'a Bump,
         max_depth: Option<usize>,
         time_limit: Option<usize>,
@@ -58,7 +58,7 @@ impl<'a> Evaluator<'a> {
             name,
             char_index,
             input,
-            frame: frame.clone(),
+            frame: *frame,
             arena: self.arena,
             evaluator: self,
         }
@@ -90,7 +90,7 @@ impl<'a> Evaluator<'a> {
 
     pub fn evaluate(
         &self,
-        node: &Ast,
+        node: &'a Ast,
         input: &'a Value<'a>,
         frame: &Frame<'a>,
     ) -> Result<&'a Value<'a>> {
@@ -118,7 +118,7 @@ impl<'a> Evaluator<'a> {
                 input,
                 name,
             ),
-            AstKind::Lambda { .. } => Value::lambda(self.arena, node, input, frame.clone()),
+            AstKind::Lambda { .. } => Value::lambda(self.arena, node, input, *frame),
             AstKind::Function {
                 ref proc,
                 ref args,
@@ -131,10 +131,10 @@ impl<'a> Evaluator<'a> {
                 ref pattern,
                 ref update,
                 ref delete,
-            } => Value::transformer(self.arena, pattern, update, delete),
+            } => Value::transformer(self.arena, pattern, update, delete.as_deref()),
             AstKind::Regex(ref regex_literal) => {
                 // Wrap the regex literal in a `Value::Regex` and return it
-                self.arena.alloc(Value::Regex(regex_literal.clone()))
+                self.arena.alloc(Value::Regex(regex_literal))
             }
             _ => unimplemented!("TODO: node kind not yet supported: {:#?}", node.kind),
         };
@@ -177,7 +177,7 @@ impl<'a> Evaluator<'a> {
 
     fn evaluate_block(
         &self,
-        exprs: &[Ast],
+        exprs: &'a [Ast],
         input: &'a Value<'a>,
         frame: &Frame<'a>,
     ) -> Result<&'a Value<'a>> {
@@ -215,8 +215,8 @@ impl<'a> Evaluator<'a> {
 
     fn evaluate_unary_op(
         &self,
-        node: &Ast,
-        op: &UnaryOp,
+        node: &'a Ast,
+        op: &'a UnaryOp,
         input: &'a Value<'a>,
         frame: &Frame<'a>,
     ) -> Result<&'a Value<'a>> {
@@ -261,7 +261,7 @@ impl<'a> Evaluator<'a> {
     fn evaluate_group_expression(
         &self,
         char_index: usize,
-        object: &[(Ast, Ast)],
+        object: &'a [(Ast, Ast)],
         input: &'a Value<'a>,
         frame: &Frame<'a>,
     ) -> Result<&'a Value<'a>> {
@@ -375,10 +375,10 @@ impl<'a> Evaluator<'a> {
 
     fn evaluate_binary_op(
         &self,
-        node: &Ast,
+        node: &'a Ast,
         op: &BinaryOp,
-        lhs_ast: &Ast,
-        rhs_ast: &Ast,
+        lhs_ast: &'a Ast,
+        rhs_ast: &'a Ast,
         input: &'a Value<'a>,
         frame: &Frame<'a>,
     ) -> Result<&'a Value<'a>> {
@@ -577,7 +577,7 @@ impl<'a> Evaluator<'a> {
                     if lhs.is_function() {
                         // Apply function chaining
                         let chain = self.evaluate(
-                            self.chain_ast.as_ref().unwrap(),
+                            self.chain_ast.unwrap(),
                             Value::undefined(),
                             frame,
                         )?;
@@ -625,9 +625,9 @@ impl<'a> Evaluator<'a> {
 
     fn evaluate_ternary(
         &self,
-        cond: &Ast,
-        truthy: &Ast,
-        falsy: Option<&Ast>,
+        cond: &'a Ast,
+        truthy: &'a Ast,
+        falsy: Option<&'a Ast>,
         input: &'a Value<'a>,
         frame: &Frame<'a>,
     ) -> Result<&'a Value<'a>> {
@@ -643,8 +643,8 @@ impl<'a> Evaluator<'a> {
 
     fn evaluate_path(
         &self,
-        node: &Ast,
-        steps: &[Ast],
+        node: &'a Ast,
+        steps: &'a [Ast],
         input: &'a Value<'a>,
         frame: &Frame<'a>,
     ) -> Result<&'a Value<'a>> {
@@ -735,7 +735,7 @@ impl<'a> Evaluator<'a> {
 
     fn evaluate_step(
         &self,
-        step: &Ast,
+        step: &'a Ast,
         input: &'a Value<'a>,
         frame: &Frame<'a>,
         last_step: bool,
@@ -799,7 +799,7 @@ impl<'a> Evaluator<'a> {
 
     fn evaluate_tuple_step(
         &self,
-        step: &Ast,
+        step: &'a Ast,
         input: &'a Value<'a>,
         tuple_bindings: &'a Value<'a>,
         frame: &Frame<'a>,
@@ -890,7 +890,7 @@ impl<'a> Evaluator<'a> {
     fn evaluate_sort(
         &self,
         char_index: usize,
-        sort_terms: &[(Ast, bool)],
+        sort_terms: &'a [(Ast, bool)],
         input: &'a Value<'a>,
         frame: &Frame<'a>,
     ) -> Result<&'a Value<'a>> {
@@ -986,7 +986,7 @@ impl<'a> Evaluator<'a> {
 
     fn evaluate_stages(
         &self,
-        stages: &[Ast],
+        stages: &'a [Ast],
         input: &'a Value<'a>,
         frame: &Frame<'a>,
     ) -> Result<&'a Value<'a>> {
@@ -1024,7 +1024,7 @@ impl<'a> Evaluator<'a> {
 
     fn evaluate_filter(
         &self,
-        predicate: &Ast,
+        predicate: &'a Ast,
         input: &'a Value<'a>,
         frame: &Frame<'a>,
     ) -> Result<&'a Value<'a>> {
@@ -1159,8 +1159,8 @@ impl<'a> Evaluator<'a> {
     fn evaluate_function(
         &self,
         input: &'a Value<'a>,
-        proc: &Ast,
-        args: &[Ast],
+        proc: &'a Ast,
+        args: &'a [Ast],
         _is_partial: bool,
         frame: &Frame<'a>,
         context: Option<&'a Value<'a>>,
@@ -1302,12 +1302,12 @@ impl<'a> Evaluator<'a> {
                 func(context, evaluated_args)
             }
             Value::Transformer {
-                ref pattern,
-                ref update,
-                ref delete,
+                pattern,
+                update,
+                delete,
             } => {
                 let input = &evaluated_args[0];
-                self.apply_transformer(input, pattern, update, delete, frame)
+                self.apply_transformer(input, pattern, update, *delete, frame)
             }
             _ => Err(Error::T1006InvokedNonFunction(char_index)),
         }
@@ -1316,9 +1316,9 @@ impl<'a> Evaluator<'a> {
     fn apply_transformer(
         &self,
         input: &'a Value<'a>,
-        pattern_ast: &Ast,
-        update_ast: &Ast,
-        delete_ast: &Option<Box<Ast>>,
+        pattern_ast: &'a Ast,
+        update_ast: &'a Ast,
+        delete_ast: Option<&'a Ast>,
         frame: &Frame<'a>,
     ) -> Result<&'a Value<'a>> {
         if input.is_undefined() {

@@ -11,29 +11,58 @@ mod parser;
 pub use errors::Error;
 pub use evaluator::functions::FunctionContext;
 pub use evaluator::value::{ArrayFlags, Value};
+pub use parser::ast::Ast;
 
 use evaluator::{frame::Frame, functions::*, Evaluator};
-use parser::ast::Ast;
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Parses a JSONata expression into its syntax tree, for [`JsonAta::with_ast`].
+pub fn parse(expr: &str) -> Result<Ast> {
+    parser::parse(expr)
+}
+
+/// The syntax tree of the function that `~>` builds to chain two functions: parsed once per
+/// process (Lucille patch: it was parsed on every evaluation, and the lambdas built from it
+/// now borrow it for the arena's lifetime).
+fn chain_ast() -> &'static Ast {
+    static CHAIN: std::sync::OnceLock<Ast> = std::sync::OnceLock::new();
+    CHAIN.get_or_init(|| {
+        parser::parse("function($f, $g) { function($x){ $g($f($x)) } }")
+            .expect("the chain function parses")
+    })
+}
+
+/// A compiled expression with its root frame of variable bindings.
+///
+/// Lucille patch: values created while evaluating (function, regex and transform values)
+/// borrow from the syntax tree instead of owning copies of parts of it, so the tree must live
+/// as long as the arena: [`JsonAta::with_ast`] borrows one kept beside the arena, and
+/// [`JsonAta::new`] moves the tree into the arena (whose heap parts the arena then never
+/// frees: once per `new`, not per evaluation).
 pub struct JsonAta<'a> {
-    ast: Ast,
+    ast: &'a Ast,
     frame: Frame<'a>,
     arena: &'a Bump,
 }
 
 impl<'a> JsonAta<'a> {
     pub fn new(expr: &str, arena: &'a Bump) -> Result<JsonAta<'a>> {
-        Ok(Self {
-            ast: parser::parse(expr)?,
-            frame: Frame::new(),
+        let ast: &'a Ast = arena.alloc(parser::parse(expr)?);
+        Ok(Self::with_ast(ast, arena))
+    }
+
+    /// An expression over a syntax tree from [`parse`] that outlives the arena's values.
+    pub fn with_ast(ast: &'a Ast, arena: &'a Bump) -> JsonAta<'a> {
+        Self {
+            ast,
+            frame: Frame::new(arena),
             arena,
-        })
+        }
     }
 
     pub fn ast(&self) -> &Ast {
-        &self.ast
+        self.ast
     }
 
     pub fn assign_var(&self, name: &str, value: &'a Value<'a>) {
@@ -92,6 +121,10 @@ impl<'a> JsonAta<'a> {
         self.evaluate_timeboxed(input, None, None)
     }
 
+    /// Evaluates against `input`, a JSON text.
+    ///
+    /// Lucille patch: the input is read by `serde_json` (it was parsed and evaluated as a
+    /// JSONata expression, whose syntax tree would now have to outlive the arena).
     pub fn evaluate_timeboxed(
         &self,
         input: Option<&str>,
@@ -99,11 +132,24 @@ impl<'a> JsonAta<'a> {
         time_limit: Option<usize>,
     ) -> Result<&'a Value<'a>> {
         let input = match input {
-            Some(input) => {
-                let input_ast = parser::parse(input)?;
-                let evaluator = Evaluator::new(None, self.arena, None, None);
-                evaluator.evaluate(&input_ast, Value::undefined(), &Frame::new())?
-            }
+            Some(input) => Some(
+                serde_json::from_str::<serde_json::Value>(input)
+                    .map_err(|e| Error::S0201SyntaxError(0, format!("invalid JSON input: {e}")))?,
+            ),
+            None => None,
+        };
+        self.evaluate_json_timeboxed(input.as_ref(), max_depth, time_limit)
+    }
+
+    /// Evaluates against `input` (`None`: undefined), without a round trip through JSON text.
+    pub fn evaluate_json_timeboxed(
+        &self,
+        input: Option<&serde_json::Value>,
+        max_depth: Option<usize>,
+        time_limit: Option<usize>,
+    ) -> Result<&'a Value<'a>> {
+        let input: &'a Value<'a> = match input {
+            Some(input) => self.json_value_to_value(input),
             None => Value::undefined(),
         };
 
@@ -116,8 +162,14 @@ impl<'a> JsonAta<'a> {
 
         macro_rules! bind_native {
             ($name:literal, $arity:literal, $fn:ident) => {
-                self.frame
-                    .bind($name, Value::nativefn(&self.arena, $name, $arity, $fn));
+                self.frame.bind(
+                    $name,
+                    self.arena.alloc(Value::NativeFn {
+                        name: $name,
+                        arity: $arity,
+                        func: $fn,
+                    }),
+                );
             };
         }
 
@@ -174,11 +226,8 @@ impl<'a> JsonAta<'a> {
         bind_native!("millis", 0, fn_millis);
         bind_native!("uuid", 0, fn_uuid);
 
-        let chain_ast = Some(parser::parse(
-            "function($f, $g) { function($x){ $g($f($x)) } }",
-        )?);
-        let evaluator = Evaluator::new(chain_ast, self.arena, max_depth, time_limit);
-        evaluator.evaluate(&self.ast, input, &self.frame)
+        let evaluator = Evaluator::new(Some(chain_ast()), self.arena, max_depth, time_limit);
+        evaluator.evaluate(self.ast, input, &self.frame)
     }
 }
 

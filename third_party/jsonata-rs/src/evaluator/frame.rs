@@ -1,45 +1,61 @@
-use std::{cell::RefCell, collections::HashMap, rc::Rc};
+use std::cell::RefCell;
+
+use bumpalo::Bump;
+use hashbrown::{DefaultHashBuilder, HashMap};
 
 use super::value::Value;
 
-#[derive(Debug)]
-pub struct Frame<'a>(Rc<RefCell<FrameData<'a>>>);
+/// A scope of variable bindings. Lucille patch: frames live in the evaluation's bump arena
+/// (a `Copy` reference) instead of `Rc<RefCell<..>>`, so a frame captured by a lambda value
+/// (which the arena never drops) no longer leaks its bindings and the `Rc` cycle.
+#[derive(Debug, Clone, Copy)]
+pub struct Frame<'a>(&'a FrameData<'a>);
 
 impl<'a> Frame<'a> {
-    pub fn new() -> Frame<'a> {
-        Frame(Rc::new(RefCell::new(FrameData {
-            bindings: HashMap::new(),
+    pub fn new(arena: &'a Bump) -> Frame<'a> {
+        Frame(arena.alloc(FrameData {
+            bindings: RefCell::new(HashMap::new_in(arena)),
             parent: None,
-        })))
+            arena,
+        }))
     }
 
     pub fn new_with_parent(parent: &Frame<'a>) -> Frame<'a> {
-        Frame(Rc::new(RefCell::new(FrameData {
-            bindings: HashMap::new(),
-            parent: Some(parent.clone()),
-        })))
+        let arena = parent.0.arena;
+        Frame(arena.alloc(FrameData {
+            bindings: RefCell::new(HashMap::new_in(arena)),
+            parent: Some(*parent),
+            arena,
+        }))
     }
 
     pub fn from_tuple(parent: &Frame<'a>, tuple: &'a Value<'a>) -> Frame<'a> {
-        let mut bindings = HashMap::with_capacity(tuple.entries().len());
+        let arena = parent.0.arena;
+        let mut bindings = HashMap::with_capacity_in(tuple.entries().len(), arena);
         for (key, value) in tuple.entries() {
-            bindings.insert(key.to_string(), *value);
+            bindings.insert(&*arena.alloc_str(key), *value);
         }
 
-        Frame(Rc::new(RefCell::new(FrameData {
-            bindings,
-            parent: Some(parent.clone()),
-        })))
+        Frame(arena.alloc(FrameData {
+            bindings: RefCell::new(bindings),
+            parent: Some(*parent),
+            arena,
+        }))
     }
 
     pub fn bind(&self, name: &str, value: &'a Value<'a>) {
-        self.0.borrow_mut().bindings.insert(name.to_string(), value);
+        let mut bindings = self.0.bindings.borrow_mut();
+        if let Some(slot) = bindings.get_mut(name) {
+            *slot = value;
+        } else {
+            bindings.insert(&*self.0.arena.alloc_str(name), value);
+        }
     }
 
     pub fn lookup(&self, name: &str) -> Option<&'a Value<'a>> {
-        match self.0.borrow().bindings.get(name) {
+        match self.0.bindings.borrow().get(name) {
             Some(value) => Some(*value),
-            None => match &self.0.borrow().parent {
+            None => match &self.0.parent {
                 Some(parent) => parent.lookup(name),
                 None => None,
             },
@@ -47,22 +63,11 @@ impl<'a> Frame<'a> {
     }
 }
 
-impl Default for Frame<'_> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Clone for Frame<'_> {
-    fn clone(&self) -> Self {
-        Self(self.0.clone())
-    }
-}
-
 #[derive(Debug)]
 pub struct FrameData<'a> {
-    bindings: HashMap<String, &'a Value<'a>>,
+    bindings: RefCell<HashMap<&'a str, &'a Value<'a>, DefaultHashBuilder, &'a Bump>>,
     parent: Option<Frame<'a>>,
+    arena: &'a Bump,
 }
 
 // #[cfg(test)]

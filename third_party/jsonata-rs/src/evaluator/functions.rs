@@ -2028,12 +2028,15 @@ pub fn fn_match<'a>(
         _ => return Err(Error::D3010EmptyPattern(context.char_index)),
     };
 
-    let regex_literal = match pattern_value {
-        Value::Regex(ref regex_literal) => regex_literal,
+    // Lucille patch: a regex compiled from a string is kept on the stack: allocated in the
+    // arena (as it was), its heap memory was never freed.
+    let compiled;
+    let regex_literal: &RegexLiteral = match pattern_value {
+        Value::Regex(regex_literal) => regex_literal,
         Value::String(ref s) => {
-            let regex = RegexLiteral::new(s.as_str(), false, false)
+            compiled = RegexLiteral::new(s.as_str(), false, false)
                 .map_err(|_| Error::D3010EmptyPattern(context.char_index))?;
-            &*context.arena.alloc(regex)
+            &compiled
         }
         _ => return Err(Error::D3010EmptyPattern(context.char_index)),
     };

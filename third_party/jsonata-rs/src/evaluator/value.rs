@@ -1,7 +1,6 @@
 use std::borrow::Cow;
 
 use bitflags::bitflags;
-use bumpalo::boxed::Box;
 use bumpalo::collections::String as BumpString;
 use bumpalo::collections::Vec as BumpVec;
 use bumpalo::Bump;
@@ -51,24 +50,27 @@ pub enum Value<'a> {
     Number(f64),
     Bool(bool),
     String(BumpString<'a>),
-    Regex(std::boxed::Box<RegexLiteral>),
+    // Lucille patch: the function, regex and transform variants below borrow from the syntax
+    // tree (which outlives the arena, see `JsonAta::with_ast`) or the arena instead of owning
+    // heap copies, since the arena never runs `Drop` (those copies leaked on every evaluation).
+    Regex(&'a RegexLiteral),
     Array(BumpVec<'a, &'a Value<'a>>, ArrayFlags),
     Object(HashMap<BumpString<'a>, &'a Value<'a>, DefaultHashBuilder, &'a Bump>),
     Range(Range<'a>),
     Lambda {
-        ast: Box<'a, Ast>,
+        ast: &'a Ast,
         input: &'a Value<'a>,
         frame: Frame<'a>,
     },
     NativeFn {
-        name: String,
+        name: &'a str,
         arity: usize,
         func: fn(FunctionContext<'a, '_>, &[&'a Value<'a>]) -> Result<&'a Value<'a>>,
     },
     Transformer {
-        pattern: std::boxed::Box<Ast>,
-        update: std::boxed::Box<Ast>,
-        delete: Option<std::boxed::Box<Ast>>,
+        pattern: &'a Ast,
+        update: &'a Ast,
+        delete: Option<&'a Ast>,
     },
 }
 
@@ -80,7 +82,7 @@ impl<'a> Value<'a> {
         unsafe { std::mem::transmute::<&Value<'static>, &'a Value<'a>>(&UNDEFINED) }
     }
 
-    pub fn null(arena: &Bump) -> &mut Value {
+    pub fn null(arena: &Bump) -> &mut Value<'_> {
         arena.alloc(Value::Null)
     }
 
@@ -92,11 +94,11 @@ impl<'a> Value<'a> {
         }
     }
 
-    pub fn number(arena: &Bump, value: impl Into<f64>) -> &mut Value {
+    pub fn number(arena: &Bump, value: impl Into<f64>) -> &mut Value<'_> {
         arena.alloc(Value::Number(value.into()))
     }
 
-    pub fn number_from_u128(arena: &Bump, value: u128) -> Result<&mut Value> {
+    pub fn number_from_u128(arena: &Bump, value: u128) -> Result<&mut Value<'_>> {
         let value_f64 = value as f64;
         if value_f64 as u128 != value {
             // number is too large to retain precision
@@ -109,7 +111,7 @@ impl<'a> Value<'a> {
         arena.alloc(Value::String(BumpString::from_str_in(value, arena)))
     }
 
-    pub fn array(arena: &Bump, flags: ArrayFlags) -> &mut Value {
+    pub fn array(arena: &Bump, flags: ArrayFlags) -> &mut Value<'_> {
         let v = BumpVec::new_in(arena);
         arena.alloc(Value::Array(v, flags))
     }
@@ -122,14 +124,14 @@ impl<'a> Value<'a> {
         arena.alloc(Value::Array(arr, flags))
     }
 
-    pub fn array_with_capacity(arena: &Bump, capacity: usize, flags: ArrayFlags) -> &mut Value {
+    pub fn array_with_capacity(arena: &Bump, capacity: usize, flags: ArrayFlags) -> &mut Value<'_> {
         arena.alloc(Value::Array(
             BumpVec::with_capacity_in(capacity, arena),
             flags,
         ))
     }
 
-    pub fn object(arena: &Bump) -> &mut Value {
+    pub fn object(arena: &Bump) -> &mut Value<'_> {
         arena.alloc(Value::Object(HashMap::new_in(arena)))
     }
 
@@ -144,18 +146,18 @@ impl<'a> Value<'a> {
         result
     }
 
-    pub fn object_with_capacity(arena: &Bump, capacity: usize) -> &mut Value {
+    pub fn object_with_capacity(arena: &Bump, capacity: usize) -> &mut Value<'_> {
         arena.alloc(Value::Object(HashMap::with_capacity_in(capacity, arena)))
     }
 
     pub fn lambda(
         arena: &'a Bump,
-        node: &Ast,
+        node: &'a Ast,
         input: &'a Value<'a>,
         frame: Frame<'a>,
     ) -> &'a mut Value<'a> {
         arena.alloc(Value::Lambda {
-            ast: Box::new_in(node.clone(), arena),
+            ast: node,
             input,
             frame,
         })
@@ -168,7 +170,7 @@ impl<'a> Value<'a> {
         func: fn(FunctionContext<'a, '_>, &[&'a Value<'a>]) -> Result<&'a Value<'a>>,
     ) -> &'a mut Value<'a> {
         arena.alloc(Value::NativeFn {
-            name: name.to_string(),
+            name: arena.alloc_str(name),
             arity,
             func,
         })
@@ -176,14 +178,14 @@ impl<'a> Value<'a> {
 
     pub fn transformer(
         arena: &'a Bump,
-        pattern: &std::boxed::Box<Ast>,
-        update: &std::boxed::Box<Ast>,
-        delete: &Option<std::boxed::Box<Ast>>,
+        pattern: &'a Ast,
+        update: &'a Ast,
+        delete: Option<&'a Ast>,
     ) -> &'a mut Value<'a> {
         arena.alloc(Value::Transformer {
-            pattern: pattern.clone(),
-            update: update.clone(),
-            delete: delete.clone(),
+            pattern,
+            update,
+            delete,
         })
     }
 
@@ -342,7 +344,7 @@ impl<'a> Value<'a> {
         }
     }
 
-    pub fn entries(&self) -> hashbrown::hash_map::Iter<'_, BumpString<'a>, &'a Value> {
+    pub fn entries(&self) -> hashbrown::hash_map::Iter<'_, BumpString<'a>, &'a Value<'a>> {
         match self {
             Value::Object(map) => map.iter(),
             _ => panic!("Not an object"),
@@ -519,15 +521,19 @@ impl<'a> Value<'a> {
             Self::String(s) => arena.alloc(Value::String(s.clone())),
             Self::Array(a, f) => Value::array_from(arena, a.clone(), *f),
             Self::Object(o) => Value::object_from(o, arena),
-            Self::Lambda { ast, input, frame } => Value::lambda(arena, ast, input, frame.clone()),
-            Self::NativeFn { name, arity, func } => Value::nativefn(arena, name, *arity, *func),
+            Self::Lambda { ast, input, frame } => Value::lambda(arena, ast, input, *frame),
+            Self::NativeFn { name, arity, func } => arena.alloc(Value::NativeFn {
+                name,
+                arity: *arity,
+                func: *func,
+            }),
             Self::Transformer {
                 pattern,
                 update,
                 delete,
-            } => Value::transformer(arena, pattern, update, delete),
+            } => Value::transformer(arena, pattern, update, *delete),
             Self::Range(range) => Value::range_from(arena, range),
-            Self::Regex(regex) => arena.alloc(Value::Regex(regex.clone())),
+            Self::Regex(regex) => arena.alloc(Value::Regex(regex)),
         }
     }
 
