@@ -33,12 +33,11 @@
 //!   only, and its `$now` panicked on some time zone arguments); `$now` and `$millis` give
 //!   the same instant throughout one evaluation, as in JSONata.
 //! * **Not supported by jsonata-rs**:
-//!   partial application (`$f(?, 1)`), the parent operator `%`, calling a function literal
-//!   where it is written (`function($x){...}(5)`), the `??` and `?:` operators, and function
-//!   signatures (`function($x)<n:n>`); the first three are compile errors that say so (where
-//!   jsonata-rs would panic), the others fail to parse.
+//!   partial application (`$f(?, 1)`), the parent operator `%`, the `??` and `?:` operators,
+//!   and function signatures (`function($x)<n:n>`); the first two are compile errors that say
+//!   so (where jsonata-rs would panic), the others fail to parse.
 //!
-//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1542 of its 1686 cases
+//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1547 of its 1686 cases
 //! pass; see that file for what counts as a pass).
 //! * **Signatures**: the arguments of jsonata-rs's builtins are checked against JSONata's
 //!   signatures before they run (`functions/signature.rs`), so a wrong type raises T0410,
@@ -667,13 +666,6 @@ fn unsupported(panic: &str) -> String {
         "S0000: the parent operator `%` is not supported by jsonata-rs, the JSONata engine \
          used here: bind the parent with a focus variable instead (`Order@$o.Product.{'id': \
          $o.OrderID}`)"
-            .to_string()
-    } else if panic.contains("unreachable") {
-        "S0000: jsonata-rs, the JSONata engine used here, cannot call what is written before \
-         these parentheses: a function literal called where it is written \
-         (`function($x){$x*$x}(5)`) must be bound to a variable first \
-         (`($sq := function($x){$x*$x}; $sq(5))`), and a number or string cannot be called \
-         (T1006)"
             .to_string()
     } else {
         format!("internal error in jsonata-rs: {panic}")

@@ -224,7 +224,21 @@ impl Symbol for Token {
                         name.clone()
                     }
                     AstKind::Var(ref name) => name.clone(),
-                    _ => unreachable!(),
+                    // Lucille patch: any other callee was `unreachable!()`, a panic. As in
+                    // JSONata, any expression can be called (a function literal where it is
+                    // written, a call's result, a block), and one whose value is not a
+                    // function is T1006 when evaluated. The parent operator (not supported)
+                    // is never a function; a focus or index binding cannot be called.
+                    AstKind::Parent => {
+                        return Err(Error::T1006InvokedNonFunction(left.char_index));
+                    }
+                    AstKind::Binary(BinaryOp::FocusBind | BinaryOp::IndexBind, ..) => {
+                        return Err(Error::S0201SyntaxError(
+                            self.char_index,
+                            "a focus (`@`) or index (`#`) binding cannot be called".to_string(),
+                        ));
+                    }
+                    _ => String::new(),
                 };
 
                 let func: Ast;
