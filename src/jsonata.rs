@@ -37,7 +37,7 @@
 //!   and function signatures (`function($x)<n:n>`); the first two are compile errors that say
 //!   so (where jsonata-rs would panic), the others fail to parse.
 //!
-//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1547 of its 1686 cases
+//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1548 of its 1686 cases
 //! pass; see that file for what counts as a pass).
 //! * **Signatures**: the arguments of jsonata-rs's builtins are checked against JSONata's
 //!   signatures before they run (`functions/signature.rs`), so a wrong type raises T0410,

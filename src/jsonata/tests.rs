@@ -585,6 +585,27 @@ fn any_expression_can_be_called() {
     assert!(err.contains("T1006"), "{err}");
 }
 
+/// An order-by with several terms sorts by the later terms only among equal earlier ones
+/// (jsonata-rs 0.3.4 let each later term override the earlier ones; fixed in our fork).
+#[test]
+fn order_by_terms_break_ties_in_order() {
+    let d = json!({"items": [
+        {"a": 2, "b": "x"}, {"a": 1, "b": "z"}, {"a": 2, "b": "w"}, {"a": 1, "b": "y"}
+    ]});
+    assert_eq!(
+        eval("items^(a, b).b", &d),
+        Some(json!(["y", "z", "w", "x"]))
+    );
+    assert_eq!(
+        eval("items^(>a, b).b", &d),
+        Some(json!(["w", "x", "y", "z"]))
+    );
+    assert_eq!(
+        eval("items^(a, >b).b", &d),
+        Some(json!(["z", "y", "x", "w"]))
+    );
+}
+
 #[test]
 fn parity_fixes_from_the_official_suite() {
     // An expression may start with a regex literal (the wrapper once made `/` a division).

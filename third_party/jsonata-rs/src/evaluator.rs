@@ -913,6 +913,12 @@ impl<'a> Evaluator<'a> {
             let mut result = 0;
 
             for (sort_term, descending) in sort_terms {
+                // Lucille patch: a later term only breaks ties of the earlier ones (as in
+                // JSONata); it used to override them (`^(a, b)` sorted by `b` alone wherever
+                // the `b`s differed).
+                if result != 0 {
+                    break;
+                }
                 let aa = if is_tuple_sort {
                     let tuple_frame = Frame::from_tuple(frame, a);
                     self.evaluate(sort_term, &a["@"], &tuple_frame)?
