@@ -246,7 +246,7 @@ mod tests {
         let jsonata = JsonAta::new("$test()", &arena).unwrap();
         jsonata.register_function("test", 0, |ctx, _| Ok(Value::number(ctx.arena, 1)));
 
-        let result = jsonata.evaluate(Some(r#"anything"#), None);
+        let result = jsonata.evaluate(Some(r#""anything""#), None);
 
         assert_eq!(result.unwrap(), Value::number(&arena, 1));
     }
@@ -273,7 +273,7 @@ mod tests {
             Ok(Value::number(ctx.arena, (num.as_f64()).sqrt()))
         });
 
-        let result = jsonata.evaluate(Some(r#"anything"#), None);
+        let result = jsonata.evaluate(Some(r#""anything""#), None);
 
         assert_eq!(
             result
@@ -294,7 +294,7 @@ mod tests {
             Ok(Value::bool((num.as_f64()) % 2.0 == 0.0))
         });
 
-        let result = jsonata.evaluate(Some(r#"anything"#), None);
+        let result = jsonata.evaluate(Some(r#""anything""#), None);
 
         assert_eq!(
             result
