@@ -144,9 +144,11 @@ pub const ARENA_RECYCLE_BYTES: usize = 4 << 20;
 /// [`Expression::set_max_depth`].
 pub const DEFAULT_MAX_DEPTH: usize = if cfg!(debug_assertions) { 150 } else { 1000 };
 
-/// Input documents nested deeper than this are rejected: jsonata-rs parses the input
-/// recursively (about 18 KiB of stack per level in debug builds, 2.5 KiB in release
-/// builds), and a stack overflow would abort the process. Same 2 MiB budget as above.
+/// Input documents nested deeper than this are rejected: jsonata-rs converts the input, and
+/// evaluates over it (e.g. `**`), recursively, and a stack overflow would abort the process.
+/// Same 2 MiB budget as above, set when jsonata-rs 0.3.4 parsed the input as JSON text (about
+/// 18 KiB of stack per level in debug builds, 2.5 KiB in release builds); our fork converts the
+/// `serde_json` value directly, which takes less.
 pub const MAX_INPUT_DEPTH: usize = if cfg!(debug_assertions) { 64 } else { 300 };
 
 /// Evaluation levels the wrapper (the hook call and the two blocks around the expression) adds:
