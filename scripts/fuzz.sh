@@ -97,15 +97,9 @@ for t in "${TARGETS[@]}"; do
         left=$((SECONDS_PER_TARGET - ($(date +%s) - start)))
         [ "$left" -gt 0 ] || break
         log="$SEEDS/$t.log"
-        extra=()
-        # Known, not yet fixed: a JSONata transform (`~> |a|b|`) leaks its two cloned Box<Ast>
-        # inside jsonata-rs (Value::transformer) per evaluation; LeakSanitizer would stop every
-        # run on it at once (reproducer: tests/data/fuzz-regressions/jsonata-transform-leak.bin).
-        leaks=1
-        [ "$t" = jsonata ] && extra=(-detect_leaks=0) && leaks=0
-        ASAN_OPTIONS="detect_leaks=$leaks" cargo fuzz run --fuzz-dir fuzz --target-dir "$TARGET_DIR" "$t" "$corpus" "$SEEDS/$t" -- \
+        ASAN_OPTIONS="detect_leaks=1" cargo fuzz run --fuzz-dir fuzz --target-dir "$TARGET_DIR" "$t" "$corpus" "$SEEDS/$t" -- \
             -max_total_time="$left" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
-            -print_final_stats=1 -artifact_prefix="$artifacts/" "${extra[@]}" >"$log" 2>&1
+            -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1
         rc=$?
         runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
         if [ -z "$runs" ]; then # a crash: libFuzzer prints the last status line instead

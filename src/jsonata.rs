@@ -1,4 +1,5 @@
-//! JSONata expressions over [`serde_json::Value`], backed by the `jsonata-rs` crate (0.3.4).
+//! JSONata expressions over [`serde_json::Value`], backed by the `jsonata-rs` crate (0.3.4, in
+//! our fork `third_party/jsonata-rs`: see its PATCHES.md).
 //!
 //! ```ignore
 //! // (`ignore`: the module's path depends on the crate it is copied into.)
@@ -32,12 +33,11 @@
 //!   only, and its `$now` panicked on some time zone arguments); `$now` and `$millis` give
 //!   the same instant throughout one evaluation, as in JSONata.
 //! * **Not supported by jsonata-rs**:
-//!   partial application (`$f(?, 1)`), the parent operator `%`, calling a function literal
-//!   where it is written (`function($x){...}(5)`), the `??` and `?:` operators, and function
-//!   signatures (`function($x)<n:n>`); the first three are compile errors that say so (where
-//!   jsonata-rs would panic), the others fail to parse.
+//!   partial application (`$f(?, 1)`), the parent operator `%`, the `??` and `?:` operators,
+//!   and function signatures (`function($x)<n:n>`); the first two are compile errors that say
+//!   so (where jsonata-rs would panic), the others fail to parse.
 //!
-//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1542 of its 1686 cases
+//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1548 of its 1686 cases
 //! pass; see that file for what counts as a pass).
 //! * **Signatures**: the arguments of jsonata-rs's builtins are checked against JSONata's
 //!   signatures before they run (`functions/signature.rs`), so a wrong type raises T0410,
@@ -48,10 +48,8 @@
 //!   `$base64encode`/`$base64decode`, `$number`/`$abs`/`$floor`/`$ceil`/`$round`/`$power`/
 //!   `$sqrt`/`$random`, `$sum`/`$max`/`$min`/`$count`, `$boolean`/`$not`/`$exists`,
 //!   `$append`/`$reverse`/`$distinct`/`$zip`, `$lookup`/`$merge`/`$error`/`$assert`,
-//!   `$reduce`, `$uuid` (`$reduce`, `$replace`,
-//!   `$match`, `$contains` and `$split` run behind thin wrappers that only record their
-//!   function/regex arguments for freeing, see below). `$shuffle` uses std's random hash
-//!   keys, not a cryptographic generator.
+//!   `$reduce`, `$uuid`. `$shuffle` uses std's random hash keys, not a cryptographic
+//!   generator.
 //! * **Argument handling made JSONata's** in front of jsonata-rs builtins: `$number` reads
 //!   strings with JSONata's rule (also `0x`/`0o`/`0b` integers; too large is D3030), `$pad`
 //!   truncates a fractional width, `$contains` with an undefined pattern is undefined, and
@@ -60,7 +58,7 @@
 //!
 //! # Key order
 //!
-//! jsonata-rs stores objects in hash maps, so it forgets key order. Without forking it, this
+//! jsonata-rs stores objects in hash maps, so it forgets key order (our fork keeps them). This
 //! module restores a well-defined order when it converts results (and inside `$keys`, `$each`,
 //! `$spread` and `$string`). For each object, the first rule that applies wins:
 //!
@@ -87,24 +85,17 @@
 //! # Memory, panics and threads
 //!
 //! A compiled jsonata-rs expression allocates every value into a bump arena that only grows.
-//! [`Expression`] owns its arena together with the compiled expression and *recycles* them
-//! (drops the arena and recompiles) once the arena exceeds [`ARENA_RECYCLE_BYTES`] after an
-//! evaluation, and after any panic inside jsonata-rs (panics are caught and reported as
-//! errors). jsonata-rs also re-creates its ~50 built-in function values (each owning a
-//! heap-allocated name) on every evaluation and never frees them, and function literals,
-//! regex literals and transforms copy parts of the syntax tree to the heap each time they are
-//! evaluated. This module frees (see `gc_hook`): the builtins of each evaluation; function,
-//! regex and transform values passed to `$map`, `$filter`, `$single`, `$reduce`, `$sort`,
-//! `$each`, `$sift`, `$replace`, `$match`, `$contains` and `$split`; and the tail-call thunks
-//! returned to `$map`, `$filter`, `$single`, `$sort`, `$each` and `$sift`. So for expressions without
-//! function literals, and for those that pass them straight to these functions, the heap cost
-//! outside the recycled arena is zero per evaluation (tested with a counting allocator).
-//! **Known jsonata-rs leaks that cannot be fixed from outside:** a function literal that is
-//! bound to a variable or called directly (`($f := function($x){...}; $f(a))`, about 5.6 KiB
-//! per evaluation in the test), a transform (`~> | ... |`, about 1 KiB per evaluation), a
-//! regex literal used other than as an argument of the functions above, and tail-call thunks
-//! inside `$reduce` callbacks leak a few hundred bytes to a few KiB per evaluation,
-//! even across recycling. Tail-recursive JSONata functions never hit the depth limit: use
+//! [`Expression`] owns its arena together with the expression's syntax tree and the compiled
+//! expression, and *recycles* them (drops them and recompiles) once the arena exceeds
+//! [`ARENA_RECYCLE_BYTES`] after an evaluation, and after any panic inside jsonata-rs (panics
+//! are caught and reported as errors). The arena never runs `Drop`, so no value in it may own
+//! memory outside it: jsonata-rs 0.3.4's function, regex and transform values owned heap
+//! copies of parts of the syntax tree, its builtins heap names and its frames `Rc` cycles, all
+//! leaked on every evaluation. Our fork (`third_party/jsonata-rs`, see its PATCHES.md) makes
+//! them borrow from the syntax tree (kept beside the arena, for as long as the arena) or live
+//! in the arena, so an evaluation costs nothing on the heap outside the recycled arena, with
+//! any expression (tests/jsonata_heap.rs counts it with a counting allocator).
+//! Tail-recursive JSONata functions never hit the depth limit: use
 //! [`Expression::set_time_limit`] to stop runaway ones.
 //!
 //! Panics inside jsonata-rs are caught and reported as errors; the panic hook is told to stay
@@ -128,7 +119,7 @@ use std::panic::catch_unwind;
 use std::time::Duration;
 
 use bumpalo::Bump;
-use jsonata_rs::{FunctionContext, JsonAta, Value};
+use jsonata_rs::{Ast, FunctionContext, JsonAta, Value};
 
 use order::{KeyOrderer, SourceKeys};
 
@@ -153,33 +144,36 @@ pub const ARENA_RECYCLE_BYTES: usize = 4 << 20;
 /// [`Expression::set_max_depth`].
 pub const DEFAULT_MAX_DEPTH: usize = if cfg!(debug_assertions) { 150 } else { 1000 };
 
-/// Input documents nested deeper than this are rejected: jsonata-rs parses the input
-/// recursively (about 18 KiB of stack per level in debug builds, 2.5 KiB in release
-/// builds), and a stack overflow would abort the process. Same 2 MiB budget as above.
+/// Input documents nested deeper than this are rejected: jsonata-rs converts the input, and
+/// evaluates over it (e.g. `**`), recursively, and a stack overflow would abort the process.
+/// Same 2 MiB budget as above, set when jsonata-rs 0.3.4 parsed the input as JSON text (about
+/// 18 KiB of stack per level in debug builds, 2.5 KiB in release builds); our fork converts the
+/// `serde_json` value directly, which takes less.
 pub const MAX_INPUT_DEPTH: usize = if cfg!(debug_assertions) { 64 } else { 300 };
 
 /// Evaluation levels the wrapper (the hook call and the two blocks around the expression) adds:
 /// added to a depth limit so that the limit means what it means to jsonata-rs.
 const WRAPPER_DEPTH: usize = 2;
 
-/// Name of the native function that the wrapped expression calls first (see `gc_hook`).
-const HOOK_NAME: &str = "__lucille_jsonata_gc";
+/// Name of the native function that the wrapped expression calls first (see `start_hook`).
+const HOOK_NAME: &str = "__lucille_jsonata_start";
+
+/// The syntax tree and the arena of one compiled expression: the values that an evaluation
+/// allocates in the arena borrow from the tree (function literals, regexes, transforms), so
+/// the two are kept, and dropped, together.
+struct TreeAndArena {
+    ast: Ast,
+    arena: Bump,
+}
 
 self_cell::self_cell!(
-    /// The arena and the jsonata-rs expression that borrows it.
+    /// The syntax tree and arena, and the jsonata-rs expression that borrows them.
     struct Compiled {
-        owner: Bump,
+        owner: TreeAndArena,
         #[not_covariant]
         dependent: JsonAta,
     }
 );
-
-/// `Compiled` plus the addresses of the native function values this module allocated in
-/// its arena, whose heap parts are freed when the arena is retired.
-struct Bundle {
-    compiled: Compiled,
-    own_natives: Vec<usize>,
-}
 
 /// A compiled expression, reusable across many evaluations.
 pub struct Expression {
@@ -188,11 +182,7 @@ pub struct Expression {
     /// Characters that `wrapped` puts before `source` (to fix positions in error messages).
     prefix_chars: usize,
     keys: SourceKeys,
-    bundle: Option<Bundle>,
-    /// Builtin function values of the latest evaluation, freed on the next one (`gc_hook`).
-    pending_natives: RefCell<Vec<usize>>,
-    /// Function/regex/transform values recorded by the wrapped builtins (`gc_hook`).
-    disposables: RefCell<Vec<usize>>,
+    compiled: Option<Compiled>,
     max_depth: Option<usize>,
     time_limit_ms: Option<usize>,
     recycles: u64,
@@ -200,27 +190,26 @@ pub struct Expression {
 }
 
 // SAFETY: `Expression` is not automatically `Send` only because of the jsonata-rs state in
-// `bundle`: `JsonAta<'arena>` holds a `&Bump` and a `Frame` (an `Rc<RefCell<..>>`), and the
-// arena holds `Value`s with more `&Bump`s and `Rc` clones of frames (in lambdas). Moving the
-// whole `Expression` to another thread is sound because:
-// * every one of those `&Bump` / `Rc` handles lives inside the bundle (the arena it points
-//   into is the self_cell owner, heap-allocated and moved together with the dependent); after
-//   `evaluate` returns, nothing outside the bundle refers to it: the result is converted to an
-//   owned `serde_json::Value` inside `with_dependent`, and the per-call `Evaluator`,
-//   `FunctionContext`s and temporary `Frame` clones of jsonata-rs 0.3.4 are locals of that call;
-// * jsonata-rs 0.3.4 keeps no global or thread-local state that refers to the bundle (its only
-//   statics are an immutable escape table and the immutable `Undefined`/`true`/`false`
-//   constants, shared read-only by all threads and never written: its one in-place mutation,
+// `compiled`: `JsonAta<'arena>` holds a `&Bump` and a `Frame` (a reference to arena-allocated
+// bindings in a `RefCell`), and the arena holds `Value`s with more such references (in
+// lambdas). Moving the whole `Expression` to another thread is sound because:
+// * every one of those references points into the self_cell owner (the syntax tree and the
+//   arena, heap-allocated and moved together with the dependent); after `evaluate` returns,
+//   nothing outside `compiled` refers to it: the result is converted to an owned
+//   `serde_json::Value` inside `with_dependent`, and the per-call `Evaluator` and
+//   `FunctionContext`s of jsonata-rs are locals of that call;
+// * jsonata-rs (our fork, third_party/jsonata-rs) keeps no global or thread-local state that
+//   refers to `compiled` (its only statics are an immutable escape table, the immutable
+//   `Undefined`/`true`/`false` constants and the syntax tree of its function-chaining lambda
+//   (a `OnceLock`), shared read-only by all threads and never written: its one in-place mutation,
 //   used by transforms, only touches objects; it uses `rand::thread_rng()` and chrono's
 //   thread-local caches only transiently inside a call);
 // * this module's own thread-local (`SCOPE`) is set only for the duration of one `evaluate`
 //   call on the calling thread and reset before it returns (also on panic); the builtin
-//   function pointers read by `gc_hook` live in that per-call scope, and the recorded value
-//   addresses kept across calls (`pending_natives`, `disposables`) are plain integers that
-//   are only turned back into pointers, into this bundle's own arena, on the owning thread;
+//   function pointers read by `start_hook` live in that per-call scope;
 // * all other fields are plain owned data.
-// `Expression` stays `!Sync`: two threads must never evaluate the same bundle concurrently
-// (non-atomic `Rc` counts, `RefCell`s, the bump allocator), and `evaluate` takes `&mut self`.
+// `Expression` stays `!Sync`: two threads must never evaluate the same expression concurrently
+// (`RefCell`s, the bump allocator), and `evaluate` takes `&mut self`.
 unsafe impl Send for Expression {}
 
 impl std::fmt::Debug for Expression {
@@ -242,8 +231,7 @@ impl Expression {
         // Parse the expression as written first, so syntax errors carry the right positions
         // and nothing can "escape" the wrapper below.
         let checked = quiet_catch_unwind(|| {
-            let arena = Bump::new();
-            JsonAta::new(expr, &arena)
+            jsonata_rs::parse(expr)
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         });
@@ -269,15 +257,13 @@ impl Expression {
             prefix_chars: prefix.chars().count(),
             wrapped,
             keys: SourceKeys::scan(expr),
-            bundle: None,
-            pending_natives: RefCell::new(Vec::new()),
-            disposables: RefCell::new(Vec::new()),
+            compiled: None,
             max_depth: Some(DEFAULT_MAX_DEPTH + WRAPPER_DEPTH),
             time_limit_ms: None,
             recycles: 0,
             evaluations: 0,
         };
-        expression.bundle = Some(expression.build().map_err(compile_err)?);
+        expression.compiled = Some(expression.build().map_err(compile_err)?);
         Ok(expression)
     }
 
@@ -300,9 +286,9 @@ impl Expression {
 
     /// Bytes currently allocated by the arena (0 right after a recycle).
     pub fn arena_allocated_bytes(&self) -> usize {
-        self.bundle
+        self.compiled
             .as_ref()
-            .map_or(0, |b| b.compiled.borrow_owner().allocated_bytes())
+            .map_or(0, |c| c.borrow_owner().arena.allocated_bytes())
     }
 
     /// How many times the arena was dropped and the expression recompiled.
@@ -343,24 +329,16 @@ impl Expression {
                 "input document is nested deeper than {MAX_INPUT_DEPTH} levels"
             ));
         }
-        let text = input
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(|e| e.to_string())?;
-        let input = input.unwrap_or(&serde_json::Value::Null);
-        if self.bundle.is_none() {
-            self.bundle = Some(self.build()?);
+        if self.compiled.is_none() {
+            self.compiled = Some(self.build()?);
         }
-        let Some(bundle) = self.bundle.as_ref() else {
+        let Some(compiled) = self.compiled.as_ref() else {
             return Err("expression is not compiled".to_string());
         };
         self.evaluations += 1;
 
         let scope = EvalScope {
-            orderer: KeyOrderer::new(&self.keys, input),
-            pending_natives: &self.pending_natives,
-            disposables: &self.disposables,
-            previous_disposables: self.disposables.borrow().len(),
+            orderer: KeyOrderer::new(&self.keys, input.unwrap_or(&serde_json::Value::Null)),
             originals: RefCell::new(Vec::new()),
             armed: Cell::new(true),
             // An evaluation inside another (`$eval`) shares its instant.
@@ -371,8 +349,8 @@ impl Expression {
             let _guard = ScopeGuard::enter(&scope);
             let _depth = functions::BuiltinDepth::enter();
             quiet_catch_unwind(std::panic::AssertUnwindSafe(|| {
-                bundle.compiled.with_dependent(|_arena, jsonata| {
-                    match jsonata.evaluate_timeboxed(text.as_deref(), max_depth, time_limit) {
+                compiled.with_dependent(|_owner, jsonata| {
+                    match jsonata.evaluate_json_timeboxed(input, max_depth, time_limit) {
                         Ok(value) => to_json(value, &scope.orderer, 0),
                         Err(e) => Err(clean_error_message(&e.to_string(), self.prefix_chars)),
                     }
@@ -399,63 +377,41 @@ impl Expression {
     }
 
     /// Compiles the wrapped expression into a fresh arena and registers the native functions.
-    fn build(&self) -> Result<Bundle, String> {
-        let mut own_natives = Vec::new();
+    fn build(&self) -> Result<Compiled, String> {
         let built = quiet_catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Compiled::try_new(Bump::new(), |arena| {
-                let jsonata = JsonAta::new(&self.wrapped, arena).map_err(|e| e.to_string())?;
-                let mut register =
-                    |binding: &str, name: &str, arity: usize, f: functions::Native| {
-                        let value: &Value = Value::nativefn(arena, name, arity, f);
-                        own_natives.push(value as *const Value as usize);
-                        jsonata.assign_var(binding, value);
-                    };
-                register(HOOK_NAME, HOOK_NAME, 0, gc_hook);
+            let ast = jsonata_rs::parse(&self.wrapped).map_err(|e| e.to_string())?;
+            let owner = TreeAndArena {
+                ast,
+                arena: Bump::new(),
+            };
+            Ok::<_, String>(Compiled::new(owner, |owner| {
+                let arena = &owner.arena;
+                let jsonata = JsonAta::with_ast(&owner.ast, arena);
+                let register = |binding: &str, name: &str, arity: usize, f: functions::Native| {
+                    jsonata.assign_var(binding, Value::nativefn(arena, name, arity, f));
+                };
+                register(HOOK_NAME, HOOK_NAME, 0, start_hook);
                 for &(name, arity, f) in functions::SUPPLIED {
                     register(name, name, arity, f);
                 }
                 for &(name, arity, f) in functions::OVERRIDES.iter().chain(functions::WRAPPED) {
                     register(&override_binding(name), name, arity, f);
                 }
-                Ok(jsonata)
-            })
+                jsonata
+            }))
         }));
         match built {
-            Ok(Ok(compiled)) => Ok(Bundle {
-                compiled,
-                own_natives,
-            }),
-            Ok(Err(message)) => Err(message),
+            Ok(result) => result,
             Err(panic) => Err(panic_message(panic.as_ref())),
         }
     }
 
-    /// Drops the arena and the compiled expression (the next evaluation recompiles), first
-    /// freeing the heap memory owned by native function values inside the arena.
+    /// Drops the arena and the compiled expression (the next evaluation recompiles). Nothing
+    /// in the arena owns memory outside it (see "Memory, panics and threads").
     fn retire(&mut self) {
-        let Some(bundle) = self.bundle.take() else {
-            return;
-        };
-        self.recycles += 1;
-        let mut natives = std::mem::take(self.pending_natives.get_mut());
-        natives.extend_from_slice(&bundle.own_natives);
-        natives.append(self.disposables.get_mut());
-        natives.sort_unstable();
-        natives.dedup();
-        // Drops the JsonAta (its root frame only holds references to values) and keeps the arena.
-        let arena = bundle.compiled.into_owner();
-        // SAFETY: `natives` are addresses of distinct (deduplicated), not yet dropped values
-        // allocated in `arena` (native functions from `build` or from jsonata-rs's builtin
-        // binding, and recorded function/regex/transform values, see `gc_hook`), and the
-        // expression that could reach them is gone, so nothing uses them again.
-        unsafe { drop_arena_values(&arena, &natives) };
-        drop(arena);
-    }
-}
-
-impl Drop for Expression {
-    fn drop(&mut self) {
-        self.retire();
+        if self.compiled.take().is_some() {
+            self.recycles += 1;
+        }
     }
 }
 
@@ -472,69 +428,9 @@ fn override_binding(name: &str) -> String {
     format!("__lucille_jsonata_{name}")
 }
 
-/// The builtins that jsonata-rs 0.3.4 binds anew (as fresh `Value::NativeFn`s, each with a
-/// heap `String` name) at the start of every evaluation (`JsonAta::evaluate_timeboxed`).
-const JSONATA_RS_BUILTINS: &[&str] = &[
-    "abs",
-    "append",
-    "assert",
-    "base64decode",
-    "base64encode",
-    "boolean",
-    "ceil",
-    "contains",
-    "count",
-    "distinct",
-    "each",
-    "error",
-    "exists",
-    "fromMillis",
-    "toMillis",
-    "single",
-    "filter",
-    "floor",
-    "join",
-    "keys",
-    "length",
-    "lookup",
-    "lowercase",
-    "map",
-    "match",
-    "max",
-    "merge",
-    "min",
-    "not",
-    "now",
-    "number",
-    "pad",
-    "power",
-    "random",
-    "reduce",
-    "replace",
-    "reverse",
-    "round",
-    "sort",
-    "split",
-    "sqrt",
-    "string",
-    "substring",
-    "substringBefore",
-    "substringAfter",
-    "sum",
-    "trim",
-    "uppercase",
-    "zip",
-    "millis",
-    "uuid",
-];
-
 /// State shared with the native functions for the duration of one `evaluate` call.
 pub(crate) struct EvalScope<'s> {
     pub(crate) orderer: KeyOrderer<'s>,
-    pending_natives: &'s RefCell<Vec<usize>>,
-    disposables: &'s RefCell<Vec<usize>>,
-    /// How many of `disposables` were recorded by earlier evaluations.
-    previous_disposables: usize,
     /// `func` pointers of the jsonata-rs builtins in `functions::WRAPPED`, this evaluation.
     originals: RefCell<Vec<*const ()>>,
     /// True until the hook ran for this evaluation (a user calling it again does nothing).
@@ -552,10 +448,6 @@ impl EvalScope<'_> {
             .get(index)
             .copied()
             .filter(|p| !p.is_null())
-    }
-
-    pub(crate) fn record_disposables(&self, addrs: impl Iterator<Item = usize>) {
-        self.disposables.borrow_mut().extend(addrs);
     }
 
     /// The current time of this evaluation, in milliseconds since the epoch.
@@ -610,14 +502,11 @@ pub(crate) fn with_scope<R>(f: impl FnOnce(&EvalScope<'_>) -> R) -> Option<R> {
 
 /// Called first by every evaluation (the expression is compiled as `($hook(); (EXPR))`).
 ///
-/// jsonata-rs re-binds its builtins to freshly allocated `Value::NativeFn`s at the start of
-/// every evaluation; the bump arena never drops them, so their heap `String` names would leak
-/// (about 1.6 KiB per evaluation). Here the builtins of the *previous* evaluation are no
-/// longer reachable (the root frame now points at the new ones, and each evaluation's own
-/// bindings live in the wrapper block's frame, so nothing survives from one evaluation to the
-/// next), so we drop them in place. We also shadow `$keys`, `$each` and `$string` in the
-/// wrapper block's frame with this module's key-order-aware versions.
-fn gc_hook<'a>(
+/// Reads the function pointers of the jsonata-rs builtins that `functions::WRAPPED` wraps
+/// (jsonata-rs binds its builtins anew at the start of every evaluation), and binds this
+/// module's versions of builtins (`functions::OVERRIDES` and the wrappers, e.g. the
+/// key-order-aware `$keys`, `$each` and `$string`) over them in the wrapper block's frame.
+fn start_hook<'a>(
     ctx: FunctionContext<'a, '_>,
     _args: &[&'a Value<'a>],
 ) -> jsonata_rs::Result<&'a Value<'a>> {
@@ -625,40 +514,6 @@ fn gc_hook<'a>(
         if !scope.armed.replace(false) {
             return;
         }
-        let current: Vec<usize> = JSONATA_RS_BUILTINS
-            .iter()
-            .filter_map(|name| ctx.frame.lookup(name))
-            .filter(|v| matches!(v, Value::NativeFn { .. }))
-            .map(|v| v as *const Value as usize)
-            .collect();
-        let mut pending = scope.pending_natives.borrow_mut();
-        let stale: Vec<usize> = pending
-            .iter()
-            .copied()
-            .filter(|addr| !current.contains(addr))
-            .collect();
-        // SAFETY: `stale` holds the builtin values bound by the previous evaluation of this
-        // expression in this arena (recorded by the previous call of this hook), each dropped
-        // at most once (they leave `pending` now). They are unreachable: the root frame was
-        // re-bound to `current` before this evaluation started, and values of the previous
-        // evaluation cannot be reached from this one.
-        unsafe { drop_arena_values(ctx.arena, &stale) };
-        *pending = current;
-        drop(pending);
-
-        let mut disposables = scope.disposables.borrow_mut();
-        let end = scope.previous_disposables.min(disposables.len());
-        let mut previous: Vec<usize> = disposables.drain(..end).collect();
-        drop(disposables);
-        previous.sort_unstable();
-        previous.dedup();
-        // SAFETY: function/regex/transform values recorded by earlier evaluations of this
-        // expression in this arena (deduplicated, and removed from the list now, so dropped
-        // once). Like the builtins above, nothing of an earlier evaluation is reachable from
-        // this one (evaluations share only the root frame, whose bindings are builtins,
-        // this module's natives and `$`, all re-bound or never pointing at such values).
-        unsafe { drop_arena_values(ctx.arena, &previous) };
-
         let originals = functions::WRAPPED
             .iter()
             .map(|(name, _, _)| match ctx.frame.lookup(name) {
@@ -675,49 +530,6 @@ fn gc_hook<'a>(
         }
     });
     Ok(Value::undefined())
-}
-
-/// Drops, in place, the values at `addrs` inside `arena` that own heap memory the arena
-/// would never free: native functions (their names), lambdas (syntax-tree copy and frame),
-/// regexes and transforms (syntax-tree copies). Other addresses are ignored.
-///
-/// # Safety
-/// Each address must be that of a live, not yet dropped `Value` allocated in `arena`, that
-/// nothing will read again; no address may appear twice.
-unsafe fn drop_arena_values(arena: &Bump, addrs: &[usize]) {
-    if addrs.is_empty() {
-        return;
-    }
-    // SAFETY: the iterator is collected before anything else touches the arena.
-    let chunks: Vec<(*mut u8, usize)> = unsafe { arena.iter_allocated_chunks_raw() }.collect();
-    let size = std::mem::size_of::<Value<'_>>();
-    for &addr in addrs {
-        if addr % std::mem::align_of::<Value<'_>>() != 0 {
-            continue;
-        }
-        let Some(&(base, _)) = chunks.iter().find(|&&(base, len)| {
-            let start = base as usize;
-            addr >= start && addr - start <= len.saturating_sub(size)
-        }) else {
-            continue;
-        };
-        // A pointer derived from the chunk itself (not from the shared references jsonata-rs
-        // handed out) so that writing through it is allowed.
-        // SAFETY: in bounds of the chunk, checked above.
-        let ptr = unsafe { base.add(addr - base as usize) }.cast::<Value<'_>>();
-        // SAFETY: per the contract, `ptr` points to a live `Value` that nobody uses again.
-        unsafe {
-            if matches!(
-                &*ptr,
-                Value::NativeFn { .. }
-                    | Value::Lambda { .. }
-                    | Value::Regex(_)
-                    | Value::Transformer { .. }
-            ) {
-                std::ptr::drop_in_place(ptr);
-            }
-        }
-    }
 }
 
 /// Converts a jsonata-rs result to JSON; `Ok(None)` for undefined.
@@ -856,13 +668,6 @@ fn unsupported(panic: &str) -> String {
         "S0000: the parent operator `%` is not supported by jsonata-rs, the JSONata engine \
          used here: bind the parent with a focus variable instead (`Order@$o.Product.{'id': \
          $o.OrderID}`)"
-            .to_string()
-    } else if panic.contains("unreachable") {
-        "S0000: jsonata-rs, the JSONata engine used here, cannot call what is written before \
-         these parentheses: a function literal called where it is written \
-         (`function($x){$x*$x}(5)`) must be bound to a variable first \
-         (`($sq := function($x){$x*$x}; $sq(5))`), and a number or string cannot be called \
-         (T1006)"
             .to_string()
     } else {
         format!("internal error in jsonata-rs: {panic}")

@@ -46,7 +46,7 @@ pub(crate) const SUPPLIED: &[(&str, usize, Native)] = &[
 /// Replacements for jsonata-rs builtins (bound over them in each evaluation's frame).
 /// `$map`, `$filter`, `$single` and `$sort` are re-implemented so that the tail-call thunks
 /// their function arguments return are evaluated (jsonata-rs's `$filter`, `$single` and
-/// `$sort` ignore them) and recorded for freeing.
+/// `$sort` ignore them).
 pub(crate) const OVERRIDES: &[(&str, usize, Native)] = &[
     ("map", 2, fn_map),
     ("filter", 2, fn_filter),
@@ -63,10 +63,9 @@ pub(crate) const OVERRIDES: &[(&str, usize, Native)] = &[
     ("millis", 0, datetime::fn_millis),
 ];
 
-/// jsonata-rs builtins wrapped so that the function, regex and transform values passed to
-/// them are recorded, and freed once unreachable (see `gc_hook`), and their arguments checked
-/// against JSONata's signatures first (`signature`): (name, jsonata-rs arity, wrapper). The
-/// wrapper's index in this table selects the original builtin.
+/// jsonata-rs builtins wrapped so that their arguments are checked against JSONata's
+/// signatures first (`signature`): (name, jsonata-rs arity, wrapper). The wrapper's index in
+/// this table selects the original builtin (read by `start_hook` in each evaluation).
 pub(crate) const WRAPPED: &[(&str, usize, Native)] = &[
     ("reduce", 3, wrap_reduce),
     ("replace", 4, wrap_replace),
@@ -278,7 +277,6 @@ fn call_original<'a>(
     ctx: FunctionContext<'a, '_>,
     args: &[&'a Value<'a>],
 ) -> Res<'a> {
-    record_disposables(args);
     let checked;
     let args = match wrapped_signature(index) {
         Some(sig) => {
@@ -292,7 +290,7 @@ fn call_original<'a>(
         return Err(Error::T1006InvokedNonFunction(ctx.char_index));
     };
     // SAFETY: `ptr` is the `func` of the builtin `Value::NativeFn` that jsonata-rs bound for
-    // `WRAPPED[index]` in this evaluation (read by `gc_hook`), i.e. one of jsonata-rs's
+    // `WRAPPED[index]` in this evaluation (read by `start_hook`), i.e. one of jsonata-rs's
     // `pub fn fn_x<'a>(FunctionContext<'a, '_>, &[&'a Value<'a>]) -> Result<&'a Value<'a>>`,
     // which is generic over the arena lifetime; it is called with values of this arena.
     let original = unsafe { std::mem::transmute::<*const (), Builtin<'a>>(ptr) };
@@ -339,23 +337,6 @@ impl BuiltinDepth {
 impl Drop for BuiltinDepth {
     fn drop(&mut self) {
         IN_BUILTIN.with(|depth| depth.set(self.0));
-    }
-}
-
-/// Records the function, regex and transform values among `args` for freeing later.
-fn record_disposables(args: &[&Value<'_>]) {
-    let mut found = args
-        .iter()
-        .filter(|v| {
-            matches!(
-                v,
-                Value::Lambda { .. } | Value::Regex(_) | Value::Transformer { .. }
-            )
-        })
-        .map(|v| *v as *const Value as usize)
-        .peekable();
-    if found.peek().is_some() {
-        with_scope(|scope| scope.record_disposables(found));
     }
 }
 
@@ -432,8 +413,6 @@ fn call_with_arity<'a>(
 ) -> Res<'a> {
     let arity = func.arity().clamp(1, 3);
     let result = ctx.evaluate_function(func, &all[..arity])?;
-    // A tail call in a lambda body comes back as a thunk lambda owning heap memory.
-    record_disposables(&[result]);
     ctx.trampoline_evaluate_value(result)
 }
 
@@ -443,7 +422,6 @@ fn array_and_function<'a>(
     args: &[&'a Value<'a>],
 ) -> Result<Option<(&'a Value<'a>, &'a Value<'a>)>, Error> {
     max_args(ctx, args, 2)?;
-    record_disposables(args);
     let array = arg(args, 0);
     let func = arg(args, 1);
     if array.is_undefined() {
@@ -493,7 +471,6 @@ fn fn_filter<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a
 /// belongs after `$b`. Without a function, the items must be all numbers or all strings.
 fn fn_sort<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
     max_args(&ctx, args, 2)?;
-    record_disposables(args);
     let array = arg(args, 0);
     if array.is_undefined() {
         return Ok(Value::undefined());
@@ -527,7 +504,6 @@ fn fn_sort<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> 
     } else if is_function(func) {
         merge_sort(items, &mut |a, b| {
             let result = ctx.evaluate_function(func, &[a, b])?;
-            record_disposables(&[result]);
             Ok(ctx.trampoline_evaluate_value(result)?.is_truthy())
         })?
     } else {
@@ -571,7 +547,6 @@ fn merge_sort<'a>(
 /// `$single(array [, function])`: the one item that matches, else error D3138/D3139.
 fn fn_single<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
     max_args(&ctx, args, 2)?;
-    record_disposables(args);
     let array = arg(args, 0);
     if array.is_undefined() {
         return Ok(Value::undefined());
@@ -697,7 +672,6 @@ fn fn_spread<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a
 /// `$sift(object, function)`: the entries for which `function(value, key, object)` is truthy.
 fn fn_sift<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
     max_args(&ctx, args, 2)?;
-    record_disposables(args);
     let (object, func) = if args.len() == 1 {
         (context_value(&ctx), args[0])
     } else {
@@ -971,7 +945,6 @@ fn fn_keys<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> 
 /// `$each(object, function)`: `function(value, key, object)` for each entry, in key order.
 fn fn_each<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
     max_args(&ctx, args, 2)?;
-    record_disposables(args);
     let (object, func) = if args.len() == 1 {
         (context_value(&ctx), args[0])
     } else {

@@ -38,7 +38,7 @@ use std::rc::Rc;
 use jsonata_rs::{FunctionContext, Value};
 
 use super::format_integer::Picture;
-use super::{arg, bad_arg, check_signature, custom_error, record_disposables, with_scope};
+use super::{arg, bad_arg, check_signature, custom_error, with_scope};
 use crate::calendar::{civil_from_days, days_from_civil};
 
 type Res<'a> = jsonata_rs::Result<&'a Value<'a>>;
@@ -831,7 +831,6 @@ fn now_millis() -> i64 {
 
 /// `$toMillis(timestamp [, picture])`.
 pub(super) fn fn_to_millis<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
-    record_disposables(args);
     let args = check_signature(&ctx, "toMillis", args)?;
     let text = match arg(&args, 0) {
         Value::Undefined => return Ok(Value::undefined()),
@@ -864,7 +863,6 @@ pub(super) fn fn_to_millis<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'
 
 /// `$fromMillis(millis [, picture [, timezone]])`.
 pub(super) fn fn_from_millis<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
-    record_disposables(args);
     let args = check_signature(&ctx, "fromMillis", args)?;
     let millis = match arg(&args, 0) {
         Value::Undefined => return Ok(Value::undefined()),
@@ -878,7 +876,6 @@ pub(super) fn fn_from_millis<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value
 /// often it is called in one evaluation), as `$fromMillis` writes it: ISO 8601 in UTC with
 /// milliseconds without arguments.
 pub(super) fn fn_now<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
-    record_disposables(args);
     let args = check_signature(&ctx, "now", args)?;
     format_with(&ctx, now_millis(), &args, 1)
 }
@@ -886,7 +883,6 @@ pub(super) fn fn_now<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -
 /// `$millis()`: the evaluation's current time in milliseconds since the epoch (the instant of
 /// `$now()`).
 pub(super) fn fn_millis<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a> {
-    record_disposables(args);
     check_signature(&ctx, "millis", args)?;
     Ok(Value::number(ctx.arena, now_millis() as f64))
 }

@@ -9,9 +9,7 @@ use std::borrow::Cow;
 
 use jsonata_rs::{ArrayFlags, Error, FunctionContext, Value};
 
-use super::{
-    call_original, custom_error, record_disposables, signature, wrapped_signature, IN_BUILTIN,
-};
+use super::{call_original, custom_error, signature, wrapped_signature, IN_BUILTIN};
 
 type Res<'a> = jsonata_rs::Result<&'a Value<'a>>;
 
@@ -38,7 +36,6 @@ fn matcher_call<'a, 'b>(
         None => Cow::Borrowed(args),
     };
     if checked.get(1).is_some_and(|v| is_matcher(v)) {
-        record_disposables(&checked);
         Ok(Some(checked))
     } else {
         Ok(None)
@@ -55,7 +52,6 @@ fn evaluate_matcher<'a>(
         return Ok(None);
     }
     let result = ctx.evaluate_function(matcher, args)?;
-    record_disposables(&[result]);
     let result = ctx.trampoline_evaluate_value(result)?;
     if !result.is_truthy() {
         return Ok(None);
