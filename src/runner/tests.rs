@@ -405,6 +405,18 @@ fn pending_in(message: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Runs a config whose (only) connector must fail; returns it and its failure message.
+fn failed_connector(config: &Value) -> (ConnectorResult, String) {
+    let r = run(config, None, &RunOptions::default()).unwrap();
+    assert!(!r.ok, "{}", r.summary);
+    let c = r.connectors.into_iter().next().expect("one connector");
+    let ConnectorStatus::Failed(message) = &c.status else {
+        panic!("expected a failed connector: {}", r.summary)
+    };
+    let message = message.clone();
+    (c, message)
+}
+
 #[test]
 fn a_dead_worker_thread_fails_the_run_and_says_which() {
     // Stage panics are caught per document; a fault in the worker's own loop ends its thread.
@@ -416,24 +428,18 @@ fn a_dead_worker_thread_fails_the_run_and_says_which() {
         "publisher": {"queueCapacity": 8},
         "worker": {"threads": 2}
     });
-    let r = run(&config, None, &RunOptions::default()).unwrap();
-    assert!(!r.ok, "{}", r.summary);
-    let c = &r.connectors[0];
-    let ConnectorStatus::Failed(message) = &c.status else {
-        panic!("expected a failed connector: {}", r.summary)
-    };
+    let (c, message) = failed_connector(&config);
     assert!(
         message.contains("worker thread lucille-worker-")
             && message.contains("died (panicked: fault point worker hit by dead-worker-7)"),
         "{message}"
     );
-    let pending = pending_in(message);
+    let pending = pending_in(&message);
     assert!(pending >= 1, "{message}");
     assert_eq!(
         c.succeeded + c.failed + c.dropped + pending,
         c.published,
-        "{}",
-        r.summary
+        "{message}"
     );
 }
 
@@ -446,12 +452,7 @@ fn a_dead_indexer_thread_fails_the_run_and_every_waiting_document() {
         "publisher": {"queueCapacity": 4},
         "worker": {"threads": 1}
     });
-    let r = run(&config, None, &RunOptions::default()).unwrap();
-    assert!(!r.ok, "{}", r.summary);
-    let c = &r.connectors[0];
-    let ConnectorStatus::Failed(message) = &c.status else {
-        panic!("expected a failed connector: {}", r.summary)
-    };
+    let (c, message) = failed_connector(&config);
     assert!(
         message.contains(
             "the indexer thread died (panicked: fault point indexer hit by dead-indexer-5)"
@@ -459,19 +460,10 @@ fn a_dead_indexer_thread_fails_the_run_and_every_waiting_document() {
         "{message}"
     );
     // What waited for the indexer was FAILed (the drain), what its batch held is reported.
-    let pending = pending_in(message);
-    assert!(c.failed > 0, "{}", r.summary);
-    assert_eq!(
-        c.succeeded + c.failed + pending,
-        c.published,
-        "{}",
-        r.summary
-    );
-    assert!(
-        c.published < 400,
-        "the connector was stopped: {}",
-        r.summary
-    );
+    let pending = pending_in(&message);
+    assert!(c.failed > 0, "{message}");
+    assert_eq!(c.succeeded + c.failed + pending, c.published, "{message}");
+    assert!(c.published < 400, "the connector was stopped: {message}");
 }
 
 #[test]
