@@ -264,7 +264,7 @@ impl RemotePipeline {
 }
 
 /// Closes a connection; its process, if still running, is ended. Returns how the process
-/// ended, when there is one.
+/// ended when it ended on its own (not when it had to be killed here).
 fn end(conn: Conn) -> Option<ExitStatus> {
     let Conn {
         to, from, child, ..
@@ -282,6 +282,8 @@ fn end(conn: Conn) -> Option<ExitStatus> {
             }
         }
         let _ = c.kill();
+        let _ = c.wait();
+        return None;
     }
     c.wait().ok()
 }
