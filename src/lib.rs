@@ -17,6 +17,8 @@ pub mod pipeline;
 mod python;
 pub mod runner;
 pub mod stage;
+#[cfg(test)]
+pub(crate) mod test_service;
 pub mod thread_scope;
 pub mod worker;
 

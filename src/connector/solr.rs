@@ -652,12 +652,16 @@ mod tests {
         assert!(err.contains("cannot query Solr"), "{err}");
     }
 
-    #[test]
-    fn config_errors_name_their_keys() {
-        let err = |config: Value| match connector(config) {
+    /// The error a bad connector config gets.
+    fn err(config: Value) -> String {
+        match connector(config) {
             Err(e) => e.to_string(),
             Ok(_) => panic!("accepted a bad config"),
-        };
+        }
+    }
+
+    #[test]
+    fn config_errors_name_their_keys() {
         let e = err(
             json!({"solr": {"url": "ftp://x", "zkHosts": ["z:x"], "userName": "u"},
             "solrParams": {"start": 10, "cursorMark": "*", "wt": "xml", "q": {"a": 1}}}),
@@ -679,10 +683,6 @@ mod tests {
 
     #[test]
     fn zookeeper_keys_are_checked_and_name_the_collection() {
-        let err = |config: Value| match connector(config) {
-            Err(e) => e.to_string(),
-            Ok(_) => panic!("accepted a bad config"),
-        };
         let e = err(
             json!({"solr": {"useCloudClient": true, "zkHosts": ["zk:2181"],
             "zkChroot": "solr"}}),

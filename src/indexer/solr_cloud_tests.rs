@@ -115,17 +115,7 @@ fn node_names_become_base_urls() {
 
 /// The test ZooKeeper's address, or `None` (skip) when it is not running.
 pub(crate) fn test_zk() -> Option<String> {
-    match std::env::var("LUCILLE_TEST_ZK") {
-        Ok(z) if !z.is_empty() => Some(z),
-        _ => {
-            assert!(
-                std::env::var("LUCILLE_REQUIRE_SERVICES").as_deref() != Ok("1"),
-                "LUCILLE_TEST_ZK is not set but LUCILLE_REQUIRE_SERVICES=1 (source scripts/services/zookeeper.sh)"
-            );
-            eprintln!("skipped: LUCILLE_TEST_ZK is not set (scripts/services/zookeeper.sh starts ZooKeeper)");
-            None
-        }
-    }
+    crate::test_service::test_service("LUCILLE_TEST_ZK", "source scripts/services/zookeeper.sh")
 }
 
 /// A SolrCloud's znodes under a fresh chroot of the test ZooKeeper, written by a client whose

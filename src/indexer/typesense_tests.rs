@@ -7,19 +7,10 @@ use serde_json::{json, Value};
 use super::mock_http::*;
 
 fn server() -> Option<(String, String)> {
-    match (
-        std::env::var("LUCILLE_TEST_TYPESENSE_URL"),
-        std::env::var("LUCILLE_TEST_TYPESENSE_API_KEY"),
-    ) {
-        (Ok(url), Ok(key)) => Some((url, key)),
-        _ if std::env::var("LUCILLE_REQUIRE_SERVICES").as_deref() == Ok("1") => {
-            panic!("LUCILLE_TEST_TYPESENSE_URL is not set; run scripts/services/typesense.sh")
-        }
-        _ => {
-            eprintln!("skipped: LUCILLE_TEST_TYPESENSE_URL is not set (scripts/services/typesense.sh starts Typesense)");
-            None
-        }
-    }
+    let how = "source scripts/services/typesense.sh";
+    let url = crate::test_service::test_service("LUCILLE_TEST_TYPESENSE_URL", how)?;
+    let key = crate::test_service::test_service("LUCILLE_TEST_TYPESENSE_API_KEY", how)?;
+    Some((url, key))
 }
 
 fn unique(prefix: &str) -> String {

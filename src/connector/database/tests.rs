@@ -431,17 +431,10 @@ fn runs_through_the_runner_with_children_nested_in_the_parent() {
 // ----- PostgreSQL (scripts/services/postgres.sh) -----
 
 fn postgres_url() -> Option<String> {
-    match std::env::var("LUCILLE_TEST_POSTGRES_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("LUCILLE_REQUIRE_SERVICES").as_deref() != Ok("1"),
-                "LUCILLE_TEST_POSTGRES_URL is not set but LUCILLE_REQUIRE_SERVICES=1 (source scripts/services/postgres.sh)"
-            );
-            eprintln!("skipped: LUCILLE_TEST_POSTGRES_URL is not set (source scripts/services/postgres.sh)");
-            None
-        }
-    }
+    crate::test_service::test_service(
+        "LUCILLE_TEST_POSTGRES_URL",
+        "source scripts/services/postgres.sh",
+    )
 }
 
 fn pg_client(url: &str) -> ::postgres::Client {
@@ -634,19 +627,10 @@ fn postgres_server(ns: &str) -> Option<Server> {
 }
 
 fn mariadb_url() -> Option<String> {
-    match std::env::var("LUCILLE_TEST_MARIADB_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("LUCILLE_REQUIRE_SERVICES").as_deref() != Ok("1"),
-                "LUCILLE_TEST_MARIADB_URL is not set but LUCILLE_REQUIRE_SERVICES=1 (source scripts/services/mariadb.sh)"
-            );
-            eprintln!(
-                "skipped: LUCILLE_TEST_MARIADB_URL is not set (source scripts/services/mariadb.sh)"
-            );
-            None
-        }
-    }
+    crate::test_service::test_service(
+        "LUCILLE_TEST_MARIADB_URL",
+        "source scripts/services/mariadb.sh",
+    )
 }
 
 fn mariadb_server(ns: &str) -> Option<Server> {

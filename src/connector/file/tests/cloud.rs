@@ -10,17 +10,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use super::*;
 
 fn s3_endpoint() -> Option<String> {
-    match std::env::var("LUCILLE_TEST_S3_ENDPOINT") {
-        Ok(e) if !e.is_empty() => Some(e),
-        _ => {
-            assert!(
-                std::env::var("LUCILLE_REQUIRE_SERVICES").as_deref() != Ok("1"),
-                "LUCILLE_TEST_S3_ENDPOINT is not set; source scripts/services/s3.sh"
-            );
-            eprintln!("skipped: LUCILLE_TEST_S3_ENDPOINT is not set (scripts/services/s3.sh)");
-            None
-        }
-    }
+    crate::test_service::test_service("LUCILLE_TEST_S3_ENDPOINT", "source scripts/services/s3.sh")
 }
 
 /// A fresh bucket on the test server, written with the same crate the connector reads with.
