@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-# The helper modules beside the tests (local_http, embed_reference) import by name.
+# The helper modules beside the tests (local_http, embed_reference, jsonl_output) import by name.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 

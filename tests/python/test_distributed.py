@@ -15,6 +15,7 @@ from typing import IO
 import pytest
 
 import lucille
+from jsonl_output import ids_in
 
 
 
@@ -56,12 +57,6 @@ kafka {{
 {extra}
 """)
     return path
-
-
-def ids_in(path: Path) -> list[str]:
-    if not path.exists():
-        return []
-    return [json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip()]
 
 
 def counts(r: lucille.RunResult) -> tuple[int, int, int, int]:

@@ -14,6 +14,7 @@ import time
 import pytest
 
 import lucille
+from jsonl_output import ids_in
 
 LINES = 3000
 
@@ -38,12 +39,6 @@ indexer {{ type: "jsonl", batchSize: 20 }}
 jsonl {{ path: "{out}" }}
 worker {{ threads: 2 }}
 """
-
-
-def ids_in(path: pathlib.Path) -> list[str]:
-    if not path.exists():
-        return []
-    return [json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip()]
 
 
 def watermarks(db: pathlib.Path) -> dict[str, int]:
