@@ -75,6 +75,10 @@ pub struct Ledger {
     created_seen: FxHashSet<Seen>,
     terminal_seen: FxHashSet<Seen>,
     duplicates: u64,
+    /// Children created while a document with the same id was in flight (their parent or a
+    /// sibling), and the first such id: counted right, but one replaces the other in an index.
+    shared_ids: u64,
+    first_shared_id: Option<String>,
 }
 
 impl Ledger {
@@ -115,6 +119,12 @@ impl Ledger {
         match event.kind {
             EventType::Create => {
                 self.counts.created += 1;
+                if self.pending.count(&event.doc_id) > 0 {
+                    self.shared_ids += 1;
+                    if self.first_shared_id.is_none() {
+                        self.first_shared_id = Some(event.doc_id.clone());
+                    }
+                }
                 if !self.early.remove_one(&event.doc_id) {
                     self.pending.add(&event.doc_id);
                 }
@@ -137,6 +147,13 @@ impl Ledger {
     /// Replayed events ignored.
     pub fn duplicates(&self) -> u64 {
         self.duplicates
+    }
+
+    /// How many children were created while a document with the same id was still in flight
+    /// (their parent, or a sibling not yet indexed), and the first such id. Best effort: a
+    /// sibling already indexed when its twin appears is not seen.
+    pub fn shared_ids(&self) -> (u64, Option<&str>) {
+        (self.shared_ids, self.first_shared_id.as_deref())
     }
 
     /// Documents (and children) still in flight.
@@ -191,6 +208,32 @@ mod tests {
                 ..Default::default()
             }
         );
+    }
+
+    #[test]
+    fn a_child_with_the_id_of_a_document_in_flight_is_noticed() {
+        let mut l = Ledger::new();
+        l.track("p");
+        l.handle(&ev("c", EventType::Create));
+        l.handle(&ev("c", EventType::Finish));
+        assert_eq!(
+            l.shared_ids(),
+            (0, None),
+            "distinct ids, one after the other"
+        );
+        l.handle(&ev("p", EventType::Create)); // the parent's own id
+        l.handle(&ev("x", EventType::Create));
+        l.handle(&ev("x", EventType::Create)); // a sibling's id, the first still in flight
+        assert_eq!(l.shared_ids(), (2, Some("p")));
+        for id in ["p", "p", "x", "x"] {
+            l.handle(&ev(id, EventType::Finish));
+        }
+        assert!(!l.has_pending());
+        assert_eq!((l.counts().created, l.counts().succeeded), (4, 5));
+        // A connector publishing one id twice (CDC) is not a child sharing an id.
+        l.track("d");
+        l.track("d");
+        assert_eq!(l.shared_ids().0, 2);
     }
 
     #[test]

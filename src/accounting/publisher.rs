@@ -342,7 +342,17 @@ impl Publisher {
                 };
             }
             if connector.is_finished() && !got_event && !self.has_pending() {
-                let duplicates = self.ledger.lock().duplicates();
+                let ledger = self.ledger.lock();
+                let duplicates = ledger.duplicates();
+                if let (n @ 1.., Some(id)) = ledger.shared_ids() {
+                    tracing::warn!(
+                        "{n} child document(s) had the id of a document still in flight (their \
+                         parent or a sibling), first \"{id}\": each is counted, but an index keeps \
+                         one document per id, so one replaced the other; give children ids of \
+                         their own (e.g. the parent's id with a suffix)"
+                    );
+                }
+                drop(ledger);
                 if duplicates > 0 {
                     tracing::info!(
                         "{duplicates} replayed event(s) (a worker or indexer restarted before \

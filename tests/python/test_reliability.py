@@ -1,9 +1,12 @@
 """Faults and bad input: a run goes on, and every document ends with a reason (docs/RELIABILITY.md)."""
 
+import logging
 import pathlib
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 import lucille
 
@@ -82,6 +85,52 @@ def test_a_stage_returning_malformed_children_fails_only_that_document(tmp_path:
     assert sorted(d.id for d in r.documents) == ["d-0", "d-11", "d-2-c", "d-5", "d-6", "d-8-c"]
     assert (r.published, r.succeeded, r.failed) == (12, 6, 8), r.summary
     assert "Some docs failed" in r.summary
+
+
+SHARED_IDS_PY = """
+import lucille
+
+class Twins(lucille.Stage):
+    def process_document(self, doc):
+        if doc.id == "d-1":
+            return [lucille.Document("d-1", {"part": 1})]           # the parent's own id
+        if doc.id == "d-2":
+            return [lucille.Document("d-2-c"), lucille.Document("d-2-c")]   # one id, twice
+        return None
+"""
+
+
+def test_children_sharing_an_id_are_counted_and_warned_about(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every copy is counted (the ledger is a multiset), but an index keeps one document per id,
+    so the run says that children replaced one another."""
+    (tmp_path / "twins.py").write_text(SHARED_IDS_PY)
+    cfg = write(tmp_path, "twins.conf", """
+        connectors: [{ name: "seq", class: "SequenceConnector", numDocs: 4, docIdPrefix: "d-", pipeline: "p" }]
+        pipelines: [{ name: "p", stages: [{ class: "twins:Twins" }] }]
+        # One batch of all seven documents: nothing is indexed (no longer in flight) before the
+        # twins appear, whatever the machine's speed.
+        indexer { batchSize: 7, batchTimeout: 600000 }
+        worker { threads: 1 }
+    """)
+    with caplog.at_level(logging.WARNING, logger="lucille"):
+        r = lucille.run(str(cfg), mode="test")
+    assert (r.status, r.published, r.succeeded, r.failed) == ("Success", 4, 7, 0), r.summary
+    warned = [m for m in caplog.messages if "had the id of a document still in flight" in m]
+    assert len(warned) == 1, caplog.messages
+    assert warned[0].startswith("2 child document(s)") and 'first "d-1"' in warned[0], warned
+
+    # Distinct ids: no warning. (Another module name: the first is imported already.)
+    caplog.clear()
+    (tmp_path / "distinct.py").write_text(SHARED_IDS_PY.replace('"d-1", {', '"d-1-c", {').replace(
+        'lucille.Document("d-2-c")]', 'lucille.Document("d-2-d")]'))
+    cfg.write_text(cfg.read_text().replace("twins:Twins", "distinct:Twins"))
+    with caplog.at_level(logging.WARNING, logger="lucille"):
+        r = lucille.run(str(cfg), mode="test")
+    assert r.succeeded == 7, r.summary
+    assert len({d.id for d in r.documents}) == 7
+    assert not [m for m in caplog.messages if "still in flight" in m], caplog.messages
 
 
 def test_exit_on_timeout_ends_the_process(tmp_path: pathlib.Path) -> None:
