@@ -347,9 +347,9 @@ impl Publisher {
                 if let (n @ 1.., Some(id)) = ledger.shared_ids() {
                     tracing::warn!(
                         "{n} child document(s) had the id of a document still in flight (their \
-                         parent or a sibling), first \"{id}\": each is counted, but an index keeps \
-                         one document per id, so one replaced the other; give children ids of \
-                         their own (e.g. the parent's id with a suffix)"
+                         parent or a sibling), first \"{id}\": each is counted, but a search index \
+                         keeps one document per id, so there one replaces the other; give \
+                         children ids of their own (e.g. the parent's id with a suffix)"
                     );
                 }
                 drop(ledger);
