@@ -36,13 +36,17 @@ struct Multiset {
 }
 
 impl Multiset {
-    fn add(&mut self, id: &str) {
-        if let Some(n) = self.counts.get_mut(id) {
+    /// Adds one occurrence; returns how many there were before.
+    fn add(&mut self, id: &str) -> u32 {
+        let before = if let Some(n) = self.counts.get_mut(id) {
             *n += 1;
+            *n - 1
         } else {
             self.counts.insert(id.to_string(), 1);
-        }
+            0
+        };
         self.total += 1;
+        before
     }
 
     /// Removes one occurrence; false if the id was not there.
@@ -119,14 +123,16 @@ impl Ledger {
         match event.kind {
             EventType::Create => {
                 self.counts.created += 1;
-                if self.pending.count(&event.doc_id) > 0 {
+                let in_flight = if self.early.remove_one(&event.doc_id) {
+                    self.pending.count(&event.doc_id)
+                } else {
+                    self.pending.add(&event.doc_id)
+                };
+                if in_flight > 0 {
                     self.shared_ids += 1;
                     if self.first_shared_id.is_none() {
                         self.first_shared_id = Some(event.doc_id.clone());
                     }
-                }
-                if !self.early.remove_one(&event.doc_id) {
-                    self.pending.add(&event.doc_id);
                 }
             }
             kind => {
