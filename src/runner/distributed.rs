@@ -226,7 +226,12 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
         let mut backend = if bypass {
             Box::new(indexer::nop::NopBackend) as Box<dyn indexer::Backend>
         } else {
-            indexer::build_backend(&plan.indexer, &plan.backend_config, false).map_err(|e| {
+            // A long-running indexer writes every run it serves, and every restart of itself,
+            // to the same output: a file sink (jsonl, csv) appends unless its block says
+            // `append: false`, so a replacement for a killed indexer keeps what the killed
+            // one wrote and acknowledged.
+            let appends = plan.backend_config.bool_or("append", true).unwrap_or(true);
+            indexer::build_backend(&plan.indexer, &plan.backend_config, appends).map_err(|e| {
                 e.iter()
                     .map(ToString::to_string)
                     .collect::<Vec<_>>()
