@@ -175,6 +175,13 @@ impl Ledger {
         self.pending.count(id)
     }
 
+    /// Up to `n` of the ids in flight, smallest first (a stable sample for a log line).
+    pub fn pending_sample(&self, n: usize) -> Vec<String> {
+        let mut ids: Vec<&String> = self.pending.counts.keys().collect();
+        ids.sort_unstable();
+        ids.into_iter().take(n).cloned().collect()
+    }
+
     /// Terminal events still waiting for their CREATE.
     pub fn early(&self) -> usize {
         self.early.total
@@ -214,6 +221,18 @@ mod tests {
                 ..Default::default()
             }
         );
+    }
+
+    #[test]
+    fn the_pending_sample_is_the_smallest_ids_in_flight() {
+        let mut l = Ledger::new();
+        for id in ["d-9", "d-10", "d-2", "d-3"] {
+            l.track(id);
+        }
+        l.track("d-2");
+        l.handle(&ev("d-3", EventType::Finish));
+        assert_eq!(l.pending_sample(2), vec!["d-10", "d-2"]);
+        assert_eq!(l.pending_sample(10), vec!["d-10", "d-2", "d-9"]);
     }
 
     #[test]

@@ -383,6 +383,17 @@ impl Publisher {
         self.ledger.lock().pending()
     }
 
+    /// Up to `n` ids still in flight (smallest first), for a log line.
+    pub fn pending_sample(&self, n: usize) -> Vec<String> {
+        self.ledger.lock().pending_sample(n)
+    }
+
+    /// Where the source messages of `ids` are, as the messenger knows them (Kafka:
+    /// `topic[partition]@offset`), one entry per id.
+    pub fn source_positions(&self, ids: &[String]) -> Vec<Option<String>> {
+        self.messenger.source_positions(ids)
+    }
+
     pub fn counts(&self) -> Counts {
         self.ledger.lock().counts()
     }

@@ -50,6 +50,12 @@ pub trait Messenger: Send + Sync {
     /// a batch, with every child, event and output sent): a messenger that acknowledges its
     /// source (Kafka's offsets) may now do so.
     fn done_processing(&self) {}
+    /// Where the source message of each published document in `ids` is, when this messenger
+    /// knows (Kafka: `topic[partition]@offset`): named in the stall warning, so an operator
+    /// can look at what a stalled run waits for.
+    fn source_positions(&self, ids: &[String]) -> Vec<Option<String>> {
+        vec![None; ids.len()]
+    }
 }
 
 pub const DEFAULT_QUEUE_CAPACITY: usize = 10_000;

@@ -7,6 +7,7 @@
 //! Kafka (see [`distributed`]).
 
 pub mod distributed;
+pub mod stall;
 pub mod summary;
 
 use std::collections::HashMap;
@@ -132,6 +133,8 @@ pub struct RunPlan {
     pub queue_capacity: usize,
     pub max_pending_docs: Option<usize>,
     pub connector_timeout: Option<Duration>,
+    /// `runner.stallWarningSecs` (`None`: 0, no warning).
+    pub stall_warning: Option<Duration>,
     /// The `kafka` block, when the config has one (needed by the Kafka modes and processes).
     pub kafka: Option<crate::messaging::kafka::KafkaSettings>,
     /// `worker.pipeline`: the pipeline a worker process serves by default.
@@ -147,6 +150,7 @@ fn publisher_spec() -> Spec {
 fn runner_spec() -> Spec {
     Spec::new()
         .optional("connectorTimeout", Kind::Integer)
+        .optional("stallWarningSecs", Kind::Integer)
         .optional("metricsLoggingLevel", Kind::String)
         .optional("resourceRoots", Kind::List)
 }
@@ -436,6 +440,18 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
         Ok(Some(ms)) => Some(Duration::from_millis(ms as u64)),
         _ => Some(DEFAULT_CONNECTOR_TIMEOUT),
     };
+    let stall_warning = match runner.i64("stallWarningSecs") {
+        Ok(Some(secs)) if secs < 0 => {
+            errors.push(ConfigError::new(
+                "runner.stallWarningSecs",
+                "must be 0 (no warning) or a number of seconds",
+            ));
+            None
+        }
+        Ok(Some(0)) => None,
+        Ok(Some(secs)) => Some(Duration::from_secs(secs as u64)),
+        _ => Some(stall::DEFAULT_STALL_WARNING),
+    };
 
     // A type error in a key reported by a spec may also appear from a typed read; keep one.
     let errors = ConfigErrors::dedup(errors);
@@ -452,6 +468,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
         queue_capacity,
         max_pending_docs,
         connector_timeout,
+        stall_warning,
         kafka,
         worker_pipeline,
     })
@@ -716,6 +733,7 @@ fn run_connector(
                     let mut watchdog =
                         Watchdog::new(plan.indexer.inactivity_timeout, Instant::now());
                     let mut dead_indexer = false;
+                    let mut stall = stall::StallWatch::new(plan.stall_warning, Instant::now());
                     let r = publisher.wait_for_completion(&handle, plan.connector_timeout, |p| {
                         if let Some(f) = &progress {
                             f(&name, p);
@@ -725,6 +743,7 @@ fn run_connector(
                             return Err("forced stop (a second interrupt)".into());
                         }
                         rates.maybe_log(p, &indexer_stats);
+                        stall.watch(&name, p, plan.connector_timeout);
                         if !local_roles {
                             return Ok(());
                         }

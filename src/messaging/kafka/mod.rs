@@ -246,6 +246,9 @@ impl Messenger for KafkaExternalMessenger {
     fn done_processing(&self) {
         self.worker.done_processing();
     }
+    fn source_positions(&self, ids: &[String]) -> Vec<Option<String>> {
+        self.publisher.source_positions(ids)
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! indexer's terminal event) and runs its action once all were delivered and the ticket was
 //! sealed: that is when a consumed offset may be stored.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,7 +29,9 @@ pub struct Ticket {
     count: AtomicUsize,
     failed: AtomicBool,
     action: Mutex<Option<Action>>,
-    /// The offset of the message delivered last (what [`KafkaProducer::send_and_wait`] returns).
+    /// The partition and offset of the message delivered last (what
+    /// [`KafkaProducer::send_and_wait`] returns, and [`Ticket::delivered_at`]).
+    partition: AtomicI32,
     offset: AtomicI64,
 }
 
@@ -39,8 +41,18 @@ impl Ticket {
             count: AtomicUsize::new(1),
             failed: AtomicBool::new(false),
             action: Mutex::new(action),
+            partition: AtomicI32::new(-1),
             offset: AtomicI64::new(-1),
         })
+    }
+
+    /// Where the message delivered last landed: (partition, offset).
+    pub fn delivered_at(&self) -> Option<(i32, i64)> {
+        let (p, o) = (
+            self.partition.load(Ordering::Acquire),
+            self.offset.load(Ordering::Acquire),
+        );
+        (p >= 0 && o >= 0).then_some((p, o))
     }
 
     pub(crate) fn hold(&self) {
@@ -89,6 +101,7 @@ impl ProducerContext for DeliveryContext {
         match result {
             Ok(msg) => {
                 use rdkafka::message::Message as _;
+                ticket.partition.store(msg.partition(), Ordering::Release);
                 ticket.offset.store(msg.offset(), Ordering::Release);
                 ticket.release(true)
             }

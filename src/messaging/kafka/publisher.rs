@@ -3,8 +3,11 @@
 //! (`{pipeline}_event_{runId}`, one partition, read from its start by partition assignment:
 //! only this run's publisher reads it, so no consumer group is involved).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
@@ -15,7 +18,8 @@ use super::config::KafkaSettings;
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
 use super::{event_from_json, event_json, wrong_role, KafkaError};
-use crate::accounting::Event;
+use crate::accounting::event::Origin;
+use crate::accounting::{Event, EventType};
 use crate::connector::record::ToProcess;
 use crate::indexer::ToIndex;
 use crate::messaging::{MessagingError, Messenger};
@@ -26,6 +30,60 @@ pub struct KafkaPublisherMessenger {
     topics: Topics,
     event_topic: String,
     run_id: Arc<str>,
+    positions: Arc<Mutex<Positions>>,
+}
+
+/// Where each published document's source message landed (partition, offset), kept from its
+/// send until its terminal event is read: what the stall warning names. An entry is made at
+/// the send (`None`) and filled by the delivery report, which the producer's thread serves
+/// and which may come after the document's terminal event: a terminal event that finds no
+/// filled entry of its own takes an unfilled one, so the late report finds nothing to fill.
+/// A replayed terminal event finds nothing and changes nothing, so the map holds the
+/// documents in flight only.
+#[derive(Default)]
+struct Positions {
+    by_id: HashMap<String, Vec<Option<(i32, i64)>>>,
+}
+
+impl Positions {
+    fn sent(&mut self, id: &str) {
+        self.by_id.entry(id.to_string()).or_default().push(None);
+    }
+
+    /// The delivery report of a send of `id`: `None` when it was not delivered.
+    fn delivered(&mut self, id: &str, at: Option<(i32, i64)>) {
+        let Some(slots) = self.by_id.get_mut(id) else {
+            return;
+        };
+        if let Some(i) = slots.iter().position(Option::is_none) {
+            match at {
+                Some(_) => slots[i] = at,
+                None => {
+                    slots.swap_remove(i);
+                }
+            }
+        }
+        if slots.is_empty() {
+            self.by_id.remove(id);
+        }
+    }
+
+    /// A terminal event of a source document (origin ordinal 0: its own source message).
+    fn settled(&mut self, id: &str, partition: i32, offset: i64) {
+        let Some(slots) = self.by_id.get_mut(id) else {
+            return;
+        };
+        let mine = slots
+            .iter()
+            .position(|s| *s == Some((partition, offset)))
+            .or_else(|| slots.iter().position(Option::is_none));
+        if let Some(i) = mine {
+            slots.swap_remove(i);
+        }
+        if slots.is_empty() {
+            self.by_id.remove(id);
+        }
+    }
 }
 
 impl KafkaPublisherMessenger {
@@ -58,7 +116,22 @@ impl KafkaPublisherMessenger {
             topics,
             event_topic,
             run_id,
+            positions: Arc::default(),
         })
+    }
+
+    fn note_settled(&self, e: &Event) {
+        if let (
+            true,
+            Some(Origin {
+                partition,
+                offset,
+                ordinal: 0,
+            }),
+        ) = (e.kind != EventType::Create, e.origin)
+        {
+            self.positions.lock().settled(&e.doc_id, partition, offset);
+        }
     }
 
     pub fn event_topic(&self) -> &str {
@@ -87,6 +160,18 @@ impl Messenger for KafkaPublisherMessenger {
             }
         };
         let ticket = Ticket::new(None);
+        // Told where the message landed; the ticket is alive while its action runs (the
+        // delivery report holds it), and a weak reference keeps the two from owning each other.
+        let (positions, id, weak) = (
+            self.positions.clone(),
+            doc.id().to_string(),
+            Arc::downgrade(&ticket),
+        );
+        self.positions.lock().sent(&id);
+        ticket.set_action(Box::new(move |delivered: bool| {
+            let at = weak.upgrade().and_then(|t| t.delivered_at());
+            positions.lock().delivered(&id, at.filter(|_| delivered));
+        }));
         let r = self.producer.send(
             &self.topics.source,
             doc.id(),
@@ -135,7 +220,10 @@ impl Messenger for KafkaPublisherMessenger {
                 }
             };
             match msg.payload().map(|p| event_from_json(p, &self.run_id)) {
-                Some(Ok(e)) => return Some(e),
+                Some(Ok(e)) => {
+                    self.note_settled(&e);
+                    return Some(e);
+                }
                 Some(Err(e)) => {
                     tracing::error!("skipping a bad event on {}: {e}", self.event_topic)
                 }
@@ -150,5 +238,50 @@ impl Messenger for KafkaPublisherMessenger {
 
     fn queued(&self) -> (usize, usize) {
         (0, 0)
+    }
+
+    fn source_positions(&self, ids: &[String]) -> Vec<Option<String>> {
+        let positions = self.positions.lock();
+        ids.iter()
+            .map(|id| {
+                let at: Vec<String> = positions
+                    .by_id
+                    .get(id)?
+                    .iter()
+                    .flatten()
+                    .map(|(p, o)| format!("{}[{p}]@{o}", self.topics.source))
+                    .collect();
+                (!at.is_empty()).then(|| at.join(", "))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Positions;
+
+    #[test]
+    fn positions_are_kept_until_the_terminal_event_whichever_comes_first() {
+        let mut p = Positions::default();
+        p.sent("a");
+        p.sent("a"); // published twice
+        p.delivered("a", Some((0, 5)));
+        p.delivered("a", Some((1, 9)));
+        p.settled("a", 0, 5);
+        assert_eq!(p.by_id.get("a"), Some(&vec![Some((1, 9))]));
+        // A terminal event read before its delivery report: the report fills nothing.
+        p.sent("b");
+        p.settled("b", 2, 3);
+        p.delivered("b", Some((2, 3)));
+        assert!(!p.by_id.contains_key("b"));
+        // A replayed terminal event changes nothing.
+        p.settled("a", 0, 5);
+        assert_eq!(p.by_id.get("a"), Some(&vec![Some((1, 9))]));
+        p.settled("a", 1, 9);
+        // A send that was not delivered leaves nothing behind.
+        p.sent("c");
+        p.delivered("c", None);
+        assert!(p.by_id.is_empty());
     }
 }
