@@ -7,8 +7,9 @@
 # Needs cargo-fuzz (`cargo install cargo-fuzz`). libFuzzer needs nightly compiler flags; on a
 # stable toolchain they are allowed with RUSTC_BOOTSTRAP=1, which this script sets.
 # Corpora live in fuzz/corpus/<target>/ (committed, minimised with `cargo fuzz cmin` after each
-# run); each run also reads seeds made from the project's test data (tests/data, tests/hocon,
-# tests/jsonata). A crash stops libFuzzer: the input is saved in fuzz/artifacts/<target>/ and
+# run); each run also reads seeds made from the project's test data (tests/data and the test
+# folders of crates/lucille-hocon and crates/lucille-jsonata). A crash stops libFuzzer: the
+# input is saved in fuzz/artifacts/<target>/ and
 # fuzzing resumes for the time left, so several crashes can be counted. Each crash found must
 # become a regression test in the main crate (see docs/RELIABILITY.md, "Fuzzing").
 set -uo pipefail
@@ -47,7 +48,7 @@ for p in 'id' 'a.b' 'a.b[1].c' 'l[0][0]' 'x[0].y' 'a..b' 'a[' 'a[999999999999999
     n=$((n + 1))
     printf '%s\n{"id":"d","a":{"b":[1,{"c":2}]},"l":[[0]]}' "$p" | seed nested_path "path$n"
 done
-for f in tests/hocon/corpus/*.conf tests/hocon/corpus/inc/*.conf tests/hocon/corpus/inc/*.json examples/*.conf; do
+for f in crates/lucille-hocon/tests/hocon/corpus/*.conf crates/lucille-hocon/tests/hocon/corpus/inc/*.conf crates/lucille-hocon/tests/hocon/corpus/inc/*.json examples/*.conf; do
     [ -e "$f" ] || continue
     # the first byte picks whether includes resolve (even) or not: the corpus files want them
     { printf '\n'; cat "$f"; } | seed hocon "$(basename "$f")"
@@ -57,7 +58,7 @@ if command -v python3 >/dev/null; then
 import json, os, sys
 out = os.path.join(sys.argv[1], "jsonata")
 os.makedirs(out, exist_ok=True)
-corpus = json.load(open("tests/jsonata/oracle_corpus.json"))
+corpus = json.load(open("crates/lucille-jsonata/tests/jsonata/oracle_corpus.json"))
 for i, case in enumerate(corpus["cases"]):
     doc = json.dumps(corpus["inputs"][case["input"]], ensure_ascii=False)
     with open(os.path.join(out, f"case{i}"), "wb") as f:

@@ -37,7 +37,7 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets -- -D warnings
-cargo clippy --lib --features python -- -D warnings
+cargo clippy -p lucille --lib --features python -- -D warnings
 echo "== cargo test"
 # The HOCON oracle test runs python3 with pyhocon from the venv.
 PATH="$PWD/$VENV/bin:$PATH" cargo test

@@ -3,14 +3,12 @@
 //! accounts for every document until its terminal event.
 
 pub mod accounting;
-mod calendar;
 pub mod config;
 pub mod connector;
 pub mod document;
 #[cfg(test)]
 pub(crate) mod fault_point;
 pub mod indexer;
-pub mod jsonata;
 pub mod messaging;
 pub mod pipeline;
 #[cfg(feature = "python")]

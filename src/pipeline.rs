@@ -23,7 +23,8 @@ use crate::config::{ComponentConfig, ConfigError, ConfigErrors};
 use crate::document::Document;
 use crate::stage::condition::Conditions;
 use crate::stage::registry::{self, StageClass};
-use crate::stage::{panic_message, Children, Stage, StageError, StageFailure};
+use crate::stage::{Children, Stage, StageError, StageFailure};
+use lucille_panic::message as panic_message;
 
 /// Counters for one stage, summed over the documents it saw.
 // Serializable: a worker process (`worker.processes`) reports its stages' metrics at the end.

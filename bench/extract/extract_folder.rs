@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use lucille::stage::extract::{extract, Options};
+use lucille_extract::{extract, Options};
 
 fn main() {
     let mut args = std::env::args().skip(1);

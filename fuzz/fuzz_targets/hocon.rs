@@ -2,7 +2,7 @@
 //! reported as `HoconError::Internal`, which this target treats as a crash), and a resolved
 //! config rendered back to HOCON (`lucille render`) parses to the same value.
 //!
-//! Includes resolve against `tests/hocon/corpus` (read only), whose `inc/` folder holds the
+//! Includes resolve against `crates/lucille-hocon/tests/hocon/corpus` (read only), whose `inc/` folder holds the
 //! files the seeds include. Inputs naming device or process files (`/dev/zero`, `/proc/...`)
 //! are skipped: reading an endless file is not a parser bug.
 #![no_main]
@@ -12,11 +12,11 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use lucille::config::hocon::{parse_str, render_hocon, HoconError, ParseOptions};
+use lucille_hocon::{parse_str, render_hocon, HoconError, ParseOptions};
 
 fn base_dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/hocon/corpus"))
+    DIR.get_or_init(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../crates/lucille-hocon/tests/hocon/corpus"))
 }
 
 fn options() -> &'static ParseOptions {

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use lucille::jsonata::Expression;
+use lucille_jsonata::Expression;
 use serde_json::{json, Value};
 
 fuzz_target!(|data: &[u8]| {

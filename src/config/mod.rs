@@ -1,9 +1,7 @@
-//! Configuration: the HOCON loader (`hocon`, hand-written because the available crates get
-//! optional substitution over an earlier value wrong or panic on it), component specs and typed
-//! reads (`spec`).
+//! Configuration: component specs and typed reads (`spec`), durations and config-relative
+//! paths. Parsing HOCON text is the `lucille-hocon` crate's.
 
 pub mod duration;
-pub mod hocon;
 pub mod paths;
 pub mod spec;
 

@@ -559,11 +559,7 @@ impl ParquetConnector {
                 Ok(Err(FileError::Publish(e))) => return Err(e),
                 Ok(Err(FileError::Read(m))) => return Err(err(format!("cannot read {name}: {m}"))),
                 Err(panic) => {
-                    let m = panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_else(|| "the Parquet reader failed".into());
+                    let m = lucille_panic::message(panic.as_ref());
                     return Err(err(format!("cannot read {name}: {m}")));
                 }
             }

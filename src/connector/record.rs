@@ -50,7 +50,7 @@ impl Record {
                 .unwrap_or_else(|p| {
                     Err(format!(
                         "building the document panicked: {}",
-                        crate::stage::panic_message(p.as_ref())
+                        lucille_panic::message(p.as_ref())
                     ))
                 });
         let fail = |reason: String| RecordError {

@@ -31,7 +31,7 @@ pub use error::DocumentError;
 pub use parse::{read_object, ObjectParser, ObjectReader, ParseError};
 pub use path::{FieldPath, Segment};
 
-use crate::jsonata::Expression;
+use lucille_jsonata::Expression;
 
 pub const ID_FIELD: &str = "id";
 pub const RUN_ID_FIELD: &str = "run_id";

@@ -596,7 +596,7 @@ impl IndexerHandle {
         let ended = self.thread.as_ref().is_some_and(JoinHandle::is_finished);
         if self.died.is_none() && ended && !self.stop.load(Ordering::SeqCst) {
             let how = match self.thread.take().map(JoinHandle::join) {
-                Some(Err(p)) => format!("panicked: {}", crate::stage::panic_message(p.as_ref())),
+                Some(Err(p)) => format!("panicked: {}", lucille_panic::message(p.as_ref())),
                 Some(Ok(Err(e))) => format!("failed: {e}"),
                 Some(Ok(Ok(()))) | None => "returned while the run went on".to_string(),
             };
@@ -955,7 +955,7 @@ impl IndexerLoop {
             Ok(Err(e)) => Err(e),
             Err(p) => Err(BackendError::new(format!(
                 "backend panicked: {}",
-                crate::stage::panic_message(p.as_ref())
+                lucille_panic::message(p.as_ref())
             ))),
         }
     }

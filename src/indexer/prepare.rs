@@ -123,7 +123,7 @@ pub fn encode(encoder: Option<&dyn Encoder>, op: &mut IndexOp) -> Result<Option<
         Ok(r) => r,
         Err(p) => Err(format!(
             "encoding the document for the index panicked: {}",
-            crate::stage::panic_message(p.as_ref())
+            lucille_panic::message(p.as_ref())
         )),
     }
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::convert::{doc_err, map_to_py, py_to_value, value_to_py};
 use crate::document::{Document, UpdateMode};
-use crate::jsonata::Expression;
+use lucille_jsonata::Expression;
 
 /// How `update` / `rename_field` treat an existing field: OVERWRITE, APPEND or SKIP.
 #[pyclass(

@@ -548,7 +548,7 @@ pub fn render(
     Ok(if json {
         serde_json::to_string_pretty(&value).unwrap_or_default()
     } else {
-        crate::config::hocon::render_hocon(&value)
+        lucille_hocon::render_hocon(&value)
     })
 }
 

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::indexer::tantivy::{search as search_index, search_vector, SearchError};
-use crate::stage::embed::kept_embedder;
+use lucille_embed::kept_embedder;
 
 use super::convert::value_to_py;
 

@@ -20,7 +20,6 @@ use serde_json::{Map, Value};
 
 use crate::accounting::EventType;
 use crate::accounting::{Event, Publisher, PublisherSettings};
-use crate::config::hocon::{self, ParseOptions};
 use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, PathContext, Spec};
 use crate::connector::{ConnectorError, ConnectorPlan};
 use crate::document::Document;
@@ -29,6 +28,7 @@ use crate::indexer::{self, IndexerHandle, IndexerSettings};
 use crate::messaging::{LocalMessenger, Messenger, TestMessenger, DEFAULT_QUEUE_CAPACITY};
 use crate::pipeline::{PipelinePlan, StageMetrics};
 use crate::worker::{WorkerPool, WorkerSettings};
+use lucille_hocon::{self as hocon, ParseOptions};
 
 pub use summary::{ConnectorResult, ConnectorStatus, RunResult};
 
@@ -959,7 +959,7 @@ fn catch<T>(f: impl FnOnce() -> Result<T, ConnectorError>) -> Result<T, Connecto
         Ok(r) => r,
         Err(p) => Err(ConnectorError::new(format!(
             "panicked: {}",
-            crate::stage::panic_message(p.as_ref())
+            lucille_panic::message(p.as_ref())
         ))),
     }
 }

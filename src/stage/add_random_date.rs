@@ -11,9 +11,9 @@ use rand::RngExt;
 
 use super::add_random_boolean::field_name;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::calendar::{civil_from_days, days_from_civil, is_leap};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
+use lucille_calendar::{civil_from_days, days_from_civil, is_leap};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "AddRandomDate",

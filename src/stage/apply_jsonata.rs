@@ -23,7 +23,7 @@
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{Document, FieldPath};
-use crate::jsonata::Expression;
+use lucille_jsonata::Expression;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ApplyJSONata",

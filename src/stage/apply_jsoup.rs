@@ -293,23 +293,6 @@ pub(crate) fn element_text(el: ElementRef<'_>) -> String {
     acc.out
 }
 
-/// The charset named by a `<meta charset=...>` or `content="...; charset=..."` near the start.
-pub(crate) fn sniff_meta_charset(bytes: &[u8]) -> Option<&'static Encoding> {
-    let head = &bytes[..bytes.len().min(1024)];
-    let lower: Vec<u8> = head.iter().map(u8::to_ascii_lowercase).collect();
-    let at = lower.windows(8).position(|w| w == b"charset=")?;
-    let rest = &lower[at + 8..];
-    let rest = rest
-        .strip_prefix(b"\"")
-        .or_else(|| rest.strip_prefix(b"'"))
-        .unwrap_or(rest);
-    let end = rest
-        .iter()
-        .position(|c| !(c.is_ascii_alphanumeric() || b"-_:.".contains(c)))
-        .unwrap_or(rest.len());
-    Encoding::for_label(&rest[..end])
-}
-
 impl ApplyJSoup {
     fn page(&self, doc: &Document) -> Result<Option<String>, StageFailure> {
         let id = doc.id();
@@ -341,7 +324,7 @@ impl ApplyJSoup {
                 let enc = self
                     .charset
                     .or_else(|| Encoding::for_bom(&bytes).map(|(e, _)| e))
-                    .or_else(|| sniff_meta_charset(&bytes))
+                    .or_else(|| lucille_extract::sniff_meta_charset(&bytes))
                     .unwrap_or(encoding_rs::UTF_8);
                 Ok(Some(enc.decode(&bytes).0.into_owned()))
             }

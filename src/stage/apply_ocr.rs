@@ -1,6 +1,6 @@
 //! ApplyOCR (Lucille's `com.kmwllc.lucille.ocr.stage.ApplyOCR`): recognises the text of an
 //! image file, or of each page of a PDF, with Tesseract (Debian's libtesseract, loaded at run
-//! time: `stage::extract::tesseract`).
+//! time: `lucille_extract::tesseract`).
 //!
 //! Keys (Lucille's): `lang` (required, Tesseract's language code such as `eng` or `deu+eng`);
 //! `pathField` (required: the field holding the file's path; a document without it is left
@@ -23,11 +23,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::extract::tesseract::{Rect, Tesseract};
-use super::extract::{detect, Format, PageImage};
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
+use lucille_extract::tesseract::{Rect, Tesseract};
+use lucille_extract::{detect, Format, PageImage};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ApplyOCR",
@@ -248,11 +248,11 @@ impl Stage for ApplyOcr {
         };
         match detect(&bytes) {
             Format::Pdf => {
-                let pdf = super::extract::pdf::load(&bytes)
+                let pdf = lucille_extract::pdf::load(&bytes)
                     .map_err(|e| StageFailure::msg(format!("{path}: {e}")))?;
                 for (i, (_, page_id)) in pdf.get_pages().into_iter().enumerate() {
                     let number = u32::try_from(i).unwrap_or(u32::MAX);
-                    let images = super::extract::pdf::page_images(&pdf, page_id)
+                    let images = lucille_extract::pdf::page_images(&pdf, page_id)
                         .map_err(|e| StageFailure::msg(format!("{path}: page {number}: {e}")))?;
                     // A scanned page is one image; the largest stands for the page.
                     let Some(image) = images.into_iter().max_by_key(|im| match im {

@@ -47,7 +47,6 @@ pub mod apply_regex;
 pub mod base64_decode;
 pub mod create_static_teaser;
 pub mod detect_language;
-pub mod extract;
 pub mod parse_date;
 pub mod parse_file_path;
 pub mod parse_floats;
@@ -192,15 +191,4 @@ pub struct StageDescriptor {
 /// Turns an owned list of children into the lazy `Children` form.
 pub fn children_from(docs: Vec<Document>) -> Children {
     Box::new(docs.into_iter().map(Ok))
-}
-
-/// A panic payload as text.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-text payload".to_string()
-    }
 }

@@ -472,7 +472,7 @@ impl WorkerPool {
                 let live = threads.swap_remove(i);
                 let name = live.handle.thread().name().unwrap_or("?").to_string();
                 let how = match live.handle.join() {
-                    Err(p) => format!("panicked: {}", crate::stage::panic_message(p.as_ref())),
+                    Err(p) => format!("panicked: {}", lucille_panic::message(p.as_ref())),
                     Ok(_) => "returned while the run went on".to_string(),
                 };
                 *died = Some(format!("worker thread {name} died ({how})"));

@@ -22,9 +22,9 @@ use std::io::Read;
 
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
-use crate::stage::extract::tesseract::SharedOcr;
-use crate::stage::extract::{self, Options};
 use crate::stage::text_extractor::{ocr_from_config, OutputSettings};
+use lucille_extract::tesseract::SharedOcr;
+use lucille_extract::{self as extract, Options};
 
 fn spec() -> Spec {
     Spec::new()

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use candle_core::{Device, Tensor};
 use serde_json::json;
 
-use super::Embedder;
 use crate::stage::testing::{build_err, build_stage, process};
+use lucille_embed::{kept_embedder, Embedder};
 
 fn temp_dir(name: &str) -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -255,13 +255,13 @@ fn all_minilm_gives_unit_vectors_of_384_that_rank_paraphrases_first() {
 fn the_kept_model_stays_loaded_between_calls_until_another_is_asked_for() {
     let a = tiny_model(true);
     let b = tiny_model(true);
-    let first = Arc::downgrade(&super::kept_embedder(&a).unwrap());
+    let first = Arc::downgrade(&kept_embedder(&a).unwrap());
     // Nothing holds the model now but the keep: the next call gets the same one, not a reload.
     assert!(first.upgrade().is_some());
-    let again = super::kept_embedder(&a).unwrap();
+    let again = kept_embedder(&a).unwrap();
     assert!(Arc::ptr_eq(&again, &first.upgrade().unwrap()));
     drop(again);
     // Asking for another folder releases the first (a stage-less caller keeps one model).
-    let _other = super::kept_embedder(&b).unwrap();
+    let _other = kept_embedder(&b).unwrap();
     assert!(first.upgrade().is_none());
 }

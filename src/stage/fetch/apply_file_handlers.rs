@@ -216,7 +216,7 @@ fn stream(
                 Err(p) => Some(format!(
                     "{}: the file handler panicked: {}",
                     source.path,
-                    crate::stage::panic_message(p.as_ref())
+                    lucille_panic::message(p.as_ref())
                 )),
             };
             if let Some(reason) = failure {

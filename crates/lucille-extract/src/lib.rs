@@ -15,15 +15,15 @@ mod epub;
 mod html;
 mod odf;
 mod ooxml;
-pub(crate) mod pdf;
+pub mod pdf;
 mod rtf;
 mod spreadsheet;
 pub mod tesseract;
 mod text;
-pub mod tika_config;
 mod xmltext;
 
 pub use detect::{detect, Format};
+pub use html::sniff_meta_charset;
 
 pub const TITLE: &str = "dc:title";
 pub const CREATOR: &str = "dc:creator";
@@ -243,7 +243,7 @@ pub fn extract(bytes: &[u8], options: &Options<'_>) -> Result<Extracted, Extract
                 format.mime(),
                 format!(
                     "the parser failed on malformed input ({})",
-                    crate::stage::panic_message(payload.as_ref())
+                    lucille_panic::message(payload.as_ref())
                 ),
             ))
         }

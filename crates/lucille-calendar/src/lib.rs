@@ -4,7 +4,7 @@
 //! AddRandomDate.
 
 /// Days from 1970-01-01 to the given date (month 1-12, day 1-31; out-of-range days roll over).
-pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -15,7 +15,7 @@ pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 }
 
 /// (year, month 1-12, day) of a day counted from 1970-01-01.
-pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -28,7 +28,7 @@ pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (year, month, day)
 }
 
-pub(crate) fn is_leap(year: i64) -> bool {
+pub fn is_leap(year: i64) -> bool {
     (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
 }
 

@@ -19,7 +19,7 @@ use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 
-use super::kernels::{add_norm, bias_add, bias_gelu, layer_norm, matmul, softmax, Mat};
+use crate::kernels::{add_norm, bias_add, bias_gelu, layer_norm, matmul, softmax, Mat};
 
 /// Sizes of the encoder.
 #[derive(Debug, Clone, PartialEq)]

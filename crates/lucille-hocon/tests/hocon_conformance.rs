@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use lucille::config::hocon::{parse_file, ParseOptions};
+use lucille_hocon::{parse_file, ParseOptions};
 use serde_json::Value;
 
 /// hocon-wild files that matched Typesafe when last measured.
@@ -23,7 +23,7 @@ const WILD_FLOOR: usize = 186;
 const EQUIV_FLOOR: usize = 15;
 
 fn conformance() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance");
     dir.is_dir().then_some(dir)
 }
 

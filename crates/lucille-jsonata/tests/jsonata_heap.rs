@@ -5,7 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
-use lucille::jsonata::Expression;
+use lucille_jsonata::Expression;
 use serde_json::json;
 
 struct Counting;
@@ -89,7 +89,7 @@ fn heap_stays_bounded() {
         // Anything an evaluation leaves on the heap outside the recycled arena shows here:
         // jsonata-rs 0.3.4's builtin values alone were ~300 B per evaluation (15 MB here).
         assert!(
-            peak < 3 * lucille::jsonata::ARENA_RECYCLE_BYTES as isize,
+            peak < 3 * lucille_jsonata::ARENA_RECYCLE_BYTES as isize,
             "{expr}: peak {peak}"
         );
         assert!(after < 64 * 1024, "{expr}: {after} bytes left after drop");

@@ -30,11 +30,13 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::extract::tesseract::{SharedOcr, Tesseract};
-use super::extract::{self, Options};
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
+use lucille_extract::tesseract::{SharedOcr, Tesseract};
+use lucille_extract::{self as extract, Options};
+
+mod tika_config;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "TextExtractor",
@@ -55,7 +57,7 @@ fn spec() -> Spec {
         .alias("maxLength", "textContentLimit")
         .optional("metadataFields", Kind::StringMap)
         .optional("ocrLang", Kind::String)
-        // Accepted when the file only selects parsers whose formats are covered (extract::tika_config).
+        // Accepted when the file only selects parsers whose formats are covered (tika_config).
         .optional("tikaConfigPath", Kind::String)
         .unsupported(
             "fork",
@@ -183,7 +185,7 @@ struct TextExtractor {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    extract::tika_config::check(config)?;
+    tika_config::check(config)?;
     let bytes = config.string("byteArrayField")?;
     let path = config.string("filePathField")?;
     let source = match (bytes, path) {

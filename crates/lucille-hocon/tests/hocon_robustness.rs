@@ -10,10 +10,7 @@ use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-// When moving this test into another crate, only this line (and CORPUS) change.
-use lucille::config::hocon;
-
-use hocon::{parse_file, parse_str, render_hocon, HoconError, ParseOptions};
+use lucille_hocon::{parse_file, parse_str, render_hocon, HoconError, ParseOptions};
 
 /// Corpus folder (mutation seeds), relative to the crate root.
 const CORPUS: &str = "tests/hocon/corpus";

@@ -42,6 +42,23 @@ const BLOCK: &[&str] = &[
     "ul",
 ];
 
+/// The charset named by a `<meta charset=...>` or `content="...; charset=..."` near the start.
+pub fn sniff_meta_charset(bytes: &[u8]) -> Option<&'static encoding_rs::Encoding> {
+    let head = &bytes[..bytes.len().min(1024)];
+    let lower: Vec<u8> = head.iter().map(u8::to_ascii_lowercase).collect();
+    let at = lower.windows(8).position(|w| w == b"charset=")?;
+    let rest = &lower[at + 8..];
+    let rest = rest
+        .strip_prefix(b"\"")
+        .or_else(|| rest.strip_prefix(b"'"))
+        .unwrap_or(rest);
+    let end = rest
+        .iter()
+        .position(|c| !(c.is_ascii_alphanumeric() || b"-_:.".contains(c)))
+        .unwrap_or(rest.len());
+    encoding_rs::Encoding::for_label(&rest[..end])
+}
+
 pub(crate) fn decode(bytes: &[u8]) -> (String, &'static str) {
     if let Some((enc, bom)) = encoding_rs::Encoding::for_bom(bytes) {
         return (
@@ -51,7 +68,7 @@ pub(crate) fn decode(bytes: &[u8]) -> (String, &'static str) {
             enc.name(),
         );
     }
-    let enc = crate::stage::apply_jsoup::sniff_meta_charset(bytes).unwrap_or(encoding_rs::UTF_8);
+    let enc = sniff_meta_charset(bytes).unwrap_or(encoding_rs::UTF_8);
     (
         enc.decode_without_bom_handling(bytes).0.into_owned(),
         enc.name(),

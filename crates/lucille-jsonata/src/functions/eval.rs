@@ -8,7 +8,7 @@ use bumpalo::Bump;
 use jsonata_rs::{ArrayFlags, FunctionContext, Value};
 
 use super::{arg, bad_arg, context_value, custom_error, max_args};
-use crate::jsonata::{to_json, with_scope, Expression, JsonataError};
+use crate::{to_json, with_scope, Expression, JsonataError};
 
 type Res<'a> = jsonata_rs::Result<&'a Value<'a>>;
 

@@ -1,17 +1,19 @@
 //! JSONata expressions over [`serde_json::Value`], backed by the `jsonata-rs` crate (0.3.4, in
 //! our fork `third_party/jsonata-rs`: see its PATCHES.md).
 //!
-//! ```ignore
-//! // (`ignore`: the module's path depends on the crate it is copied into.)
-//! use crate::jsonata::{evaluate, Expression};
+//! ```
+//! use lucille_jsonata::{evaluate, Expression};
 //! use serde_json::json;
+//! # fn main() -> Result<(), lucille_jsonata::JsonataError> {
 //! let mut expr = Expression::compile(r#"{"name": $uppercase(name), "total": $sum(items.price)}"#)?;
 //! let out = expr.evaluate(&json!({"name": "ada", "items": [{"price": 2}, {"price": 3}]}))?;
 //! assert_eq!(out, Some(json!({"name": "ADA", "total": 5})));
 //! assert_eq!(evaluate("missing.path", &json!({}))?, None); // undefined
+//! # Ok(())
+//! # }
 //! ```
 //!
-//! # What this module adds on top of jsonata-rs
+//! # What this crate adds on top of jsonata-rs
 //!
 //! * **Supplied functions** (missing from jsonata-rs 0.3.4, implemented here as native
 //!   functions registered on every compiled expression): `$average`, `$type`, `$spread`,
@@ -238,7 +240,11 @@ impl Expression {
         match checked {
             Ok(Ok(())) => {}
             Ok(Err(message)) => return Err(compile_err(syntax_error_code(message))),
-            Err(panic) => return Err(compile_err(unsupported(&panic_message(panic.as_ref())))),
+            Err(panic) => {
+                return Err(compile_err(unsupported(&lucille_panic::message(
+                    panic.as_ref(),
+                ))))
+            }
         }
         if let Some(at) = order::partial_application(expr) {
             return Err(compile_err(format!(
@@ -368,7 +374,7 @@ impl Expression {
             Err(panic) => {
                 let message = format!(
                     "internal error in jsonata-rs: {}",
-                    panic_message(panic.as_ref())
+                    lucille_panic::message(panic.as_ref())
                 );
                 self.retire();
                 Err(message)
@@ -402,7 +408,7 @@ impl Expression {
         }));
         match built {
             Ok(result) => result,
-            Err(panic) => Err(panic_message(panic.as_ref())),
+            Err(panic) => Err(lucille_panic::message(panic.as_ref())),
         }
     }
 
@@ -696,16 +702,6 @@ fn quiet_catch_unwind<R>(f: impl FnOnce() -> R + std::panic::UnwindSafe) -> std:
     let result = catch_unwind(f);
     QUIET_PANICS.with(|q| q.set(was));
     result
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic".to_string()
-    }
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ use jsonata_rs::{FunctionContext, Value};
 
 use super::format_integer::Picture;
 use super::{arg, bad_arg, check_signature, custom_error, with_scope};
-use crate::calendar::{civil_from_days, days_from_civil};
+use lucille_calendar::{civil_from_days, days_from_civil};
 
 type Res<'a> = jsonata_rs::Result<&'a Value<'a>>;
 

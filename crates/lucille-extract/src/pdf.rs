@@ -17,7 +17,7 @@ fn fail(reason: impl Into<String>) -> ExtractError {
 }
 
 /// Loads and, for an owner-password-only file, decrypts a PDF.
-pub(crate) fn load(bytes: &[u8]) -> Result<Document, ExtractError> {
+pub fn load(bytes: &[u8]) -> Result<Document, ExtractError> {
     let mut doc = Document::load_mem(bytes).map_err(|e| {
         let msg = e.to_string();
         if msg.to_ascii_lowercase().contains("decrypt") || msg.contains("password") {
@@ -116,10 +116,7 @@ pub(crate) fn ocr_page(
 
 /// A page's images as OCR input: JPEG streams as they are, Flate / uncompressed gray, RGB,
 /// CMYK and 1-bit images decoded to 8-bit pixels.
-pub(crate) fn page_images(
-    doc: &Document,
-    page_id: lopdf::ObjectId,
-) -> Result<Vec<PageImage<'_>>, String> {
+pub fn page_images(doc: &Document, page_id: lopdf::ObjectId) -> Result<Vec<PageImage<'_>>, String> {
     let images = doc.get_page_images(page_id).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for image in images {

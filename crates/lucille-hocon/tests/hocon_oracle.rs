@@ -14,10 +14,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-// When moving this test into another crate, only this line (and the paths below) change.
-use lucille::config::hocon;
-
-use hocon::{parse_file, ParseOptions};
+use lucille_hocon::{parse_file, ParseOptions};
 use serde_json::Value;
 
 /// Corpus folder, relative to the crate root.

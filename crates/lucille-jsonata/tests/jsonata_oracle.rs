@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use lucille::jsonata::Expression;
+use lucille_jsonata::Expression;
 use serde_json::Value;
 
 fn expected_results(dir: &Path) -> Option<Value> {

@@ -8,14 +8,20 @@
 //! files. The result is a fully resolved [`serde_json::Value`] object whose key
 //! order is the order of first definition.
 //!
-//! ```rust,ignore
-//! // (path depends on where the module is mounted)
-//! use crate::config::hocon::{parse_str, ParseOptions};
+//! ```
+//! use lucille_hocon::{parse_str, ParseOptions};
+//! # fn main() -> Result<(), lucille_hocon::HoconError> {
 //! let opts = ParseOptions::with_env(Default::default());
 //! let v = parse_str("a.b = 1\nc = ${a.b} items", None, &opts)?;
 //! assert_eq!(v["a"]["b"], 1);
 //! assert_eq!(v["c"], "1 items");
+//! # Ok(())
+//! # }
 //! ```
+//!
+//! Written by hand: the HOCON crates on crates.io get optional substitution over an earlier
+//! value wrong or panic on it, and Lucille users' configs rely on Typesafe Config's exact merge
+//! and substitution rules (the conformance test runs Typesafe's own test resources).
 //!
 //! Behaviour notes:
 //! * Numbers: integers become `i64` (or `u64` when larger); numbers with `.`,
