@@ -137,7 +137,7 @@ fn direct(docs: u64) -> f64 {
 
 mod typesense {
     use super::*;
-    use lucille::indexer::http::{Auth, HttpClient, RetryPolicy};
+    use lucille::http::{Auth, HttpClient, RetryPolicy};
 
     pub struct Server {
         pub url: String,

@@ -35,6 +35,8 @@ export LUCILLE_REQUIRE_SERVICES=1
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+echo "== import circles inside each crate"
+"$VENV/bin/python" scripts/modcycles.py
 echo "== cargo clippy"
 cargo clippy --all-targets -- -D warnings
 cargo clippy -p lucille --lib --features python -- -D warnings

@@ -8,6 +8,7 @@ pub mod connector;
 pub mod document;
 #[cfg(test)]
 pub(crate) mod fault_point;
+pub mod http;
 pub mod indexer;
 pub mod messaging;
 pub mod pipeline;
@@ -15,6 +16,7 @@ pub mod pipeline;
 mod python;
 pub mod runner;
 pub mod stage;
+pub mod storage;
 #[cfg(test)]
 pub(crate) mod test_service;
 pub mod thread_scope;

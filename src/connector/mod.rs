@@ -33,6 +33,12 @@ impl ConnectorError {
     }
 }
 
+impl From<crate::storage::StorageError> for ConnectorError {
+    fn from(e: crate::storage::StorageError) -> Self {
+        ConnectorError(e.0)
+    }
+}
+
 impl From<PublishError> for ConnectorError {
     fn from(e: PublishError) -> Self {
         ConnectorError(e.to_string())

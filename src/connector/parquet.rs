@@ -43,14 +43,14 @@ use parquet::record::{Field, Row};
 use serde_json::{Map, Value};
 
 use super::database::value;
-use super::file::storage::cloud_config::{parse_url, ObjectUrl, S3Options, DEFAULT_PAGE_SIZE};
-use super::file::storage::object::{CloudRuntime, ObjectStorage};
-use super::file::storage::{Listed, Storage};
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
+use crate::storage::cloud_config::{parse_url, ObjectUrl, S3Options, DEFAULT_PAGE_SIZE};
+use crate::storage::object::{CloudRuntime, ObjectStorage};
+use crate::storage::{Listed, Storage};
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "ParquetConnector",

@@ -30,7 +30,7 @@ use crate::accounting::Publisher;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
-use crate::indexer::http::{encode, parse_url, snippet, Auth, HttpClient, RetryPolicy};
+use crate::http::{encode, parse_url, snippet, Auth, HttpClient, RetryPolicy};
 use crate::indexer::solr_cloud::{self, ZkHosts};
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
@@ -480,7 +480,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::indexer::mock_http::{obj, Mock, Seen};
+    use crate::http::mock::{obj, Mock, Seen};
     use crate::runner::{run, test_history, RunMode, RunOptions};
 
     fn query(seen: &Seen) -> HashMap<String, Vec<String>> {

@@ -14,9 +14,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::http::{self, Auth, HttpClient, VersionType};
+use super::version_type::VersionType;
 use super::{take_encoded, Backend, BackendError, Encoded, Encoder, IndexOp, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::http::{self, Auth, HttpClient};
 
 /// The block's keys (`opensearch { }` / `elasticsearch { }`); Elasticsearch adds `apiKey`.
 pub fn spec(api_key: bool) -> Spec {

@@ -621,7 +621,10 @@ fn generic_indexer_keys_are_read_into_the_settings() {
     ))
     .unwrap();
     assert_eq!(s.routing_field.as_deref(), Some("r"));
-    assert_eq!(s.version_type, Some(super::http::VersionType::ExternalGte));
+    assert_eq!(
+        s.version_type,
+        Some(super::version_type::VersionType::ExternalGte)
+    );
     assert_eq!(
         s.connection_timeout,
         Some(std::time::Duration::from_millis(2500))

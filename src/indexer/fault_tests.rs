@@ -12,9 +12,10 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::mock_http::*;
-use super::{build_backend, http, Backend, IndexerSettings};
+use super::{build_backend, Backend, IndexerSettings};
 use crate::accounting::EventType;
 use crate::config::ComponentConfig;
+use crate::http;
 
 const KINDS: [&str; 3] = ["opensearch", "elasticsearch", "solr"];
 

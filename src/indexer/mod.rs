@@ -11,9 +11,10 @@ pub mod bulk;
 pub mod csv;
 pub mod elasticsearch;
 pub mod grouped;
-pub mod http;
+
 pub mod jsonl;
 pub mod nop;
+pub mod op;
 pub mod opensearch;
 pub mod pinecone;
 pub mod prepare;
@@ -21,6 +22,7 @@ pub mod solr;
 pub mod solr_cloud;
 pub mod tantivy;
 pub mod typesense;
+pub mod version_type;
 pub mod watchdog;
 pub mod weaviate;
 
@@ -31,46 +33,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::document::Fields;
-
 use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{is_reserved, Document};
+use crate::http;
 use crate::messaging::Messenger;
-pub use prepare::{take_encoded, Encoded, Encoder, PreparedOp, Preparer, ToIndex};
+pub use op::{take_encoded, Encoded, IndexOp, PreparedOp, ToIndex};
+pub use prepare::{Encoder, Preparer};
 
 pub const DEFAULT_BATCH_SIZE: usize = 100;
 pub const DEFAULT_BATCH_TIMEOUT_MS: u64 = 100;
-
-/// One operation for the backend, in the order the documents arrived.
-#[derive(Debug, Clone, PartialEq)]
-pub enum IndexOp {
-    Upsert {
-        /// The id in the index (`idOverrideField` applied).
-        id: String,
-        /// The destination index (`indexOverrideField`), if overridden.
-        index: Option<String>,
-        /// The document's fields, filtered, without reserved fields.
-        fields: Fields,
-        /// The routing key (`indexer.routingField`), if configured and present.
-        routing: Option<String>,
-        /// The external version's text (`indexer.versionField`), if configured and present;
-        /// a backend that uses it FAILs the document when it is not an integer.
-        version: Option<String>,
-    },
-    DeleteById {
-        id: String,
-        index: Option<String>,
-        routing: Option<String>,
-        version: Option<String>,
-    },
-    /// Delete every indexed document whose `field` equals `value`.
-    DeleteByField {
-        field: String,
-        value: String,
-        index: Option<String>,
-    },
-}
 
 /// Why a whole batch could not be sent (every document in it FAILs with this message).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -84,6 +56,12 @@ impl BackendError {
         BackendError {
             message: message.into(),
         }
+    }
+}
+
+impl From<http::HttpError> for BackendError {
+    fn from(e: http::HttpError) -> Self {
+        BackendError { message: e.message }
     }
 }
 
@@ -109,7 +87,7 @@ pub trait Backend: Send {
     fn send_encoded(
         &mut self,
         ops: &[IndexOp],
-        encoded: Vec<Option<prepare::Encoded>>,
+        encoded: Vec<Option<op::Encoded>>,
     ) -> Result<Vec<Option<String>>, BackendError> {
         let _ = encoded;
         self.send(ops)
@@ -170,7 +148,7 @@ pub struct IndexerSettings {
     /// `routingField`: the document field holding the backend's routing key.
     pub routing_field: Option<String>,
     /// `versionType` (external versioning) and `versionField` (where the version is).
-    pub version_type: Option<http::VersionType>,
+    pub version_type: Option<version_type::VersionType>,
     pub version_field: Option<String>,
     /// `maxRetries`, `retryWaitDurationMs`, ...: how HTTP backends retry a failed request.
     pub retry: http::RetryPolicy,
@@ -387,7 +365,7 @@ impl IndexerSettings {
                 None
             }
         };
-        let version_type = http::VersionType::from_config(&c, &mut errors);
+        let version_type = version_type::VersionType::from_config(&c, &mut errors);
         if version_field.is_some() != version_type.is_some() {
             errors.push(c.error(
                 "versionField",
@@ -696,7 +674,7 @@ impl RateLine {
 /// One document of a batch: its id, and its operation unless it already failed to encode.
 struct Pending {
     doc_id: String,
-    op: Result<(IndexOp, Option<prepare::Encoded>), String>,
+    op: Result<(IndexOp, Option<op::Encoded>), String>,
 }
 
 impl IndexerLoop {
@@ -935,7 +913,7 @@ impl IndexerLoop {
     fn send(
         &mut self,
         ops: &[IndexOp],
-        encoded: Vec<Option<prepare::Encoded>>,
+        encoded: Vec<Option<op::Encoded>>,
     ) -> Result<Vec<Option<String>>, BackendError> {
         let backend = &mut self.backend;
         self.stats.sending.store(true, Ordering::Relaxed);

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use super::prepare::{Encoded, Encoder};
+use super::op::Encoded;
+use super::prepare::Encoder;
 use super::{Backend, BackendError, IndexOp};
 
 pub struct NopBackend;

@@ -34,9 +34,9 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::http::{self, Auth, HttpClient, RetryPolicy};
 use super::{Backend, BackendError, IndexOp, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::http::{self, Auth, HttpClient, RetryPolicy};
 
 /// Lucille's class name.
 pub const CLASS: &str = "com.kmwllc.lucille.pinecone.indexer.PineconeIndexer";

@@ -10,15 +10,11 @@
 //! still has to turn into an operation (test mode, and callers that hand documents straight
 //! to the queue), or an operation a worker prepared.
 
-use std::any::Any;
 use std::sync::Arc;
 
-use super::{IndexOp, IndexerSettings};
+use super::op::{Encoded, IndexOp, PreparedOp};
+use super::IndexerSettings;
 use crate::document::Document;
-
-/// A backend's encoding of one operation, made on a worker thread; only the backend that
-/// made it reads it (each downcasts to its own type).
-pub type Encoded = Box<dyn Any + Send>;
 
 /// Encodes operations for one backend; shared by every worker thread.
 pub trait Encoder: Send + Sync {
@@ -27,57 +23,6 @@ pub trait Encoder: Send + Sync {
     /// backend applies it as it is); `Err(reason)`: the document FAILs with that reason and
     /// never reaches the backend.
     fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String>;
-}
-
-/// Takes `encoded[i]` as the backend's own type `T` (`None` where the op was not encoded).
-pub fn take_encoded<T: 'static>(encoded: &mut [Option<Encoded>], i: usize) -> Option<T> {
-    encoded
-        .get_mut(i)
-        .and_then(Option::take)
-        .and_then(|e| e.downcast::<T>().ok())
-        .map(|b| *b)
-}
-
-/// An operation a worker prepared.
-pub struct PreparedOp {
-    /// The document's id (its FINISH / FAIL event names it; the op's id may be overridden).
-    pub doc_id: String,
-    pub op: IndexOp,
-    pub encoded: Result<Option<Encoded>, String>,
-    /// The document's JSON size when `indexer.batchByteSize` is set, else 0.
-    pub bytes: u64,
-}
-
-/// What the destination queue carries.
-pub enum ToIndex {
-    /// A processed document; the indexer builds (and encodes) its operation.
-    Doc(Document),
-    /// An operation prepared on a worker.
-    Op(PreparedOp),
-}
-
-impl From<Document> for ToIndex {
-    fn from(doc: Document) -> Self {
-        ToIndex::Doc(doc)
-    }
-}
-
-impl ToIndex {
-    /// The document's id.
-    pub fn id(&self) -> &str {
-        match self {
-            ToIndex::Doc(d) => d.id(),
-            ToIndex::Op(p) => &p.doc_id,
-        }
-    }
-
-    /// The document, when it still travels whole.
-    pub fn document(&self) -> Option<&Document> {
-        match self {
-            ToIndex::Doc(d) => Some(d),
-            ToIndex::Op(_) => None,
-        }
-    }
 }
 
 /// How workers prepare documents for one run's backend: the indexer settings (overrides,

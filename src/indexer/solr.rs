@@ -20,10 +20,10 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use super::http::{self, Auth, HttpClient, Reply};
 use super::solr_cloud::{self, ZkHosts};
 use super::{Backend, BackendError, IndexOp, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::http::{self, Auth, HttpClient, Reply};
 
 pub fn spec() -> Spec {
     Spec::new()

@@ -17,9 +17,9 @@ use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
 
-use super::http::{self, Auth, HttpClient};
 use super::{Backend, BackendError, IndexOp, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::http::{self, Auth, HttpClient};
 
 pub fn spec() -> Spec {
     Spec::new()

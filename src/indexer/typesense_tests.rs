@@ -192,7 +192,7 @@ fn typesense_vector_fields_answer_nearest_neighbour_queries() {
         &key,
         &format!(
             "/collections/{c}/documents/search?q=*&vector_query={}",
-            crate::indexer::http::encode("v:([0.9,0.2,0.0], k:3)")
+            crate::http::encode("v:([0.9,0.2,0.0], k:3)")
         ),
     );
     let ids: Vec<&str> = found["hits"]

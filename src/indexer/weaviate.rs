@@ -24,10 +24,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::http::{self, Auth, HttpClient};
 use super::pinecone::{host_url, request_timeout, retry_policy, unsupported_indexer_keys};
 use super::{Backend, BackendError, IndexOp, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::http::{self, Auth, HttpClient};
 
 /// Lucille's class name.
 pub const CLASS: &str = "com.kmwllc.lucille.weaviate.indexer.WeaviateIndexer";

@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use crate::accounting::Event;
 use crate::connector::record::ToProcess;
 use crate::document::Document;
-use crate::indexer::ToIndex;
+use crate::indexer::op::ToIndex;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MessagingError {

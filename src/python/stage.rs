@@ -1,14 +1,13 @@
 //! Python stages inside the Rust pipeline: `PyStage` calls a `lucille.Stage` instance, taking
-//! the GIL only for that call, and `PyStageFactory` lets configs name Python classes.
+//! the GIL only for that call, and `stage_factory` lets configs name Python classes.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyIterator, PyList, PyString};
 
 use super::convert::{map_to_py, py_to_value};
 use super::document::PyDocument;
-use crate::config::{ComponentConfig, ConfigError};
+use crate::config::ComponentConfig;
 use crate::document::Document;
-use crate::stage::registry::PythonStageFactory;
 use crate::stage::{Children, Stage, StageFailure, StageResult};
 
 /// The Python error with its traceback, as a stage failure message.
@@ -421,25 +420,6 @@ impl Drop for PyChildren {
     }
 }
 
-/// Builds stage instances for `class: "module:Class"` configs.
-pub struct PyStageFactory;
-
-fn load_class<'py>(
-    py: Python<'py>,
-    class: &str,
-    config: &ComponentConfig,
-) -> Result<Bound<'py, PyAny>, ConfigError> {
-    let base = config.base_dir().map(|p| p.to_string_lossy().into_owned());
-    py.import("lucille._loader")
-        .and_then(|m| m.call_method1("load_stage_class", (class, base)))
-        .map_err(|e| {
-            config.error(
-                "class",
-                format!("cannot load Python stage {class:?}: {}", e.value(py)),
-            )
-        })
-}
-
 pub fn config_dict<'py>(py: Python<'py>, config: &ComponentConfig) -> PyResult<Bound<'py, PyDict>> {
     map_to_py(py, config.map().iter())
 }
@@ -452,64 +432,6 @@ pub fn name_stage(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
         obj.setattr("config", PyDict::new(obj.py()))?;
     }
     Ok(())
-}
-
-impl PythonStageFactory for PyStageFactory {
-    fn builtins(&self) -> &'static [&'static crate::stage::StageDescriptor] {
-        super::stages::descriptors()
-    }
-
-    fn check(&self, class: &str, config: &ComponentConfig) -> Result<(), ConfigError> {
-        Python::attach(|py| {
-            let cls = load_class(py, class, config)?;
-            // batchSize is checked here too, as the stage is not instantiated at validation.
-            let Some(v) = config.get("batchSize") else {
-                return Ok(());
-            };
-            let size = crate::config::spec::as_i64(v)
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| {
-                    config.error(
-                        "batchSize",
-                        format!("batchSize must be an integer of at least 1, found {v}"),
-                    )
-                })?;
-            if size > 1 && !cls.hasattr("process_batch").unwrap_or(false) {
-                return Err(config.error(
-                    "batchSize",
-                    format!(
-                        "batchSize {size} needs a process_batch(self, docs) method, which \
-                         {class} does not define"
-                    ),
-                ));
-            }
-            Ok(())
-        })
-    }
-
-    fn build(
-        &self,
-        class: &str,
-        name: &str,
-        config: &ComponentConfig,
-    ) -> Result<Box<dyn Stage>, ConfigError> {
-        Python::attach(|py| {
-            let cls = load_class(py, class, config)?;
-            let fail = |e: PyErr| {
-                config.error(
-                    "class",
-                    format!(
-                        "cannot create Python stage {class:?}: {}",
-                        describe_py_err(py, &e)
-                    ),
-                )
-            };
-            let obj = instantiate(&cls, || config_dict(py, config)).map_err(fail)?;
-            name_stage(&obj, name).map_err(fail)?;
-            let stage = PyStage::new(&obj).map_err(|m| config.error("batchSize", m))?;
-            Ok(Box::new(stage) as Box<dyn Stage>)
-        })
-    }
 }
 
 /// Converts a Python config mapping to the JSON object a stage config is.

@@ -216,10 +216,9 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
     if let Some(m) = indexer_messenger {
         let bypass = !plan.indexer.send_enabled;
         if !bypass {
-            if let Some(w) = indexer::http::HttpClient::insecure_warning(
-                &plan.indexer.kind,
-                &plan.backend_config,
-            ) {
+            if let Some(w) =
+                crate::http::HttpClient::insecure_warning(&plan.indexer.kind, &plan.backend_config)
+            {
                 tracing::warn!("{w}");
             }
         }

@@ -535,7 +535,7 @@ pub fn run_plan(plan: &RunPlan, opts: &RunOptions) -> RunResult {
     // Once per run, however many connectors or indexer threads build the backend.
     if opts.mode != RunMode::Test && plan.indexer.send_enabled {
         if let Some(w) =
-            indexer::http::HttpClient::insecure_warning(&plan.indexer.kind, &plan.backend_config)
+            crate::http::HttpClient::insecure_warning(&plan.indexer.kind, &plan.backend_config)
         {
             tracing::warn!("{w}");
         }

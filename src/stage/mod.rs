@@ -8,6 +8,8 @@
 pub mod condition;
 pub mod registry;
 #[cfg(test)]
+pub mod test_stages;
+#[cfg(test)]
 pub mod testing;
 
 use crate::config::ComponentConfig;

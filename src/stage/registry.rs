@@ -128,7 +128,7 @@ pub fn resolve(class: &str) -> Result<StageClass, String> {
         ));
     }
     #[cfg(test)]
-    if let Some(d) = super::testing::test_descriptors()
+    if let Some(d) = super::test_stages::test_descriptors()
         .iter()
         .find(|d| d.name == short)
     {

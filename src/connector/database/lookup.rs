@@ -3,28 +3,8 @@
 
 use std::time::Duration;
 
-use chrono::NaiveDate;
-use serde_json::Value;
-
+pub use super::value::{Found, Param};
 use super::{mysql, postgresql, sqlite, DbError, Target};
-
-/// A statement parameter, typed as Lucille's `inputTypes` name it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Param {
-    Str(String),
-    Int(i32),
-    Long(i64),
-    Double(f64),
-    Bool(bool),
-    Date(NaiveDate),
-}
-
-/// The rows a lookup found: lower-cased column labels, then each row's values (SQL NULL as
-/// `Value::Null`, unsupported column types as `Value::Null` with a warning when prepared).
-pub struct Found {
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<Value>>,
-}
 
 enum Conn {
     Sqlite(rusqlite::Connection),

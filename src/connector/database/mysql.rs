@@ -24,7 +24,7 @@ use mysql::prelude::Queryable;
 use mysql::{Column, Conn, Opts, OptsBuilder, Value as My};
 use serde_json::Value;
 
-use super::lookup::{Found, Param};
+use super::value::{Found, Param};
 use super::{value, with_retries, DbError, RowSource, Settings};
 
 /// The character set number of binary strings and BLOBs.

@@ -21,7 +21,7 @@ use postgres::types::{FromSql, Kind, Type};
 use postgres::{Client, Config, NoTls, Portal, Row, Transaction};
 use serde_json::Value;
 
-use super::lookup::{Found, Param};
+use super::value::{Found, Param};
 use super::{value, with_retries, DbError, RowSource, Settings};
 
 /// JDBC URL properties and the libpq parameter each becomes.

@@ -8,7 +8,7 @@ use serde_json::Value;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Rows, Statement};
 
-use super::lookup::{Found, Param};
+use super::value::{Found, Param};
 use super::{value, with_retries, DbError, RowSource, Settings, SqliteTarget};
 use crate::config::ComponentConfig;
 

@@ -1,7 +1,26 @@
-//! Column values as JSON, shared by the drivers.
+//! Column values as JSON and statement parameters, shared by the drivers.
 
 use base64::Engine;
+use chrono::NaiveDate;
 use serde_json::{Number, Value};
+
+/// A statement parameter, typed as Lucille's `inputTypes` name it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    Str(String),
+    Int(i32),
+    Long(i64),
+    Double(f64),
+    Bool(bool),
+    Date(NaiveDate),
+}
+
+/// The rows a lookup found: lower-cased column labels, then each row's values (SQL NULL as
+/// `Value::Null`, unsupported column types as `Value::Null` with a warning when prepared).
+pub struct Found {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+}
 
 /// Bytes (BLOB, BYTEA) as standard base64 text.
 pub(crate) fn bytes(raw: &[u8]) -> Value {

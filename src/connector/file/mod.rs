@@ -32,7 +32,7 @@ pub mod documents;
 mod json;
 mod resume;
 mod state;
-pub mod storage;
+
 mod xml;
 
 use std::collections::HashMap;
@@ -53,6 +53,8 @@ use crate::accounting::{PublishError, Publisher};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::ids::{md5_hex, with_prefix};
 use crate::document::Document;
+use crate::storage;
+pub use crate::storage::FileMetadata;
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "FileConnector",
@@ -1034,24 +1036,6 @@ impl FileConnector {
         match first_error.into_inner() {
             Some(e) => Err(e),
             None => Ok(()),
-        }
-    }
-}
-
-/// What the whole-file document reports about a file or archive entry.
-#[derive(Debug, Clone, Default)]
-pub struct FileMetadata {
-    pub size: u64,
-    pub modified: Option<SystemTime>,
-    pub created: Option<SystemTime>,
-}
-
-impl From<&std::fs::Metadata> for FileMetadata {
-    fn from(m: &std::fs::Metadata) -> Self {
-        FileMetadata {
-            size: m.len(),
-            modified: m.modified().ok(),
-            created: m.created().ok(),
         }
     }
 }

@@ -12,7 +12,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use super::storage::Entry;
 use super::{RecordSink, FILE_PATH};
 use crate::accounting::{PublishError, Publisher};
 use crate::connector::checkpoint::{Checkpoint, Plan, Stamp, Tracker, UnitCounter};
@@ -21,6 +20,7 @@ use crate::connector::record::Record;
 use crate::connector::{Common, ConnectorError};
 use crate::document::ids::md5_hex;
 use crate::document::Document;
+use crate::storage::Entry;
 
 #[derive(Debug, Clone)]
 pub struct ResumeSettings {

@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use crate::accounting::event::Origin;
 use crate::accounting::{Event, EventType};
 use crate::connector::record::ToProcess;
-use crate::indexer::ToIndex;
+use crate::indexer::op::ToIndex;
 use crate::messaging::{MessagingError, Messenger};
 pub use config::KafkaSettings;
 pub use topics::Topics;

@@ -21,7 +21,7 @@ use super::{event_from_json, event_json, wrong_role, KafkaError};
 use crate::accounting::event::Origin;
 use crate::accounting::{Event, EventType};
 use crate::connector::record::ToProcess;
-use crate::indexer::ToIndex;
+use crate::indexer::op::ToIndex;
 use crate::messaging::{MessagingError, Messenger};
 
 pub struct KafkaPublisherMessenger {

@@ -20,7 +20,7 @@ use super::{event_json, wrong_role};
 use crate::accounting::event::Origin;
 use crate::accounting::{Event, EventType};
 use crate::connector::record::ToProcess;
-use crate::indexer::ToIndex;
+use crate::indexer::op::ToIndex;
 use crate::messaging::{MessagingError, Messenger};
 
 #[derive(Default)]

@@ -19,7 +19,7 @@ use super::worker::KafkaWorkerMessenger;
 use crate::accounting::event::Origin;
 use crate::accounting::Event;
 use crate::connector::record::ToProcess;
-use crate::indexer::ToIndex;
+use crate::indexer::op::ToIndex;
 use crate::messaging::{LocalMessenger, MessagingError, Messenger};
 
 /// A document handed to the indexer: its worker's ticket, its run and its origin.

@@ -10,7 +10,7 @@ pub mod prompt_ollama;
 use std::time::Duration;
 
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::indexer::http::{Auth, HttpClient, RetryPolicy};
+use crate::http::{Auth, HttpClient, RetryPolicy};
 
 /// Retries when `maxRetries` is not set: a model server that answers 429 or is briefly
 /// unavailable should not fail the documents at once.

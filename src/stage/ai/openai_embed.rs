@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use super::{client, seconds, with_retry_keys};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
-use crate::indexer::http::{snippet, Auth, HttpClient};
+use crate::http::{snippet, Auth, HttpClient};
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -95,7 +95,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     let url = config
         .string("url")?
         .unwrap_or_else(|| "https://api.openai.com/v1".into());
-    crate::indexer::http::parse_url(&url).map_err(|e| config.error("url", e))?;
+    crate::http::parse_url(&url).map_err(|e| config.error("url", e))?;
     let batch_size = match config.i64("batchSize")? {
         None => 32,
         Some(n) if n > 0 => n as usize,

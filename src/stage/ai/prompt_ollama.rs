@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use super::{client, seconds, with_retry_keys};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{Document, UpdateMode};
-use crate::indexer::http::{snippet, Auth, HttpClient};
+use crate::http::{snippet, Auth, HttpClient};
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -56,7 +56,7 @@ struct PromptOllama {
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     let host = config.require_string("hostURL")?;
-    crate::indexer::http::parse_url(&host).map_err(|e| config.error("hostURL", e))?;
+    crate::http::parse_url(&host).map_err(|e| config.error("hostURL", e))?;
     let timeout = seconds(config, "timeout", 10)?;
     Ok(Box::new(PromptOllama {
         endpoint: format!("{}/api/chat", host.trim_end_matches('/')),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::document::Document;
-use crate::indexer::mock_http::{Mock, Seen};
+use crate::http::mock::{Mock, Seen};
 use crate::stage::testing::{build_err, build_stage, process, process_err};
 
 /// The OpenAI embeddings answer for the request: each input's vector is [length, 1.0, index].

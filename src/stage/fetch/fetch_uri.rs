@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
-use crate::indexer::http::{Auth, BytesReply, HttpClient, RetryPolicy, NO_STATUS};
+use crate::http::{Auth, BytesReply, HttpClient, RetryPolicy, NO_STATUS};
 use crate::stage::{Stage, StageDescriptor, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {

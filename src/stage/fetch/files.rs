@@ -9,9 +9,9 @@ use std::io::Read;
 
 use super::local_path;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::connector::file::storage::cloud_config::{parse_url, CloudConfig};
-use crate::connector::file::storage::{Listed, Opened, Storage, Stores};
 use crate::stage::StageFailure;
+use crate::storage::cloud_config::{parse_url, CloudConfig};
+use crate::storage::{Listed, Opened, Storage, Stores};
 
 /// A local file (a path, or a `file://` URI) as a stream.
 fn local(value: &str) -> Result<Box<dyn Read + Send>, StageFailure> {

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::{engine, json_answer, Engine};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{Document, UpdateMode};
-use crate::indexer::http::{encode, snippet};
+use crate::http::{encode, snippet};
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {

@@ -11,7 +11,7 @@ pub mod query_opensearch;
 use std::time::Duration;
 
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::indexer::http::{parse_url, snippet, Auth, HttpClient, RetryPolicy};
+use crate::http::{parse_url, snippet, Auth, HttpClient, RetryPolicy};
 use crate::stage::StageFailure;
 
 /// Attempts after the first for a request that gets no answer or a 429 / 502 / 503 / 504.

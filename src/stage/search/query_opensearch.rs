@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use super::{engine, json_answer, Engine};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
-use crate::indexer::http::snippet;
+use crate::http::snippet;
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -135,7 +135,7 @@ impl Stage for QueryOpensearch {
         let url = format!(
             "{}/{}/_search/template",
             self.engine.url,
-            crate::indexer::http::encode(&self.engine.index)
+            crate::http::encode(&self.engine.index)
         );
         let reply = self
             .engine

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::indexer::mock_http::{Mock, Seen};
+use crate::http::mock::{Mock, Seen};
 use crate::stage::testing::{build_err, build_stage, process, process_err};
 
 const TEMPLATE: &str = r#"{"source": {"query": {"match_phrase": {"park_name": "{{park_name}}"}}}}"#;

@@ -1,7 +1,9 @@
-//! What every HTTP backend (OpenSearch, Elasticsearch, Solr, Typesense) shares: the generic
-//! retry keys (`indexer.maxRetries`, `retryWaitDurationMs`, `retryMaxWaitDurationMs`,
-//! `retryRandomizationFactor`, `retryableStatusCodes`), external versioning keys, base-URL
-//! checks, and one blocking `ureq` client with timeouts, TLS and authentication.
+//! The project's one HTTP client, a service under every component that talks HTTP: the
+//! indexer backends (OpenSearch, Elasticsearch, Solr, Typesense, Pinecone, Weaviate), the
+//! `ai/`, `search/` and `fetch/` stages and the Solr connector. One blocking `ureq` client with
+//! timeouts, TLS and authentication; the generic retry keys (`maxRetries`,
+//! `retryWaitDurationMs`, `retryMaxWaitDurationMs`, `retryRandomizationFactor`,
+//! `retryableStatusCodes`); base-URL checks.
 //!
 //! Retry follows Lucille: off unless `maxRetries` is set; a request that fails with a
 //! retryable status code (or with no status at all, code `-1`: refused connection, timeout) is
@@ -12,8 +14,23 @@ use std::time::Duration;
 
 use ureq::Agent;
 
-use super::BackendError;
 use crate::config::{ComponentConfig, ConfigError};
+
+/// A request that failed: refused, timed out, or answered with an error status after the
+/// retries ran out. The message names the client, the method and the URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct HttpError {
+    pub message: String,
+}
+
+impl HttpError {
+    pub fn new(message: impl Into<String>) -> Self {
+        HttpError {
+            message: message.into(),
+        }
+    }
+}
 
 /// The `retryableStatusCodes` entry for "no HTTP status" (connection refused, reset, timeout).
 pub const NO_STATUS: i64 = -1;
@@ -152,44 +169,6 @@ impl RetryPolicy {
         let capped = base.min(self.max_wait.as_secs_f64());
         let jitter = 1.0 + self.randomization * (2.0 * rand::random::<f64>() - 1.0);
         Duration::from_secs_f64((capped * jitter).max(0.0))
-    }
-}
-
-/// `indexer.versionType`: external versioning (the document carries its version).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VersionType {
-    External,
-    ExternalGte,
-}
-
-impl VersionType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            VersionType::External => "external",
-            VersionType::ExternalGte => "external_gte",
-        }
-    }
-
-    /// Accepts `external` / `external_gte` and the Java client's `External` / `ExternalGte`.
-    pub fn from_config(c: &ComponentConfig, errors: &mut Vec<ConfigError>) -> Option<Self> {
-        match c.string("versionType") {
-            Ok(None) => None,
-            Ok(Some(s)) => match s.to_ascii_lowercase().replace('_', "").as_str() {
-                "external" => Some(VersionType::External),
-                "externalgte" => Some(VersionType::ExternalGte),
-                _ => {
-                    errors.push(c.error(
-                        "versionType",
-                        format!("must be external or external_gte, found {s:?}"),
-                    ));
-                    None
-                }
-            },
-            Err(e) => {
-                errors.push(e);
-                None
-            }
-        }
     }
 }
 
@@ -467,18 +446,18 @@ impl HttpClient {
         url: &str,
         content_type: &str,
         body: Option<&str>,
-    ) -> Result<Reply, BackendError> {
+    ) -> Result<Reply, HttpError> {
         let mut attempt = 0u32;
         loop {
             let result = self.once(method, url, content_type, body);
             let (status, retry_after) = match &result {
-                Ok(r) if r.ok() => return result.map_err(BackendError::new),
+                Ok(r) if r.ok() => return result.map_err(HttpError::new),
                 Ok(r) => (Some(r.status), r.retry_after),
                 Err(_) => (None, None),
             };
             if !self.retry.retries(status) {
                 return result.map_err(|e| {
-                    BackendError::new(format!("{} request {method} {url} failed: {e}", self.name))
+                    HttpError::new(format!("{} request {method} {url} failed: {e}", self.name))
                 });
             }
             if attempt >= self.retry.max_retries {
@@ -486,7 +465,7 @@ impl HttpClient {
                     Ok(r) => format!("HTTP {}: {}", r.status, snippet(&r.body)),
                     Err(e) => e,
                 };
-                return Err(BackendError::new(format!(
+                return Err(HttpError::new(format!(
                     "{} request {method} {url} failed after {} attempts: {last}",
                     self.name,
                     attempt + 1
@@ -515,6 +494,9 @@ pub fn snippet(body: &str) -> String {
         None => t.to_string(),
     }
 }
+
+#[cfg(test)]
+pub(crate) mod mock;
 
 #[cfg(test)]
 mod tests {

@@ -4,9 +4,9 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::FileMetadata;
+use super::StorageError;
 use super::{Listed, Opened, Storage};
-use crate::connector::file::FileMetadata;
-use crate::connector::ConnectorError;
 
 #[derive(Debug, Default)]
 pub struct LocalStorage;
@@ -25,14 +25,14 @@ fn listed(path: &Path) -> Listed {
     }
 }
 
-fn collect(path: &Path, out: &mut Vec<Listed>) -> Result<(), ConnectorError> {
+fn collect(path: &Path, out: &mut Vec<Listed>) -> Result<(), StorageError> {
     if path.is_dir() {
         for entry in walkdir::WalkDir::new(path)
             .follow_links(true)
             .sort_by_file_name()
         {
             let entry = entry
-                .map_err(|e| ConnectorError::new(format!("cannot walk {}: {e}", path.display())))?;
+                .map_err(|e| StorageError::new(format!("cannot walk {}: {e}", path.display())))?;
             if entry.file_type().is_file() {
                 out.push(listed(entry.path()));
             }
@@ -44,20 +44,20 @@ fn collect(path: &Path, out: &mut Vec<Listed>) -> Result<(), ConnectorError> {
 }
 
 impl Storage for LocalStorage {
-    fn list(&self, location: &str) -> Result<Vec<Listed>, ConnectorError> {
+    fn list(&self, location: &str) -> Result<Vec<Listed>, StorageError> {
         let mut out = Vec::new();
         let p = Path::new(location);
         if location.contains(['*', '?', '[']) {
             let entries = glob::glob(location)
-                .map_err(|e| ConnectorError::new(format!("invalid glob {location:?}: {e}")))?;
+                .map_err(|e| StorageError::new(format!("invalid glob {location:?}: {e}")))?;
             for entry in entries {
-                let path = entry.map_err(|e| ConnectorError::new(format!("cannot read {e}")))?;
+                let path = entry.map_err(|e| StorageError::new(format!("cannot read {e}")))?;
                 collect(&path, &mut out)?;
             }
         } else if p.exists() {
             collect(p, &mut out)?;
         } else {
-            return Err(ConnectorError::new(format!(
+            return Err(StorageError::new(format!(
                 "path {} does not exist",
                 p.display()
             )));

@@ -1,11 +1,12 @@
-//! Where the FileConnector's files live. Traversal, filters, handlers, checkpoints and moves
-//! are written once in `super` against the [`Storage`] trait; a storage only lists, opens,
+//! Object storage, a service under the components that read files: the FileConnector (its
+//! traversal, filters, handlers, checkpoints and moves are written once against the
+//! [`Storage`] trait), the Parquet connector and the fetch stages. A storage only lists, opens,
 //! hashes, checks and moves:
 //!
 //! - [`local::LocalStorage`]: files, folders (recursively) and globs on local disk;
 //! - [`object::ObjectStorage`]: one S3 bucket, GCS bucket or Azure container (Lucille's
 //!   `s3 { }`, `gcp { }`, `azure { }` blocks), through the `object_store` crate on a small tokio
-//!   runtime the connector owns ([`object::CloudRuntime`]).
+//!   runtime its user owns ([`object::CloudRuntime`]).
 //!
 //! [`roots`] turns `paths` into (storage, location) pairs: `s3://bucket/prefix`,
 //! `gs://bucket/prefix` and `https://ACCOUNT.blob.core.windows.net/container/prefix` are object
@@ -17,10 +18,39 @@ pub mod object;
 
 use std::io::{self, Read};
 use std::sync::Arc;
+use std::time::SystemTime;
 
-use super::FileMetadata;
 use crate::config::{ComponentConfig, ConfigError};
-use crate::connector::ConnectorError;
+
+/// A listing that failed: a folder that cannot be walked, a bad glob, a bucket that cannot be
+/// listed. The message names the location.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StorageError(pub String);
+
+impl StorageError {
+    pub fn new(message: impl Into<String>) -> Self {
+        StorageError(message.into())
+    }
+}
+
+/// What the whole-file document reports about a file or archive entry.
+#[derive(Debug, Clone, Default)]
+pub struct FileMetadata {
+    pub size: u64,
+    pub modified: Option<SystemTime>,
+    pub created: Option<SystemTime>,
+}
+
+impl From<&std::fs::Metadata> for FileMetadata {
+    fn from(m: &std::fs::Metadata) -> Self {
+        FileMetadata {
+            size: m.len(),
+            modified: m.modified().ok(),
+            created: m.created().ok(),
+        }
+    }
+}
 
 /// A file found by a storage's listing.
 #[derive(Debug, Clone)]
@@ -81,7 +111,7 @@ pub enum Opened {
 
 pub trait Storage: Send + Sync {
     /// Every file at `location` (a root from `paths`), in any order.
-    fn list(&self, location: &str) -> Result<Vec<Listed>, ConnectorError>;
+    fn list(&self, location: &str) -> Result<Vec<Listed>, StorageError>;
 
     /// Metadata of a listed file that carries none.
     fn metadata(&self, file: &Listed) -> io::Result<FileMetadata>;

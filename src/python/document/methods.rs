@@ -1,4 +1,4 @@
-//! `lucille.Document` and `lucille.UpdateMode`: conversions around the Rust Document.
+//! `lucille.Document`'s methods and `lucille.UpdateMode`: conversions around the Rust Document.
 
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
@@ -6,8 +6,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
-use super::convert::{doc_err, map_to_py, py_to_value, value_to_py};
+use super::PyDocument;
 use crate::document::{Document, UpdateMode};
+use crate::python::convert::{doc_err, map_to_py, py_to_value, value_to_py};
 use lucille_jsonata::Expression;
 
 /// How `update` / `rename_field` treat an existing field: OVERWRITE, APPEND or SKIP.
@@ -51,22 +52,6 @@ fn update_mode(obj: &Bound<'_, PyAny>) -> PyResult<UpdateMode> {
         });
     }
     Err(PyTypeError::new_err("mode must be an UpdateMode or a str"))
-}
-
-/// A document: an immutable id and ordered, named fields, each single- or multi-valued.
-///
-/// Also a mapping of its fields: `d["f"]`, `d["f"] = v`, `"f" in d`, `del d["f"]`, `len(d)`,
-/// `iter(d)`. Reserved names (`id`, `run_id`, `___children`, ...) cannot be written.
-#[pyclass(name = "Document", module = "lucille._lucille", from_py_object)]
-#[derive(Clone)]
-pub struct PyDocument {
-    pub inner: Document,
-}
-
-impl PyDocument {
-    pub fn new_from(inner: Document) -> Self {
-        PyDocument { inner }
-    }
 }
 
 fn compile(expr: &str) -> PyResult<Expression> {

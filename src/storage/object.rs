@@ -17,12 +17,11 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::cloud_config::{
-    client_options, percent_decode, percent_encode_key, retry_config, AzureOptions, GcpOptions,
-    ObjectUrl, S3Options,
+    client_options, percent_decode, percent_encode_key, retry_config, AzureOptions, CloudConfig,
+    GcpOptions, ObjectUrl, S3Options, StoreKind,
 };
-use super::{Listed, Opened, Storage};
-use crate::connector::file::FileMetadata;
-use crate::connector::ConnectorError;
+use super::{FileMetadata, Listed, Opened, Storage, StorageError};
+use crate::config::{ComponentConfig, ConfigError};
 
 /// The tokio runtime the connector's object stores run on.
 #[derive(Default)]
@@ -314,13 +313,13 @@ impl Read for ObjectReader {
 }
 
 impl Storage for ObjectStorage {
-    fn list(&self, location: &str) -> Result<Vec<Listed>, ConnectorError> {
+    fn list(&self, location: &str) -> Result<Vec<Listed>, StorageError> {
         let shown = format!("{}{}", self.base, percent_encode_key(location));
         let objects = self
             .runtime
             .block_on(self.list_all(location))
-            .map_err(|e| ConnectorError::new(e.to_string()))?
-            .map_err(|e| ConnectorError::new(format!("cannot list {shown}: {e}")))?;
+            .map_err(|e| StorageError::new(e.to_string()))?
+            .map_err(|e| StorageError::new(format!("cannot list {shown}: {e}")))?;
         // A "folder/" marker comes back as the object "folder" (the crate drops the trailing
         // slash): an empty object whose key + "/" starts other keys is such a marker.
         let mut keys: Vec<String> = objects.iter().map(|m| m.location.to_string()).collect();
@@ -411,5 +410,63 @@ impl Storage for ObjectStorage {
                 self.store.delete(&from).await
             })?
             .map_err(|e| self.io_error(e))
+    }
+}
+
+impl CloudConfig {
+    /// The object store for `url`'s bucket / container.
+    pub fn store_for(
+        &self,
+        config: &ComponentConfig,
+        url: &ObjectUrl,
+        runtime: Arc<CloudRuntime>,
+    ) -> Result<ObjectStorage, ConfigError> {
+        let missing = || {
+            config.error(
+                "paths",
+                format!(
+                    "{} is read through the {} block, which is missing (add {} {{ }} with its credentials)",
+                    url.base(),
+                    url.kind.block(),
+                    url.kind.block()
+                ),
+            )
+        };
+        let block_error =
+            |e: object_store::Error| config.error(url.kind.block(), format!("{}: {e}", url.base()));
+        match url.kind {
+            StoreKind::S3 => {
+                let o = self.s3.as_ref().ok_or_else(missing)?;
+                ObjectStorage::s3(url, o, runtime).map_err(block_error)
+            }
+            StoreKind::Gcs => {
+                let o = self.gcp.as_ref().ok_or_else(missing)?;
+                ObjectStorage::gcs(url, o, runtime).map_err(block_error)
+            }
+            StoreKind::Azure => {
+                let o = self.azure.as_ref().ok_or_else(missing)?;
+                let conn_account = o
+                    .connection
+                    .as_ref()
+                    .and_then(|c| c.account_name.clone())
+                    .or_else(|| o.account_name.clone());
+                let endpoint_given = o
+                    .connection
+                    .as_ref()
+                    .is_some_and(|c| c.blob_endpoint.is_some() || c.development);
+                if let (Some(a), Some(u)) = (&conn_account, &url.account) {
+                    if !endpoint_given && !a.eq_ignore_ascii_case(u) {
+                        return Err(config.error(
+                            "azure",
+                            format!(
+                                "the credentials are for account {a:?} but {} is in account {u:?}",
+                                url.base()
+                            ),
+                        ));
+                    }
+                }
+                ObjectStorage::azure(url, o, runtime).map_err(block_error)
+            }
+        }
     }
 }

@@ -21,12 +21,10 @@
 //! the folder).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::object::{CloudRuntime, ObjectStorage};
 use crate::config::{ComponentConfig, ConfigError, Kind as KeyKind, Spec};
 
 /// Objects asked for per list request when `maxNumOfPages` is not given.
@@ -406,62 +404,6 @@ impl CloudConfig {
             StoreKind::S3 => self.s3.is_some(),
             StoreKind::Gcs => self.gcp.is_some(),
             StoreKind::Azure => self.azure.is_some(),
-        }
-    }
-
-    /// The object store for `url`'s bucket / container.
-    pub fn store_for(
-        &self,
-        config: &ComponentConfig,
-        url: &ObjectUrl,
-        runtime: Arc<CloudRuntime>,
-    ) -> Result<ObjectStorage, ConfigError> {
-        let missing = || {
-            config.error(
-                "paths",
-                format!(
-                    "{} is read through the {} block, which is missing (add {} {{ }} with its credentials)",
-                    url.base(),
-                    url.kind.block(),
-                    url.kind.block()
-                ),
-            )
-        };
-        let block_error =
-            |e: object_store::Error| config.error(url.kind.block(), format!("{}: {e}", url.base()));
-        match url.kind {
-            StoreKind::S3 => {
-                let o = self.s3.as_ref().ok_or_else(missing)?;
-                ObjectStorage::s3(url, o, runtime).map_err(block_error)
-            }
-            StoreKind::Gcs => {
-                let o = self.gcp.as_ref().ok_or_else(missing)?;
-                ObjectStorage::gcs(url, o, runtime).map_err(block_error)
-            }
-            StoreKind::Azure => {
-                let o = self.azure.as_ref().ok_or_else(missing)?;
-                let conn_account = o
-                    .connection
-                    .as_ref()
-                    .and_then(|c| c.account_name.clone())
-                    .or_else(|| o.account_name.clone());
-                let endpoint_given = o
-                    .connection
-                    .as_ref()
-                    .is_some_and(|c| c.blob_endpoint.is_some() || c.development);
-                if let (Some(a), Some(u)) = (&conn_account, &url.account) {
-                    if !endpoint_given && !a.eq_ignore_ascii_case(u) {
-                        return Err(config.error(
-                            "azure",
-                            format!(
-                                "the credentials are for account {a:?} but {} is in account {u:?}",
-                                url.base()
-                            ),
-                        ));
-                    }
-                }
-                ObjectStorage::azure(url, o, runtime).map_err(block_error)
-            }
         }
     }
 }

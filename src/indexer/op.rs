@@ -1,0 +1,93 @@
+//! What travels from the workers to the indexer: an operation for the backend ([`IndexOp`]),
+//! prepared on a worker ([`PreparedOp`], with the backend's encoding), or a document the
+//! indexer still has to turn into one ([`ToIndex`]). Below both the indexer loop and the
+//! messaging that carries them.
+
+use std::any::Any;
+
+use crate::document::{Document, Fields};
+
+/// One operation for the backend, in the order the documents arrived.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IndexOp {
+    Upsert {
+        /// The id in the index (`idOverrideField` applied).
+        id: String,
+        /// The destination index (`indexOverrideField`), if overridden.
+        index: Option<String>,
+        /// The document's fields, filtered, without reserved fields.
+        fields: Fields,
+        /// The routing key (`indexer.routingField`), if configured and present.
+        routing: Option<String>,
+        /// The external version's text (`indexer.versionField`), if configured and present;
+        /// a backend that uses it FAILs the document when it is not an integer.
+        version: Option<String>,
+    },
+    DeleteById {
+        id: String,
+        index: Option<String>,
+        routing: Option<String>,
+        version: Option<String>,
+    },
+    /// Delete every indexed document whose `field` equals `value`.
+    DeleteByField {
+        field: String,
+        value: String,
+        index: Option<String>,
+    },
+}
+
+/// A backend's encoding of one operation, made on a worker thread; only the backend that
+/// made it reads it (each downcasts to its own type).
+pub type Encoded = Box<dyn Any + Send>;
+
+/// Takes `encoded[i]` as the backend's own type `T` (`None` where the op was not encoded).
+pub fn take_encoded<T: 'static>(encoded: &mut [Option<Encoded>], i: usize) -> Option<T> {
+    encoded
+        .get_mut(i)
+        .and_then(Option::take)
+        .and_then(|e| e.downcast::<T>().ok())
+        .map(|b| *b)
+}
+
+/// An operation a worker prepared.
+pub struct PreparedOp {
+    /// The document's id (its FINISH / FAIL event names it; the op's id may be overridden).
+    pub doc_id: String,
+    pub op: IndexOp,
+    pub encoded: Result<Option<Encoded>, String>,
+    /// The document's JSON size when `indexer.batchByteSize` is set, else 0.
+    pub bytes: u64,
+}
+
+/// What the destination queue carries.
+pub enum ToIndex {
+    /// A processed document; the indexer builds (and encodes) its operation.
+    Doc(Document),
+    /// An operation prepared on a worker.
+    Op(PreparedOp),
+}
+
+impl From<Document> for ToIndex {
+    fn from(doc: Document) -> Self {
+        ToIndex::Doc(doc)
+    }
+}
+
+impl ToIndex {
+    /// The document's id.
+    pub fn id(&self) -> &str {
+        match self {
+            ToIndex::Doc(d) => d.id(),
+            ToIndex::Op(p) => &p.doc_id,
+        }
+    }
+
+    /// The document, when it still travels whole.
+    pub fn document(&self) -> Option<&Document> {
+        match self {
+            ToIndex::Doc(d) => Some(d),
+            ToIndex::Op(_) => None,
+        }
+    }
+}
