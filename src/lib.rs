@@ -5,6 +5,7 @@
 pub mod accounting;
 pub mod config;
 pub mod connector;
+pub(crate) mod database;
 pub mod document;
 #[cfg(test)]
 pub(crate) mod fault_point;

@@ -42,10 +42,10 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::{Field, Row};
 use serde_json::{Map, Value};
 
-use super::database::value;
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::database::value;
 use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
 use crate::storage::cloud_config::{parse_url, ObjectUrl, S3Options, DEFAULT_PAGE_SIZE};

@@ -22,8 +22,8 @@ use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::connector::database::lookup::{Lookup, Param};
-use crate::connector::database::{resolve_target, Problems, Target};
+use crate::database::lookup::{Lookup, Param};
+use crate::database::{resolve_target, Problems, Target};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {

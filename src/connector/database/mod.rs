@@ -6,8 +6,8 @@
 //! `otherSQLs` + `otherJoinFields`, `ignoreColumns`, `connectionRetries`,
 //! `connectionRetryPause` (ms). Drivers: SQLite (`org.sqlite.JDBC`, bundled), PostgreSQL
 //! (`org.postgresql.Driver`) and MySQL / MariaDB (`com.mysql.cj.jdbc.Driver`,
-//! `org.mariadb.jdbc.Driver`; see `mysql.rs`); `driver` may be omitted when the connection
-//! string names one.
+//! `org.mariadb.jdbc.Driver`), through the `database` service (`crate::database`, which the
+//! QueryDatabase stage shares); `driver` may be omitted when the connection string names one.
 //!
 //! As Lucille: column labels are lower-cased and become field names; the id column is kept as a
 //! field unless it is called `id`; NULLs are skipped; a column with a reserved name is an error
@@ -20,23 +20,16 @@
 //! Rows are streamed: SQLite steps the statement, PostgreSQL reads a portal `fetchSize` rows at
 //! a time inside a transaction, MySQL reads rows off the socket as the server sends them.
 //!
-//! Values (see `value.rs`): integers and floats as numbers, NUMERIC as a number when it has at
+//! Values (see `database/value.rs`): integers and floats as numbers, NUMERIC as a number when it has at
 //! most 15 significant digits (else its exact decimal text), booleans, dates and timestamps as
 //! ISO-8601 text, bytes as base64. Differences from Lucille: `preSQL` / `postSQL` failures stop
 //! the connector (Lucille logs and goes on); `jdbcUser` / `jdbcPassword` are optional (SQLite
 //! has none); text values that are not valid UTF-8 (SQLite) are read lossily.
 
-pub(crate) mod lookup;
-mod mysql;
-mod postgresql;
-mod sqlite;
-pub(crate) mod value;
-
 #[cfg(test)]
 mod tests;
 
 use std::cmp::Ordering;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +38,7 @@ use serde_json::Value;
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::database::{self, resolve_target, DbError, Problems, Query, RowSource};
 use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
 
@@ -78,182 +72,16 @@ fn spec() -> Spec {
         .alias("postSql", "postSQL")
 }
 
-/// Where to connect, resolved from `driver` and `connectionString`.
-#[derive(Debug, Clone)]
-pub(crate) enum Target {
-    Sqlite(SqliteTarget),
-    Postgres(Box<::postgres::Config>),
-    Mysql(Box<mysql::MysqlTarget>),
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum SqliteTarget {
-    File(PathBuf),
-    Memory,
-}
-
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
-    pub target: Target,
-    pub sql: String,
+    /// What the database runs: connection, SQLs, fetch size, retries.
+    pub query: Query,
     pub id_field: String,
-    pub pre_sql: Option<String>,
-    pub post_sql: Option<String>,
-    pub fetch_size: usize,
-    /// (SQL, join field) pairs.
-    pub others: Vec<(String, String)>,
+    /// One join field per entry of `query.others`.
+    pub join_fields: Vec<String>,
     /// Lower-cased.
     pub ignore_columns: Vec<String>,
-    pub connection_retries: u32,
-    pub retry_pause: Duration,
 }
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Driver {
-    Sqlite,
-    Postgres,
-    Mysql,
-}
-
-fn driver_from_name(name: &str) -> Option<Driver> {
-    match name.to_ascii_lowercase().as_str() {
-        "org.sqlite.jdbc" | "sqlite" | "sqlite3" => Some(Driver::Sqlite),
-        "org.postgresql.driver" | "postgresql" | "postgres" => Some(Driver::Postgres),
-        "com.mysql.cj.jdbc.driver"
-        | "com.mysql.jdbc.driver"
-        | "org.mariadb.jdbc.driver"
-        | "mysql"
-        | "mariadb" => Some(Driver::Mysql),
-        _ => None,
-    }
-}
-
-fn driver_from_connection(conn: &str) -> Option<Driver> {
-    let lower = conn.to_ascii_lowercase();
-    if lower.starts_with("jdbc:sqlite:") {
-        Some(Driver::Sqlite)
-    } else if lower.starts_with("jdbc:postgresql:")
-        || lower.starts_with("postgresql://")
-        || lower.starts_with("postgres://")
-    {
-        Some(Driver::Postgres)
-    } else if ["jdbc:mysql:", "jdbc:mariadb:", "mysql://", "mariadb://"]
-        .iter()
-        .any(|p| lower.starts_with(p))
-    {
-        Some(Driver::Mysql)
-    } else {
-        None
-    }
-}
-
-/// Collects every config problem so they are reported at once.
-pub(crate) struct Problems<'a> {
-    pub config: &'a ComponentConfig,
-    pub list: Vec<String>,
-}
-
-impl Problems<'_> {
-    pub(crate) fn push(&mut self, key: &str, message: impl Into<String>) {
-        self.list.push(self.config.error(key, message).to_string());
-    }
-    fn take<T: Default>(&mut self, r: Result<T, ConfigError>) -> T {
-        r.unwrap_or_else(|e| {
-            self.list.push(e.to_string());
-            T::default()
-        })
-    }
-    pub(crate) fn string(&mut self, key: &str) -> Option<String> {
-        let r = self.config.string(key);
-        self.take(r)
-    }
-    pub(crate) fn list(&mut self, key: &str) -> Vec<String> {
-        let r = self.config.string_list(key);
-        self.take(r).unwrap_or_default()
-    }
-    /// A non-negative integer; 0 or absent means `default` (Lucille's rule for these keys).
-    pub(crate) fn positive_or(&mut self, key: &str, default: u64) -> u64 {
-        let r = self.config.i64(key);
-        match self.take(r) {
-            None | Some(0) => default,
-            Some(n) => u64::try_from(n).unwrap_or_else(|_| {
-                self.push(key, format!("must not be negative, found {n}"));
-                default
-            }),
-        }
-    }
-}
-
-/// Where `driver`, `connectionString`, `jdbcUser` and `jdbcPassword` point (the keys of the
-/// DatabaseConnector and the QueryDatabase stage); problems go to `p`.
-pub(crate) fn resolve_target(
-    p: &mut Problems<'_>,
-    driver_name: Option<String>,
-    connection: &str,
-    user: Option<String>,
-    password: Option<String>,
-) -> Option<Target> {
-    let config = p.config;
-    let from_conn = driver_from_connection(connection);
-    let driver = match &driver_name {
-        Some(name) => match driver_from_name(name) {
-            Some(d) => {
-                if from_conn.is_some_and(|c| c != d) {
-                    p.push(
-                        "connectionString",
-                        format!("does not match driver {name:?}"),
-                    );
-                }
-                Some(d)
-            }
-            None => {
-                p.push(
-                    "driver",
-                    format!("unknown driver {name:?}; supported: org.sqlite.JDBC (SQLite), org.postgresql.Driver (PostgreSQL), com.mysql.cj.jdbc.Driver / org.mariadb.jdbc.Driver (MySQL, MariaDB)"),
-                );
-                None
-            }
-        },
-        None => {
-            if from_conn.is_none() {
-                p.push(
-                    "driver",
-                    "missing, and the connectionString names no driver (jdbc:sqlite:..., jdbc:postgresql://..., postgresql://..., jdbc:mysql://..., jdbc:mariadb://...)",
-                );
-            }
-            from_conn
-        }
-    };
-    match driver {
-        Some(Driver::Sqlite) => match sqlite::target(connection, config) {
-            Ok(t) => Some(Target::Sqlite(t)),
-            Err(msg) => {
-                p.push("connectionString", msg);
-                None
-            }
-        },
-        Some(Driver::Postgres) => {
-            match postgresql::target(connection, user.as_deref(), password.as_deref()) {
-                Ok(c) => Some(Target::Postgres(Box::new(c))),
-                Err(msg) => {
-                    p.push("connectionString", msg);
-                    None
-                }
-            }
-        }
-        Some(Driver::Mysql) => {
-            match mysql::target(connection, user.as_deref(), password.as_deref()) {
-                Ok(t) => Some(Target::Mysql(Box::new(t))),
-                Err(msg) => {
-                    p.push("connectionString", msg);
-                    None
-                }
-            }
-        }
-        None => None,
-    }
-}
-
 /// Reads and checks the whole config, collecting every problem.
 pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError> {
     let mut p = Problems {
@@ -304,16 +132,19 @@ pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError
 
     match target {
         Some(target) if p.list.is_empty() => Ok(Settings {
-            target,
-            sql,
+            query: Query {
+                target,
+                sql,
+                pre_sql,
+                post_sql,
+                fetch_size: usize::try_from(fetch_size).unwrap_or(usize::MAX),
+                others: other_sqls,
+                connection_retries: u32::try_from(connection_retries).unwrap_or(u32::MAX),
+                retry_pause: Duration::from_millis(retry_pause),
+            },
             id_field,
-            pre_sql,
-            post_sql,
-            fetch_size: usize::try_from(fetch_size).unwrap_or(usize::MAX),
-            others: other_sqls.into_iter().zip(join_fields).collect(),
+            join_fields,
             ignore_columns,
-            connection_retries: u32::try_from(connection_retries).unwrap_or(u32::MAX),
-            retry_pause: Duration::from_millis(retry_pause),
         }),
         _ => Err(ConfigError::new(
             config.path(),
@@ -332,65 +163,6 @@ fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>
 pub(crate) struct DatabaseConnector {
     common: Common,
     settings: Settings,
-}
-
-/// A failure while reading the database, before it is named with the connector.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum DbError {
-    #[error("cannot connect to {target} after {attempts} attempt(s): {message}")]
-    Connect {
-        target: String,
-        attempts: u32,
-        message: String,
-    },
-    #[error("SQL error in {what} {sql:?}: {message}")]
-    Sql {
-        what: &'static str,
-        sql: String,
-        message: String,
-    },
-    #[error("{0}")]
-    Row(String),
-    #[error(transparent)]
-    Publish(#[from] ConnectorError),
-}
-
-/// The open result sets of one run: cursor 0 is the main SQL, 1.. the other SQLs in order.
-pub(crate) trait RowSource {
-    /// Lower-cased column labels of a cursor.
-    fn columns(&self, cursor: usize) -> &[String];
-    /// The next row of a cursor (SQL NULL as `Value::Null`), `None` when exhausted.
-    fn next_row(&mut self, cursor: usize) -> Result<Option<Vec<Value>>, DbError>;
-}
-
-/// Connects with Lucille's retry policy: one attempt plus `connectionRetries` retries.
-pub(crate) fn with_retries<C>(
-    retries: u32,
-    pause: Duration,
-    target: &str,
-    mut connect: impl FnMut() -> Result<C, String>,
-) -> Result<C, DbError> {
-    let attempts = retries.saturating_add(1);
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        match connect() {
-            Ok(c) => return Ok(c),
-            Err(message) if attempt >= attempts => {
-                return Err(DbError::Connect {
-                    target: target.to_string(),
-                    attempts: attempt,
-                    message,
-                })
-            }
-            Err(message) => {
-                tracing::warn!(
-                    "cannot connect to {target} (attempt {attempt} of {attempts}): {message}; retrying in {pause:?}"
-                );
-                std::thread::sleep(pause);
-            }
-        }
-    }
 }
 
 /// Compares an other SQL's join value with the parent's id value (numbers numerically, text
@@ -433,15 +205,9 @@ impl DatabaseConnector {
         &self,
         emit: &mut dyn FnMut(Row) -> Result<(), ConnectorError>,
     ) -> Result<u64, ConnectorError> {
-        let result = match &self.settings.target {
-            Target::Sqlite(t) => sqlite::run(&self.settings, t, &mut |src| self.merge(src, emit)),
-            Target::Postgres(c) => {
-                postgresql::run(&self.settings, c, &mut |src| self.merge(src, emit))
-            }
-            Target::Mysql(t) => mysql::run(&self.settings, t, &mut |src| self.merge(src, emit)),
-        };
+        let result = database::read(&self.settings.query, &mut |src| self.merge(src, emit));
         result.map_err(|e| match e {
-            DbError::Publish(e) => e,
+            DbError::Stopped(message) => ConnectorError(message),
             other => {
                 ConnectorError::new(format!("DatabaseConnector {:?}: {other}", self.common.name))
             }
@@ -462,7 +228,7 @@ impl DatabaseConnector {
                 DbError::Row(format!(
                     "idField {:?} is not a column of the SQL {:?} (columns: {})",
                     s.id_field,
-                    s.sql,
+                    s.query.sql,
                     columns.join(", ")
                 ))
             })?;
@@ -471,12 +237,12 @@ impl DatabaseConnector {
             if !skipped && is_reserved(name) {
                 return Err(DbError::Row(format!(
                     "column {name:?} of the SQL {:?} is a reserved field name; rename it in the SQL or add it to ignoreColumns",
-                    s.sql
+                    s.query.sql
                 )));
             }
         }
-        let mut others = Vec::with_capacity(s.others.len());
-        for (n, (sql, join_field)) in s.others.iter().enumerate() {
+        let mut others = Vec::with_capacity(s.query.others.len());
+        for (n, (sql, join_field)) in s.query.others.iter().zip(&s.join_fields).enumerate() {
             let cols = src.columns(n + 1);
             let join_column = cols
                 .iter()
@@ -509,7 +275,7 @@ impl DatabaseConnector {
                 // Never silently skipped: the row is accounted for as a FAIL.
                 let reason = format!(
                     "row {row_number} of the SQL {:?} has no usable id: idField {:?} is {}",
-                    s.sql,
+                    s.query.sql,
                     s.id_field,
                     if key.is_null() {
                         "NULL".to_string()
@@ -544,7 +310,7 @@ impl DatabaseConnector {
                 let reason = format!(
                     "row {row_number} of the SQL {:?}: the record is larger than \
                      maxDocumentBytes ({}): {size} bytes as JSON",
-                    s.sql,
+                    s.query.sql,
                     self.common.max_document_bytes.unwrap_or_default()
                 );
                 emit(Row::Failed {
@@ -626,5 +392,11 @@ impl Connector for DatabaseConnector {
             self.common.name
         );
         Ok(())
+    }
+}
+
+impl From<ConnectorError> for DbError {
+    fn from(e: ConnectorError) -> Self {
+        DbError::Stopped(e.0)
     }
 }

@@ -6,6 +6,7 @@ use rusqlite::Connection;
 use serde_json::{json, Map, Value};
 
 use super::*;
+use crate::database::lookup;
 use crate::runner::{run, test_history, RunMode, RunOptions};
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -800,7 +801,7 @@ fn shared_lookups(mut s: Server) {
         "SELECT name, weight, born, fed, price, tame FROM {a} WHERE id = ? AND name <> ? ORDER BY name"
     );
     let mut lookup =
-        lookup::Lookup::open(&settings.target, 0, Duration::from_millis(1), &sql).unwrap();
+        lookup::Lookup::open(&settings.query.target, 0, Duration::from_millis(1), &sql).unwrap();
     let found = lookup
         .query(&[lookup::Param::Long(1), lookup::Param::Str("x".into())])
         .unwrap();
@@ -830,8 +831,13 @@ fn shared_lookups(mut s: Server) {
         ]
     );
     let by_date = format!("SELECT name FROM {a} WHERE born = ? AND tame = ? AND score = ?");
-    let mut lookup =
-        lookup::Lookup::open(&settings.target, 0, Duration::from_millis(1), &by_date).unwrap();
+    let mut lookup = lookup::Lookup::open(
+        &settings.query.target,
+        0,
+        Duration::from_millis(1),
+        &by_date,
+    )
+    .unwrap();
     let found = lookup
         .query(&[
             lookup::Param::Date(chrono::NaiveDate::from_ymd_opt(2001, 7, 30).unwrap()),
@@ -854,7 +860,7 @@ fn shared_lookups(mut s: Server) {
     };
     assert!(err.contains("takes 3 parameter(s)"), "{err}");
     let err = match lookup::Lookup::open(
-        &settings.target,
+        &settings.query.target,
         0,
         Duration::from_millis(1),
         &format!("SELEKT name FROM {a}"),

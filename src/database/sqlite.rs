@@ -9,7 +9,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Rows, Statement};
 
 use super::value::{Found, Param};
-use super::{value, with_retries, DbError, RowSource, Settings, SqliteTarget};
+use super::{value, with_retries, DbError, Query, RowSource, SqliteTarget};
 use crate::config::ComponentConfig;
 
 pub(super) fn target(connection: &str, config: &ComponentConfig) -> Result<SqliteTarget, String> {
@@ -25,8 +25,8 @@ pub(super) fn target(connection: &str, config: &ComponentConfig) -> Result<Sqlit
     }
 }
 
-fn connect(settings: &Settings, target: &SqliteTarget) -> Result<Connection, DbError> {
-    connect_with(settings.connection_retries, settings.retry_pause, target)
+fn connect(query: &Query, target: &SqliteTarget) -> Result<Connection, DbError> {
+    connect_with(query.connection_retries, query.retry_pause, target)
 }
 
 fn connect_with(
@@ -165,21 +165,21 @@ fn describe(stmt: &Statement<'_>) -> (Vec<String>, Vec<bool>) {
 }
 
 pub(super) fn run(
-    settings: &Settings,
+    query: &Query,
     target: &SqliteTarget,
     body: &mut dyn FnMut(&mut dyn RowSource) -> Result<u64, DbError>,
 ) -> Result<u64, DbError> {
-    let conn = connect(settings, target)?;
-    if let Some(pre) = &settings.pre_sql {
+    let conn = connect(query, target)?;
+    if let Some(pre) = &query.pre_sql {
         conn.execute_batch(pre)
             .map_err(|e| sql_error("preSQL", pre, e))?;
     }
-    let sqls: Vec<(&'static str, &str)> = std::iter::once(("sql", settings.sql.as_str()))
+    let sqls: Vec<(&'static str, &str)> = std::iter::once(("sql", query.sql.as_str()))
         .chain(
-            settings
+            query
                 .others
                 .iter()
-                .map(|(sql, _)| ("otherSQLs entry", sql.as_str())),
+                .map(|sql| ("otherSQLs entry", sql.as_str())),
         )
         .collect();
     let count = {
@@ -204,7 +204,7 @@ pub(super) fn run(
         drop(source);
         count
     };
-    if let Some(post) = &settings.post_sql {
+    if let Some(post) = &query.post_sql {
         conn.execute_batch(post)
             .map_err(|e| sql_error("postSQL", post, e))?;
     }

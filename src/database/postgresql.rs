@@ -22,7 +22,7 @@ use postgres::{Client, Config, NoTls, Portal, Row, Transaction};
 use serde_json::Value;
 
 use super::value::{Found, Param};
-use super::{value, with_retries, DbError, RowSource, Settings};
+use super::{value, with_retries, DbError, Query, RowSource};
 
 /// JDBC URL properties and the libpq parameter each becomes.
 const JDBC_PARAMS: &[(&str, &str)] = &[
@@ -389,10 +389,10 @@ impl RowSource for PgSource<'_, '_> {
     }
 }
 
-fn connect(settings: &Settings, config: &Config) -> Result<Client, DbError> {
+fn connect(query: &Query, config: &Config) -> Result<Client, DbError> {
     with_retries(
-        settings.connection_retries,
-        settings.retry_pause,
+        query.connection_retries,
+        query.retry_pause,
         &describe_target(config),
         || config.connect(NoTls).map_err(|e| message(&e)),
     )
@@ -604,28 +604,28 @@ impl Prepared {
 }
 
 pub(super) fn run(
-    settings: &Settings,
+    query: &Query,
     config: &Config,
     body: &mut dyn FnMut(&mut dyn RowSource) -> Result<u64, DbError>,
 ) -> Result<u64, DbError> {
-    let mut client = connect(settings, config)?;
-    if let Some(pre) = &settings.pre_sql {
+    let mut client = connect(query, config)?;
+    if let Some(pre) = &query.pre_sql {
         client
             .batch_execute(pre)
             .map_err(|e| sql_error("preSQL", pre, &e))?;
     }
-    let sqls: Vec<(&'static str, &str)> = std::iter::once(("sql", settings.sql.as_str()))
+    let sqls: Vec<(&'static str, &str)> = std::iter::once(("sql", query.sql.as_str()))
         .chain(
-            settings
+            query
                 .others
                 .iter()
-                .map(|(sql, _)| ("otherSQLs entry", sql.as_str())),
+                .map(|sql| ("otherSQLs entry", sql.as_str())),
         )
         .collect();
     let count = {
         let mut tx = client
             .transaction()
-            .map_err(|e| sql_error("sql", &settings.sql, &e))?;
+            .map_err(|e| sql_error("sql", &query.sql, &e))?;
         let mut cursors = Vec::with_capacity(sqls.len());
         for (what, sql) in &sqls {
             let stmt = tx.prepare(sql).map_err(|e| sql_error(what, sql, &e))?;
@@ -659,15 +659,15 @@ pub(super) fn run(
                 done: false,
             });
         }
-        let fetch = i32::try_from(settings.fetch_size).unwrap_or(i32::MAX);
+        let fetch = i32::try_from(query.fetch_size).unwrap_or(i32::MAX);
         let mut src = PgSource { tx, fetch, cursors };
         let count = body(&mut src)?;
         src.tx
             .commit()
-            .map_err(|e| sql_error("sql", &settings.sql, &e))?;
+            .map_err(|e| sql_error("sql", &query.sql, &e))?;
         count
     };
-    if let Some(post) = &settings.post_sql {
+    if let Some(post) = &query.post_sql {
         client
             .batch_execute(post)
             .map_err(|e| sql_error("postSQL", post, &e))?;

@@ -25,7 +25,7 @@ use mysql::{Column, Conn, Opts, OptsBuilder, Value as My};
 use serde_json::Value;
 
 use super::value::{Found, Param};
-use super::{value, with_retries, DbError, RowSource, Settings};
+use super::{value, with_retries, DbError, Query, RowSource};
 
 /// The character set number of binary strings and BLOBs.
 const BINARY_CHARSET: u16 = 63;
@@ -425,22 +425,22 @@ impl RowSource for MySource<'_, '_> {
 }
 
 pub(super) fn run(
-    settings: &Settings,
+    query: &Query,
     target: &MysqlTarget,
     body: &mut dyn FnMut(&mut dyn RowSource) -> Result<u64, DbError>,
 ) -> Result<u64, DbError> {
-    let (retries, pause) = (settings.connection_retries, settings.retry_pause);
-    let sqls: Vec<(&'static str, &str)> = std::iter::once(("sql", settings.sql.as_str()))
+    let (retries, pause) = (query.connection_retries, query.retry_pause);
+    let sqls: Vec<(&'static str, &str)> = std::iter::once(("sql", query.sql.as_str()))
         .chain(
-            settings
+            query
                 .others
                 .iter()
-                .map(|(sql, _)| ("otherSQLs entry", sql.as_str())),
+                .map(|sql| ("otherSQLs entry", sql.as_str())),
         )
         .collect();
     let mut conns = Vec::with_capacity(sqls.len());
     conns.push(connect(target, retries, pause)?);
-    if let Some(pre) = &settings.pre_sql {
+    if let Some(pre) = &query.pre_sql {
         conns[0]
             .query_drop(pre)
             .map_err(|e| sql_error("preSQL", pre, &e))?;
@@ -480,7 +480,7 @@ pub(super) fn run(
         drop(source);
         result?
     };
-    if let Some(post) = &settings.post_sql {
+    if let Some(post) = &query.post_sql {
         conns[0]
             .query_drop(post)
             .map_err(|e| sql_error("postSQL", post, &e))?;
