@@ -4,6 +4,7 @@
 
 use rand::RngExt;
 
+use super::random_value::field_name;
 use super::{Stage, StageDescriptor, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
@@ -23,44 +24,6 @@ fn spec() -> Spec {
 struct AddRandomBoolean {
     field: String,
     percent_true: u32,
-}
-
-/// `fieldName` (default `data`), checked to be writable. Shared by the AddRandom* stages.
-/// `[rangeStart, rangeEnd)` for the random-number stages: `None` when both bounds are equal
-/// (the stage then always writes `rangeStart`), an error naming the key when start > end.
-pub(crate) fn uniform_range<T>(
-    config: &ComponentConfig,
-    start: T,
-    end: T,
-) -> Result<Option<rand::distr::Uniform<T>>, ConfigError>
-where
-    T: rand::distr::uniform::SampleUniform + PartialOrd + std::fmt::Display + Copy,
-{
-    if start > end {
-        return Err(config.error(
-            "rangeStart",
-            format!("must not be greater than rangeEnd ({start} > {end})"),
-        ));
-    }
-    if start == end {
-        return Ok(None);
-    }
-    rand::distr::Uniform::new(start, end)
-        .map(Some)
-        .map_err(|e| config.error("rangeEnd", format!("invalid range: {e}")))
-}
-
-pub(crate) fn field_name(config: &ComponentConfig) -> Result<String, ConfigError> {
-    let field = config
-        .string("fieldName")?
-        .unwrap_or_else(|| "data".to_string());
-    if field.is_empty() || crate::document::is_reserved(&field) {
-        return Err(config.error(
-            "fieldName",
-            format!("{field:?} cannot be written: it is reserved or empty"),
-        ));
-    }
-    Ok(field)
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {

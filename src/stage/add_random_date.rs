@@ -9,7 +9,7 @@
 
 use rand::RngExt;
 
-use super::add_random_boolean::field_name;
+use super::random_value::field_name;
 use super::{Stage, StageDescriptor, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;

@@ -3,56 +3,13 @@
 //! Keys: `fieldName` (default `data`), `rangeStart` (default 0.0), `rangeEnd` (default
 //! 1,000,000.0, exclusive). Equal bounds always give `rangeStart` (Lucille fails on them).
 
-use rand::distr::Uniform;
-use rand::RngExt;
-
-use super::add_random_boolean::{field_name, uniform_range};
-use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::document::{f64_to_value, Document};
+use super::{random_value, StageDescriptor};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "AddRandomDouble",
-    spec,
-    build,
+    spec: random_value::spec::<f64>,
+    build: random_value::build::<f64>,
 };
-
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("fieldName", Kind::String)
-        .optional("rangeStart", Kind::Number)
-        .optional("rangeEnd", Kind::Number)
-}
-
-struct AddRandomDouble {
-    field: String,
-    start: f64,
-    range: Option<Uniform<f64>>,
-}
-
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    let start = config.f64("rangeStart")?.unwrap_or(0.0);
-    let end = config.f64("rangeEnd")?.unwrap_or(1_000_000.0);
-    let range = uniform_range(config, start, end)?;
-    Ok(Box::new(AddRandomDouble {
-        field: field_name(config)?,
-        start,
-        range,
-    }))
-}
-
-impl Stage for AddRandomDouble {
-    fn process_document(&mut self, doc: &mut Document) -> StageResult {
-        let value = match &self.range {
-            Some(r) => rand::rng().sample(r),
-            None => self.start,
-        };
-        let value = f64_to_value(value)
-            .ok_or_else(|| StageFailure::msg(format!("generated {value}, not a finite number")))?;
-        doc.set_field(&self.field, value)?;
-        Ok(None)
-    }
-}
 
 #[cfg(test)]
 mod tests {

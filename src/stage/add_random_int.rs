@@ -4,55 +4,13 @@
 //! 1,000,000, exclusive). Equal bounds always give `rangeStart` (Lucille fails on them);
 //! 64-bit integers are accepted (Lucille's are 32-bit).
 
-use rand::distr::Uniform;
-use rand::RngExt;
-
-use super::add_random_boolean::{field_name, uniform_range};
-use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::document::Document;
+use super::{random_value, StageDescriptor};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "AddRandomInt",
-    spec,
-    build,
+    spec: random_value::spec::<i64>,
+    build: random_value::build::<i64>,
 };
-
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("fieldName", Kind::String)
-        .optional("rangeStart", Kind::Integer)
-        .optional("rangeEnd", Kind::Integer)
-}
-
-struct AddRandomInt {
-    field: String,
-    start: i64,
-    /// `None` when the range is a single value.
-    range: Option<Uniform<i64>>,
-}
-
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    let start = config.i64("rangeStart")?.unwrap_or(0);
-    let end = config.i64("rangeEnd")?.unwrap_or(1_000_000);
-    let range = uniform_range(config, start, end)?;
-    Ok(Box::new(AddRandomInt {
-        field: field_name(config)?,
-        start,
-        range,
-    }))
-}
-
-impl Stage for AddRandomInt {
-    fn process_document(&mut self, doc: &mut Document) -> StageResult {
-        let value = match &self.range {
-            Some(r) => rand::rng().sample(r),
-            None => self.start,
-        };
-        doc.set_field(&self.field, value)?;
-        Ok(None)
-    }
-}
 
 #[cfg(test)]
 mod tests {

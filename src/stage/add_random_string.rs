@@ -16,7 +16,7 @@ use rand::seq::SliceRandom;
 use rand::RngExt;
 use serde_json::{json, Value};
 
-use super::add_random_boolean::field_name;
+use super::random_value::field_name;
 use super::{Stage, StageDescriptor, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;

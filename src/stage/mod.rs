@@ -76,6 +76,7 @@ pub mod extract_entities_fst;
 pub mod match_query;
 pub mod print;
 pub mod query_database;
+pub(crate) mod random_value;
 pub mod random_vector;
 pub mod skip_document;
 // end group: dictionaries, control flow, children, test data
