@@ -237,6 +237,32 @@ pub(crate) trait RowSource {
     fn next_row(&mut self, cursor: usize) -> Result<Option<Vec<Value>>, DbError>;
 }
 
+/// One open result set of a driver: its lower-cased column labels and how to read its next
+/// row. `S` is what every cursor of a run reads through (PostgreSQL's transaction; `()`).
+pub(crate) trait Cursor<S> {
+    fn columns(&self) -> &[String];
+    fn next_row(&mut self, shared: &mut S) -> Result<Option<Vec<Value>>, DbError>;
+}
+
+/// The result sets of one run, cursor 0 the main SQL: the `RowSource` every driver hands out.
+pub(crate) struct Cursors<C, S> {
+    pub shared: S,
+    pub cursors: Vec<C>,
+}
+
+impl<C: Cursor<S>, S> RowSource for Cursors<C, S> {
+    fn columns(&self, cursor: usize) -> &[String] {
+        self.cursors.get(cursor).map_or(&[], C::columns)
+    }
+
+    fn next_row(&mut self, cursor: usize) -> Result<Option<Vec<Value>>, DbError> {
+        match self.cursors.get_mut(cursor) {
+            Some(c) => c.next_row(&mut self.shared),
+            None => Ok(None),
+        }
+    }
+}
+
 /// Connects with Lucille's retry policy: one attempt plus `connectionRetries` retries.
 pub(crate) fn with_retries<C>(
     retries: u32,

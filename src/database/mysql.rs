@@ -25,7 +25,7 @@ use mysql::{Column, Conn, Opts, OptsBuilder, Value as My};
 use serde_json::Value;
 
 use super::value::{Found, Param};
-use super::{value, with_retries, DbError, Query, RowSource};
+use super::{self as database, value, with_retries, Cursors, DbError, Query, RowSource};
 
 /// The character set number of binary strings and BLOBs.
 const BINARY_CHARSET: u16 = 63;
@@ -403,23 +403,16 @@ struct Cursor<'c, 's> {
     rows: mysql::QueryResult<'c, 'c, 'c, mysql::Text>,
 }
 
-struct MySource<'c, 's> {
-    cursors: Vec<Cursor<'c, 's>>,
-}
-
-impl RowSource for MySource<'_, '_> {
-    fn columns(&self, cursor: usize) -> &[String] {
-        self.cursors.get(cursor).map_or(&[], |c| &c.columns)
+impl database::Cursor<()> for Cursor<'_, '_> {
+    fn columns(&self) -> &[String] {
+        &self.columns
     }
 
-    fn next_row(&mut self, cursor: usize) -> Result<Option<Vec<Value>>, DbError> {
-        let Some(c) = self.cursors.get_mut(cursor) else {
-            return Ok(None);
-        };
-        match c.rows.next() {
+    fn next_row(&mut self, _: &mut ()) -> Result<Option<Vec<Value>>, DbError> {
+        match self.rows.next() {
             None => Ok(None),
-            Some(Err(e)) => Err(sql_error(c.what, c.sql, &e)),
-            Some(Ok(row)) => decode_row(&row, &c.columns, &c.decoders, c.sql).map(Some),
+            Some(Err(e)) => Err(sql_error(self.what, self.sql, &e)),
+            Some(Ok(row)) => decode_row(&row, &self.columns, &self.decoders, self.sql).map(Some),
         }
     }
 }
@@ -470,7 +463,10 @@ pub(super) fn run(
                 }
             }
         }
-        let mut source = MySource { cursors };
+        let mut source = Cursors {
+            shared: (),
+            cursors,
+        };
         let result = opened.and_then(|()| body(&mut source));
         if result.is_err() {
             // Dropping an open result set reads it to its end: stop the server's queries first,

@@ -22,7 +22,7 @@ use postgres::{Client, Config, NoTls, Portal, Row, Transaction};
 use serde_json::Value;
 
 use super::value::{Found, Param};
-use super::{value, with_retries, DbError, Query, RowSource};
+use super::{self as database, value, with_retries, Cursors, DbError, Query, RowSource};
 
 /// JDBC URL properties and the libpq parameter each becomes.
 const JDBC_PARAMS: &[(&str, &str)] = &[
@@ -342,28 +342,27 @@ struct Cursor<'s> {
     done: bool,
 }
 
-struct PgSource<'s, 't> {
+/// What every cursor of a run reads through: the transaction its portals live in, and how
+/// many rows one round trip fetches.
+struct Fetch<'t> {
     tx: Transaction<'t>,
     fetch: i32,
-    cursors: Vec<Cursor<'s>>,
 }
 
-impl RowSource for PgSource<'_, '_> {
-    fn columns(&self, cursor: usize) -> &[String] {
-        self.cursors.get(cursor).map_or(&[], |c| &c.columns)
+impl<'t> database::Cursor<Fetch<'t>> for Cursor<'_> {
+    fn columns(&self) -> &[String] {
+        &self.columns
     }
 
-    fn next_row(&mut self, cursor: usize) -> Result<Option<Vec<Value>>, DbError> {
-        let Some(c) = self.cursors.get_mut(cursor) else {
-            return Ok(None);
-        };
+    fn next_row(&mut self, shared: &mut Fetch<'t>) -> Result<Option<Vec<Value>>, DbError> {
+        let c = self;
         if c.buffer.is_empty() && !c.done {
-            let rows = self
+            let rows = shared
                 .tx
-                .query_portal(&c.portal, self.fetch)
+                .query_portal(&c.portal, shared.fetch)
                 .map_err(|e| sql_error(c.what, c.sql, &e))?;
             // A short batch means the portal is exhausted: no extra round trip to learn it.
-            c.done = rows.len() < usize::try_from(self.fetch).unwrap_or(usize::MAX);
+            c.done = rows.len() < usize::try_from(shared.fetch).unwrap_or(usize::MAX);
             c.buffer.extend(rows);
         }
         let Some(row) = c.buffer.pop_front() else {
@@ -660,9 +659,13 @@ pub(super) fn run(
             });
         }
         let fetch = i32::try_from(query.fetch_size).unwrap_or(i32::MAX);
-        let mut src = PgSource { tx, fetch, cursors };
+        let mut src = Cursors {
+            shared: Fetch { tx, fetch },
+            cursors,
+        };
         let count = body(&mut src)?;
-        src.tx
+        src.shared
+            .tx
             .commit()
             .map_err(|e| sql_error("sql", &query.sql, &e))?;
         count

@@ -9,7 +9,9 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Rows, Statement};
 
 use super::value::{Found, Param};
-use super::{value, with_retries, DbError, Query, RowSource, SqliteTarget};
+use super::{
+    self as database, value, with_retries, Cursors, DbError, Query, RowSource, SqliteTarget,
+};
 use crate::config::ComponentConfig;
 
 pub(super) fn target(connection: &str, config: &ComponentConfig) -> Result<SqliteTarget, String> {
@@ -67,24 +69,17 @@ struct Cursor<'s> {
     rows: Rows<'s>,
 }
 
-struct SqliteSource<'s> {
-    cursors: Vec<Cursor<'s>>,
-}
-
-impl RowSource for SqliteSource<'_> {
-    fn columns(&self, cursor: usize) -> &[String] {
-        self.cursors.get(cursor).map_or(&[], |c| &c.columns)
+impl database::Cursor<()> for Cursor<'_> {
+    fn columns(&self) -> &[String] {
+        &self.columns
     }
 
-    fn next_row(&mut self, cursor: usize) -> Result<Option<Vec<Value>>, DbError> {
-        let Some(c) = self.cursors.get_mut(cursor) else {
+    fn next_row(&mut self, _: &mut ()) -> Result<Option<Vec<Value>>, DbError> {
+        let (what, sql) = (self.what, self.sql);
+        let Some(row) = self.rows.next().map_err(|e| sql_error(what, sql, e))? else {
             return Ok(None);
         };
-        let (what, sql) = (c.what, c.sql);
-        let Some(row) = c.rows.next().map_err(|e| sql_error(what, sql, e))? else {
-            return Ok(None);
-        };
-        decode(row, &c.booleans, what, sql).map(Some)
+        decode(row, &self.booleans, what, sql).map(Some)
     }
 }
 
@@ -199,7 +194,10 @@ pub(super) fn run(
                 rows,
             });
         }
-        let mut source = SqliteSource { cursors };
+        let mut source = Cursors {
+            shared: (),
+            cursors,
+        };
         let count = body(&mut source)?;
         drop(source);
         count
