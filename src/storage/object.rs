@@ -70,14 +70,26 @@ pub struct ObjectStorage {
     secrets: Vec<String>,
 }
 
-fn pair<T: ObjectStore + PaginatedListStore>(
-    store: T,
-) -> (Arc<dyn ObjectStore>, Arc<dyn PaginatedListStore>) {
-    let s = Arc::new(store);
-    (s.clone(), s)
-}
-
 impl ObjectStorage {
+    /// A storage over `store` (one built client serves reads and paged listings).
+    fn over<T: ObjectStore + PaginatedListStore>(
+        url: &ObjectUrl,
+        store: T,
+        page_size: usize,
+        runtime: Arc<CloudRuntime>,
+        secrets: Vec<String>,
+    ) -> ObjectStorage {
+        let store = Arc::new(store);
+        ObjectStorage {
+            base: url.base(),
+            store: store.clone(),
+            lister: store,
+            page_size,
+            runtime,
+            secrets,
+        }
+    }
+
     pub fn s3(
         url: &ObjectUrl,
         o: &S3Options,
@@ -110,15 +122,13 @@ impl ObjectStorage {
                 .with_endpoint(e.trim_end_matches('/'))
                 .with_virtual_hosted_style_request(false);
         }
-        let (store, lister) = pair(b.with_client_options(client_options(allow_http)).build()?);
-        Ok(ObjectStorage {
-            base: url.base(),
-            store,
-            lister,
-            page_size: o.page_size,
+        Ok(ObjectStorage::over(
+            url,
+            b.with_client_options(client_options(allow_http)).build()?,
+            o.page_size,
             runtime,
-            secrets: o.secret_access_key.iter().cloned().collect(),
-        })
+            o.secret_access_key.iter().cloned().collect(),
+        ))
     }
 
     pub fn gcs(
@@ -132,15 +142,13 @@ impl ObjectStorage {
             .with_service_account_path(o.service_key.to_string_lossy())
             .with_retry(retry_config())
             .with_client_options(client_options(o.allow_http));
-        let (store, lister) = pair(b.build()?);
-        Ok(ObjectStorage {
-            base: url.base(),
-            store,
-            lister,
-            page_size: o.page_size,
+        Ok(ObjectStorage::over(
+            url,
+            b.build()?,
+            o.page_size,
             runtime,
-            secrets: Vec::new(),
-        })
+            Vec::new(),
+        ))
     }
 
     pub fn azure(
@@ -201,15 +209,13 @@ impl ObjectStorage {
         if let Some(a) = account {
             b = b.with_account(a);
         }
-        let (store, lister) = pair(b.with_client_options(client_options(allow_http)).build()?);
-        Ok(ObjectStorage {
-            base: url.base(),
-            store,
-            lister,
-            page_size: o.page_size,
+        Ok(ObjectStorage::over(
+            url,
+            b.with_client_options(client_options(allow_http)).build()?,
+            o.page_size,
             runtime,
             secrets,
-        })
+        ))
     }
 
     /// A message with every configured secret replaced.
