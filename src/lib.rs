@@ -24,3 +24,9 @@ pub mod thread_scope;
 pub mod worker;
 
 pub use document::{Document, DocumentError, UpdateMode};
+
+// The Rust blocks of docs/ARCHITECTURE.md (its worked example) compile and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/ARCHITECTURE.md")]
+mod architecture_doc {}
+
