@@ -29,4 +29,3 @@ pub use document::{Document, DocumentError, UpdateMode};
 #[cfg(doctest)]
 #[doc = include_str!("../docs/ARCHITECTURE.md")]
 mod architecture_doc {}
-

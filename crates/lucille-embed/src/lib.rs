@@ -19,6 +19,20 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 pub use model::{BertConfig, BertModel};
+
+/// Why a model could not be loaded or a text embedded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EmbedError {
+    /// The model folder cannot be used: missing files, bad JSON, weights of the wrong shape.
+    #[error("{0}")]
+    Model(String),
+    /// A text cannot be tokenized.
+    #[error("{0}")]
+    Tokenize(String),
+    /// A forward pass failed (a sequence longer than the model's positions, a kernel error).
+    #[error("{0}")]
+    Compute(String),
+}
 pub use tokenize::Sequence;
 use tokenize::TextTokenizer;
 
@@ -34,15 +48,19 @@ pub struct Embedder {
 
 impl Embedder {
     /// Loads a model folder (model.safetensors + tokenizer.json, + config.json).
-    pub fn load(folder: &Path) -> Result<Self, String> {
+    pub fn load(folder: &Path) -> Result<Self, EmbedError> {
         if !folder.is_dir() {
-            return Err(format!("{} is not a folder", folder.display()));
+            return Err(EmbedError::Model(format!(
+                "{} is not a folder",
+                folder.display()
+            )));
         }
         let model = BertModel::load(folder)?;
-        let max_tokens = max_seq_length(folder)?
+        let max_tokens = max_seq_length(folder)
+            .map_err(EmbedError::Model)?
             .unwrap_or(model.config.max_positions)
             .min(model.config.max_positions);
-        let tokenizer = TextTokenizer::load(folder, max_tokens)?;
+        let tokenizer = TextTokenizer::load(folder, max_tokens).map_err(EmbedError::Model)?;
         Ok(Embedder { model, tokenizer })
     }
 
@@ -57,15 +75,15 @@ impl Embedder {
     }
 
     /// A text's token sequence, and whether it was truncated to `max_tokens`.
-    pub fn tokenize(&self, text: &str) -> Result<(Sequence, bool), String> {
-        self.tokenizer.encode(text)
+    pub fn tokenize(&self, text: &str) -> Result<(Sequence, bool), EmbedError> {
+        self.tokenizer.encode(text).map_err(EmbedError::Tokenize)
     }
 
     /// Embeds texts (one vector each, in order), in length-sorted groups.
-    pub fn embed(&self, texts: &[&str], normalize: bool) -> Result<Vec<Vec<f32>>, String> {
+    pub fn embed(&self, texts: &[&str], normalize: bool) -> Result<Vec<Vec<f32>>, EmbedError> {
         let sequences = texts
             .iter()
-            .map(|t| self.tokenizer.encode(t).map(|(s, _)| s))
+            .map(|t| self.tokenize(t).map(|(s, _)| s))
             .collect::<Result<Vec<_>, _>>()?;
         self.embed_sequences(&sequences, normalize)
     }
@@ -77,7 +95,7 @@ impl Embedder {
         &self,
         sequences: &[Sequence],
         normalize: bool,
-    ) -> Result<Vec<Vec<f32>>, String> {
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         use rayon::prelude::*;
         let threads = rayon::current_num_threads().max(1);
         let total: usize = sequences.iter().map(|(ids, _)| ids.len()).sum();
@@ -96,7 +114,7 @@ impl Embedder {
             passes.push(start..sequences.len());
         }
         let run = |r: &std::ops::Range<usize>| self.model.embed(&sequences[r.clone()], normalize);
-        let results: Vec<Result<Vec<Vec<f32>>, String>> = if threads > 1 && passes.len() > 1 {
+        let results: Vec<Result<Vec<Vec<f32>>, EmbedError>> = if threads > 1 && passes.len() > 1 {
             passes.par_iter().map(run).collect()
         } else {
             passes.iter().map(run).collect()
@@ -128,12 +146,16 @@ fn max_seq_length(folder: &Path) -> Result<Option<usize>, String> {
 type Cache = Mutex<HashMap<PathBuf, Weak<Embedder>>>;
 
 /// One loaded model per folder, shared by every stage instance alive.
-pub fn shared_embedder(folder: &Path) -> Result<Arc<Embedder>, String> {
+pub fn shared_embedder(folder: &Path) -> Result<Arc<Embedder>, EmbedError> {
     static CACHE: OnceLock<Cache> = OnceLock::new();
     if !folder.is_dir() {
-        return Err(format!("{} is not a folder", folder.display()));
+        return Err(EmbedError::Model(format!(
+            "{} is not a folder",
+            folder.display()
+        )));
     }
-    let key = std::fs::canonicalize(folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+    let key = std::fs::canonicalize(folder)
+        .map_err(|e| EmbedError::Model(format!("{}: {e}", folder.display())))?;
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     // Held while loading, so concurrent workers load a model once.
     let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -150,7 +172,7 @@ pub fn shared_embedder(folder: &Path) -> Result<Arc<Embedder>, String> {
 /// asked for: for `lucille.embed` and `lucille search --near`, which embed a few texts per
 /// call (a notebook cell, a query) and hold no stage that would keep the model alive; loading
 /// it anew each call cost ~100 ms.
-pub fn kept_embedder(folder: &Path) -> Result<Arc<Embedder>, String> {
+pub fn kept_embedder(folder: &Path) -> Result<Arc<Embedder>, EmbedError> {
     static LATEST: Mutex<Option<Arc<Embedder>>> = Mutex::new(None);
     let embedder = shared_embedder(folder)?;
     let mut latest = LATEST.lock().unwrap_or_else(|e| e.into_inner());

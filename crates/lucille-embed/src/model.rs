@@ -20,6 +20,7 @@ use std::path::Path;
 use candle_core::{DType, Device, Tensor};
 
 use crate::kernels::{add_norm, bias_add, bias_gelu, layer_norm, matmul, softmax, Mat};
+use crate::EmbedError;
 
 /// Sizes of the encoder.
 #[derive(Debug, Clone, PartialEq)]
@@ -258,7 +259,11 @@ fn take(buf: &mut Vec<f32>, n: usize) -> &mut [f32] {
 
 impl BertModel {
     /// Loads `model.safetensors` (and `config.json` when present) from `folder`.
-    pub fn load(folder: &Path) -> Result<Self, String> {
+    pub fn load(folder: &Path) -> Result<Self, EmbedError> {
+        Self::read(folder).map_err(EmbedError::Model)
+    }
+
+    fn read(folder: &Path) -> Result<Self, String> {
         let device = Device::Cpu;
         let weights_path = folder.join("model.safetensors");
         if !weights_path.is_file() {
@@ -389,22 +394,23 @@ impl BertModel {
         &self,
         sequences: &[(Vec<u32>, Vec<u32>)],
         normalize: bool,
-    ) -> Result<Vec<Vec<f32>>, String> {
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         if sequences.is_empty() {
             return Ok(Vec::new());
         }
         for (ids, _) in sequences {
             if ids.len() > self.config.max_positions {
-                return Err(format!(
+                return Err(EmbedError::Compute(format!(
                     "a sequence of {} tokens is longer than the model's {} positions",
                     ids.len(),
                     self.config.max_positions
-                ));
+                )));
             }
         }
         SCRATCH.with(|s| {
             let mut scratch = s.borrow_mut();
             self.forward(sequences, normalize, &mut scratch)
+                .map_err(EmbedError::Compute)
         })
     }
 
