@@ -149,7 +149,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
             ));
         }
     }
-    let engine = Tesseract::new(&lang).map_err(|e| config.error("lang", e))?;
+    let engine = Tesseract::new(&lang).map_err(|e| config.error("lang", e.to_string()))?;
     Ok(Box::new(ApplyOcr {
         engine,
         path_field: config.require_string("pathField")?,

@@ -201,7 +201,22 @@ pub enum PageImage<'a> {
 /// Turns the image of a scanned page into text; given to extraction when OCR is configured.
 pub trait PageOcr {
     /// Recognises the text of one image; `Err` carries the reason.
-    fn ocr(&self, image: PageImage<'_>) -> Result<String, String>;
+    fn ocr(&self, image: PageImage<'_>) -> Result<String, OcrError>;
+}
+
+/// Why OCR gave no text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OcrError {
+    /// The engine cannot run here: libtesseract or the language's model is missing (the
+    /// message says what to install).
+    #[error("{0}")]
+    Unavailable(String),
+    /// The image cannot be read: undecodable, too large, or its pixel data short.
+    #[error("{0}")]
+    Image(String),
+    /// The engine ran and returned no text.
+    #[error("{0}")]
+    Recognize(String),
 }
 
 /// How to extract.

@@ -8,8 +8,8 @@
 use lopdf::{Document, Object};
 
 use super::{
-    ExtractError, Format, Metadata, Options, PageImage, TextBuf, CREATED, CREATOR, MODIFIED, PAGES,
-    TITLE,
+    ExtractError, Format, Metadata, OcrError, Options, PageImage, TextBuf, CREATED, CREATOR,
+    MODIFIED, PAGES, TITLE,
 };
 
 fn fail(reason: impl Into<String>) -> ExtractError {
@@ -106,8 +106,8 @@ pub(crate) fn ocr_page(
     ocr: &dyn super::PageOcr,
 ) -> Result<String, String> {
     let mut text = String::new();
-    for image in page_images(doc, page_id)? {
-        let t = ocr.ocr(image)?;
+    for image in page_images(doc, page_id).map_err(|e| e.to_string())? {
+        let t = ocr.ocr(image).map_err(|e| e.to_string())?;
         text.push_str(t.trim());
         text.push('\n');
     }
@@ -116,7 +116,17 @@ pub(crate) fn ocr_page(
 
 /// A page's images as OCR input: JPEG streams as they are, Flate / uncompressed gray, RGB,
 /// CMYK and 1-bit images decoded to 8-bit pixels.
-pub fn page_images(doc: &Document, page_id: lopdf::ObjectId) -> Result<Vec<PageImage<'_>>, String> {
+pub fn page_images(
+    doc: &Document,
+    page_id: lopdf::ObjectId,
+) -> Result<Vec<PageImage<'_>>, OcrError> {
+    read_page_images(doc, page_id).map_err(OcrError::Image)
+}
+
+fn read_page_images(
+    doc: &Document,
+    page_id: lopdf::ObjectId,
+) -> Result<Vec<PageImage<'_>>, String> {
     let images = doc.get_page_images(page_id).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for image in images {

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use libloading::Library;
 
-use super::{PageImage, PageOcr};
+use super::{OcrError, PageImage, PageOcr};
 
 /// The library file names tried, newest first.
 const LIBRARY_NAMES: &[&str] = &["libtesseract.so.5", "libtesseract.so.4", "libtesseract.so"];
@@ -81,12 +81,12 @@ fn load() -> Result<Api, String> {
     Err(last)
 }
 
-fn api() -> Result<&'static Api, String> {
+fn api() -> Result<&'static Api, OcrError> {
     static API: OnceLock<Result<Api, String>> = OnceLock::new();
     API.get_or_init(load).as_ref().map_err(|e| {
-        format!(
+        OcrError::Unavailable(format!(
             "Tesseract's library (libtesseract) cannot be loaded ({e}); install it: {INSTALL_HINT}"
-        )
+        ))
     })
 }
 
@@ -116,23 +116,25 @@ unsafe impl Send for Tesseract {}
 
 impl Tesseract {
     /// Loads the library and the language's model; `Err` says what to install.
-    pub fn new(lang: &str) -> Result<Tesseract, String> {
+    pub fn new(lang: &str) -> Result<Tesseract, OcrError> {
         let api = api()?;
-        let lang_c =
-            CString::new(lang).map_err(|_| format!("language {lang:?} contains a NUL byte"))?;
+        let lang_c = CString::new(lang)
+            .map_err(|_| OcrError::Unavailable(format!("language {lang:?} contains a NUL byte")))?;
         // SAFETY: TessBaseAPICreate has no preconditions; the handle is deleted in Drop.
         let handle = unsafe { (api.create)() };
         if handle.is_null() {
-            return Err("TessBaseAPICreate returned nothing".into());
+            return Err(OcrError::Unavailable(
+                "TessBaseAPICreate returned nothing".into(),
+            ));
         }
         let engine = Tesseract { api, handle };
         // SAFETY: a live handle; NULL datapath means Tesseract's default (TESSDATA_PREFIX or
         // the distribution's tessdata folder); lang_c outlives the call.
         let rc = unsafe { (api.init3)(handle, std::ptr::null(), lang_c.as_ptr()) };
         if rc != 0 {
-            return Err(format!(
+            return Err(OcrError::Unavailable(format!(
                 "Tesseract has no model for language {lang:?} (install tesseract-ocr-{lang} or set TESSDATA_PREFIX)"
-            ));
+            )));
         }
         // SAFETY: live, initialised handle. Page segmentation 3 (automatic, Tesseract's
         // default) suits whole pages; Lucille uses 4 (one column) for its rendered pages.
@@ -145,7 +147,7 @@ impl Tesseract {
         &mut self,
         image: PageImage<'_>,
         rects: &[Rect],
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, OcrError> {
         let (width, height, channels, data) = match image {
             PageImage::Encoded(bytes) => decode(bytes)?,
             PageImage::Raw {
@@ -156,12 +158,14 @@ impl Tesseract {
             } => (width, height, channels, data),
         };
         let (Ok(w), Ok(h)) = (c_int::try_from(width), c_int::try_from(height)) else {
-            return Err("image too large".into());
+            return Err(OcrError::Image("image too large".into()));
         };
         let bpp = c_int::from(channels);
         let expected = width as usize * height as usize * usize::from(channels);
         if data.len() < expected || w == 0 || h == 0 {
-            return Err(format!("image data is short or empty ({width}x{height})"));
+            return Err(OcrError::Image(format!(
+                "image data is short or empty ({width}x{height})"
+            )));
         }
         if rects.is_empty() {
             return Ok(vec![self.recognise_pixels(&data, w, h, bpp)?]);
@@ -202,7 +206,7 @@ impl Tesseract {
         w: c_int,
         h: c_int,
         bpp: c_int,
-    ) -> Result<String, String> {
+    ) -> Result<String, OcrError> {
         // SAFETY: `data` holds `h` rows of `w * bpp` bytes (checked by the caller) and stays
         // borrowed until after GetUTF8Text, the last use of the image by Tesseract here.
         unsafe {
@@ -212,13 +216,15 @@ impl Tesseract {
         self.text()
     }
 
-    fn text(&mut self) -> Result<String, String> {
+    fn text(&mut self) -> Result<String, OcrError> {
         // SAFETY: live handle with an image set; the returned string is freed with
         // TessDeleteText, as the C API requires.
         unsafe {
             let p = (self.api.get_text)(self.handle);
             if p.is_null() {
-                return Err("Tesseract recognised nothing (GetUTF8Text failed)".into());
+                return Err(OcrError::Recognize(
+                    "Tesseract recognised nothing (GetUTF8Text failed)".into(),
+                ));
             }
             let text = CStr::from_ptr(p).to_string_lossy().into_owned();
             (self.api.delete_text)(p);
@@ -238,8 +244,9 @@ impl Drop for Tesseract {
 }
 
 /// Decodes PNG / JPEG / TIFF into 8-bit gray or RGB rows.
-fn decode(bytes: &[u8]) -> Result<(u32, u32, u8, Vec<u8>), String> {
-    let img = image::load_from_memory(bytes).map_err(|e| format!("cannot decode image: {e}"))?;
+fn decode(bytes: &[u8]) -> Result<(u32, u32, u8, Vec<u8>), OcrError> {
+    let img = image::load_from_memory(bytes)
+        .map_err(|e| OcrError::Image(format!("cannot decode image: {e}")))?;
     let (w, h) = (img.width(), img.height());
     if img.color().has_color() {
         Ok((w, h, 3, img.into_rgb8().into_raw()))
@@ -253,7 +260,7 @@ fn decode(bytes: &[u8]) -> Result<(u32, u32, u8, Vec<u8>), String> {
 pub struct SharedOcr(pub Arc<parking_lot::Mutex<Tesseract>>);
 
 impl PageOcr for SharedOcr {
-    fn ocr(&self, image: PageImage<'_>) -> Result<String, String> {
+    fn ocr(&self, image: PageImage<'_>) -> Result<String, OcrError> {
         let mut t = self.0.lock();
         Ok(t.recognise(image, &[])?.concat())
     }

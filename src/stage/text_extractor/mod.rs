@@ -81,7 +81,7 @@ pub(crate) fn ocr_from_config(config: &ComponentConfig) -> Result<Option<SharedO
         None => Ok(None),
         Some(lang) => Tesseract::new(&lang)
             .map(|t| Some(SharedOcr(std::sync::Arc::new(parking_lot::Mutex::new(t)))))
-            .map_err(|e| config.error("ocrLang", e)),
+            .map_err(|e| config.error("ocrLang", e.to_string())),
     }
 }
 
