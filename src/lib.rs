@@ -15,6 +15,7 @@ pub mod messaging;
 pub mod pipeline;
 #[cfg(feature = "python")]
 mod python;
+pub mod record;
 pub mod runner;
 pub mod stage;
 pub mod storage;

@@ -6,7 +6,7 @@ use std::io::BufReader;
 use lucille::accounting::PublishError;
 use lucille::config::ComponentConfig;
 use lucille::connector::file::{build_handler, FileSource, HandlerError, RecordSink};
-use lucille::connector::record::Record;
+use lucille::record::Record;
 use lucille::Document;
 use serde_json::Value;
 

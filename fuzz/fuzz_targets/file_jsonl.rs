@@ -1,6 +1,6 @@
 //! The JSON-lines file handler (`fileHandlers.json` / `jsonl`) on arbitrary bytes: each line
 //! is scanned for its id on the "connector" side and built into its document through the
-//! record path (`connector::record`, `document::parse`), as a worker does.
+//! record path (`record`, `document::parse`), as a worker does.
 #![no_main]
 
 #[path = "common.rs"]

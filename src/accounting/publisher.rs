@@ -10,9 +10,9 @@ use parking_lot::{Condvar, Mutex};
 
 use super::event::{Event, EventType};
 use super::ledger::{Counts, Ledger};
-use crate::connector::record::{Record, ToProcess};
 use crate::document::Document;
 use crate::messaging::{MessagingError, Messenger};
+use crate::record::{Record, ToProcess};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PublishError {
@@ -145,7 +145,7 @@ impl Publisher {
         }
     }
 
-    /// Hands the run a record a worker will build into a document (see `connector::record`):
+    /// Hands the run a record a worker will build into a document (see `record`):
     /// tracked by its id before it is sent, as `publish` tracks a document. When the run keeps
     /// whole documents (test mode) or collapses them, the record is built here instead, and
     /// one that cannot be built is accounted as `publish_failed` does.

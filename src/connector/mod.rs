@@ -11,7 +11,6 @@ pub mod file;
 pub mod kafka;
 pub mod legacy;
 pub mod parquet;
-pub mod record;
 pub mod rss;
 pub mod sequence;
 pub mod solr;

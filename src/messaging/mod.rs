@@ -13,9 +13,9 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::accounting::Event;
-use crate::connector::record::ToProcess;
 use crate::document::Document;
 use crate::indexer::op::ToIndex;
+use crate::record::ToProcess;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MessagingError {

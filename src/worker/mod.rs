@@ -29,11 +29,11 @@ use serde_json::json;
 
 use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::connector::record::ToProcess;
 use crate::document::Document;
 use crate::indexer::{Preparer, ToIndex};
 use crate::messaging::Messenger;
 use crate::pipeline::{PipelinePlan, StageMetrics};
+use crate::record::ToProcess;
 use engine::Engine;
 use meter::Meter;
 use process::remote::{Connect, Processes, RemotePipeline};

@@ -154,7 +154,7 @@ fn a_stage_error_fails_the_document_and_the_worker_goes_on() {
 /// Builds `{"id": <id>, "raw": <the text>}`, refusing text that says "bad".
 struct TextBuilder;
 
-impl crate::connector::record::RecordBuilder for TextBuilder {
+impl crate::record::RecordBuilder for TextBuilder {
     fn build(&self, id: &str, text: &str) -> Result<Document, String> {
         if text.contains("bad") {
             return Err("cannot build this one".into());
@@ -170,7 +170,7 @@ impl crate::connector::record::RecordBuilder for TextBuilder {
 
 #[test]
 fn records_are_built_on_the_worker_and_a_failed_build_fails_with_file_and_line() {
-    use crate::connector::record::{Record, ToProcess};
+    use crate::record::{Record, ToProcess};
     let dir = std::env::temp_dir().join(format!("lucille-rec-{}", uuid::Uuid::new_v4()));
     let dl = dir.join("dead.jsonl");
     let m = Arc::new(LocalMessenger::new(10));
@@ -180,7 +180,7 @@ fn records_are_built_on_the_worker_and_a_failed_build_fails_with_file_and_line()
     };
     let p = plan(json!([{"class": "CopyFields", "fieldMapping": {"raw": "copy"}}]));
     let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r"), None).unwrap();
-    let builder: Arc<dyn crate::connector::record::RecordBuilder> = Arc::new(TextBuilder);
+    let builder: Arc<dyn crate::record::RecordBuilder> = Arc::new(TextBuilder);
     for (id, text, line) in [("a", "fine", 1), ("b", "bad", 2), ("c", "boom", 3)] {
         m.send_for_processing(ToProcess::Record(Record {
             id: id.into(),
@@ -340,7 +340,7 @@ fn max_processing_secs_is_read_and_checked() {
 
 #[test]
 fn a_document_past_the_kafka_retry_count_is_failed_without_being_processed() {
-    use crate::connector::record::ToProcess;
+    use crate::record::ToProcess;
     let dir = std::env::temp_dir().join(format!("lucille-exh-{}", uuid::Uuid::new_v4()));
     let dl = dir.join("dead.jsonl");
     let m = Arc::new(LocalMessenger::new(10));

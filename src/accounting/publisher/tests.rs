@@ -200,13 +200,10 @@ fn stopping_refuses_new_documents_and_unblocks_waiters() {
 fn failed_send_rolls_back() {
     struct Closed;
     impl Messenger for Closed {
-        fn send_for_processing(
-            &self,
-            _: crate::connector::record::ToProcess,
-        ) -> Result<(), MessagingError> {
+        fn send_for_processing(&self, _: crate::record::ToProcess) -> Result<(), MessagingError> {
             Err(MessagingError::Closed("source"))
         }
-        fn poll_doc_to_process(&self, _: Duration) -> Option<crate::connector::record::ToProcess> {
+        fn poll_doc_to_process(&self, _: Duration) -> Option<crate::record::ToProcess> {
             None
         }
         fn send_for_indexing(&self, _: crate::indexer::ToIndex) -> Result<(), MessagingError> {
@@ -294,7 +291,7 @@ fn publish_failed_counts_a_failure_without_sending_a_document() {
 
 /// Builds a document from a record's text, refusing "bad".
 struct Builder;
-impl crate::connector::record::RecordBuilder for Builder {
+impl crate::record::RecordBuilder for Builder {
     fn build(&self, id: &str, text: &str) -> Result<Document, String> {
         if text == "bad" {
             return Err("unbuildable".into());
@@ -303,8 +300,8 @@ impl crate::connector::record::RecordBuilder for Builder {
     }
 }
 
-fn record(id: &str, text: &str) -> crate::connector::record::Record {
-    crate::connector::record::Record {
+fn record(id: &str, text: &str) -> crate::record::Record {
+    crate::record::Record {
         id: id.into(),
         text: text.into(),
         builder: Arc::new(Builder),
@@ -316,7 +313,7 @@ fn record(id: &str, text: &str) -> crate::connector::record::Record {
 
 #[test]
 fn a_record_is_tracked_by_its_id_and_sent_unbuilt_with_the_run_id() {
-    use crate::connector::record::ToProcess;
+    use crate::record::ToProcess;
     let (p, m) = publisher(PublisherSettings::default());
     p.publish_record(record("r1", "bad")).unwrap();
     assert_eq!(p.pending(), 1, "tracked before a worker sees it");
@@ -333,7 +330,7 @@ fn a_record_is_tracked_by_its_id_and_sent_unbuilt_with_the_run_id() {
 
 #[test]
 fn a_run_that_keeps_documents_builds_records_at_publish_and_fails_unbuildable_ones() {
-    use crate::connector::record::ToProcess;
+    use crate::record::ToProcess;
     let m = Arc::new(crate::messaging::TestMessenger::new(100));
     let p = Publisher::new(
         Arc::from("run-1"),

@@ -19,9 +19,9 @@ use super::{
     HandlerError, Line, RecordSink,
 };
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::connector::record::{Record, RecordBuilder};
 use crate::document::ids::id_text;
 use crate::document::{read_object, Document, ObjectParser, ObjectReader};
+use crate::record::{Record, RecordBuilder};
 
 fn spec() -> Spec {
     Spec::new()
@@ -102,7 +102,7 @@ impl IdRule {
     }
 }
 
-/// Builds a line's document on a worker (see `connector::record`).
+/// Builds a line's document on a worker (see `record`).
 struct JsonBuilder {
     ids: IdRule,
     ignore_fields: Vec<String>,
@@ -262,7 +262,7 @@ impl FileHandler for JsonHandler {
             if buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            // Only the id is read here; a worker parses the line (see `connector::record`).
+            // Only the id is read here; a worker parses the line (see `record`).
             match Self::line_text(&buf).and_then(|text| Ok((self.scan_id(text)?, text))) {
                 Ok((id, text)) => sink.publish_record(Record {
                     id,

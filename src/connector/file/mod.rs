@@ -47,12 +47,12 @@ use parking_lot::Mutex;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use super::record::Record;
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::{PublishError, Publisher};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::ids::{md5_hex, with_prefix};
 use crate::document::Document;
+use crate::record::Record;
 use crate::storage;
 pub use crate::storage::FileMetadata;
 
@@ -158,7 +158,7 @@ impl FileSource {
 /// Where a handler sends what it read.
 pub trait RecordSink {
     fn publish(&mut self, doc: Document) -> Result<(), PublishError>;
-    /// A record a worker builds into its document (see `connector::record`); by default it is
+    /// A record a worker builds into its document (see `record`); by default it is
     /// built here and published, or failed with its reason.
     fn publish_record(&mut self, record: Record) -> Result<(), PublishError> {
         match record.build() {

@@ -16,10 +16,10 @@ use super::{RecordSink, FILE_PATH};
 use crate::accounting::{PublishError, Publisher};
 use crate::connector::checkpoint::{Checkpoint, Plan, Stamp, Tracker, UnitCounter};
 pub use crate::connector::checkpoint::{TrackerHandle, UnitId};
-use crate::connector::record::Record;
 use crate::connector::{Common, ConnectorError};
 use crate::document::ids::md5_hex;
 use crate::document::Document;
+use crate::record::Record;
 use crate::storage::Entry;
 
 #[derive(Debug, Clone)]

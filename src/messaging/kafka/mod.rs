@@ -26,9 +26,9 @@ use serde_json::{json, Value};
 
 use crate::accounting::event::Origin;
 use crate::accounting::{Event, EventType};
-use crate::connector::record::ToProcess;
 use crate::indexer::op::ToIndex;
 use crate::messaging::{MessagingError, Messenger};
+use crate::record::ToProcess;
 pub use config::KafkaSettings;
 pub use topics::Topics;
 

@@ -20,9 +20,9 @@ use super::topics::Topics;
 use super::{event_from_json, event_json, wrong_role, KafkaError};
 use crate::accounting::event::Origin;
 use crate::accounting::{Event, EventType};
-use crate::connector::record::ToProcess;
 use crate::indexer::op::ToIndex;
 use crate::messaging::{MessagingError, Messenger};
+use crate::record::ToProcess;
 
 pub struct KafkaPublisherMessenger {
     producer: Arc<KafkaProducer>,

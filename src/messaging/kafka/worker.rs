@@ -19,9 +19,9 @@ use super::topics::Topics;
 use super::{event_json, wrong_role};
 use crate::accounting::event::Origin;
 use crate::accounting::{Event, EventType};
-use crate::connector::record::ToProcess;
 use crate::indexer::op::ToIndex;
 use crate::messaging::{MessagingError, Messenger};
+use crate::record::ToProcess;
 
 #[derive(Default)]
 struct ThreadWork {

@@ -18,9 +18,9 @@ use super::topics::Topics;
 use super::worker::KafkaWorkerMessenger;
 use crate::accounting::event::Origin;
 use crate::accounting::Event;
-use crate::connector::record::ToProcess;
 use crate::indexer::op::ToIndex;
 use crate::messaging::{LocalMessenger, MessagingError, Messenger};
+use crate::record::ToProcess;
 
 /// A document handed to the indexer: its worker's ticket, its run and its origin.
 type Held = (Arc<Ticket>, Option<Arc<str>>, Option<Origin>);
