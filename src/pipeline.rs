@@ -1,4 +1,4 @@
-//! The pipeline: an ordered list of stages run as a pull-based, depth-first chain (spec §6.1).
+//! The pipeline: an ordered list of stages run as a pull-based, depth-first chain.
 //!
 //! `Pipeline::process(doc)` returns a lazy iterator. Pulling it pulls the last stage, which
 //! pulls the one before it, down to the input document; a stage's output is its children first,

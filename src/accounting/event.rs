@@ -1,4 +1,4 @@
-//! Lifecycle events (spec §4): workers and the indexer tell the Publisher what became of each
+//! Lifecycle events: workers and the indexer tell the Publisher what became of each
 //! document. The run id is shared (`Arc<str>`) so an event costs one allocation, its doc id.
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! The Publisher (spec §3, publisher-accounting.txt): stamps the run id on each document,
+//! The Publisher: stamps the run id on each document,
 //! tracks it before sending it for processing (rolling back if the send fails), consumes the
 //! events workers and the indexer send, and decides when a connector's run is complete.
 

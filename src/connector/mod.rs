@@ -1,4 +1,4 @@
-//! Connectors (spec §2): read a source and publish documents. The runner drives the lifecycle:
+//! Connectors: read a source and publish documents. The runner drives the lifecycle:
 //! `pre_execute(run_id)`, `execute(publisher)`, `post_execute(run_id)` only after `execute`
 //! succeeded, and `close()` always.
 //!

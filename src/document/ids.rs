@@ -1,4 +1,4 @@
-//! Deterministic document ids (spec §1.2): re-running an ingest must produce the same ids, so
+//! Deterministic document ids: re-running an ingest must produce the same ids, so
 //! connectors derive them from the source (a path hash, a primary key) and children from their
 //! parent's id and position.
 

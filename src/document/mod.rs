@@ -1,6 +1,6 @@
 //! The Document: an ordered set of named fields, each holding one value or a list of values,
 //! backed directly by a JSON object so it crosses every boundary (queues, Kafka, search engine
-//! bulk APIs, test assertions) without a mapping layer (spec §1.1–1.3).
+//! bulk APIs, test assertions) without a mapping layer.
 //!
 //! The backing object also holds the reserved fields (`id` first, then `run_id`, and the
 //! `___dropped` / `___skipped` / `___children` control fields), exactly as Lucille's JSON form,
@@ -92,7 +92,7 @@ impl Document {
     }
 
     /// A document with a random UUID id: only for sources with no natural key (ids are then
-    /// not stable across runs, see spec §1.2).
+    /// not stable across runs; see `ids`).
     pub fn with_random_id() -> Self {
         let mut data = fields_with_capacity(8);
         data.insert(ID_FIELD.to_string(), Value::String(ids::random_id()));

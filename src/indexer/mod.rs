@@ -1,4 +1,4 @@
-//! The indexer (spec §8): one thread per run takes processed documents from the destination
+//! The indexer: one thread per run takes processed documents from the destination
 //! queue, batches them by `indexer.batchSize` / `indexer.batchTimeout`, turns each into an
 //! upsert or a delete (id and index overrides, whitelist / blacklist, deletion markers), hands
 //! the batch to a backend, and sends FINISH or FAIL for every document by the backend's

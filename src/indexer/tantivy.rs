@@ -1,4 +1,4 @@
-//! `indexer.type: "tantivy"`: the embedded search index (spec §8), with
+//! `indexer.type: "tantivy"`: the embedded search index, with
 //! `tantivy { path, fields { name: { type, stored, fast } }, commitEverySecs, writerMemoryMb }`,
 //! and [`search`] over such an index.
 //!

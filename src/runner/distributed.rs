@@ -1,4 +1,4 @@
-//! The Kafka run modes (spec §9 RunType): `External` (workers and the indexer as threads of
+//! The Kafka run modes: `External` (workers and the indexer as threads of
 //! this process, every message over the broker) and `Distributed` (this process runs the
 //! connector and the publisher only; `lucille worker` / `lucille indexer` processes do the
 //! rest). Here: the messenger of a run's connector, and the long-running worker and indexer

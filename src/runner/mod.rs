@@ -1,4 +1,4 @@
-//! The runner (spec §9, §9.1): validates the whole config first (every error at once), then
+//! The runner: validates the whole config first (every error at once), then
 //! runs the connectors one after another, each with its own publisher, worker pool and indexer
 //! thread; a failed connector stops the run and the ones after it are reported as skipped.
 //!
@@ -211,7 +211,7 @@ fn block(
     ComponentConfig::new(map, key).with_paths(paths.clone())
 }
 
-/// Validates everything a run needs, reporting every problem at once (spec §9.1).
+/// Validates everything a run needs, reporting every problem at once.
 pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigErrors> {
     let mut errors = Vec::new();
     let Value::Object(root) = config else {

@@ -1,4 +1,4 @@
-//! Stages: one focused operation on a document (spec §5). A stage modifies the document in
+//! Stages: one focused operation on a document. A stage modifies the document in
 //! place and may return a lazy iterator of child documents; conditions, drop/skip handling,
 //! metrics, panics and error context are the pipeline's job, not the stage's.
 //!

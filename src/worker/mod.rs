@@ -1,4 +1,4 @@
-//! The worker pool (spec §7): `worker.threads` threads, each with its own pipeline instance,
+//! The worker pool: `worker.threads` threads, each with its own pipeline instance,
 //! pull documents from the source queue, run them through the pipeline, send CREATE for every
 //! child, FAIL for what a stage failed on, DROP for what was dropped, and hand everything else
 //! to the indexer.

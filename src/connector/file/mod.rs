@@ -1,8 +1,8 @@
-//! FileConnector (spec §2): walks `paths` (files, folders recursively, globs), filters them by
+//! FileConnector: walks `paths` (files, folders recursively, globs), filters them by
 //! `includes` / `excludes` regexes on the full path and by `modifiedCutoff`, and publishes
 //! either one document per file (`file_path`, `file_name`, `file_size_bytes`,
-//! `file_modification_date`, `file_creation_date`, `file_content`; id = md5 hex of the full path,
-//! spec §1.2) or, for extensions with a configured `fileHandlers` entry, the records the handler
+//! `file_modification_date`, `file_creation_date`, `file_content`; id = md5 hex of the full
+//! path) or, for extensions with a configured `fileHandlers` entry, the records the handler
 //! streams out of the file (CSV rows, JSON lines, XML elements).
 //!
 //! `readerThreads` threads take files from the sorted list, so one huge file does not hold up

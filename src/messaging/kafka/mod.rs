@@ -1,4 +1,4 @@
-//! Distributed mode on Kafka (spec §3, §4, §7, §9): one messenger per role behind the
+//! Distributed mode on Kafka: one messenger per role behind the
 //! [`Messenger`] seam, so the worker pool, the indexer thread and the Publisher run unchanged.
 //! Documents travel as their JSON keyed by id; events as Lucille's event JSON.
 //!
