@@ -168,56 +168,16 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     }))
 }
 
-const BLOCK_TAGS: &[&str] = &[
-    "address",
-    "article",
-    "aside",
-    "blockquote",
-    "body",
-    "br",
-    "caption",
-    "center",
-    "dd",
-    "details",
-    "dir",
-    "div",
-    "dl",
-    "dt",
-    "fieldset",
-    "figcaption",
-    "figure",
-    "footer",
-    "form",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "head",
-    "header",
-    "hgroup",
-    "hr",
-    "html",
-    "li",
-    "main",
-    "menu",
-    "nav",
-    "ol",
-    "p",
-    "pre",
-    "section",
-    "summary",
-    "table",
-    "tbody",
-    "td",
-    "tfoot",
-    "th",
-    "thead",
-    "title",
-    "tr",
-    "ul",
+/// Elements jsoup's `text()` also treats as word boundaries, besides the block elements text
+/// extraction breaks lines on (`lucille_extract::BLOCK_ELEMENTS`).
+const JSOUP_MORE_BLOCKS: &[&str] = &[
+    "body", "caption", "center", "details", "dir", "fieldset", "head", "hgroup", "html", "menu",
+    "summary", "tbody", "td", "tfoot", "th", "thead", "title",
 ];
+
+fn is_block(name: &str) -> bool {
+    lucille_extract::BLOCK_ELEMENTS.contains(&name) || JSOUP_MORE_BLOCKS.contains(&name)
+}
 
 /// Accumulates text with jsoup's whitespace rules.
 struct TextBuilder {
@@ -267,7 +227,7 @@ fn collect_text(el: ElementRef<'_>, pre: bool, acc: &mut TextBuilder) {
                 if matches!(name, "script" | "style" | "template" | "noscript") {
                     continue;
                 }
-                let block = BLOCK_TAGS.contains(&name);
+                let block = is_block(name);
                 if block {
                     acc.space();
                 }
@@ -468,6 +428,18 @@ mod tests {
         assert_eq!(out.get("string"), Some(&json!(html)));
         let err = process_err(&mut s, json!({"id": "d", "string": 5}));
         assert!(err.contains("HTML text"), "{err}");
+    }
+
+    #[test]
+    fn table_cells_and_other_jsoup_blocks_separate_words() {
+        // td / th / caption are block elements to jsoup's text() but not line breaks to text
+        // extraction: they must still keep words apart here.
+        let mut s = build_stage(json!({"class": "ApplyJSoup", "stringField": "string",
+            "destinationFields": {"whole": {"type": "text", "selector": "table"}}}));
+        let html = "<table><caption>Cap</caption><tr><th>h1</th><th>h2</th></tr>\
+                    <tr><td>a</td><td>b</td></tr></table>";
+        let out = process(&mut s, json!({"id": "d", "string": html}));
+        assert_eq!(out.get("whole"), Some(&json!("Cap h1 h2 a b")));
     }
 
     #[test]

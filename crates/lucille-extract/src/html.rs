@@ -8,7 +8,9 @@ use scraper::{ElementRef, Html, Node, Selector};
 
 use super::{ExtractError, Metadata, TextBuf, CONTENT_TYPE, CREATOR, TITLE};
 
-const BLOCK: &[&str] = &[
+/// The HTML elements that start a new line of extracted text (the common block elements).
+/// ApplyJSoup treats these and a few more as word boundaries, as jsoup's `text()` does.
+pub const BLOCK_ELEMENTS: &[&str] = &[
     "address",
     "article",
     "aside",
@@ -153,7 +155,7 @@ fn walk(el: ElementRef<'_>, pre: bool, out: &mut TextBuf) {
                 ) {
                     continue;
                 }
-                let block = BLOCK.contains(&name);
+                let block = BLOCK_ELEMENTS.contains(&name);
                 if block {
                     out.newline();
                 } else if matches!(name, "td" | "th") {

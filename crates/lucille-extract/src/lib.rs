@@ -23,7 +23,7 @@ mod text;
 mod xmltext;
 
 pub use detect::{detect, Format};
-pub use html::sniff_meta_charset;
+pub use html::{sniff_meta_charset, BLOCK_ELEMENTS};
 
 pub const TITLE: &str = "dc:title";
 pub const CREATOR: &str = "dc:creator";
