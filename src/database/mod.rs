@@ -48,6 +48,20 @@ pub(crate) struct Query {
     pub retry_pause: Duration,
 }
 
+impl Query {
+    /// The main SQL then the other SQLs, each with the name its errors give it: one result set
+    /// (cursor) each, in this order.
+    pub(crate) fn statements(&self) -> Vec<(&'static str, &str)> {
+        std::iter::once(("sql", self.sql.as_str()))
+            .chain(
+                self.others
+                    .iter()
+                    .map(|sql| ("otherSQLs entry", sql.as_str())),
+            )
+            .collect()
+    }
+}
+
 /// Runs `query` (its `pre_sql` first, its `post_sql` after) and hands the open result sets to
 /// `consume`, which reads them and returns how many documents it made.
 pub(crate) fn read(

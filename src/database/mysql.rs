@@ -423,14 +423,7 @@ pub(super) fn run(
     body: &mut dyn FnMut(&mut dyn RowSource) -> Result<u64, DbError>,
 ) -> Result<u64, DbError> {
     let (retries, pause) = (query.connection_retries, query.retry_pause);
-    let sqls: Vec<(&'static str, &str)> = std::iter::once(("sql", query.sql.as_str()))
-        .chain(
-            query
-                .others
-                .iter()
-                .map(|sql| ("otherSQLs entry", sql.as_str())),
-        )
-        .collect();
+    let sqls = query.statements();
     let mut conns = Vec::with_capacity(sqls.len());
     conns.push(connect(target, retries, pause)?);
     if let Some(pre) = &query.pre_sql {

@@ -613,14 +613,7 @@ pub(super) fn run(
             .batch_execute(pre)
             .map_err(|e| sql_error("preSQL", pre, &e))?;
     }
-    let sqls: Vec<(&'static str, &str)> = std::iter::once(("sql", query.sql.as_str()))
-        .chain(
-            query
-                .others
-                .iter()
-                .map(|sql| ("otherSQLs entry", sql.as_str())),
-        )
-        .collect();
+    let sqls = query.statements();
     let count = {
         let mut tx = client
             .transaction()

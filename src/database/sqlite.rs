@@ -169,14 +169,7 @@ pub(super) fn run(
         conn.execute_batch(pre)
             .map_err(|e| sql_error("preSQL", pre, e))?;
     }
-    let sqls: Vec<(&'static str, &str)> = std::iter::once(("sql", query.sql.as_str()))
-        .chain(
-            query
-                .others
-                .iter()
-                .map(|sql| ("otherSQLs entry", sql.as_str())),
-        )
-        .collect();
+    let sqls = query.statements();
     let count = {
         let mut statements = Vec::with_capacity(sqls.len());
         for (what, sql) in &sqls {
