@@ -135,6 +135,15 @@ def test_tansu_s_memory_engine_skips_the_rest_of_a_batch_and_repeats_the_last_re
 
 N = 1200
 PARTITIONS = 4
+SESSION_TIMEOUT_S = 6
+# When a replacement joins the group: tansu 0.6.0's group coordinator keeps a SIGKILLed member
+# in the group when another member joins before the dead one's session is over, and the
+# newcomer can then be assigned no partition, for ever (seen in a fresh-clone run: the
+# replacement got `[]` 3 s after the kill and the run stalled with 272 pending). So on tansu a
+# replacement joins once the dead member's session has expired (9 s, as the session-timeout
+# scenario always did); on Apache Kafka (LUCILLE_TEST_KAFKA_IS_APACHE=1), which rebalances a
+# member that does not rejoin away, it joins at once.
+REPLACE_AFTER = 0.0 if os.environ.get("LUCILLE_TEST_KAFKA_IS_APACHE") == "1" else 9.0
 
 
 def write_configs(tmp_path: Path, pipeline: str, commit_ms: int, stage: str) -> tuple[Path, Path]:
@@ -159,7 +168,7 @@ kafka {{
   consumerGroupId: "g-{pipeline}"
   topicPartitions: {PARTITIONS}
   maxPollIntervalSecs: 30
-  consumer {{ "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+  consumer {{ "session.timeout.ms": {SESSION_TIMEOUT_S * 1000}, "heartbeat.interval.ms": 500,
              "auto.commit.interval.ms": {commit_ms} }}
   PRODUCER
 }}
@@ -301,7 +310,7 @@ def pipeline() -> str:
 
 def run_worker_scenario(tmp_path: Path, pipeline: str, commit_ms: int, stage: str,
                         kill_when: Callable[[Cluster], bool] | None,
-                        replace_after: float = 0) -> Cluster:
+                        replace_after: float = REPLACE_AFTER) -> Cluster:
     procs_conf, runner_conf = write_configs(tmp_path, pipeline, commit_ms, stage)
     c = Cluster(tmp_path, pipeline, procs_conf, runner_conf)
     try:
@@ -348,7 +357,7 @@ def test_a_worker_replaced_after_the_session_timeout(tmp_path: Path, pipeline: s
     c = run_worker_scenario(
         tmp_path, pipeline, 300, RECORD,
         lambda c: len(c.indexed()) >= 400 and c.committed(f"g-{pipeline}", source) >= 250,
-        replace_after=9)
+        replace_after=SESSION_TIMEOUT_S + 3)
     assert resumed_from_commits(c.logs()), c.logs()
 
 
@@ -362,6 +371,7 @@ def test_an_indexer_killed_between_commits(tmp_path: Path, pipeline: str) -> Non
         c.wait_for("the kill point", lambda: len(c.indexed()) >= 300
                    and c.committed(f"g-{pipeline}_indexer", dest) >= 200)
         kill(victim)
+        time.sleep(REPLACE_AFTER)
         c.start("indexer")
         output = c.finish()
         assert_complete(c, output)
@@ -379,6 +389,7 @@ def test_a_worker_indexer_killed_between_commits(tmp_path: Path, pipeline: str) 
         c.wait_for("the kill point", lambda: len(c.indexed()) >= 400
                    and c.committed(f"g-{pipeline}", source) >= 250)
         kill(victim)
+        time.sleep(REPLACE_AFTER)
         c.start("worker-indexer")
         output = c.finish()
         assert_complete(c, output)

@@ -130,7 +130,13 @@ def test_two_worker_processes_and_an_indexer_process_match_local_mode(tmp_path: 
     logs = (tmp_path / "procs.log").read_text()
     assert r.status == "Success", r.summary + logs
     assert counts(r) == counts(local) == (80, 78, 1, 1)
-    assert sorted(ids_in(dist_out)) == sorted(ids_in(local_out))
+    # The same documents, each at least once: the second worker joining the group while the
+    # first has started is a rebalance, and a message the first had not finished is delivered
+    # again to its new owner (at least once; the counts above stay exact, as each source
+    # message is counted once, and a search index upserts by id; a JSONL file shows the line
+    # twice).
+    assert set(ids_in(dist_out)) == set(ids_in(local_out)), logs
+    assert len(ids_in(local_out)) == len(set(ids_in(local_out)))
     assert all(p.returncode == 0 for p in procs), logs
     assert "stopped" in logs
 
