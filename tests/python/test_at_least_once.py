@@ -188,7 +188,9 @@ import lucille
 
 class Record(lucille.Stage):
     def process_document(self, doc):
-        time.sleep(0.002)
+        # 10 ms a document: 12 s for the run, so a kill point at 200-400 documents is reached
+        # well before the end (at 2 ms a fast machine finished before the test could kill).
+        time.sleep(0.01)
         with open(os.path.join(os.path.dirname(__file__), "handled.txt"), "a") as f:
             f.write(f"{os.getpid()} {doc.id}\\n")
 
