@@ -27,16 +27,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from jsonl_output import ids_in
-
-
-def bootstrap() -> str:
-    addr = os.environ.get("LUCILLE_TEST_KAFKA_BOOTSTRAP")
-    if not addr:
-        msg = "LUCILLE_TEST_KAFKA_BOOTSTRAP is not set (source scripts/services/kafka.sh)"
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return addr
+from kafka_service import bootstrap, service_env
 
 
 # ---------------------------------------------------------------------------------------------
@@ -92,12 +83,7 @@ def free_port() -> int:
 
 @pytest.fixture
 def memory_engine_broker(tmp_path: Path) -> Iterator[str]:
-    tansu = os.environ.get("LUCILLE_TEST_TANSU")
-    if not tansu:
-        msg = "LUCILLE_TEST_TANSU is not set (source scripts/services/kafka.sh)"
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
+    tansu = service_env("LUCILLE_TEST_TANSU")
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     with open(tmp_path / "broker.log", "w") as log:

@@ -16,17 +16,8 @@ import pytest
 
 import lucille
 from jsonl_output import ids_in
+from kafka_service import bootstrap
 
-
-
-def bootstrap() -> str:
-    addr = os.environ.get("LUCILLE_TEST_KAFKA_BOOTSTRAP")
-    if not addr:
-        msg = "LUCILLE_TEST_KAFKA_BOOTSTRAP is not set (source scripts/services/kafka.sh)"
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return addr
 
 
 # A Python stage (runs unchanged in worker processes); one poison document fails.
