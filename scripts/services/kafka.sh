@@ -10,52 +10,92 @@
 # store records one by one and serve any offset, as Kafka does
 # (tests/python/test_at_least_once.py checks the SQLite and memory engines with a plain client).
 #
-# Idempotent: installs tansu 0.6.0 with cargo if missing, of another version, or built without
-# the engines the tests use
-# (`--features dynostore,libsql`: libsql for the SQLite engine, dynostore for the in-memory
-# engine the broker test shows the bug on; ~20-30 min on 2 cores), starts it on 127.0.0.1
-# (port 19092, or the next free one) unless one started by this script still answers, waits
-# until it accepts connections, and exports LUCILLE_TEST_KAFKA_BOOTSTRAP and
-# LUCILLE_TEST_TANSU (the binary, for tests that start a broker of their own).
+# Group coordinator: tansu 0.6.0 with one patch (tansu-0.6.0-group-rebalance.patch, next to
+# this script). Unpatched, when a member dies (SIGKILL) and another member's heartbeat is the
+# first to notice, the coordinator drops the dead member but leaves the group Formed, with the
+# dead member still its leader and its partitions assigned to nobody: the survivors rejoin,
+# get their old assignment back, and the dead member's partitions are never read again (a
+# distributed run then waits for ever). Apache Kafka rebalances instead; the patch makes tansu
+# do the same (the heartbeat only reports the expired member, and the removal moves the group
+# back to Forming with a new leader). The at-least-once tests kill processes and start their
+# replacements at once, so they need it.
+#
+# Idempotent: builds the patched tansu 0.6.0 (sources from crates.io, checksums pinned; its
+# own Cargo.lock; `--features dynostore,libsql`: libsql for the SQLite engine, dynostore for
+# the in-memory engine the broker test shows the fetch bug on; ~15-25 min on 2 cores) into
+# $CARGO_HOME/bin/tansu-lucille-test when it is missing or was built from another patch, starts
+# it on 127.0.0.1 (port 19092, or the next free one) unless one started by this script from
+# the same build still answers, waits until it accepts connections, and exports
+# LUCILLE_TEST_KAFKA_BOOTSTRAP and LUCILLE_TEST_TANSU (the binary, for tests that start a
+# broker of their own).
 # Stop it with: kill "$(cat /tmp/lucille-test-kafka/pid)"
 
 _lucille_kafka_main() {
     local dir="${LUCILLE_TEST_KAFKA_DIR:-/tmp/lucille-test-kafka}"
     local port="${LUCILLE_TEST_KAFKA_PORT:-19092}"
     local features="dynostore,libsql"
-    # Pinned: the tests pin this version's behaviour (its memory engine's fetch bug, its group
-    # coordinator's handling of a SIGKILLed member; README).
+    # Pinned: the tests pin this version's behaviour (its memory engine's fetch bug; README).
     local version="0.6.0"
-    local tansu="${CARGO_HOME:-$HOME/.cargo}/bin/tansu"
-    command -v tansu >/dev/null 2>&1 && tansu="$(command -v tansu)"
+    local here
+    here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+    local patch="$here/tansu-$version-group-rebalance.patch"
+    local build_id
+    build_id="tansu $version $features patch $(sha256sum "$patch" | cut -c1-16)"
+    local tansu="${CARGO_HOME:-$HOME/.cargo}/bin/tansu-lucille-test"
 
-    # Whether this tansu binary was built with the storage engines the tests use: its start
-    # banner lists them ("storage: URL [engines]"), printed before it binds, so an address
-    # that cannot be bound (TEST-NET-1) ends the probe at once.
-    _lucille_tansu_has_engines() {
-        [ -x "$tansu" ] || return 1
+    # Whether this tansu binary is the patched build with the storage engines the tests use:
+    # the stamp written next to it after the build, and its start banner ("storage: URL
+    # [engines]", printed before it binds, so an address that cannot be bound (TEST-NET-1)
+    # ends the probe at once).
+    _lucille_tansu_is_current() {
+        [ -x "$tansu" ] && [ "$(cat "$tansu.build" 2>/dev/null)" = "$build_id" ] || return 1
         local banner
         banner="$(timeout 10 "$tansu" broker --listener-url tcp://192.0.2.1:9 \
             --advertised-listener-url tcp://192.0.2.1:9 --storage-engine "memory://probe/" 2>&1 \
             | grep -m1 '^storage:' || true)"
-        [[ "$banner" == *'"libsql"'* && "$banner" == *'"dynostore"'* ]] \
-            && [ "$("$tansu" --version 2>/dev/null)" = "tansu $version" ]
+        [[ "$banner" == *'"libsql"'* && "$banner" == *'"dynostore"'* ]]
     }
-    if ! _lucille_tansu_has_engines; then
-        echo "kafka.sh: installing tansu $version (cargo install, --features $features)"
-        cargo install tansu --version "$version" --locked --force --features "$features" \
-            >"${TMPDIR:-/tmp}/tansu-install.log" 2>&1 \
-            || { tail -n 30 "${TMPDIR:-/tmp}/tansu-install.log" >&2; return 1; }
-        tansu="${CARGO_HOME:-$HOME/.cargo}/bin/tansu"
-        _lucille_tansu_has_engines \
-            || { echo "kafka.sh: $tansu is not tansu $version with the $features engines after installing" >&2; return 1; }
+    # Downloads a crate from crates.io's download host, checks its pinned checksum, unpacks it.
+    _lucille_crate() {
+        local name="$1" sum="$2" into="$3"
+        curl -fsSL --retry 3 -o "$into/$name.crate" \
+            "https://static.crates.io/crates/$name/$name-$version.crate" \
+            && echo "$sum  $into/$name.crate" | sha256sum -c --quiet \
+            && tar -xzf "$into/$name.crate" -C "$into"
+    }
+    if ! _lucille_tansu_is_current; then
+        echo "kafka.sh: building $build_id (once; ~15-25 min)"
+        local work="${TMPDIR:-/tmp}/lucille-tansu-build"
+        local log="${TMPDIR:-/tmp}/tansu-build.log"
+        rm -rf "$work/src" && mkdir -p "$work/src"
+        _lucille_crate tansu 4fdd85473ec265140488cf8d55e82b844f5c051c8916fabdd4a71156ac053f6d "$work/src" \
+            && _lucille_crate tansu-broker 93c1e91b40c2a706dfdbe9a795c08c70918c874ad23f6e0e87564cc0a180e720 "$work/src" \
+            || { echo "kafka.sh: could not download tansu $version" >&2; return 1; }
+        (cd "$work/src/tansu-broker-$version" && git apply -p1 "$patch") \
+            || { echo "kafka.sh: $patch does not apply" >&2; return 1; }
+        # The published crate's own lock file pins every dependency; only tansu-broker's entry
+        # changes (to the patched path).
+        printf '\n[patch.crates-io]\ntansu-broker = { path = "../tansu-broker-%s" }\n' "$version" \
+            >>"$work/src/tansu-$version/Cargo.toml"
+        (cd "$work/src/tansu-$version" \
+            && CARGO_TARGET_DIR="$work/target" cargo build --release --features "$features") \
+            >"$log" 2>&1 || { tail -n 30 "$log" >&2; return 1; }
+        mkdir -p "$(dirname "$tansu")"
+        cp "$work/target/release/tansu" "$tansu.new" && mv "$tansu.new" "$tansu"
+        echo "$build_id" >"$tansu.build"
+        rm -rf "$work" 2>/dev/null || true
+        _lucille_tansu_is_current \
+            || { echo "kafka.sh: $tansu is not $build_id after building it" >&2; return 1; }
     fi
     export LUCILLE_TEST_TANSU="$tansu"
     mkdir -p "$dir"
     if [ -f "$dir/pid" ] && [ -f "$dir/port" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null \
+        && [ "$(cat "$dir/build" 2>/dev/null)" = "$build_id" ] \
         && (echo >"/dev/tcp/127.0.0.1/$(cat "$dir/port")") 2>/dev/null; then
         port="$(cat "$dir/port")"
     else
+        # One started by another build: replaced.
+        [ -f "$dir/pid" ] && kill "$(cat "$dir/pid")" 2>/dev/null && sleep 1
         local tries=0
         while (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
             port=$((port + 1)); tries=$((tries + 1))
@@ -71,6 +111,7 @@ _lucille_kafka_main() {
             --storage-engine "sqlite://store/tansu.db" >"$dir/broker.log" 2>&1 &
          echo $! >"$dir/pid")
         echo "$port" >"$dir/port"
+        echo "$build_id" >"$dir/build"
         local v
         for v in $(seq 1 100); do
             (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
@@ -81,8 +122,8 @@ _lucille_kafka_main() {
             || { echo "kafka.sh: tansu did not answer on $port" >&2; tail -n 30 "$dir/broker.log" >&2; return 1; }
     fi
     export LUCILLE_TEST_KAFKA_BOOTSTRAP="127.0.0.1:$port"
-    echo "kafka.sh: $LUCILLE_TEST_KAFKA_BOOTSTRAP (tansu, SQLite engine)"
+    echo "kafka.sh: $LUCILLE_TEST_KAFKA_BOOTSTRAP ($build_id, SQLite engine)"
 }
 
 _lucille_kafka_main
-unset -f _lucille_kafka_main _lucille_tansu_has_engines
+unset -f _lucille_kafka_main _lucille_tansu_is_current _lucille_crate
