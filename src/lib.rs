@@ -16,6 +16,7 @@ pub mod pipeline;
 #[cfg(feature = "python")]
 mod python;
 pub mod record;
+pub mod registry;
 pub mod runner;
 pub mod stage;
 pub mod storage;

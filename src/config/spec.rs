@@ -297,23 +297,9 @@ impl Spec {
         let lower = key.to_ascii_lowercase();
         self.properties.iter().map(|p| p.name).find(|name| {
             name.to_ascii_lowercase() == lower
-                || edit_distance(&lower, &name.to_ascii_lowercase()) <= 2
+                || strsim::levenshtein(&lower, &name.to_ascii_lowercase()) <= 2
         })
     }
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// The type and value of `v` for an error about `key`; a secret key's value is not quoted.

@@ -27,9 +27,11 @@ use crate::messaging::kafka::KafkaSettings;
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "KafkaConnector",
+    aliases: &[],
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 fn spec() -> Spec {
     connector_spec()

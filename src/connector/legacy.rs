@@ -18,21 +18,27 @@ use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 
 pub const CSV_DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "CSVConnector",
+    aliases: &[],
     spec: csv_spec,
     build: build_csv,
 };
+inventory::submit!(CSV_DESCRIPTOR);
 
 pub const JSON_DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "JSONConnector",
+    aliases: &[],
     spec: json_spec,
     build: build_json,
 };
+inventory::submit!(JSON_DESCRIPTOR);
 
 pub const XML_DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "XMLConnector",
+    aliases: &["com.kmwllc.lucille.connector.xml.XMLConnector"],
     spec: xml_spec,
     build: build_xml,
 };
+inventory::submit!(XML_DESCRIPTOR);
 
 /// The keys every connector has, which stay with the connector rather than the handler.
 const CONNECTOR_KEYS: [&str; 5] = ["name", "class", "pipeline", "collapse", "docIdPrefix"];

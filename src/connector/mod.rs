@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::accounting::{PublishError, Publisher};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::registry;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -73,11 +74,29 @@ pub fn connector_spec() -> Spec {
 
 pub type BuildConnector = fn(&ComponentConfig, &Common) -> Result<Box<dyn Connector>, ConfigError>;
 
-/// A built-in connector: its Lucille class name, spec and constructor.
+/// A connector: its Lucille class name, its other names, spec and constructor. Each
+/// connector's file submits its descriptor to the [registry](crate::registry).
 pub struct ConnectorDescriptor {
     pub name: &'static str,
+    /// Lucille's class names outside `com.kmwllc.lucille.connector.` (a subpackage, a plugin).
+    pub aliases: &'static [&'static str],
     pub spec: fn() -> Spec,
     pub build: BuildConnector,
+}
+
+inventory::collect!(ConnectorDescriptor);
+
+impl crate::registry::Descriptor for ConnectorDescriptor {
+    const KIND: &'static str = "connector class";
+    const PACKAGES: &'static [&'static str] = &[LUCILLE_CONNECTOR_PACKAGE];
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        self.aliases
+    }
 }
 
 /// The common keys, read.
@@ -107,22 +126,6 @@ impl Common {
 }
 
 pub const LUCILLE_CONNECTOR_PACKAGE: &str = "com.kmwllc.lucille.connector.";
-
-pub fn builtins() -> &'static [&'static ConnectorDescriptor] {
-    static ALL: &[&ConnectorDescriptor] = &[
-        &sequence::DESCRIPTOR,
-        &file::DESCRIPTOR,
-        &database::DESCRIPTOR,
-        &rss::DESCRIPTOR,
-        &kafka::DESCRIPTOR,
-        &legacy::CSV_DESCRIPTOR,
-        &legacy::JSON_DESCRIPTOR,
-        &legacy::XML_DESCRIPTOR,
-        &parquet::DESCRIPTOR,
-        &solr::DESCRIPTOR,
-    ];
-    ALL
-}
 
 /// `class: "PythonConnector"`: a Python connector class defined by inline code (`script`) or
 /// a file (`scriptPath`), chosen by `className` when the code defines several.
@@ -177,7 +180,7 @@ impl ConnectorPlan {
         let base = ComponentConfig::new(map.clone(), path).with_paths(paths.clone());
         let class_name = base.require_string("class").map_err(|e| vec![e])?;
         let mut errors = Vec::new();
-        let class = if crate::stage::registry::is_python_reference(&class_name)
+        let class = if registry::is_python_reference(&class_name)
             || class_name == PYTHON_SCRIPT_CONNECTOR
         {
             if let Err(e) = python_factory(&base).and_then(|f| f.check(&class_name, &base)) {
@@ -185,21 +188,7 @@ impl ConnectorPlan {
             }
             Class::Python(class_name)
         } else {
-            // Lucille keeps DatabaseConnector in the `connector.jdbc` subpackage,
-            // XMLConnector in `connector.xml` and ParquetConnector in its plugin's package.
-            let short = if class_name == "com.kmwllc.lucille.parquet.connector.ParquetConnector" {
-                "ParquetConnector"
-            } else {
-                class_name.as_str()
-            };
-            let short = short
-                .strip_prefix(LUCILLE_CONNECTOR_PACKAGE)
-                .map_or(short, |s| match s {
-                    "jdbc.DatabaseConnector" => "DatabaseConnector",
-                    "xml.XMLConnector" => "XMLConnector",
-                    other => other,
-                });
-            match builtins().iter().find(|d| d.name == short) {
+            match registry::find::<ConnectorDescriptor>(&class_name) {
                 Some(d) => {
                     let spec = (d.spec)();
                     spec.normalize(&mut map);
@@ -207,10 +196,13 @@ impl ConnectorPlan {
                     Class::Builtin(d)
                 }
                 None => {
-                    let known: Vec<_> = builtins().iter().map(|d| d.name).collect();
+                    let known = registry::names::<ConnectorDescriptor>().join(", ");
+                    let hint = registry::suggest::<ConnectorDescriptor>(&class_name)
+                        .map(|n| format!(" (did you mean {n:?}?)"))
+                        .unwrap_or_default();
                     return Err(vec![base.error(
                         "class",
-                        format!("unknown connector class {class_name:?}; built-in connectors: {}, or a Python class as \"module:Class\" or PythonConnector with a script", known.join(", ")),
+                        format!("unknown connector class {class_name:?}{hint}; built-in connectors: {known}, or a Python class as \"module:Class\" or PythonConnector with a script"),
                     )]);
                 }
             }

@@ -54,9 +54,11 @@ use crate::storage::{Listed, Storage};
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "ParquetConnector",
+    aliases: &["com.kmwllc.lucille.parquet.connector.ParquetConnector"],
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 fn spec() -> Spec {
     connector_spec()

@@ -38,9 +38,11 @@ use crate::document::Document;
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "RSSConnector",
+    aliases: &[],
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 fn spec() -> Spec {
     connector_spec()

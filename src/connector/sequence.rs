@@ -10,9 +10,11 @@ use crate::document::Document;
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "SequenceConnector",
+    aliases: &[],
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 fn spec() -> Spec {
     connector_spec()

@@ -35,9 +35,11 @@ use crate::indexer::solr_cloud::{self, ZkHosts};
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "SolrConnector",
+    aliases: &[],
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 fn spec() -> Spec {
     connector_spec()

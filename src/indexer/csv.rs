@@ -48,6 +48,13 @@ pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<Con
     errors
 }
 
+inventory::submit!(super::IndexerDescriptor {
+    name: "csv",
+    aliases: &["com.kmwllc.lucille.indexer.CSVIndexer"],
+    validate,
+    build: |_, config, continuing| super::boxed(CsvBackend::from_config(config, continuing)),
+});
+
 pub struct CsvBackend {
     columns: Vec<String>,
     /// Each batch's rows are written whole or not at all (see `batch_file`).

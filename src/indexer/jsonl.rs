@@ -26,6 +26,13 @@ pub fn spec() -> Spec {
         .optional("append", Kind::Bool)
 }
 
+inventory::submit!(super::IndexerDescriptor {
+    name: "jsonl",
+    aliases: &[],
+    validate: |_, config| spec().validate(config.map(), config.path()),
+    build: |_, config, continuing| super::boxed(JsonlBackend::from_config(config, continuing)),
+});
+
 pub struct JsonlBackend {
     out: BatchFile,
     /// The batch being written, reused between batches.

@@ -38,6 +38,7 @@ use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{is_reserved, Document};
 use crate::http;
 use crate::messaging::Messenger;
+use crate::registry;
 pub use op::{take_encoded, Encoded, IndexOp, PreparedOp, ToIndex};
 pub use prepare::{Encoder, Preparer};
 
@@ -191,35 +192,58 @@ pub fn indexer_spec() -> Spec {
         .alias("ignoreFields", "blacklist")
 }
 
-/// Lucille's indexer classes (`com.kmwllc.lucille.indexer.X`, or `X` alone) and the
-/// `indexer.type` each one is here.
-const LUCILLE_INDEXERS: [(&str, &str); 5] = [
-    ("SolrIndexer", "solr"),
-    ("OpenSearchIndexer", "opensearch"),
-    ("ElasticsearchIndexer", "elasticsearch"),
-    ("CSVIndexer", "csv"),
-    ("NopIndexer", "nop"),
-];
+/// An indexer backend: its `indexer.type`, Lucille's class names for it, how to check its
+/// block without opening anything, and how to build it. Each backend's file submits its
+/// descriptor to the [registry](crate::registry).
+pub struct IndexerDescriptor {
+    /// The `indexer.type`.
+    pub name: &'static str,
+    /// Lucille's full class names for it (`indexer.class`); the last segment alone resolves
+    /// too. Other spellings of the type (`none`).
+    pub aliases: &'static [&'static str],
+    pub validate: fn(&IndexerSettings, &ComponentConfig) -> Vec<ConfigError>,
+    /// `continuing` is set for the second and later connectors of a run (file backends
+    /// append to what the first wrote).
+    pub build: BuildBackend,
+}
 
-/// Lucille's plugin indexers (full class names, or the short name alone).
-const LUCILLE_PLUGIN_INDEXERS: [(&str, &str); 2] =
-    [(pinecone::CLASS, "pinecone"), (weaviate::CLASS, "weaviate")];
+pub type BuildBackend =
+    fn(&IndexerSettings, &ComponentConfig, bool) -> Result<Box<dyn Backend>, Vec<ConfigError>>;
 
-/// The `indexer.type` a Lucille indexer class stands for.
+inventory::collect!(IndexerDescriptor);
+
+impl registry::Descriptor for IndexerDescriptor {
+    const KIND: &'static str = "indexer type";
+    const PACKAGES: &'static [&'static str] = &[];
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        self.aliases
+    }
+}
+
+/// Boxes a backend built by its `from_config`, for an [`IndexerDescriptor`]'s `build`.
+pub fn boxed<B: Backend + 'static>(
+    built: Result<B, Vec<ConfigError>>,
+) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
+    built.map(|b| Box::new(b) as Box<dyn Backend>)
+}
+
+/// The `indexer.type` a Lucille indexer class (or a type) stands for.
 pub fn lucille_indexer_type(class: &str) -> Option<&'static str> {
-    let short = class
-        .strip_prefix("com.kmwllc.lucille.indexer.")
-        .unwrap_or(class);
-    LUCILLE_INDEXERS
-        .iter()
-        .find(|(name, _)| *name == short)
-        .map(|(_, kind)| *kind)
-        .or_else(|| {
-            LUCILLE_PLUGIN_INDEXERS
-                .iter()
-                .find(|(full, _)| *full == class || full.rsplit('.').next() == Some(class))
-                .map(|(_, kind)| *kind)
-        })
+    registry::find::<IndexerDescriptor>(class).map(|d| d.name)
+}
+
+/// The backends of this build, for messages: `nop, jsonl, ...; or indexer.class for a
+/// Python indexer`.
+fn available() -> String {
+    format!(
+        "{}; or indexer.class for a Python indexer",
+        registry::names::<IndexerDescriptor>().join(", ")
+    )
 }
 
 impl IndexerSettings {
@@ -230,9 +254,7 @@ impl IndexerSettings {
         let python_class = map
             .get("class")
             .and_then(crate::config::as_string)
-            .is_some_and(|c| {
-                crate::stage::registry::is_python_reference(&c) || c == PYTHON_SCRIPT_INDEXER
-            });
+            .is_some_and(|c| registry::is_python_reference(&c) || c == PYTHON_SCRIPT_INDEXER);
         let spec = if python_class {
             indexer_spec().open()
         } else {
@@ -266,23 +288,22 @@ impl IndexerSettings {
                 }
                 if let Some(kind) = lucille_indexer_type(&class) {
                     (kind.to_string(), None)
-                } else if crate::stage::registry::is_python_reference(&class)
-                    || class == PYTHON_SCRIPT_INDEXER
-                {
+                } else if registry::is_python_reference(&class) || class == PYTHON_SCRIPT_INDEXER {
                     ("python".to_string(), Some(class))
                 } else {
-                    let known = LUCILLE_INDEXERS
-                        .iter()
-                        .map(|(n, _)| format!("com.kmwllc.lucille.indexer.{n}"))
+                    let known = registry::all::<IndexerDescriptor>()
+                        .into_iter()
+                        .flat_map(|d| d.aliases.iter().filter(|a| a.contains('.')))
+                        .copied()
                         .collect::<Vec<_>>()
                         .join(", ");
-                    let plugins = LUCILLE_PLUGIN_INDEXERS.map(|(c, _)| c).join(", ");
-                    let message = format!("unknown indexer class {class:?}; use one of Lucille's ({known}, {plugins}), indexer.type, or a Python indexer as \"module:Class\" or \"file.py:Class\"");
+                    let message = format!("unknown indexer class {class:?}; use one of Lucille's ({known}), indexer.type, or a Python indexer as \"module:Class\" or \"file.py:Class\"");
                     errors.push(c.error("class", message));
                     ("nop".to_string(), None)
                 }
             }
-            (Some(t), None) => (t, None),
+            // A type is kept as given when unknown: validation reports it.
+            (Some(t), None) => (lucille_indexer_type(&t).map_or(t, str::to_string), None),
             (None, None) => ("nop".into(), None),
         };
         let pairs = [
@@ -939,9 +960,6 @@ impl IndexerLoop {
     }
 }
 
-const BACKENDS: &str =
-    "nop, jsonl, csv, tantivy, opensearch, elasticsearch, solr, typesense, pinecone, weaviate; or indexer.class for a Python indexer";
-
 /// `indexer.class: "PythonIndexer"`: a Python indexer class defined by inline code (`script`)
 /// or a file (`scriptPath`), chosen by `className` when the code defines several.
 pub const PYTHON_SCRIPT_INDEXER: &str = "PythonIndexer";
@@ -976,29 +994,18 @@ pub fn validate_backend(
     settings: &IndexerSettings,
     backend_config: &ComponentConfig,
 ) -> Result<(), Vec<ConfigError>> {
-    let errors = match settings.kind.as_str() {
-        "nop" | "none" => Vec::new(),
-        "jsonl" => jsonl::spec().validate(backend_config.map(), backend_config.path()),
-        "csv" => csv::validate(settings, backend_config),
-        "tantivy" => tantivy::validate(settings, backend_config),
-        "opensearch" => opensearch::validate(settings, backend_config),
-        "elasticsearch" => elasticsearch::validate(settings, backend_config),
-        "solr" => solr::validate(settings, backend_config),
-        "typesense" => typesense::validate(settings, backend_config),
-        "pinecone" => pinecone::validate(settings, backend_config),
-        "weaviate" => weaviate::validate(settings, backend_config),
-        "python" => match python_factory(settings, backend_config)
+    let errors = if settings.kind == "python" {
+        match python_factory(settings, backend_config)
             .and_then(|(f, class)| f.check(&class, backend_config))
         {
             Ok(()) => Vec::new(),
             Err(e) => vec![e],
-        },
-        #[cfg(test)]
-        "test-reject" | "test-wedge" | "test-faulty" => Vec::new(),
-        other => vec![ConfigError::new(
-            "indexer.type",
-            format!("unknown indexer type {other:?}; available here: {BACKENDS}"),
-        )],
+        }
+    } else {
+        match backend_descriptor(&settings.kind) {
+            Ok(d) => (d.validate)(settings, backend_config),
+            Err(e) => vec![e],
+        }
     };
     if errors.is_empty() {
         Ok(())
@@ -1017,102 +1024,29 @@ pub fn build_backend(
     continuing: bool,
 ) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
     validate_backend(settings, backend_config)?;
-    match settings.kind.as_str() {
-        "jsonl" => jsonl::JsonlBackend::from_config(backend_config, continuing)
-            .map(|b| Box::new(b) as Box<dyn Backend>),
-        "csv" => csv::CsvBackend::from_config(backend_config, continuing)
-            .map(|b| Box::new(b) as Box<dyn Backend>),
-        "tantivy" => tantivy::TantivyBackend::from_config(backend_config)
-            .map(|b| Box::new(b) as Box<dyn Backend>),
-        "opensearch" => opensearch::build(settings, backend_config),
-        "elasticsearch" => elasticsearch::build(settings, backend_config),
-        "solr" => solr::build(settings, backend_config),
-        "typesense" => typesense::build(settings, backend_config),
-        "pinecone" => pinecone::build(settings, backend_config),
-        "weaviate" => weaviate::build(settings, backend_config),
-        "python" => python_factory(settings, backend_config)
+    if settings.kind == "python" {
+        return python_factory(settings, backend_config)
             .and_then(|(f, class)| f.build(&class, backend_config))
-            .map_err(|e| vec![e]),
-        #[cfg(test)]
-        "test-reject" => Ok(Box::new(RejectSome)),
-        #[cfg(test)]
-        "test-wedge" => Ok(Box::new(Wedged)),
-        #[cfg(test)]
-        "test-faulty" => Ok(Box::new(Faulty)),
-        _ => Ok(Box::new(nop::NopBackend)),
+            .map_err(|e| vec![e]);
     }
+    let d = backend_descriptor(&settings.kind).map_err(|e| vec![e])?;
+    (d.build)(settings, backend_config, continuing)
 }
 
-/// Test backend: its first call never returns (a hung server), for the watchdog.
-#[cfg(test)]
-pub struct Wedged;
-
-#[cfg(test)]
-impl Backend for Wedged {
-    fn send(&mut self, _ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
-        loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        }
-    }
-}
-
-/// Test backend: rejects every document whose index id ends in '3'.
-#[cfg(test)]
-pub struct RejectSome;
-
-#[cfg(test)]
-impl Backend for RejectSome {
-    fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
-        Ok(ops
-            .iter()
-            .map(|op| match op {
-                IndexOp::Upsert { id, .. } | IndexOp::DeleteById { id, .. }
-                    if id.ends_with('3') =>
-                {
-                    Some("rejected by test backend".into())
-                }
-                _ => None,
-            })
-            .collect())
-    }
-}
-
-/// Test backend with every kind of fault a server shows, chosen per batch from its first id
-/// (so a batch is deterministic, which batches form is not): the whole batch fails (`Err`, a
-/// 503 after the retries), the backend panics, it answers with one result too few (a
-/// malformed response), it is slow (sleeps a few ms, still moving); otherwise it rejects the
-/// documents whose id ends in '3' alone (a 400 for one document in a bulk).
-#[cfg(test)]
-pub struct Faulty;
-
-#[cfg(test)]
-impl Backend for Faulty {
-    fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
-        let id = |op: &IndexOp| match op {
-            IndexOp::Upsert { id, .. } | IndexOp::DeleteById { id, .. } => id.clone(),
-            IndexOp::DeleteByField { value, .. } => value.clone(),
-        };
-        let first = ops.first().map(id).unwrap_or_default();
-        let pick = first
-            .bytes()
-            .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)))
-            % 12;
-        match pick {
-            0 => return Err(BackendError::new("HTTP 503: test backend unavailable")),
-            1 => panic!("test backend panicked on a batch starting at {first}"),
-            2 => return Ok(vec![None; ops.len().saturating_sub(1)]),
-            3 => std::thread::sleep(Duration::from_millis(3)),
-            _ => {}
-        }
-        Ok(ops
-            .iter()
-            .map(|op| {
-                id(op)
-                    .ends_with('3')
-                    .then(|| "HTTP 400: rejected".to_string())
-            })
-            .collect())
-    }
+/// The registered backend of an `indexer.type`.
+fn backend_descriptor(kind: &str) -> Result<&'static IndexerDescriptor, ConfigError> {
+    registry::find::<IndexerDescriptor>(kind).ok_or_else(|| {
+        let hint = registry::suggest::<IndexerDescriptor>(kind)
+            .map(|n| format!(" (did you mean {n:?}?)"))
+            .unwrap_or_default();
+        ConfigError::new(
+            "indexer.type",
+            format!(
+                "unknown indexer type {kind:?}{hint}; available here: {}",
+                available()
+            ),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -1125,6 +1059,8 @@ pub(crate) mod mock_http;
 mod pinecone_tests;
 #[cfg(test)]
 mod solr_tests;
+#[cfg(test)]
+mod test_backends;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -6,6 +6,13 @@ use super::op::Encoded;
 use super::prepare::Encoder;
 use super::{Backend, BackendError, IndexOp};
 
+inventory::submit!(super::IndexerDescriptor {
+    name: "nop",
+    aliases: &["none", "com.kmwllc.lucille.indexer.NopIndexer"],
+    validate: |_, _| Vec::new(),
+    build: |_, _, _| Ok(Box::new(NopBackend)),
+});
+
 pub struct NopBackend;
 
 impl Backend for NopBackend {

@@ -6,6 +6,13 @@ use super::bulk::{self, BulkBackend};
 use super::{Backend, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError};
 
+inventory::submit!(super::IndexerDescriptor {
+    name: "opensearch",
+    aliases: &["com.kmwllc.lucille.indexer.OpenSearchIndexer"],
+    validate,
+    build: |settings, config, _| build(settings, config),
+});
+
 pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
     bulk::validate(settings, config, false)
 }

@@ -286,6 +286,13 @@ fn options(
     })
 }
 
+inventory::submit!(super::IndexerDescriptor {
+    name: "pinecone",
+    aliases: &[CLASS],
+    validate,
+    build: |settings, config, _| build(settings, config),
+});
+
 pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
     options(settings, config).err().unwrap_or_default()
 }

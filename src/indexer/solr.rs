@@ -39,6 +39,13 @@ pub fn spec() -> Spec {
         .alias("username", "userName")
 }
 
+inventory::submit!(super::IndexerDescriptor {
+    name: "solr",
+    aliases: &["com.kmwllc.lucille.indexer.SolrIndexer"],
+    validate,
+    build: |settings, config, _| build(settings, config),
+});
+
 pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
     let mut map = config.map().clone();
     spec().normalize(&mut map);

@@ -582,6 +582,13 @@ struct Target {
     fresh: FreshIds,
 }
 
+inventory::submit!(super::IndexerDescriptor {
+    name: "tantivy",
+    aliases: &[],
+    validate,
+    build: |_, config, _| super::boxed(TantivyBackend::from_config(config)),
+});
+
 pub struct TantivyBackend {
     path: PathBuf,
     defs: Vec<FieldDef>,

@@ -48,6 +48,13 @@ fn vector_fields(config: &ComponentConfig) -> Result<Vec<(String, u64)>, ConfigE
         .collect()
 }
 
+inventory::submit!(super::IndexerDescriptor {
+    name: "typesense",
+    aliases: &[],
+    validate,
+    build: |settings, config, _| build(settings, config),
+});
+
 pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
     let mut errors = spec().validate(config.map(), config.path());
     http::check_url(config, "url", &mut errors);

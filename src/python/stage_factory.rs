@@ -29,10 +29,6 @@ fn load_class<'py>(
 }
 
 impl PythonStageFactory for PyStageFactory {
-    fn builtins(&self) -> &'static [&'static crate::stage::StageDescriptor] {
-        super::stages::descriptors()
-    }
-
     fn check(&self, class: &str, config: &ComponentConfig) -> Result<(), ConfigError> {
         Python::attach(|py| {
             let cls = load_class(py, class, config)?;

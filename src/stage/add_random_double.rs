@@ -10,6 +10,7 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     spec: random_value::spec::<f64>,
     build: random_value::build::<f64>,
 };
+inventory::submit!(DESCRIPTOR);
 
 #[cfg(test)]
 mod tests {

@@ -11,6 +11,7 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     spec: random_value::spec::<i64>,
     build: random_value::build::<i64>,
 };
+inventory::submit!(DESCRIPTOR);
 
 #[cfg(test)]
 mod tests {

@@ -34,6 +34,7 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 fn spec() -> Spec {
     Spec::stage()

@@ -13,6 +13,7 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 fn spec() -> Spec {
     Spec::stage().required("fields", Kind::StringOrList)

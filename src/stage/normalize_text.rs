@@ -27,6 +27,7 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 const MODES: &[&str] = &["lowercase", "uppercase", "title_case", "sentence_case"];
 

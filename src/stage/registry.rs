@@ -6,94 +6,26 @@ use std::sync::OnceLock;
 
 use super::{Stage, StageDescriptor};
 use crate::config::{ComponentConfig, ConfigError};
+use crate::registry;
 
 /// Lucille's package for its stages; a class given with it resolves to the built-in.
 pub const LUCILLE_STAGE_PACKAGE: &str = "com.kmwllc.lucille.stage.";
 
-/// Lucille's plugin packages whose stages are built in here (`...tika.stage.TextExtractor`).
-const LUCILLE_PLUGIN_STAGE_PACKAGES: &[&str] = &[
-    "com.kmwllc.lucille.tika.stage.",
-    "com.kmwllc.lucille.ocr.stage.",
-];
+inventory::collect!(StageDescriptor);
 
-/// Every built-in stage. Grouped by area; each group is kept in sorted order.
-pub fn builtins() -> &'static [&'static StageDescriptor] {
-    use super::*;
-    static ALL: &[&StageDescriptor] = &[
-        // group: field manipulation
-        &compute_field_size::DESCRIPTOR,
-        &concatenate::DESCRIPTOR,
-        &copy_fields::DESCRIPTOR,
-        &delete_fields::DESCRIPTOR,
-        &drop_values::DESCRIPTOR,
-        &extract_first_character::DESCRIPTOR,
-        &hash_field_value_to_bucket::DESCRIPTOR,
-        &length::DESCRIPTOR,
-        &normalize_field_names::DESCRIPTOR,
-        &normalize_text::DESCRIPTOR,
-        &remove_diacritics::DESCRIPTOR,
-        &remove_duplicate_values::DESCRIPTOR,
-        &remove_empty_fields::DESCRIPTOR,
-        &rename_fields::DESCRIPTOR,
-        &set_static_values::DESCRIPTOR,
-        &split_field_values::DESCRIPTOR,
-        &timestamp::DESCRIPTOR,
-        &trim_whitespace::DESCRIPTOR,
-        &truncate_field::DESCRIPTOR,
-        // end group: field manipulation
-        // group: parsing and extraction
-        &apply_javascript::DESCRIPTOR,
-        &apply_jsonata::DESCRIPTOR,
-        &apply_jsoup::DESCRIPTOR,
-        &apply_ocr::DESCRIPTOR,
-        &apply_regex::DESCRIPTOR,
-        &base64_decode::DESCRIPTOR,
-        &create_static_teaser::DESCRIPTOR,
-        &detect_language::DESCRIPTOR,
-        &parse_date::DESCRIPTOR,
-        &parse_file_path::DESCRIPTOR,
-        &parse_floats::DESCRIPTOR,
-        &parse_json::DESCRIPTOR,
-        &replace_patterns::DESCRIPTOR,
-        &text_extractor::DESCRIPTOR,
-        &xpath_extractor::DESCRIPTOR,
-        // end group: parsing and extraction
-        // group: dictionaries, control flow, children, test data
-        &add_random_boolean::DESCRIPTOR,
-        &add_random_date::DESCRIPTOR,
-        &add_random_double::DESCRIPTOR,
-        &add_random_int::DESCRIPTOR,
-        &add_random_nested_field::DESCRIPTOR,
-        &add_random_string::DESCRIPTOR,
-        &chunk_text::DESCRIPTOR,
-        &collapse_children_documents::DESCRIPTOR,
-        &contains::DESCRIPTOR,
-        &create_children_stage::DESCRIPTOR,
-        &dictionary_lookup::DESCRIPTOR,
-        &match_query::DESCRIPTOR,
-        &query_database::DESCRIPTOR,
-        &drop_document::DESCRIPTOR,
-        &emit_nested_children::DESCRIPTOR,
-        &extract_entities::DESCRIPTOR,
-        &extract_entities_fst::DESCRIPTOR,
-        &print::DESCRIPTOR,
-        &random_vector::DESCRIPTOR,
-        &skip_document::DESCRIPTOR,
-        // end group: dictionaries, control flow, children, test data
-        // group: fetching
-        &fetch::apply_file_handlers::DESCRIPTOR,
-        &fetch::fetch_file_content::DESCRIPTOR,
-        &fetch::fetch_uri::DESCRIPTOR,
-        // end group: fetching
-        // group: vectors
-        &embed::DESCRIPTOR,
-        &ai::openai_embed::DESCRIPTOR,
-        &ai::prompt_ollama::DESCRIPTOR,
-        &search::query_opensearch::DESCRIPTOR,
-        &search::elasticsearch_lookup::DESCRIPTOR,
-        // end group: vectors
+impl registry::Descriptor for StageDescriptor {
+    const KIND: &'static str = "stage class";
+    // With Lucille's plugin packages whose stages are built in here
+    // (`com.kmwllc.lucille.tika.stage.TextExtractor`).
+    const PACKAGES: &'static [&'static str] = &[
+        LUCILLE_STAGE_PACKAGE,
+        "com.kmwllc.lucille.tika.stage.",
+        "com.kmwllc.lucille.ocr.stage.",
     ];
-    ALL
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
 }
 
 /// How a `class` value resolved.
@@ -105,37 +37,21 @@ pub enum StageClass {
 
 pub fn resolve(class: &str) -> Result<StageClass, String> {
     let class = class.trim();
-    if is_python_reference(class) {
+    if registry::is_python_reference(class) {
         return Ok(StageClass::Python(class.to_string()));
     }
-    let short = std::iter::once(LUCILLE_STAGE_PACKAGE)
-        .chain(LUCILLE_PLUGIN_STAGE_PACKAGES.iter().copied())
-        .find_map(|p| class.strip_prefix(p))
-        .unwrap_or(class);
-    if let Some(d) = builtins().iter().find(|d| d.name == short) {
+    if let Some(d) = registry::find::<StageDescriptor>(class) {
         return Ok(StageClass::Builtin(d));
     }
-    if let Some(d) = PYTHON_FACTORY
-        .get()
-        .and_then(|f| f.builtins().iter().find(|d| d.name == short))
-    {
-        return Ok(StageClass::Builtin(d));
-    }
+    let short = class.rsplit('.').next().unwrap_or(class);
     if PYTHON_BUILTINS.contains(&short) {
         return Err(format!(
             "{short} runs Python code and needs the lucille Python package (run through \
              `lucille` or `import lucille`)"
         ));
     }
-    #[cfg(test)]
-    if let Some(d) = super::test_stages::test_descriptors()
-        .iter()
-        .find(|d| d.name == short)
-    {
-        return Ok(StageClass::Builtin(d));
-    }
     let mut message = format!("unknown stage class {class:?}");
-    if let Some(name) = closest(short, all_builtins().iter().map(|d| d.name)) {
+    if let Some(name) = registry::suggest::<StageDescriptor>(class) {
         message.push_str(&format!(" (did you mean {name:?}?)"));
     } else {
         message.push_str(
@@ -146,69 +62,16 @@ pub fn resolve(class: &str) -> Result<StageClass, String> {
     Err(message)
 }
 
-/// The candidate nearest to `name` (case-insensitive edit distance), if it is near enough to
-/// be a misspelling: at most 1 edit for short names, 2 from 6 letters, 3 from 12.
-pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let lower = name.to_lowercase();
-    let limit = match name.chars().count() {
-        0..=5 => 1,
-        6..=11 => 2,
-        _ => 3,
-    };
-    candidates
-        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-/// Levenshtein distance with adjacent transpositions counted as one edit.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in rows.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in rows[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut d = (rows[i - 1][j] + 1)
-                .min(rows[i][j - 1] + 1)
-                .min(rows[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d = d.min(rows[i - 2][j - 2] + 1);
-            }
-            rows[i][j] = d;
-        }
-    }
-    rows[a.len()][b.len()]
-}
-
-/// Built-in stages that run Python; the Python bindings provide them
-/// ([`PythonStageFactory::builtins`]).
+/// Built-in stages that run Python; the Python bindings register them.
 pub const PYTHON_BUILTINS: [&str; 2] = ["EmbeddedPython", "ExternalPython"];
 
-/// Every built-in stage this build can run: the Rust ones, then those the Python bindings
-/// provide when they are loaded.
+/// Every built-in stage this build can run, sorted by name: the Rust ones, and those the
+/// Python bindings register when they are compiled in.
 pub fn all_builtins() -> Vec<&'static StageDescriptor> {
-    let mut all: Vec<_> = builtins().to_vec();
-    if let Some(f) = PYTHON_FACTORY.get() {
-        all.extend(f.builtins().iter().copied());
-    }
-    all
+    registry::all::<StageDescriptor>()
 }
 
-/// `module:Class` / `dir/file.py:Class`; a Java-style dotted name has no colon.
-pub fn is_python_reference(class: &str) -> bool {
-    match class.rsplit_once(':') {
-        Some((module, object)) => !module.is_empty() && !object.is_empty() && !object.contains('/'),
-        None => false,
-    }
-}
+pub use registry::is_python_reference;
 
 /// Builds Python stages; installed by the Python bindings, absent in a pure-Rust build.
 pub trait PythonStageFactory: Send + Sync {
@@ -220,11 +83,6 @@ pub trait PythonStageFactory: Send + Sync {
         name: &str,
         config: &ComponentConfig,
     ) -> Result<Box<dyn Stage>, ConfigError>;
-    /// Built-in stages implemented with Python (`EmbeddedPython`, `ExternalPython`), resolved
-    /// by name like the Rust ones.
-    fn builtins(&self) -> &'static [&'static StageDescriptor] {
-        &[]
-    }
 }
 
 static PYTHON_FACTORY: OnceLock<Box<dyn PythonStageFactory>> = OnceLock::new();
@@ -250,13 +108,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn resolves_builtin_full_and_python_names() {
+    fn resolves_builtin_full_plugin_and_python_names() {
         assert!(
             matches!(resolve("CopyFields"), Ok(StageClass::Builtin(d)) if d.name == "CopyFields")
         );
         assert!(matches!(
             resolve("com.kmwllc.lucille.stage.CopyFields"),
             Ok(StageClass::Builtin(d)) if d.name == "CopyFields"
+        ));
+        assert!(matches!(
+            resolve("com.kmwllc.lucille.tika.stage.TextExtractor"),
+            Ok(StageClass::Builtin(d)) if d.name == "TextExtractor"
         ));
         assert!(
             matches!(resolve("mystages:Enrich"), Ok(StageClass::Python(p)) if p == "mystages:Enrich")
@@ -273,18 +135,16 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.contains("needs the lucille Python package"), "{err}");
-        assert!(!is_python_reference("C:/path/file"));
-        assert!(!is_python_reference(":Class"));
     }
 
     #[test]
     fn builtin_names_are_unique_and_specs_include_common_keys() {
-        let mut names: Vec<_> = builtins().iter().map(|d| d.name).collect();
+        let mut names: Vec<_> = all_builtins().iter().map(|d| d.name).collect();
         let n = names.len();
-        names.sort();
+        assert!(n >= 60, "the built-in stages register themselves: {n}");
         names.dedup();
         assert_eq!(names.len(), n, "duplicate stage names");
-        for d in builtins() {
+        for d in all_builtins() {
             let spec = (d.spec)();
             for common in ["name", "class", "enabled", "conditions", "conditionPolicy"] {
                 assert!(
@@ -295,21 +155,15 @@ mod tests {
             }
         }
     }
-}
-
-#[cfg(test)]
-mod suggestion_tests {
-    use super::*;
 
     #[test]
     fn misspelt_names_get_the_nearest_builtin() {
         let names = || all_builtins().into_iter().map(|d| d.name);
-        assert_eq!(closest("CopyFeilds", names()), Some("CopyFields"));
-        assert_eq!(closest("copyfields", names()), Some("CopyFields"));
-        assert_eq!(closest("RenameFeild", names()), Some("RenameFields"));
-        assert_eq!(closest("Frobnicate", names()), None);
-        assert_eq!(edit_distance("ab", "ba"), 1);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(registry::closest("CopyFeilds", names()), Some("CopyFields"));
+        assert_eq!(
+            registry::closest("RenameFeild", names()),
+            Some("RenameFields")
+        );
         let err = resolve("CopyFeilds").err().unwrap_or_default();
         assert!(err.contains("did you mean \"CopyFields\"?"), "{err}");
     }

@@ -18,6 +18,7 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 fn spec() -> Spec {
     Spec::stage().required("fieldMapping", Kind::StringMap)

@@ -32,6 +32,7 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 fn spec() -> Spec {
     flag_keys(

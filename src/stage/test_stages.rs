@@ -1,17 +1,14 @@
-//! Stages that exist only in unit tests (`TestPanicOn`, `TestSleepOn`), which the registry
-//! resolves in test builds: they let runner and worker tests make a stage panic or hang.
+//! Stages that exist only in unit tests (`TestPanicOn`, `TestSleepOn`), registered from here
+//! in test builds as any stage is: they let runner and worker tests make a stage panic or hang.
 
 use super::Stage;
+
+inventory::submit!(PANIC_ON);
+inventory::submit!(SLEEP_ON);
 use crate::document::Document;
 
-/// Test-only stages the registry resolves in unit tests (never in a shipped build).
-pub fn test_descriptors() -> &'static [&'static super::StageDescriptor] {
-    static ALL: &[&super::StageDescriptor] = &[&PANIC_ON, &SLEEP_ON];
-    ALL
-}
-
 /// `TestPanicOn { field, value }`: panics when the document's field has that value.
-pub static PANIC_ON: super::StageDescriptor = super::StageDescriptor {
+pub const PANIC_ON: super::StageDescriptor = super::StageDescriptor {
     name: "TestPanicOn",
     spec: || {
         crate::config::Spec::stage()
@@ -42,7 +39,7 @@ impl Stage for PanicOn {
 /// `TestSleepOn { field, value, millis, untilFile? }`: sleeps that long when the document's
 /// field has that value, or until file `untilFile` exists (a stage that does not return, for
 /// `worker.maxProcessingSecs`).
-pub static SLEEP_ON: super::StageDescriptor = super::StageDescriptor {
+pub const SLEEP_ON: super::StageDescriptor = super::StageDescriptor {
     name: "TestSleepOn",
     spec: || {
         crate::config::Spec::stage()

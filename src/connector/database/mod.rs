@@ -44,9 +44,11 @@ use crate::document::{is_reserved, Document};
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "DatabaseConnector",
+    aliases: &["com.kmwllc.lucille.connector.jdbc.DatabaseConnector"],
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 /// Rows fetched per round trip when `fetchSize` is not set (PostgreSQL).
 const DEFAULT_FETCH_SIZE: usize = 1000;

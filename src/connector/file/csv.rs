@@ -19,6 +19,14 @@ use super::{
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
 
+inventory::submit!(super::FileHandlerDescriptor {
+    name: "csv",
+    aliases: &[],
+    build: |config, prefix| {
+        CsvHandler::from_config(config, prefix).map(|h| std::sync::Arc::new(h) as _)
+    },
+});
+
 fn spec() -> Spec {
     Spec::new()
         .optional("docIdPrefix", Kind::String)

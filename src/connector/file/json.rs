@@ -23,6 +23,14 @@ use crate::document::ids::id_text;
 use crate::document::{read_object, Document, ObjectParser, ObjectReader};
 use crate::record::{Record, RecordBuilder};
 
+inventory::submit!(super::FileHandlerDescriptor {
+    name: "json",
+    aliases: &["jsonl"],
+    build: |config, prefix| {
+        JsonHandler::from_config(config, prefix).map(|h| std::sync::Arc::new(h) as _)
+    },
+});
+
 fn spec() -> Spec {
     Spec::new()
         .optional("docIdPrefix", Kind::String)

@@ -58,9 +58,11 @@ pub use crate::storage::FileMetadata;
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "FileConnector",
+    aliases: &[],
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 pub const FILE_PATH: &str = "file_path";
 pub const FILE_NAME: &str = "file_name";
@@ -179,6 +181,35 @@ pub enum HandlerError {
     /// with this id and reason; what was published before it stays published.
     #[error("{reason}")]
     File { id: String, reason: String },
+}
+
+/// A file handler: its `fileHandlers` key (the extension it reads) and how to build it from
+/// its block; `prefix` is the connector's `docIdPrefix`. Each handler's file submits its
+/// descriptor to the [registry](crate::registry). (`documents`, the handler for every other
+/// extension, is the FileConnector's own.)
+pub struct FileHandlerDescriptor {
+    pub name: &'static str,
+    /// Other keys it serves (`jsonl` for `json`).
+    pub aliases: &'static [&'static str],
+    pub build: BuildFileHandler,
+}
+
+pub type BuildFileHandler =
+    fn(&ComponentConfig, &str) -> Result<Arc<dyn FileHandler>, Vec<ConfigError>>;
+
+inventory::collect!(FileHandlerDescriptor);
+
+impl crate::registry::Descriptor for FileHandlerDescriptor {
+    const KIND: &'static str = "file handler";
+    const PACKAGES: &'static [&'static str] = &[];
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        self.aliases
+    }
 }
 
 /// Turns a stream into documents, one record at a time (never the whole file in memory).
@@ -650,16 +681,19 @@ pub fn build_handler(
     config: &ComponentConfig,
     prefix: &str,
 ) -> Result<Arc<dyn FileHandler>, Vec<ConfigError>> {
-    match kind {
-        "csv" => csv::CsvHandler::from_config(config, prefix).map(|h| Arc::new(h) as _),
-        "json" | "jsonl" => {
-            json::JsonHandler::from_config(config, prefix).map(|h| Arc::new(h) as _)
+    match crate::registry::find::<FileHandlerDescriptor>(kind) {
+        Some(d) => (d.build)(config, prefix),
+        None => {
+            let known: Vec<&str> = crate::registry::all::<FileHandlerDescriptor>()
+                .into_iter()
+                .flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied()))
+                .chain(["documents"])
+                .collect();
+            Err(vec![ConfigError::new(
+                config.path(),
+                format!("unknown file handler {kind:?}; known: {}", known.join(", ")),
+            )])
         }
-        "xml" => xml::XmlHandler::from_config(config, prefix).map(|h| Arc::new(h) as _),
-        other => Err(vec![ConfigError::new(
-            config.path(),
-            format!("unknown file handler {other:?}; known: csv, json, jsonl, xml, documents"),
-        )]),
     }
 }
 

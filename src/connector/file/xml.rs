@@ -23,6 +23,14 @@ use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::ids::id_text;
 use crate::document::Document;
 
+inventory::submit!(super::FileHandlerDescriptor {
+    name: "xml",
+    aliases: &[],
+    build: |config, prefix| {
+        XmlHandler::from_config(config, prefix).map(|h| std::sync::Arc::new(h) as _)
+    },
+});
+
 fn spec() -> Spec {
     Spec::new()
         .required("xmlRootPath", Kind::String)

@@ -24,6 +24,7 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 fn spec() -> Spec {
     Spec::stage()

@@ -1,8 +1,7 @@
 //! Built-in stages that run Python: `EmbeddedPython` and `ExternalPython`. Their keys are
 //! validated and their scripts found here; the code runs through `lucille._python_stages` as
 //! an ordinary Python stage (`PyStage`), so a Python exception FAILs only its document.
-//! They exist only in the Python build: the registry asks the installed Python factory for
-//! them (`PythonStageFactory::builtins`).
+//! They exist only in the Python build, which registers them.
 
 pub mod embedded_python;
 pub mod external_python;
@@ -14,12 +13,7 @@ use pyo3::types::PyTuple;
 
 use super::stage::{config_dict, describe_py_err, PyStage};
 use crate::config::{ComponentConfig, ConfigError};
-use crate::stage::{Stage, StageDescriptor};
-
-pub fn descriptors() -> &'static [&'static StageDescriptor] {
-    static ALL: &[&StageDescriptor] = &[&embedded_python::DESCRIPTOR, &external_python::DESCRIPTOR];
-    ALL
-}
+use crate::stage::Stage;
 
 /// A script path from the config, resolved as every input path is (`config::paths`: the
 /// working directory, else beside the config file; `classpath:X` under the resource roots).

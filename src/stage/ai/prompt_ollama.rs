@@ -25,6 +25,7 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 /// Where a non-JSON answer goes (Lucille's field name).
 pub const RESPONSE_FIELD: &str = "ollamaResponse";

@@ -28,6 +28,7 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     spec,
     build,
 };
+inventory::submit!(DESCRIPTOR);
 
 /// Where a document that lacks a required parameter gets its message (Lucille's name).
 pub const ERROR_FIELD: &str = "queryOpensearchError";

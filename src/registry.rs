@@ -1,0 +1,118 @@
+//! The one registry of components. Every stage, connector, indexer backend and file handler
+//! declares itself in its own file, next to its code: a descriptor (its name, the other names
+//! a config may give it, its options and its constructor) submitted with
+//! [`inventory::submit!`]. Nothing else lists components: config resolution, `lucille doc` and
+//! the did-you-mean suggestions read them from here, so adding a component is adding its file.
+//! Code outside this crate (the Python bindings' stages, test components in test modules)
+//! registers the same way.
+//!
+//! Why `inventory`: it collects statics from every linked crate at start-up without a central
+//! list, which is what lets a component crate add components the core does not know of.
+
+/// A kind of component: its descriptor type, collected by `inventory`.
+pub trait Descriptor: inventory::Collect + Sync + 'static {
+    /// What a config calls this kind, for messages ("stage class", "indexer type").
+    const KIND: &'static str;
+    /// Lucille's Java packages for this kind: a class given with one of them resolves by
+    /// the rest of its name (`com.kmwllc.lucille.stage.CopyFields` → `CopyFields`).
+    const PACKAGES: &'static [&'static str];
+
+    /// The name configs use.
+    fn name(&self) -> &'static str;
+
+    /// Other names that resolve to this component: Lucille's full class names outside
+    /// [`Self::PACKAGES`] (a plugin's package, a subpackage); each one's last segment alone
+    /// resolves too (`PineconeIndexer`).
+    fn aliases(&self) -> &'static [&'static str] {
+        &[]
+    }
+}
+
+/// Every registered component of a kind, sorted by name.
+pub fn all<D: Descriptor>() -> Vec<&'static D> {
+    let mut all: Vec<&'static D> = inventory::iter::<D>.into_iter().collect();
+    all.sort_by_key(|d| d.name());
+    all
+}
+
+/// Every registered name of a kind, sorted.
+pub fn names<D: Descriptor>() -> Vec<&'static str> {
+    all::<D>().into_iter().map(|d| d.name()).collect()
+}
+
+/// The component a config's class (or type) names: its name, alone or with one of Lucille's
+/// packages for the kind in front, or one of its aliases, whole or its last segment.
+pub fn find<D: Descriptor>(class: &str) -> Option<&'static D> {
+    let class = class.trim();
+    let short = D::PACKAGES
+        .iter()
+        .find_map(|p| class.strip_prefix(p))
+        .unwrap_or(class);
+    inventory::iter::<D>.into_iter().find(|d| {
+        d.name() == short
+            || d.aliases()
+                .iter()
+                .any(|a| *a == class || a.rsplit('.').next() == Some(class))
+    })
+}
+
+/// The registered name nearest to `class` when it looks like a misspelling of one.
+pub fn suggest<D: Descriptor>(class: &str) -> Option<&'static str> {
+    let class = class.trim();
+    let short = D::PACKAGES
+        .iter()
+        .find_map(|p| class.strip_prefix(p))
+        .unwrap_or(class);
+    closest(short, names::<D>().into_iter())
+}
+
+/// The candidate nearest to `name` (case-insensitive edit distance), if it is near enough to
+/// be a misspelling: at most 1 edit for short names, 2 from 6 letters, 3 from 12.
+pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = name.to_lowercase();
+    let limit = match name.chars().count() {
+        0..=5 => 1,
+        6..=11 => 2,
+        _ => 3,
+    };
+    candidates
+        // Optimal string alignment: Levenshtein with an adjacent transposition as one edit.
+        .map(|c| (strsim::osa_distance(&lower, &c.to_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// `module:Class` / `dir/file.py:Class`: a Python class, for any kind of component. A
+/// Java-style dotted name has no colon.
+pub fn is_python_reference(class: &str) -> bool {
+    match class.rsplit_once(':') {
+        Some((module, object)) => !module.is_empty() && !object.is_empty() && !object.contains('/'),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn misspellings_within_the_limit_get_the_nearest_name() {
+        let names = ["CopyFields", "RenameFields"];
+        assert_eq!(closest("CopyFeilds", names.into_iter()), Some("CopyFields"));
+        assert_eq!(closest("copyfields", names.into_iter()), Some("CopyFields"));
+        assert_eq!(closest("Frobnicate", names.into_iter()), None);
+        // A transposition is one edit ("Lnegth"); "Lnegt" is two, over a 5-letter name's one.
+        assert_eq!(closest("Lnegth", ["Length"].into_iter()), Some("Length"));
+        assert_eq!(closest("Lnegt", ["Length"].into_iter()), None);
+    }
+
+    #[test]
+    fn python_references_have_a_module_and_an_object() {
+        assert!(is_python_reference("mystages:Enrich"));
+        assert!(is_python_reference("lib/stages.py:Enrich"));
+        assert!(!is_python_reference("C:/path/file"));
+        assert!(!is_python_reference(":Class"));
+        assert!(!is_python_reference("com.kmwllc.lucille.stage.CopyFields"));
+    }
+}
