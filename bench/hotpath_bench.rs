@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use lucille::accounting::{Event, EventType, Ledger};
 use lucille::document::ObjectParser;
 use lucille::indexer::{jsonl::JsonlBackend, Backend, IndexerSettings, Preparer};
-use lucille::messaging::{LocalMessenger, Messenger};
+use lucille::messaging::{LocalMessenger, PublisherSide, WorkerSide};
 use lucille::Document;
 
 const SAMPLE: &str = include_str!("sample_doc.json");

@@ -11,7 +11,7 @@ use parking_lot::{Condvar, Mutex};
 use super::event::{Event, EventType};
 use super::ledger::{Counts, Ledger};
 use crate::document::Document;
-use crate::messaging::{MessagingError, Messenger};
+use crate::messaging::{MessagingError, PublisherSide};
 use crate::record::{Record, ToProcess};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -52,7 +52,7 @@ impl<T> ConnectorStatus for std::thread::JoinHandle<T> {
 
 pub struct Publisher {
     run_id: Arc<str>,
-    messenger: Arc<dyn Messenger>,
+    messenger: Arc<dyn PublisherSide>,
     ledger: Mutex<Ledger>,
     below_max: Condvar,
     max_pending: Option<usize>,
@@ -83,7 +83,7 @@ const EVENT_POLL: Duration = Duration::from_millis(10);
 impl Publisher {
     pub fn new(
         run_id: Arc<str>,
-        messenger: Arc<dyn Messenger>,
+        messenger: Arc<dyn PublisherSide>,
         settings: PublisherSettings,
         stopping: Arc<AtomicBool>,
     ) -> Self {

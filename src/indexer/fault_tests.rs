@@ -108,7 +108,7 @@ fn run_backend(
     n: usize,
 ) -> (Outcomes, Result<(), String>) {
     let m = Arc::new(crate::messaging::LocalMessenger::new(1000));
-    use crate::messaging::Messenger;
+    use crate::messaging::{PublisherSide, WorkerSide};
     // Queued before the indexer starts, so it never idles mid-run.
     for d in docs(n) {
         m.send_for_indexing(crate::document::Document::from_value(d).unwrap().into())
@@ -498,7 +498,7 @@ fn an_idle_indexer_commits_the_documents_it_holds() {
         commits: 0,
     };
     let h = super::IndexerHandle::start(s, Box::new(b), m.clone(), Arc::from("r"), false).unwrap();
-    use crate::messaging::Messenger;
+    use crate::messaging::{PublisherSide, WorkerSide};
     for d in docs(3) {
         m.send_for_indexing(crate::document::Document::from_value(d).unwrap().into())
             .unwrap();

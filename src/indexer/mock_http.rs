@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::*;
 use crate::accounting::{Event, EventType};
 pub use crate::http::mock::*;
-use crate::messaging::LocalMessenger;
+use crate::messaging::{LocalMessenger, PublisherSide, WorkerSide};
 
 /// Each document's terminal event: (type, message).
 pub type Outcomes = BTreeMap<String, (EventType, Option<String>)>;

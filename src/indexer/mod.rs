@@ -37,7 +37,7 @@ use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{is_reserved, Document};
 use crate::http;
-use crate::messaging::Messenger;
+use crate::messaging::IndexerSide;
 use crate::registry;
 pub use op::{take_encoded, Encoded, IndexOp, PreparedOp, ToIndex};
 pub use prepare::{Encoder, Preparer};
@@ -552,7 +552,7 @@ impl IndexerHandle {
     pub fn start(
         settings: IndexerSettings,
         backend: Box<dyn Backend>,
-        messenger: Arc<dyn Messenger>,
+        messenger: Arc<dyn IndexerSide>,
         run_id: Arc<str>,
         bypass: bool,
     ) -> std::io::Result<Self> {
@@ -649,7 +649,7 @@ struct IndexerLoop {
     settings: IndexerSettings,
     backend: Box<dyn Backend>,
     encoder: Option<Arc<dyn prepare::Encoder>>,
-    messenger: Arc<dyn Messenger>,
+    messenger: Arc<dyn IndexerSide>,
     run_id: Arc<str>,
     bypass: bool,
     stats: Arc<IndexerStats>,

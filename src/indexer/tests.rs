@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::*;
 use crate::accounting::Event;
-use crate::messaging::LocalMessenger;
+use crate::messaging::{LocalMessenger, PublisherSide, WorkerSide};
 
 fn settings(v: Value) -> IndexerSettings {
     match v {

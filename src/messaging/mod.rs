@@ -2,7 +2,9 @@
 //! uses bounded in-memory queues (`publisher.queueCapacity` bounds the source and destination
 //! queues, so a fast connector blocks instead of filling memory); test mode records every
 //! document and event on top of that; distributed mode (Kafka, [`kafka`]) plugs in behind the
-//! same trait.
+//! same traits. One trait per role ([`PublisherSide`], [`WorkerSide`], [`IndexerSide`], each
+//! with [`Events`]); a messenger implements the roles it has, and a [`Topology`] says which
+//! roles a process plays.
 
 pub mod kafka;
 
@@ -25,31 +27,23 @@ pub enum MessagingError {
     Kafka(String),
 }
 
-/// The three channels of a run, as Lucille's messengers.
-pub trait Messenger: Send + Sync {
+/// Lifecycle events, sent by every role: the publisher (a record FAILed before it became a
+/// document), the workers and the indexer.
+pub trait Events: Send + Sync {
+    fn send_event(&self, event: Event) -> Result<(), MessagingError>;
+}
+
+/// The publisher's side of a run: documents out to the workers, their events back.
+pub trait PublisherSide: Events {
     /// A published document, or a record a worker builds into one.
     fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError>;
-    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess>;
-    /// Whether this messenger keeps whole documents as they are published (test mode's
-    /// history): then records are built before they are sent.
+    /// Whether this messenger keeps or ships whole documents as they are published (test
+    /// mode's history, Kafka): then records are built before they are sent.
     fn records_documents(&self) -> bool {
         false
     }
-    /// A processed document, or the index operation a worker prepared from it.
-    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError>;
-    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex>;
-    fn send_event(&self, event: Event) -> Result<(), MessagingError>;
     fn poll_event(&self, timeout: Duration) -> Option<Event>;
     fn try_poll_event(&self) -> Option<Event>;
-    /// Documents waiting in the source and destination queues.
-    fn queued(&self) -> (usize, usize);
-    /// A FAILed document's dead-letter line (`{pipeline}_fail` on Kafka; locally the
-    /// dead-letter file is written by the worker pool).
-    fn send_failed(&self, _doc_id: &str, _line: &serde_json::Value) {}
-    /// Called by a worker thread once everything it took since its last call (a document or
-    /// a batch, with every child, event and output sent): a messenger that acknowledges its
-    /// source (Kafka's offsets) may now do so.
-    fn done_processing(&self) {}
     /// Where the source message of each published document in `ids` is, when this messenger
     /// knows (Kafka: `topic[partition]@offset`): named in the stall warning, so an operator
     /// can look at what a stalled run waits for.
@@ -58,12 +52,55 @@ pub trait Messenger: Send + Sync {
     }
 }
 
+/// A worker's side: documents in, processed documents (or their prepared index operations)
+/// out to the indexer.
+pub trait WorkerSide: Events {
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess>;
+    /// A processed document, or the index operation a worker prepared from it.
+    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError>;
+    /// A FAILed document's dead-letter line (`{pipeline}_fail` on Kafka; locally the
+    /// dead-letter file is written by the worker pool).
+    fn send_failed(&self, _doc_id: &str, _line: &serde_json::Value) {}
+    /// Called by a worker thread once everything it took since its last call (a document or
+    /// a batch, with every child, event and output sent): a messenger that acknowledges its
+    /// source (Kafka's offsets) may now do so.
+    fn done_processing(&self) {}
+}
+
+/// The indexer's side: processed documents in.
+pub trait IndexerSide: Events {
+    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex>;
+    /// Documents waiting for the indexer (the watchdog's measure of a stuck indexer).
+    fn waiting_to_index(&self) -> usize;
+}
+
+/// The roles one process plays in a run, wired by the runner for its mode: local and test
+/// mode play all three on one set of queues; `--mode external` plays all three over Kafka;
+/// `--mode distributed` only publishes (workers and indexers are other processes).
+#[derive(Clone)]
+pub struct Topology {
+    pub publisher: Arc<dyn PublisherSide>,
+    pub worker: Option<Arc<dyn WorkerSide>>,
+    pub indexer: Option<Arc<dyn IndexerSide>>,
+}
+
+impl Topology {
+    /// Every role on the same messenger (local queues).
+    pub fn local<M: PublisherSide + WorkerSide + IndexerSide + 'static>(m: Arc<M>) -> Self {
+        Topology {
+            publisher: m.clone(),
+            worker: Some(m.clone()),
+            indexer: Some(m),
+        }
+    }
+}
+
 pub const DEFAULT_QUEUE_CAPACITY: usize = 10_000;
 
 /// Sends a lifecycle event for a document; a closed event queue is logged (the run is
 /// already ending), not raised, since the worker or indexer has nothing else to do with it.
 pub fn send_event(
-    messenger: &dyn Messenger,
+    messenger: &dyn Events,
     doc_id: &str,
     run_id: &Arc<str>,
     kind: crate::accounting::EventType,
@@ -158,21 +195,22 @@ fn send<T>(tx: &Sender<T>, mut item: T, name: &'static str) -> Result<(), Messag
     }
 }
 
-impl Messenger for LocalMessenger {
-    fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
-        send(&self.source.0, item, "source")
+impl LocalMessenger {
+    /// Documents waiting in the source and destination queues.
+    pub fn queued(&self) -> (usize, usize) {
+        (self.source.1.len(), self.destination.1.len())
     }
-    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
-        recv(&self.source.1, timeout)
-    }
-    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
-        send(&self.destination.0, item, "destination")
-    }
-    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
-        recv(&self.destination.1, timeout)
-    }
+}
+
+impl Events for LocalMessenger {
     fn send_event(&self, event: Event) -> Result<(), MessagingError> {
         send(&self.events.0, event, "event")
+    }
+}
+
+impl PublisherSide for LocalMessenger {
+    fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
+        send(&self.source.0, item, "source")
     }
     fn poll_event(&self, timeout: Duration) -> Option<Event> {
         recv(&self.events.1, timeout)
@@ -180,8 +218,23 @@ impl Messenger for LocalMessenger {
     fn try_poll_event(&self) -> Option<Event> {
         self.events.1.try_recv().ok()
     }
-    fn queued(&self) -> (usize, usize) {
-        (self.source.1.len(), self.destination.1.len())
+}
+
+impl WorkerSide for LocalMessenger {
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
+        recv(&self.source.1, timeout)
+    }
+    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
+        send(&self.destination.0, item, "destination")
+    }
+}
+
+impl IndexerSide for LocalMessenger {
+    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
+        recv(&self.destination.1, timeout)
+    }
+    fn waiting_to_index(&self) -> usize {
+        self.destination.1.len()
     }
 }
 
@@ -212,31 +265,22 @@ impl TestMessenger {
     }
 }
 
-impl Messenger for TestMessenger {
+impl Events for TestMessenger {
+    fn send_event(&self, event: Event) -> Result<(), MessagingError> {
+        self.history.lock().events.push(event.clone());
+        self.inner.send_event(event)
+    }
+}
+
+impl PublisherSide for TestMessenger {
     fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
         if let ToProcess::Doc(doc) = &item {
             self.history.lock().sent_for_processing.push(doc.clone());
         }
         self.inner.send_for_processing(item)
     }
-    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
-        self.inner.poll_doc_to_process(timeout)
-    }
     fn records_documents(&self) -> bool {
         true
-    }
-    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
-        if let Some(doc) = item.document() {
-            self.history.lock().sent_for_indexing.push(doc.clone());
-        }
-        self.inner.send_for_indexing(item)
-    }
-    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
-        self.inner.poll_doc_to_index(timeout)
-    }
-    fn send_event(&self, event: Event) -> Result<(), MessagingError> {
-        self.history.lock().events.push(event.clone());
-        self.inner.send_event(event)
     }
     fn poll_event(&self, timeout: Duration) -> Option<Event> {
         self.inner.poll_event(timeout)
@@ -244,8 +288,26 @@ impl Messenger for TestMessenger {
     fn try_poll_event(&self) -> Option<Event> {
         self.inner.try_poll_event()
     }
-    fn queued(&self) -> (usize, usize) {
-        self.inner.queued()
+}
+
+impl WorkerSide for TestMessenger {
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
+        self.inner.poll_doc_to_process(timeout)
+    }
+    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
+        if let Some(doc) = item.document() {
+            self.history.lock().sent_for_indexing.push(doc.clone());
+        }
+        self.inner.send_for_indexing(item)
+    }
+}
+
+impl IndexerSide for TestMessenger {
+    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
+        self.inner.poll_doc_to_index(timeout)
+    }
+    fn waiting_to_index(&self) -> usize {
+        self.inner.waiting_to_index()
     }
 }
 

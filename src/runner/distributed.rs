@@ -14,7 +14,7 @@ use crate::indexer::{self, IndexerHandle};
 use crate::messaging::kafka::{
     self, producer::KafkaProducer, retries::RetryCounter, KafkaSettings, Topics,
 };
-use crate::messaging::Messenger;
+use crate::messaging::{IndexerSide, Topology, WorkerSide};
 use crate::worker::WorkerPool;
 
 /// A run in `mode` needs the `kafka` block; checked before anything starts.
@@ -28,9 +28,9 @@ pub fn check_mode(plan: &RunPlan, mode: RunMode) -> Result<(), ConfigErrors> {
     Ok(())
 }
 
-/// A connector's messenger in a Kafka mode, and how to close it after the run.
+/// A connector's roles in a Kafka mode, and how to close their messengers after the run.
 pub(super) struct KafkaRun {
-    pub messenger: Arc<dyn Messenger>,
+    pub topology: Topology,
     close: Box<dyn Fn() + Send + Sync>,
 }
 
@@ -56,28 +56,41 @@ pub(super) fn connector_messenger(
         topics.clone(),
         run_id.clone(),
     )?;
+    let publisher = Arc::new(publisher);
     if mode == RunMode::Distributed {
-        let m = Arc::new(publisher);
-        let m2 = m.clone();
+        let p = publisher.clone();
         return Ok(KafkaRun {
-            messenger: m,
-            close: Box::new(move || m2.close()),
+            topology: Topology {
+                publisher,
+                worker: None,
+                indexer: None,
+            },
+            close: Box::new(move || p.close()),
         });
     }
+    // `--mode external`: the publisher, the worker threads and the indexer thread of this
+    // process, each with its own Kafka role.
     kafka::admin::warn_if_fewer_partitions(settings, &topics.source, worker_threads);
-    let m = Arc::new(kafka::KafkaExternalMessenger {
-        publisher,
-        worker: kafka::worker_messenger(settings, &topics, producer.clone())?,
-        indexer: kafka::indexer_messenger(settings, &topics, producer)?,
-    });
-    let m2 = m.clone();
+    let worker = Arc::new(kafka::worker_messenger(
+        settings,
+        &topics,
+        producer.clone(),
+    )?);
+    let indexer = Arc::new(kafka::indexer_messenger(settings, &topics, producer)?);
+    let (p, w, i) = (publisher.clone(), worker.clone(), indexer.clone());
     Ok(KafkaRun {
-        messenger: m,
-        close: Box::new(move || m2.close()),
+        topology: Topology {
+            publisher,
+            worker: Some(worker),
+            indexer: Some(indexer),
+        },
+        close: Box::new(move || {
+            w.close();
+            i.close();
+            p.close();
+        }),
     })
 }
-
-type RoleMessenger = Arc<dyn Messenger>;
 
 /// What a long-running process serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,55 +168,55 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
     let threads = worker.threads;
     // What each role reads and writes: its messenger, and how to close it at the end.
     let mut closers: Vec<Box<dyn Fn()>> = Vec::new();
-    let (pool_messenger, indexer_messenger): (Option<RoleMessenger>, Option<RoleMessenger>) =
-        match role {
-            Role::Worker => {
-                let mut w = kafka::worker_messenger(settings, &topics, producer.clone())
-                    .map_err(|e| e.to_string())?;
-                if let Some(n) = worker.max_retries {
-                    w = w.with_retries(
-                        RetryCounter::new(settings, pipeline, &topics.source, n)
-                            .map_err(|e| e.to_string())?,
-                    );
-                }
-                let m = Arc::new(w);
-                let m2 = m.clone();
-                closers.push(Box::new(move || m2.close()));
-                (Some(m), None)
-            }
-            Role::Indexer => {
-                let m = Arc::new(
-                    kafka::indexer_messenger(settings, &topics, producer.clone())
+    type Roles = (Option<Arc<dyn WorkerSide>>, Option<Arc<dyn IndexerSide>>);
+    let (pool_messenger, indexer_messenger): Roles = match role {
+        Role::Worker => {
+            let mut w = kafka::worker_messenger(settings, &topics, producer.clone())
+                .map_err(|e| e.to_string())?;
+            if let Some(n) = worker.max_retries {
+                w = w.with_retries(
+                    RetryCounter::new(settings, pipeline, &topics.source, n)
                         .map_err(|e| e.to_string())?,
                 );
-                let m2 = m.clone();
-                closers.push(Box::new(move || m2.close()));
-                (None, Some(m))
             }
-            Role::WorkerIndexer => {
-                let mut w = kafka::worker_messenger(settings, &topics, producer.clone())
-                    .map_err(|e| e.to_string())?;
-                if let Some(n) = worker.max_retries {
-                    w = w.with_retries(
-                        RetryCounter::new(settings, pipeline, &topics.source, n)
-                            .map_err(|e| e.to_string())?,
-                    );
-                }
-                let m = Arc::new(kafka::worker_indexer::KafkaWorkerIndexerMessenger::new(
-                    w,
-                    producer.clone(),
-                    topics.clone(),
-                    settings.events,
-                    plan.queue_capacity,
-                ));
-                let m2 = m.clone();
-                closers.push(Box::new(move || m2.close()));
-                (
-                    Some(m.clone() as Arc<dyn Messenger>),
-                    Some(m as Arc<dyn Messenger>),
-                )
+            let m = Arc::new(w);
+            let m2 = m.clone();
+            closers.push(Box::new(move || m2.close()));
+            (Some(m), None)
+        }
+        Role::Indexer => {
+            let m = Arc::new(
+                kafka::indexer_messenger(settings, &topics, producer.clone())
+                    .map_err(|e| e.to_string())?,
+            );
+            let m2 = m.clone();
+            closers.push(Box::new(move || m2.close()));
+            (None, Some(m))
+        }
+        Role::WorkerIndexer => {
+            let mut w = kafka::worker_messenger(settings, &topics, producer.clone())
+                .map_err(|e| e.to_string())?;
+            if let Some(n) = worker.max_retries {
+                w = w.with_retries(
+                    RetryCounter::new(settings, pipeline, &topics.source, n)
+                        .map_err(|e| e.to_string())?,
+                );
             }
-        };
+            let m = Arc::new(kafka::worker_indexer::KafkaWorkerIndexerMessenger::new(
+                w,
+                producer.clone(),
+                topics.clone(),
+                settings.events,
+                plan.queue_capacity,
+            ));
+            let m2 = m.clone();
+            closers.push(Box::new(move || m2.close()));
+            (
+                Some(m.clone() as Arc<dyn WorkerSide>),
+                Some(m as Arc<dyn IndexerSide>),
+            )
+        }
+    };
     let mut pool = None;
     if let Some(m) = pool_messenger {
         kafka::admin::warn_if_fewer_partitions(settings, &topics.source, threads);

@@ -25,7 +25,9 @@ use crate::connector::{ConnectorError, ConnectorPlan};
 use crate::document::Document;
 use crate::indexer::watchdog::Watchdog;
 use crate::indexer::{self, IndexerHandle, IndexerSettings};
-use crate::messaging::{LocalMessenger, Messenger, TestMessenger, DEFAULT_QUEUE_CAPACITY};
+use crate::messaging::{
+    IndexerSide, LocalMessenger, TestMessenger, Topology, DEFAULT_QUEUE_CAPACITY,
+};
 use crate::pipeline::{PipelinePlan, StageMetrics};
 use crate::worker::{WorkerPool, WorkerSettings};
 use lucille_hocon::{self as hocon, ParseOptions};
@@ -604,33 +606,35 @@ fn run_connector(
     }
     let kafka_mode = matches!(opts.mode, RunMode::External | RunMode::Distributed);
     let mut kafka_run = None;
-    let (messenger, test_messenger): (Arc<dyn Messenger>, Option<Arc<TestMessenger>>) =
-        if kafka_mode {
-            let Some(settings) = &plan.kafka else {
-                return (fail("this mode needs a kafka block".into()), None);
-            };
-            match distributed::connector_messenger(
-                settings,
-                opts.mode,
-                &pipeline.name,
-                run_id,
-                worker.threads,
-            ) {
-                Ok(k) => {
-                    let m = k.messenger.clone();
-                    kafka_run = Some(k);
-                    (m, None)
-                }
-                Err(e) => return (fail(e.to_string()), None),
-            }
-        } else if opts.mode == RunMode::Test || opts.record_history {
-            let t = Arc::new(TestMessenger::new(plan.queue_capacity));
-            (t.clone(), Some(t))
-        } else {
-            (Arc::new(LocalMessenger::new(plan.queue_capacity)), None)
+    let (topology, test_messenger): (Topology, Option<Arc<TestMessenger>>) = if kafka_mode {
+        let Some(settings) = &plan.kafka else {
+            return (fail("this mode needs a kafka block".into()), None);
         };
+        match distributed::connector_messenger(
+            settings,
+            opts.mode,
+            &pipeline.name,
+            run_id,
+            worker.threads,
+        ) {
+            Ok(k) => {
+                let t = k.topology.clone();
+                kafka_run = Some(k);
+                (t, None)
+            }
+            Err(e) => return (fail(e.to_string()), None),
+        }
+    } else if opts.mode == RunMode::Test || opts.record_history {
+        let t = Arc::new(TestMessenger::new(plan.queue_capacity));
+        (Topology::local(t.clone()), Some(t))
+    } else {
+        (
+            Topology::local(Arc::new(LocalMessenger::new(plan.queue_capacity))),
+            None,
+        )
+    };
     // Distributed: workers and indexers are other processes.
-    let local_roles = opts.mode != RunMode::Distributed;
+    let local_roles = topology.worker.is_some() && topology.indexer.is_some();
     // Test mode, and `indexer.sendEnabled: false` as in Lucille, run without the backend.
     let bypass = opts.mode == RunMode::Test || !plan.indexer.send_enabled || !local_roles;
     let backend = if bypass {
@@ -655,27 +659,21 @@ fn run_connector(
     let pool_pipeline_name = pipeline.name.clone();
     // Workers turn documents into index operations (and encode them) in parallel, unless the
     // run records whole documents (test mode, history) or ships them (Kafka).
-    let preparer = (!bypass && test_messenger.is_none() && !messenger.records_documents())
+    let preparer = (!bypass && test_messenger.is_none() && !topology.publisher.records_documents())
         .then(|| indexer::Preparer::new(plan.indexer.clone(), backend.encoder()));
-    let pool = if local_roles {
-        match WorkerPool::start(
-            pipeline,
-            worker,
-            messenger.clone(),
-            run_id.clone(),
-            preparer,
-        ) {
+    let pool = if let Some(worker_side) = topology.worker.clone() {
+        match WorkerPool::start(pipeline, worker, worker_side, run_id.clone(), preparer) {
             Ok(p) => Some(p),
             Err(e) => return (fail(format!("cannot start workers: {e}")), None),
         }
     } else {
         None
     };
-    let mut indexer = if local_roles {
+    let mut indexer = if let Some(indexer_side) = topology.indexer.clone() {
         match IndexerHandle::start(
             plan.indexer.clone(),
             backend,
-            messenger.clone(),
+            indexer_side,
             run_id.clone(),
             bypass,
         ) {
@@ -692,7 +690,7 @@ fn run_connector(
     };
     let publisher = Arc::new(Publisher::new(
         run_id.clone(),
-        messenger.clone(),
+        topology.publisher.clone(),
         PublisherSettings {
             max_pending_docs: plan.max_pending_docs,
             collapse: cplan.common.collapse,
@@ -755,7 +753,11 @@ fn run_connector(
                             dead_indexer = true;
                             return Err(reason);
                         }
-                        match watchdog.check(&indexer_stats, messenger.queued().1, Instant::now()) {
+                        let waiting = topology
+                            .indexer
+                            .as_ref()
+                            .map_or(0, |i| i.waiting_to_index());
+                        match watchdog.check(&indexer_stats, waiting, Instant::now()) {
                             Some(reason) => {
                                 wedged = true;
                                 Err(reason)
@@ -770,11 +772,13 @@ fn run_connector(
                             // it (never drop it silently) so workers blocked on the full
                             // destination queue, and the connector behind them, can finish.
                             let why = if wedged { "was wedged" } else { "thread died" };
-                            drainer = Some(FailDrain::start(
-                                messenger.clone(),
-                                run_id.clone(),
-                                format!("not indexed: the indexer {why}"),
-                            ));
+                            drainer = topology.indexer.clone().map(|i| {
+                                FailDrain::start(
+                                    i,
+                                    run_id.clone(),
+                                    format!("not indexed: the indexer {why}"),
+                                )
+                            });
                             wedged = true;
                         }
                         // Unblock a connector stuck in publish so its thread can end, and give
@@ -836,7 +840,7 @@ fn run_connector(
         error.get_or_insert_with(|| format!("indexer: {e}"));
     }
     // Events still queued after a failed wait (the FAILs above among them) belong in the counts.
-    while let Some(e) = messenger.try_poll_event() {
+    while let Some(e) = topology.publisher.try_poll_event() {
         publisher.handle_event(&e);
     }
     if let Some(k) = &kafka_run {
@@ -875,7 +879,7 @@ struct FailDrain {
 }
 
 impl FailDrain {
-    fn start(messenger: Arc<dyn Messenger>, run_id: Arc<str>, reason: String) -> Self {
+    fn start(messenger: Arc<dyn IndexerSide>, run_id: Arc<str>, reason: String) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = stop.clone();
         let thread = std::thread::Builder::new()

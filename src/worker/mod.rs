@@ -31,7 +31,7 @@ use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
 use crate::indexer::{Preparer, ToIndex};
-use crate::messaging::Messenger;
+use crate::messaging::WorkerSide;
 use crate::pipeline::{PipelinePlan, StageMetrics};
 use crate::record::ToProcess;
 use engine::Engine;
@@ -306,7 +306,7 @@ struct Live {
 struct Spawner {
     plan: PipelinePlan,
     settings: WorkerSettings,
-    messenger: Arc<dyn Messenger>,
+    messenger: Arc<dyn WorkerSide>,
     run_id: Arc<str>,
     running: Arc<AtomicBool>,
     stats: Arc<PoolStats>,
@@ -373,7 +373,7 @@ impl Spawner {
 struct WorkerContext {
     plan: PipelinePlan,
     settings: WorkerSettings,
-    messenger: Arc<dyn Messenger>,
+    messenger: Arc<dyn WorkerSide>,
     run_id: Arc<str>,
     running: Arc<AtomicBool>,
     stats: Arc<PoolStats>,
@@ -390,7 +390,7 @@ impl WorkerPool {
     pub fn start(
         plan: PipelinePlan,
         settings: WorkerSettings,
-        messenger: Arc<dyn Messenger>,
+        messenger: Arc<dyn WorkerSide>,
         run_id: Arc<str>,
         preparer: Option<Preparer>,
     ) -> std::io::Result<Self> {

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::accounting::Event;
-use crate::messaging::LocalMessenger;
+use crate::messaging::{IndexerSide, LocalMessenger, PublisherSide};
 
 fn plan(stages: Value) -> PipelinePlan {
     let Value::Array(stages) = stages else {

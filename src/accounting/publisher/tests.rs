@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::accounting::EventType;
-use crate::messaging::LocalMessenger;
+use crate::messaging::{Events, LocalMessenger, WorkerSide};
 
 struct Done(bool);
 impl ConnectorStatus for Done {
@@ -199,30 +199,20 @@ fn stopping_refuses_new_documents_and_unblocks_waiters() {
 #[test]
 fn failed_send_rolls_back() {
     struct Closed;
-    impl Messenger for Closed {
-        fn send_for_processing(&self, _: crate::record::ToProcess) -> Result<(), MessagingError> {
-            Err(MessagingError::Closed("source"))
-        }
-        fn poll_doc_to_process(&self, _: Duration) -> Option<crate::record::ToProcess> {
-            None
-        }
-        fn send_for_indexing(&self, _: crate::indexer::ToIndex) -> Result<(), MessagingError> {
-            Ok(())
-        }
-        fn poll_doc_to_index(&self, _: Duration) -> Option<crate::indexer::ToIndex> {
-            None
-        }
+    impl crate::messaging::Events for Closed {
         fn send_event(&self, _: Event) -> Result<(), MessagingError> {
             Ok(())
+        }
+    }
+    impl crate::messaging::PublisherSide for Closed {
+        fn send_for_processing(&self, _: crate::record::ToProcess) -> Result<(), MessagingError> {
+            Err(MessagingError::Closed("source"))
         }
         fn poll_event(&self, _: Duration) -> Option<Event> {
             None
         }
         fn try_poll_event(&self) -> Option<Event> {
             None
-        }
-        fn queued(&self) -> (usize, usize) {
-            (0, 0)
         }
     }
     let p = Publisher::new(

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::accounting::PublisherSettings;
-use crate::messaging::{LocalMessenger, Messenger};
+use crate::messaging::{LocalMessenger, WorkerSide};
 
 /// What a handler or the connector produced, in order.
 #[derive(Default)]

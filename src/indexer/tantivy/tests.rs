@@ -5,7 +5,7 @@ use serde_json::json;
 use super::*;
 use crate::document::Document;
 use crate::indexer::IndexerHandle;
-use crate::messaging::{LocalMessenger, Messenger};
+use crate::messaging::{LocalMessenger, PublisherSide, WorkerSide};
 
 fn tempdir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!(

@@ -11,14 +11,13 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::consumer::GroupConsumer;
+use super::event_json;
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
-use super::{event_json, wrong_role};
 use crate::accounting::event::Origin;
 use crate::accounting::Event;
 use crate::indexer::op::ToIndex;
-use crate::messaging::{MessagingError, Messenger};
-use crate::record::ToProcess;
+use crate::messaging::{Events, IndexerSide, MessagingError};
 
 struct Pending {
     partition: i32,
@@ -65,39 +64,7 @@ impl KafkaIndexerMessenger {
     }
 }
 
-impl Messenger for KafkaIndexerMessenger {
-    fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
-        Err(wrong_role("an indexer", "publish", item.id()))
-    }
-
-    fn poll_doc_to_process(&self, _timeout: Duration) -> Option<ToProcess> {
-        None
-    }
-
-    fn records_documents(&self) -> bool {
-        true
-    }
-
-    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
-        Err(wrong_role("an indexer", "send for indexing", item.id()))
-    }
-
-    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
-        *self.thread.lock() = Some(std::thread::current().id());
-        let taken = self.consumer.poll(timeout)?;
-        self.pending
-            .lock()
-            .entry(taken.doc.id().to_string())
-            .or_default()
-            .push_back(Pending {
-                partition: taken.partition,
-                offset: taken.offset,
-                run_id: taken.doc.run_id().map(Arc::from),
-                origin: taken.origin,
-            });
-        Some(ToIndex::Doc(taken.doc))
-    }
-
+impl Events for KafkaIndexerMessenger {
     fn send_event(&self, mut event: Event) -> Result<(), MessagingError> {
         let pending = {
             let mut all = self.pending.lock();
@@ -138,16 +105,26 @@ impl Messenger for KafkaIndexerMessenger {
         ticket.seal();
         r.map_err(MessagingError::from)
     }
+}
 
-    fn poll_event(&self, _timeout: Duration) -> Option<Event> {
-        None
+impl IndexerSide for KafkaIndexerMessenger {
+    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
+        *self.thread.lock() = Some(std::thread::current().id());
+        let taken = self.consumer.poll(timeout)?;
+        self.pending
+            .lock()
+            .entry(taken.doc.id().to_string())
+            .or_default()
+            .push_back(Pending {
+                partition: taken.partition,
+                offset: taken.offset,
+                run_id: taken.doc.run_id().map(Arc::from),
+                origin: taken.origin,
+            });
+        Some(ToIndex::Doc(taken.doc))
     }
 
-    fn try_poll_event(&self) -> Option<Event> {
-        None
-    }
-
-    fn queued(&self) -> (usize, usize) {
-        (0, self.consumer.in_flight())
+    fn waiting_to_index(&self) -> usize {
+        self.consumer.in_flight()
     }
 }

@@ -20,15 +20,12 @@ pub mod worker;
 pub mod worker_indexer;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::accounting::event::Origin;
 use crate::accounting::{Event, EventType};
-use crate::indexer::op::ToIndex;
-use crate::messaging::{MessagingError, Messenger};
-use crate::record::ToProcess;
+use crate::messaging::MessagingError;
 pub use config::KafkaSettings;
 pub use topics::Topics;
 
@@ -38,14 +35,6 @@ pub enum KafkaError {
     Config(String),
     #[error("kafka: {0}")]
     Client(String),
-    #[error("{0}")]
-    Role(String),
-}
-
-/// What a messenger answers when asked for what its role does not do (a worker asked to
-/// publish, an indexer to send for indexing, ...).
-pub(crate) fn wrong_role(role: &str, action: &str, doc_id: &str) -> MessagingError {
-    KafkaError::Role(format!("{role} does not {action} (document {doc_id})")).into()
 }
 
 /// The message header that carries a document's [`Origin`] from the worker to the indexer.
@@ -187,68 +176,6 @@ pub fn indexer_messenger(
         topics.clone(),
         settings.events,
     ))
-}
-
-/// `--mode external`: the publisher, the worker threads and the indexer thread of one
-/// process, each with its own Kafka role.
-pub struct KafkaExternalMessenger {
-    pub publisher: publisher::KafkaPublisherMessenger,
-    pub worker: worker::KafkaWorkerMessenger,
-    pub indexer: indexer::KafkaIndexerMessenger,
-}
-
-impl KafkaExternalMessenger {
-    pub fn close(&self) {
-        self.worker.close();
-        self.indexer.close();
-        self.publisher.close();
-    }
-}
-
-impl Messenger for KafkaExternalMessenger {
-    fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
-        self.publisher.send_for_processing(item)
-    }
-    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
-        self.worker.poll_doc_to_process(timeout)
-    }
-    fn records_documents(&self) -> bool {
-        true
-    }
-    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
-        self.worker.send_for_indexing(item)
-    }
-    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
-        self.indexer.poll_doc_to_index(timeout)
-    }
-    fn send_event(&self, event: Event) -> Result<(), MessagingError> {
-        if self.indexer.owns_current_thread() {
-            self.indexer.send_event(event)
-        } else if self.worker.owns_current_thread() {
-            self.worker.send_event(event)
-        } else {
-            // The connector thread (a record that could not be built) or the supervisor.
-            self.publisher.send_event(event)
-        }
-    }
-    fn poll_event(&self, timeout: Duration) -> Option<Event> {
-        self.publisher.poll_event(timeout)
-    }
-    fn try_poll_event(&self) -> Option<Event> {
-        self.publisher.try_poll_event()
-    }
-    fn queued(&self) -> (usize, usize) {
-        self.indexer.queued()
-    }
-    fn send_failed(&self, doc_id: &str, line: &Value) {
-        self.worker.send_failed(doc_id, line);
-    }
-    fn done_processing(&self) {
-        self.worker.done_processing();
-    }
-    fn source_positions(&self, ids: &[String]) -> Vec<Option<String>> {
-        self.publisher.source_positions(ids)
-    }
 }
 
 #[cfg(test)]

@@ -17,11 +17,10 @@ use super::admin::client_config;
 use super::config::KafkaSettings;
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
-use super::{event_from_json, event_json, wrong_role, KafkaError};
+use super::{event_from_json, event_json, KafkaError};
 use crate::accounting::event::Origin;
 use crate::accounting::{Event, EventType};
-use crate::indexer::op::ToIndex;
-use crate::messaging::{MessagingError, Messenger};
+use crate::messaging::{Events, MessagingError, PublisherSide};
 use crate::record::ToProcess;
 
 pub struct KafkaPublisherMessenger {
@@ -143,7 +142,21 @@ impl KafkaPublisherMessenger {
     }
 }
 
-impl Messenger for KafkaPublisherMessenger {
+impl Events for KafkaPublisherMessenger {
+    fn send_event(&self, event: Event) -> Result<(), MessagingError> {
+        let ticket = Ticket::new(None);
+        let r = self.producer.send(
+            &self.event_topic,
+            &event.doc_id,
+            event_json(&event).as_bytes(),
+            &ticket,
+        );
+        ticket.seal();
+        r.map_err(MessagingError::from)
+    }
+}
+
+impl PublisherSide for KafkaPublisherMessenger {
     fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
         let doc = match item {
             ToProcess::Doc(d) => d,
@@ -151,12 +164,12 @@ impl Messenger for KafkaPublisherMessenger {
             ToProcess::Record(r) => r.build().map_err(|e| {
                 MessagingError::Kafka(format!("record {} cannot be built: {}", e.id, e.reason))
             })?,
+            // Made by a worker messenger from a message it read; never published.
             ToProcess::Exhausted { doc, .. } => {
-                return Err(super::wrong_role(
-                    "a publisher",
-                    "publish a document FAILed by worker.maxRetries",
-                    doc.id(),
-                ))
+                return Err(MessagingError::Kafka(format!(
+                    "document {} was FAILed by worker.maxRetries and cannot be published",
+                    doc.id()
+                )))
             }
         };
         let ticket = Ticket::new(None);
@@ -182,32 +195,8 @@ impl Messenger for KafkaPublisherMessenger {
         r.map_err(MessagingError::from)
     }
 
-    fn poll_doc_to_process(&self, _timeout: Duration) -> Option<ToProcess> {
-        None
-    }
-
     fn records_documents(&self) -> bool {
         true
-    }
-
-    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
-        Err(wrong_role("the publisher", "send for indexing", item.id()))
-    }
-
-    fn poll_doc_to_index(&self, _timeout: Duration) -> Option<ToIndex> {
-        None
-    }
-
-    fn send_event(&self, event: Event) -> Result<(), MessagingError> {
-        let ticket = Ticket::new(None);
-        let r = self.producer.send(
-            &self.event_topic,
-            &event.doc_id,
-            event_json(&event).as_bytes(),
-            &ticket,
-        );
-        ticket.seal();
-        r.map_err(MessagingError::from)
     }
 
     fn poll_event(&self, timeout: Duration) -> Option<Event> {
@@ -234,10 +223,6 @@ impl Messenger for KafkaPublisherMessenger {
 
     fn try_poll_event(&self) -> Option<Event> {
         self.poll_event(Duration::ZERO)
-    }
-
-    fn queued(&self) -> (usize, usize) {
-        (0, 0)
     }
 
     fn source_positions(&self, ids: &[String]) -> Vec<Option<String>> {

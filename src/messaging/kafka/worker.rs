@@ -13,14 +13,14 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::consumer::GroupConsumer;
+use super::event_json;
 use super::producer::{KafkaProducer, Ticket};
 use super::retries::{Admission, RetryCounter};
 use super::topics::Topics;
-use super::{event_json, wrong_role};
 use crate::accounting::event::Origin;
 use crate::accounting::{Event, EventType};
 use crate::indexer::op::ToIndex;
-use crate::messaging::{MessagingError, Messenger};
+use crate::messaging::{Events, MessagingError, WorkerSide};
 use crate::record::ToProcess;
 
 #[derive(Default)]
@@ -256,11 +256,23 @@ impl KafkaWorkerMessenger {
     }
 }
 
-impl Messenger for KafkaWorkerMessenger {
-    fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
-        Err(wrong_role("a worker", "publish", item.id()))
+impl Events for KafkaWorkerMessenger {
+    fn send_event(&self, mut event: Event) -> Result<(), MessagingError> {
+        if !self.events {
+            return Ok(());
+        }
+        if let Some(r) = self.run_of(&event) {
+            event.run_id = r;
+        }
+        if event.origin.is_none() {
+            event.origin = self.origin(&event.doc_id, event.kind == EventType::Create);
+        }
+        let topic = self.topics.event(&event.run_id);
+        self.send(&topic, &event.doc_id, event_json(&event).as_bytes())
     }
+}
 
+impl WorkerSide for KafkaWorkerMessenger {
     fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
         let me = std::thread::current().id();
         self.threads.lock().entry(me).or_default();
@@ -302,10 +314,6 @@ impl Messenger for KafkaWorkerMessenger {
         })
     }
 
-    fn records_documents(&self) -> bool {
-        true
-    }
-
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
         match item {
             ToIndex::Doc(doc) => {
@@ -317,42 +325,13 @@ impl Messenger for KafkaWorkerMessenger {
                     origin,
                 )
             }
-            ToIndex::Op(op) => Err(wrong_role(
-                "a Kafka worker",
-                "send prepared index operations",
-                &op.doc_id,
-            )),
+            // A Kafka run ships whole documents (its publisher `records_documents`), so its
+            // workers are started without a preparer and never make operations.
+            ToIndex::Op(op) => Err(MessagingError::Kafka(format!(
+                "a Kafka worker ships documents, not prepared index operations (document {})",
+                op.doc_id
+            ))),
         }
-    }
-
-    fn poll_doc_to_index(&self, _timeout: Duration) -> Option<ToIndex> {
-        None
-    }
-
-    fn send_event(&self, mut event: Event) -> Result<(), MessagingError> {
-        if !self.events {
-            return Ok(());
-        }
-        if let Some(r) = self.run_of(&event) {
-            event.run_id = r;
-        }
-        if event.origin.is_none() {
-            event.origin = self.origin(&event.doc_id, event.kind == EventType::Create);
-        }
-        let topic = self.topics.event(&event.run_id);
-        self.send(&topic, &event.doc_id, event_json(&event).as_bytes())
-    }
-
-    fn poll_event(&self, _timeout: Duration) -> Option<Event> {
-        None
-    }
-
-    fn try_poll_event(&self) -> Option<Event> {
-        None
-    }
-
-    fn queued(&self) -> (usize, usize) {
-        (0, 0)
     }
 
     fn send_failed(&self, doc_id: &str, line: &serde_json::Value) {

@@ -19,7 +19,7 @@ use super::worker::KafkaWorkerMessenger;
 use crate::accounting::event::Origin;
 use crate::accounting::Event;
 use crate::indexer::op::ToIndex;
-use crate::messaging::{LocalMessenger, MessagingError, Messenger};
+use crate::messaging::{Events, IndexerSide, LocalMessenger, MessagingError, WorkerSide};
 use crate::record::ToProcess;
 
 /// A document handed to the indexer: its worker's ticket, its run and its origin.
@@ -63,46 +63,7 @@ impl KafkaWorkerIndexerMessenger {
     }
 }
 
-impl Messenger for KafkaWorkerIndexerMessenger {
-    fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
-        self.worker.send_for_processing(item)
-    }
-
-    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
-        self.worker.poll_doc_to_process(timeout)
-    }
-
-    fn records_documents(&self) -> bool {
-        true
-    }
-
-    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
-        let id = item.id().to_string();
-        let origin = self.worker.origin_for_indexing(&id)?;
-        let ticket = self.worker.ticket();
-        let run = item.document().and_then(|d| d.run_id()).map(Arc::from);
-        ticket.hold();
-        self.held
-            .lock()
-            .entry(id.clone())
-            .or_default()
-            .push_back((ticket.clone(), run, origin));
-        let r = self.local.send_for_indexing(item);
-        if r.is_err() {
-            let mut held = self.held.lock();
-            if let Some(q) = held.get_mut(&id) {
-                q.pop_back();
-            }
-            ticket.release(false);
-        }
-        r
-    }
-
-    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
-        *self.indexer_thread.lock() = Some(std::thread::current().id());
-        self.local.poll_doc_to_index(timeout)
-    }
-
+impl Events for KafkaWorkerIndexerMessenger {
     fn send_event(&self, mut event: Event) -> Result<(), MessagingError> {
         if !self.on_indexer_thread() {
             return self.worker.send_event(event);
@@ -139,17 +100,33 @@ impl Messenger for KafkaWorkerIndexerMessenger {
         ticket.release(true);
         r
     }
+}
 
-    fn poll_event(&self, _timeout: Duration) -> Option<Event> {
-        None
+impl WorkerSide for KafkaWorkerIndexerMessenger {
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
+        self.worker.poll_doc_to_process(timeout)
     }
 
-    fn try_poll_event(&self) -> Option<Event> {
-        None
-    }
-
-    fn queued(&self) -> (usize, usize) {
-        self.local.queued()
+    fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
+        let id = item.id().to_string();
+        let origin = self.worker.origin_for_indexing(&id)?;
+        let ticket = self.worker.ticket();
+        let run = item.document().and_then(|d| d.run_id()).map(Arc::from);
+        ticket.hold();
+        self.held
+            .lock()
+            .entry(id.clone())
+            .or_default()
+            .push_back((ticket.clone(), run, origin));
+        let r = self.local.send_for_indexing(item);
+        if r.is_err() {
+            let mut held = self.held.lock();
+            if let Some(q) = held.get_mut(&id) {
+                q.pop_back();
+            }
+            ticket.release(false);
+        }
+        r
     }
 
     fn send_failed(&self, doc_id: &str, line: &serde_json::Value) {
@@ -158,5 +135,16 @@ impl Messenger for KafkaWorkerIndexerMessenger {
 
     fn done_processing(&self) {
         self.worker.done_processing();
+    }
+}
+
+impl IndexerSide for KafkaWorkerIndexerMessenger {
+    fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
+        *self.indexer_thread.lock() = Some(std::thread::current().id());
+        self.local.poll_doc_to_index(timeout)
+    }
+
+    fn waiting_to_index(&self) -> usize {
+        self.local.queued().1
     }
 }
