@@ -603,7 +603,9 @@ impl StagePlan {
         let stage = match &self.class {
             PlanClass::Builtin(d) => (d.build)(&self.config)?,
             PlanClass::Python(class) => {
-                registry::python_factory(&self.config)?.build(class, &self.name, &self.config)?
+                registry::PYTHON
+                    .get(&self.config)?
+                    .build(class, &self.name, &self.config)?
             }
         };
         Ok(StageSlot::new(
@@ -765,7 +767,10 @@ pub fn plan_stage(
             PlanClass::Builtin(d)
         }
         StageClass::Python(class) => {
-            if let Err(e) = registry::python_factory(&base).and_then(|f| f.check(&class, &base)) {
+            if let Err(e) = registry::PYTHON
+                .get(&base)
+                .and_then(|f| f.check(&class, &base))
+            {
                 errors.push(e);
             }
             PlanClass::Python(class)

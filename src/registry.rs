@@ -83,6 +83,45 @@ pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Opt
         .map(|(_, c)| c)
 }
 
+/// How components defined in Python (`module:Class`, a script) are checked and built: one
+/// factory per kind, installed once by the Python bindings when they load and absent in a
+/// pure-Rust build, where a config naming a Python class gets an error saying what it needs.
+pub struct PythonHook<F: ?Sized + 'static> {
+    factory: std::sync::OnceLock<Box<F>>,
+    /// What a config asks for, in the error without the bindings ("Python stages").
+    what: &'static str,
+}
+
+impl<F: ?Sized + 'static> PythonHook<F> {
+    pub const fn new(what: &'static str) -> Self {
+        PythonHook {
+            factory: std::sync::OnceLock::new(),
+            what,
+        }
+    }
+
+    /// A second install (the module imported again in a sub-interpreter) keeps the first.
+    pub fn install(&self, factory: Box<F>) {
+        let _ = self.factory.set(factory);
+    }
+
+    /// The installed factory; without one, an error on the config's `class`.
+    pub fn get(
+        &self,
+        config: &crate::config::ComponentConfig,
+    ) -> Result<&F, crate::config::ConfigError> {
+        self.factory.get().map(|b| b.as_ref()).ok_or_else(|| {
+            config.error(
+                "class",
+                format!(
+                    "{} need the lucille Python package (run through `lucille` or `import lucille`)",
+                    self.what
+                ),
+            )
+        })
+    }
+}
+
 /// `module:Class` / `dir/file.py:Class`: a Python class, for any kind of component. A
 /// Java-style dotted name has no colon.
 pub fn is_python_reference(class: &str) -> bool {
@@ -105,6 +144,33 @@ mod tests {
         // A transposition is one edit ("Lnegth"); "Lnegt" is two, over a 5-letter name's one.
         assert_eq!(closest("Lnegth", ["Length"].into_iter()), Some("Length"));
         assert_eq!(closest("Lnegt", ["Length"].into_iter()), None);
+    }
+
+    #[test]
+    fn a_python_hook_without_its_factory_says_what_is_needed() {
+        trait Widget: Send + Sync {
+            fn n(&self) -> u8;
+        }
+        struct One;
+        impl Widget for One {
+            fn n(&self) -> u8 {
+                1
+            }
+        }
+        static HOOK: PythonHook<dyn Widget> = PythonHook::new("Python widgets");
+        let config = crate::config::ComponentConfig::new(serde_json::Map::new(), "widgets[0]");
+        let err = HOOK
+            .get(&config)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("widgets[0].class"), "{err}");
+        assert!(
+            err.contains("Python widgets need the lucille Python package"),
+            "{err}"
+        );
+        HOOK.install(Box::new(One));
+        assert_eq!(HOOK.get(&config).map(|f| f.n()).ok(), Some(1));
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub mod rss;
 pub mod sequence;
 pub mod solr;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -143,11 +143,9 @@ pub trait PythonConnectorFactory: Send + Sync {
     ) -> Result<Box<dyn Connector>, ConfigError>;
 }
 
-static PYTHON_FACTORY: OnceLock<Box<dyn PythonConnectorFactory>> = OnceLock::new();
-
-pub fn install_python_factory(factory: Box<dyn PythonConnectorFactory>) {
-    let _ = PYTHON_FACTORY.set(factory);
-}
+/// Python connector classes, installed by the Python bindings.
+pub static PYTHON: registry::PythonHook<dyn PythonConnectorFactory> =
+    registry::PythonHook::new("Python connectors");
 
 #[derive(Clone)]
 enum Class {
@@ -163,14 +161,6 @@ pub struct ConnectorPlan {
     config: ComponentConfig,
 }
 
-fn python_factory(
-    config: &ComponentConfig,
-) -> Result<&'static dyn PythonConnectorFactory, ConfigError> {
-    PYTHON_FACTORY.get().map(|b| b.as_ref()).ok_or_else(|| {
-        config.error("class", "Python connectors need the lucille Python package (run through `lucille` or `import lucille`)")
-    })
-}
-
 impl ConnectorPlan {
     pub fn from_config(
         mut map: Map<String, Value>,
@@ -183,7 +173,7 @@ impl ConnectorPlan {
         let class = if registry::is_python_reference(&class_name)
             || class_name == PYTHON_SCRIPT_CONNECTOR
         {
-            if let Err(e) = python_factory(&base).and_then(|f| f.check(&class_name, &base)) {
+            if let Err(e) = PYTHON.get(&base).and_then(|f| f.check(&class_name, &base)) {
                 errors.push(e);
             }
             Class::Python(class_name)
@@ -263,7 +253,9 @@ impl ConnectorPlan {
         match &self.class {
             Class::Builtin(d) => (d.build)(&self.config, &self.common),
             Class::Python(class) => {
-                python_factory(&self.config)?.build(class, &self.config, &self.common)
+                PYTHON
+                    .get(&self.config)?
+                    .build(class, &self.config, &self.common)
             }
         }
     }

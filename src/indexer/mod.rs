@@ -972,20 +972,15 @@ pub trait PythonIndexerFactory: Send + Sync {
         -> Result<Box<dyn Backend>, ConfigError>;
 }
 
-static PYTHON_FACTORY: std::sync::OnceLock<Box<dyn PythonIndexerFactory>> =
-    std::sync::OnceLock::new();
-
-pub fn install_python_factory(factory: Box<dyn PythonIndexerFactory>) {
-    let _ = PYTHON_FACTORY.set(factory);
-}
+/// Python indexer classes, installed by the Python bindings.
+pub static PYTHON: registry::PythonHook<dyn PythonIndexerFactory> =
+    registry::PythonHook::new("Python indexers");
 
 fn python_factory(
     settings: &IndexerSettings,
     config: &ComponentConfig,
 ) -> Result<(&'static dyn PythonIndexerFactory, String), ConfigError> {
-    let factory = PYTHON_FACTORY.get().map(|b| b.as_ref()).ok_or_else(|| {
-        config.error("class", "Python indexers need the lucille Python package (run through `lucille` or `import lucille`)")
-    })?;
+    let factory = PYTHON.get(config)?;
     Ok((factory, settings.class.clone().unwrap_or_default()))
 }
 

@@ -187,6 +187,6 @@ impl PythonIndexerFactory for PyIndexerFactory {
 }
 
 pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
-    crate::indexer::install_python_factory(Box::new(PyIndexerFactory));
+    crate::indexer::PYTHON.install(Box::new(PyIndexerFactory));
     Ok(())
 }

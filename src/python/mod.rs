@@ -33,7 +33,7 @@ fn _lucille(m: &Bound<'_, PyModule>) -> PyResult<()> {
     search::register(m)?;
     process::register(m)?;
     logging::install();
-    crate::stage::registry::install_python_factory(Box::new(stage_factory::PyStageFactory));
+    crate::stage::registry::PYTHON.install(Box::new(stage_factory::PyStageFactory));
     crate::thread_scope::install(attached_thread);
     crate::thread_scope::install_interrupter(crate::thread_scope::Interrupter {
         thread_id,

@@ -720,6 +720,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(render, m)?)?;
-    crate::connector::install_python_factory(Box::new(PyConnectorFactory));
+    crate::connector::PYTHON.install(Box::new(PyConnectorFactory));
     Ok(())
 }

@@ -2,8 +2,6 @@
 //! name (`com.kmwllc.lucille.stage.CopyFields`), or a Python object (`module:Class` or
 //! `path/to/file.py:Class`), which the Python bindings build when they are loaded.
 
-use std::sync::OnceLock;
-
 use super::{Stage, StageDescriptor};
 use crate::config::{ComponentConfig, ConfigError};
 use crate::registry;
@@ -85,23 +83,9 @@ pub trait PythonStageFactory: Send + Sync {
     ) -> Result<Box<dyn Stage>, ConfigError>;
 }
 
-static PYTHON_FACTORY: OnceLock<Box<dyn PythonStageFactory>> = OnceLock::new();
-
-pub fn install_python_factory(factory: Box<dyn PythonStageFactory>) {
-    // A second install (module re-imported in a sub-interpreter) keeps the first.
-    let _ = PYTHON_FACTORY.set(factory);
-}
-
-pub fn python_factory(
-    config: &ComponentConfig,
-) -> Result<&'static dyn PythonStageFactory, ConfigError> {
-    PYTHON_FACTORY.get().map(|b| b.as_ref()).ok_or_else(|| {
-        config.error(
-            "class",
-            "Python stages need the lucille Python package (run through `lucille` or `import lucille`)",
-        )
-    })
-}
+/// Python stage classes, installed by the Python bindings.
+pub static PYTHON: registry::PythonHook<dyn PythonStageFactory> =
+    registry::PythonHook::new("Python stages");
 
 #[cfg(test)]
 mod tests {
