@@ -44,10 +44,7 @@ pub fn names<D: Descriptor>() -> Vec<&'static str> {
 /// packages for the kind in front, or one of its aliases, whole or its last segment.
 pub fn find<D: Descriptor>(class: &str) -> Option<&'static D> {
     let class = class.trim();
-    let short = D::PACKAGES
-        .iter()
-        .find_map(|p| class.strip_prefix(p))
-        .unwrap_or(class);
+    let short = without_package::<D>(class);
     inventory::iter::<D>.into_iter().find(|d| {
         d.name() == short
             || d.aliases()
@@ -58,12 +55,15 @@ pub fn find<D: Descriptor>(class: &str) -> Option<&'static D> {
 
 /// The registered name nearest to `class` when it looks like a misspelling of one.
 pub fn suggest<D: Descriptor>(class: &str) -> Option<&'static str> {
-    let class = class.trim();
-    let short = D::PACKAGES
+    closest(without_package::<D>(class.trim()), names::<D>().into_iter())
+}
+
+/// `class` without the first of Lucille's packages for the kind it starts with.
+fn without_package<D: Descriptor>(class: &str) -> &str {
+    D::PACKAGES
         .iter()
         .find_map(|p| class.strip_prefix(p))
-        .unwrap_or(class);
-    closest(short, names::<D>().into_iter())
+        .unwrap_or(class)
 }
 
 /// The candidate nearest to `name` (case-insensitive edit distance), if it is near enough to

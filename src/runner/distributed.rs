@@ -168,18 +168,21 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
     let threads = worker.threads;
     // What each role reads and writes: its messenger, and how to close it at the end.
     let mut closers: Vec<Box<dyn Fn()>> = Vec::new();
+    // The worker role's messenger, counting starts when worker.maxRetries is set.
+    let worker_messenger = || {
+        let w = kafka::worker_messenger(settings, &topics, producer.clone())
+            .map_err(|e| e.to_string())?;
+        match worker.max_retries {
+            Some(n) => RetryCounter::new(settings, pipeline, &topics.source, n)
+                .map(|c| w.with_retries(c))
+                .map_err(|e| e.to_string()),
+            None => Ok(w),
+        }
+    };
     type Roles = (Option<Arc<dyn WorkerSide>>, Option<Arc<dyn IndexerSide>>);
     let (pool_messenger, indexer_messenger): Roles = match role {
         Role::Worker => {
-            let mut w = kafka::worker_messenger(settings, &topics, producer.clone())
-                .map_err(|e| e.to_string())?;
-            if let Some(n) = worker.max_retries {
-                w = w.with_retries(
-                    RetryCounter::new(settings, pipeline, &topics.source, n)
-                        .map_err(|e| e.to_string())?,
-                );
-            }
-            let m = Arc::new(w);
+            let m = Arc::new(worker_messenger()?);
             let m2 = m.clone();
             closers.push(Box::new(move || m2.close()));
             (Some(m), None)
@@ -194,16 +197,8 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
             (None, Some(m))
         }
         Role::WorkerIndexer => {
-            let mut w = kafka::worker_messenger(settings, &topics, producer.clone())
-                .map_err(|e| e.to_string())?;
-            if let Some(n) = worker.max_retries {
-                w = w.with_retries(
-                    RetryCounter::new(settings, pipeline, &topics.source, n)
-                        .map_err(|e| e.to_string())?,
-                );
-            }
             let m = Arc::new(kafka::worker_indexer::KafkaWorkerIndexerMessenger::new(
-                w,
+                worker_messenger()?,
                 producer.clone(),
                 topics.clone(),
                 settings.events,
