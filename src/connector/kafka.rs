@@ -148,7 +148,7 @@ impl Connector for KafkaConnector {
         let mut props = self
             .settings
             .consumer_properties(&self.client_id, &self.settings.consumer_group_id)
-            .map_err(ConnectorError::new)?;
+            .map_err(|e| ConnectorError::new(e.to_string()))?;
         props.insert("enable.auto.commit".into(), "true".into());
         let consumer: BaseConsumer = client_config(&props)
             .create()

@@ -54,7 +54,7 @@ pub fn ensure_topics(
     settings: &KafkaSettings,
     topics: &[(&str, i32)],
 ) -> Result<Vec<String>, KafkaError> {
-    let props = settings.admin_properties().map_err(KafkaError::Config)?;
+    let props = settings.admin_properties()?;
     let admin: AdminClient<DefaultClientContext> = client_config(&props)
         .create()
         .map_err(|e| KafkaError::Client(format!("cannot create the admin client: {e}")))?;
@@ -93,7 +93,7 @@ pub fn ensure_topics(
 /// Creates `topic` when absent: one partition, `cleanup.policy=compact` (a broker that
 /// refuses the setting gets the topic without it: only its size depends on compaction).
 pub fn ensure_compacted_topic(settings: &KafkaSettings, topic: &str) -> Result<(), KafkaError> {
-    let props = settings.admin_properties().map_err(KafkaError::Config)?;
+    let props = settings.admin_properties()?;
     let admin: AdminClient<DefaultClientContext> = client_config(&props)
         .create()
         .map_err(|e| KafkaError::Client(format!("cannot create the admin client: {e}")))?;
@@ -120,7 +120,7 @@ pub fn ensure_compacted_topic(settings: &KafkaSettings, topic: &str) -> Result<(
 
 /// The number of partitions of `topic` (0 when the broker does not know it).
 pub fn partition_count(settings: &KafkaSettings, topic: &str) -> Result<usize, KafkaError> {
-    let props = settings.producer_properties().map_err(KafkaError::Config)?;
+    let props = settings.producer_properties()?;
     let producer: rdkafka::producer::BaseProducer = client_config(&props)
         .create()
         .map_err(|e| KafkaError::Client(format!("cannot create a client: {e}")))?;

@@ -212,7 +212,7 @@ impl KafkaSettings {
             let p = take_string(key, errors)?;
             let path = block.resolve_path(&p);
             if let Err(e) = read_properties(&path) {
-                errors.push(block.error(key, e));
+                errors.push(block.error(key, e.to_string()));
             }
             Some(path)
         };
@@ -282,7 +282,7 @@ impl KafkaSettings {
         &self,
         client_id: &str,
         group_id: &str,
-    ) -> Result<BTreeMap<String, String>, String> {
+    ) -> Result<BTreeMap<String, String>, PropertyFileError> {
         let mut p = match &self.consumer_property_file {
             Some(f) => read_properties(f)?,
             None => {
@@ -314,7 +314,7 @@ impl KafkaSettings {
         Ok(p)
     }
 
-    pub fn producer_properties(&self) -> Result<BTreeMap<String, String>, String> {
+    pub fn producer_properties(&self) -> Result<BTreeMap<String, String>, PropertyFileError> {
         match &self.producer_property_file {
             Some(f) => read_properties(f),
             None => {
@@ -329,7 +329,7 @@ impl KafkaSettings {
         }
     }
 
-    pub fn admin_properties(&self) -> Result<BTreeMap<String, String>, String> {
+    pub fn admin_properties(&self) -> Result<BTreeMap<String, String>, PropertyFileError> {
         match &self.admin_property_file {
             Some(f) => read_properties(f),
             None => {
@@ -341,10 +341,36 @@ impl KafkaSettings {
     }
 }
 
+/// Why a Kafka client property file (`consumerPropertyFile`, ...) cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PropertyFileError {
+    #[error("cannot read the property file {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} line {line}: expected key=value, got {text:?}", path.display())]
+    Line {
+        path: std::path::PathBuf,
+        line: usize,
+        text: String,
+    },
+}
+
+impl From<PropertyFileError> for super::KafkaError {
+    fn from(e: PropertyFileError) -> Self {
+        super::KafkaError::Config(e.to_string())
+    }
+}
+
 /// A Java properties file: `key=value` or `key: value` lines, `#` / `!` comments.
-pub fn read_properties(path: &std::path::Path) -> Result<BTreeMap<String, String>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the property file {}: {e}", path.display()))?;
+pub fn read_properties(
+    path: &std::path::Path,
+) -> Result<BTreeMap<String, String>, PropertyFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PropertyFileError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut out = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -352,11 +378,11 @@ pub fn read_properties(path: &std::path::Path) -> Result<BTreeMap<String, String
             continue;
         }
         let Some(at) = line.find(['=', ':']) else {
-            return Err(format!(
-                "{} line {}: expected key=value, got {line:?}",
-                path.display(),
-                i + 1
-            ));
+            return Err(PropertyFileError::Line {
+                path: path.to_path_buf(),
+                line: i + 1,
+                text: line.to_string(),
+            });
         };
         out.insert(
             line[..at].trim().to_string(),

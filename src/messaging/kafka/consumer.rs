@@ -150,9 +150,7 @@ impl GroupConsumer {
         group_id: &str,
         client_id: &str,
     ) -> Result<Arc<Self>, KafkaError> {
-        let mut props = settings
-            .consumer_properties(client_id, group_id)
-            .map_err(KafkaError::Config)?;
+        let mut props = settings.consumer_properties(client_id, group_id)?;
         // At-least-once: only offsets stored after the work is done are committed.
         props.insert("enable.auto.offset.store".into(), "false".into());
         props.insert("enable.auto.commit".into(), "true".into());

@@ -72,18 +72,31 @@ pub fn event_json(e: &Event) -> String {
     v.to_string()
 }
 
-pub fn event_from_json(bytes: &[u8], run_id: &Arc<str>) -> Result<Event, String> {
-    let v: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+/// Why a message on an event topic is not an event.
+#[derive(Debug, thiserror::Error)]
+pub enum BadEvent {
+    #[error("not JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("no documentId")]
+    NoDocumentId,
+    #[error("unknown event type {0:?}")]
+    UnknownType(Option<String>),
+}
+
+/// An event as Lucille writes it on an event topic; `run_id` is the run reading it (an
+/// event without a `runId` belongs to it).
+pub fn event_from_json(bytes: &[u8], run_id: &Arc<str>) -> Result<Event, BadEvent> {
+    let v: Value = serde_json::from_slice(bytes)?;
     let id = v
         .get("documentId")
         .and_then(Value::as_str)
-        .ok_or("no documentId")?;
+        .ok_or(BadEvent::NoDocumentId)?;
     let kind = match v.get("type").and_then(Value::as_str) {
         Some("CREATE") => EventType::Create,
         Some("FINISH") => EventType::Finish,
         Some("FAIL") => EventType::Fail,
         Some("DROP") => EventType::Drop,
-        other => return Err(format!("unknown event type {other:?}")),
+        other => return Err(BadEvent::UnknownType(other.map(str::to_string))),
     };
     let run = match v.get("runId").and_then(Value::as_str) {
         Some(r) if r == &**run_id => run_id.clone(),

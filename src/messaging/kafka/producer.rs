@@ -129,7 +129,7 @@ pub struct KafkaProducer {
 
 impl KafkaProducer {
     pub fn new(settings: &KafkaSettings) -> Result<Arc<Self>, KafkaError> {
-        let mut props = settings.producer_properties().map_err(KafkaError::Config)?;
+        let mut props = settings.producer_properties()?;
         // Small batches soon: a worker's offsets wait for its deliveries.
         props
             .entry("linger.ms".into())
@@ -140,7 +140,7 @@ impl KafkaProducer {
     /// A producer for writes that are each waited for ([`KafkaProducer::send_and_wait`]):
     /// `linger.ms` 0 whatever the `producer` block says (batching them only adds latency).
     pub fn for_waited_writes(settings: &KafkaSettings) -> Result<Arc<Self>, KafkaError> {
-        let mut props = settings.producer_properties().map_err(KafkaError::Config)?;
+        let mut props = settings.producer_properties()?;
         props.insert("linger.ms".into(), "0".into());
         Self::build(&props)
     }

@@ -93,12 +93,10 @@ impl KafkaPublisherMessenger {
         run_id: Arc<str>,
     ) -> Result<Self, KafkaError> {
         let event_topic = topics.event(&run_id);
-        let mut props = settings
-            .consumer_properties(
-                &format!("lucille-publisher-{run_id}"),
-                &format!("{}-publisher-{run_id}", settings.consumer_group_id),
-            )
-            .map_err(KafkaError::Config)?;
+        let mut props = settings.consumer_properties(
+            &format!("lucille-publisher-{run_id}"),
+            &format!("{}-publisher-{run_id}", settings.consumer_group_id),
+        )?;
         props.insert("enable.auto.commit".into(), "false".into());
         let events: BaseConsumer = client_config(&props)
             .create()

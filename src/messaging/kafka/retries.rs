@@ -193,12 +193,10 @@ impl RetryCounter {
         let topic = format!("{pipeline}_retries");
         super::admin::ensure_compacted_topic(settings, &topic)?;
         let producer = KafkaProducer::for_waited_writes(settings)?;
-        let mut props = settings
-            .consumer_properties(
-                &format!("lucille-retries-{pipeline}"),
-                &format!("{}-retries", settings.consumer_group_id),
-            )
-            .map_err(KafkaError::Config)?;
+        let mut props = settings.consumer_properties(
+            &format!("lucille-retries-{pipeline}"),
+            &format!("{}-retries", settings.consumer_group_id),
+        )?;
         props.insert("enable.auto.commit".into(), "false".into());
         let consumer: BaseConsumer = client_config(&props)
             .create()
