@@ -505,7 +505,7 @@ pub fn serve(
     }
     py.detach(|| handle.join())
         .map_err(|_| PyRuntimeError::new_err("the process panicked"))?
-        .map_err(PyRuntimeError::new_err)
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
 /// Every config error, as a list of strings (empty when the config is valid).

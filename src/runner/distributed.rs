@@ -142,22 +142,45 @@ pub fn choose_pipeline(plan: &RunPlan, requested: Option<&str>) -> Result<String
     Ok(name)
 }
 
+/// Why a worker, indexer or worker-indexer process could not start, or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("a worker or indexer process needs a kafka block (kafka.bootstrapServers)")]
+    NoKafka,
+    #[error("no pipeline named {0:?}")]
+    NoPipeline(String),
+    #[error(transparent)]
+    Kafka(#[from] kafka::KafkaError),
+    #[error("cannot start workers: {0}")]
+    Workers(String),
+    /// The backend's config, its connection check, or its flush at the end.
+    #[error("indexer: {0}")]
+    Indexer(String),
+    #[error("cannot start the indexer: {0}")]
+    IndexerThread(String),
+    /// A worker or the indexer thread died while serving.
+    #[error("{0}")]
+    Died(String),
+}
+
 /// Runs a worker, indexer or worker-indexer process until `stop` is set (SIGTERM): serves
 /// every run of `pipeline`, logs rates (and heartbeats) as local mode does, then stops
 /// cleanly: the workers finish their documents, the indexer flushes, offsets are committed.
-pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> Result<(), String> {
-    let settings = plan
-        .kafka
-        .as_ref()
-        .ok_or("a worker or indexer process needs a kafka block (kafka.bootstrapServers)")?;
+pub fn serve(
+    plan: &RunPlan,
+    role: Role,
+    pipeline: &str,
+    stop: &AtomicBool,
+) -> Result<(), ServeError> {
+    let settings = plan.kafka.as_ref().ok_or(ServeError::NoKafka)?;
     let pipeline_plan = plan
         .pipelines
         .get(pipeline)
-        .ok_or_else(|| format!("no pipeline named {pipeline:?}"))?
+        .ok_or_else(|| ServeError::NoPipeline(pipeline.to_string()))?
         .clone();
     let topics = Topics::new(pipeline, settings);
-    kafka::prepare_pipeline_topics(settings, &topics).map_err(|e| e.to_string())?;
-    let producer = KafkaProducer::new(settings).map_err(|e| e.to_string())?;
+    kafka::prepare_pipeline_topics(settings, &topics)?;
+    let producer = KafkaProducer::new(settings)?;
     // The pool and indexer stamp no run of their own: each event goes to the run of its
     // document (the messengers look it up).
     let no_run: Arc<str> = Arc::from("");
@@ -169,13 +192,12 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
     // What each role reads and writes: its messenger, and how to close it at the end.
     let mut closers: Vec<Box<dyn Fn()>> = Vec::new();
     // The worker role's messenger, counting starts when worker.maxRetries is set.
-    let worker_messenger = || {
-        let w = kafka::worker_messenger(settings, &topics, producer.clone())
-            .map_err(|e| e.to_string())?;
+    let worker_messenger = || -> Result<_, kafka::KafkaError> {
+        let w = kafka::worker_messenger(settings, &topics, producer.clone())?;
         match worker.max_retries {
-            Some(n) => RetryCounter::new(settings, pipeline, &topics.source, n)
-                .map(|c| w.with_retries(c))
-                .map_err(|e| e.to_string()),
+            Some(n) => {
+                RetryCounter::new(settings, pipeline, &topics.source, n).map(|c| w.with_retries(c))
+            }
             None => Ok(w),
         }
     };
@@ -188,10 +210,11 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
             (Some(m), None)
         }
         Role::Indexer => {
-            let m = Arc::new(
-                kafka::indexer_messenger(settings, &topics, producer.clone())
-                    .map_err(|e| e.to_string())?,
-            );
+            let m = Arc::new(kafka::indexer_messenger(
+                settings,
+                &topics,
+                producer.clone(),
+            )?);
             let m2 = m.clone();
             closers.push(Box::new(move || m2.close()));
             (None, Some(m))
@@ -217,7 +240,7 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
         kafka::admin::warn_if_fewer_partitions(settings, &topics.source, threads);
         pool = Some(
             WorkerPool::start(pipeline_plan, worker, m, no_run.clone(), None)
-                .map_err(|e| format!("cannot start workers: {e}"))?,
+                .map_err(|e| ServeError::Workers(e.to_string()))?,
         );
     }
     let mut indexer_handle = None;
@@ -239,20 +262,22 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
             // one wrote and acknowledged.
             let appends = plan.backend_config.bool_or("append", true).unwrap_or(true);
             indexer::build_backend(&plan.indexer, &plan.backend_config, appends).map_err(|e| {
-                e.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                ServeError::Indexer(
+                    e.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                )
             })?
         };
         if !bypass {
             backend
                 .validate_connection()
-                .map_err(|e| format!("indexer: {e}"))?;
+                .map_err(|e| ServeError::Indexer(e.to_string()))?;
         }
         indexer_handle = Some(
             IndexerHandle::start(plan.indexer.clone(), backend, m, no_run, bypass)
-                .map_err(|e| format!("cannot start the indexer: {e}"))?,
+                .map_err(|e| ServeError::IndexerThread(e.to_string()))?,
         );
     }
     tracing::info!(
@@ -300,7 +325,7 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
     }
     if let Some(h) = indexer_handle {
         if let Err(e) = h.terminate() {
-            result = Err(format!("indexer: {e}"));
+            result = Err(ServeError::Indexer(e.to_string()));
         }
     }
     for close in &closers {
@@ -308,7 +333,7 @@ pub fn serve(plan: &RunPlan, role: Role, pipeline: &str, stop: &AtomicBool) -> R
     }
     tracing::info!("stopped");
     match died {
-        Some(reason) => Err(reason),
+        Some(reason) => Err(ServeError::Died(reason)),
         None => result,
     }
 }
