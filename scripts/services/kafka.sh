@@ -16,9 +16,11 @@
 # dead member still its leader and its partitions assigned to nobody: the survivors rejoin,
 # get their old assignment back, and the dead member's partitions are never read again (a
 # distributed run then waits for ever). Apache Kafka rebalances instead; the patch makes tansu
-# do the same (the heartbeat only reports the expired member, and the removal moves the group
-# back to Forming with a new leader). The at-least-once tests kill processes and start their
-# replacements at once, so they need it.
+# do the same: the heartbeat only reports the expired member, the removal moves the group back
+# to Forming with a new leader, and every removal starts a new generation, so an assignment
+# the leader computed for the old member list (the dead member still in it) is refused and
+# recomputed instead of leaving the dead member's partitions to nobody. The at-least-once
+# tests kill processes and start their replacements at once, so they need it.
 #
 # Idempotent: builds the patched tansu 0.6.0 (sources from crates.io, checksums pinned; its
 # own Cargo.lock; `--features dynostore,libsql`: libsql for the SQLite engine, dynostore for
