@@ -11,8 +11,6 @@
 
 /// A kind of component: its descriptor type, collected by `inventory`.
 pub trait Descriptor: inventory::Collect + Sync + 'static {
-    /// What a config calls this kind, for messages ("stage class", "indexer type").
-    const KIND: &'static str;
     /// Lucille's Java packages for this kind: a class given with one of them resolves by
     /// the rest of its name (`com.kmwllc.lucille.stage.CopyFields` → `CopyFields`).
     const PACKAGES: &'static [&'static str];

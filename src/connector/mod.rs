@@ -87,7 +87,6 @@ pub struct ConnectorDescriptor {
 inventory::collect!(ConnectorDescriptor);
 
 impl crate::registry::Descriptor for ConnectorDescriptor {
-    const KIND: &'static str = "connector class";
     const PACKAGES: &'static [&'static str] = &[LUCILLE_CONNECTOR_PACKAGE];
 
     fn name(&self) -> &'static str {

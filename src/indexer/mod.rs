@@ -213,7 +213,6 @@ pub type BuildBackend =
 inventory::collect!(IndexerDescriptor);
 
 impl registry::Descriptor for IndexerDescriptor {
-    const KIND: &'static str = "indexer type";
     const PACKAGES: &'static [&'static str] = &[];
 
     fn name(&self) -> &'static str {

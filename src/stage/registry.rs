@@ -12,7 +12,6 @@ pub const LUCILLE_STAGE_PACKAGE: &str = "com.kmwllc.lucille.stage.";
 inventory::collect!(StageDescriptor);
 
 impl registry::Descriptor for StageDescriptor {
-    const KIND: &'static str = "stage class";
     // With Lucille's plugin packages whose stages are built in here
     // (`com.kmwllc.lucille.tika.stage.TextExtractor`).
     const PACKAGES: &'static [&'static str] = &[

@@ -21,7 +21,7 @@ use crate::document::Document;
 
 inventory::submit!(super::FileHandlerDescriptor {
     name: "csv",
-    aliases: &[],
+    aliases: &["com.kmwllc.lucille.core.fileHandler.CSVFileHandler"],
     build: |config, prefix| {
         CsvHandler::from_config(config, prefix).map(|h| std::sync::Arc::new(h) as _)
     },

@@ -25,7 +25,10 @@ use crate::record::{Record, RecordBuilder};
 
 inventory::submit!(super::FileHandlerDescriptor {
     name: "json",
-    aliases: &["jsonl"],
+    aliases: &[
+        "jsonl",
+        "com.kmwllc.lucille.core.fileHandler.JsonFileHandler"
+    ],
     build: |config, prefix| {
         JsonHandler::from_config(config, prefix).map(|h| std::sync::Arc::new(h) as _)
     },

@@ -189,7 +189,9 @@ pub enum HandlerError {
 /// extension, is the FileConnector's own.)
 pub struct FileHandlerDescriptor {
     pub name: &'static str,
-    /// Other keys it serves (`jsonl` for `json`).
+    /// Other keys it serves (`jsonl` for `json`), and Lucille's handler class
+    /// (`com.kmwllc.lucille.core.fileHandler.CSVFileHandler`), which the ApplyFileHandlers
+    /// stage's blocks may name.
     pub aliases: &'static [&'static str],
     pub build: BuildFileHandler,
 }
@@ -200,7 +202,6 @@ pub type BuildFileHandler =
 inventory::collect!(FileHandlerDescriptor);
 
 impl crate::registry::Descriptor for FileHandlerDescriptor {
-    const KIND: &'static str = "file handler";
     const PACKAGES: &'static [&'static str] = &[];
 
     fn name(&self) -> &'static str {

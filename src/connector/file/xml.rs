@@ -25,7 +25,7 @@ use crate::document::Document;
 
 inventory::submit!(super::FileHandlerDescriptor {
     name: "xml",
-    aliases: &[],
+    aliases: &["com.kmwllc.lucille.core.fileHandler.XMLFileHandler"],
     build: |config, prefix| {
         XmlHandler::from_config(config, prefix).map(|h| std::sync::Arc::new(h) as _)
     },

@@ -34,7 +34,9 @@ use super::fetch_file_content::field_key;
 use super::files::{with_cloud_blocks, Files};
 use crate::accounting::PublishError;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::connector::file::{build_handler, FileHandler, FileSource, HandlerError, RecordSink};
+use crate::connector::file::{
+    build_handler, FileHandler, FileHandlerDescriptor, FileSource, HandlerError, RecordSink,
+};
 use crate::document::Document;
 use crate::stage::{Children, Stage, StageDescriptor, StageFailure, StageResult};
 
@@ -57,14 +59,6 @@ fn spec() -> Spec {
 /// Children waiting between the reader thread and the pipeline.
 const QUEUE: usize = 64;
 
-/// Lucille's handler classes, by the handler kind they name.
-const HANDLER_CLASSES: [(&str, &str); 3] = [
-    ("CSVFileHandler", "csv"),
-    ("JsonFileHandler", "json"),
-    ("XMLFileHandler", "xml"),
-];
-const HANDLER_PACKAGE: &str = "com.kmwllc.lucille.core.fileHandler.";
-
 struct ApplyFileHandlers {
     /// By lower-case extension.
     handlers: Vec<(String, Arc<dyn FileHandler>)>,
@@ -73,13 +67,10 @@ struct ApplyFileHandlers {
     files: Files,
 }
 
-/// The handler kind a block's `class` names.
-fn handler_kind(class: &str) -> Option<&'static str> {
-    let short = class.strip_prefix(HANDLER_PACKAGE).unwrap_or(class);
-    HANDLER_CLASSES
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(short))
-        .map(|(_, kind)| *kind)
+/// The registered file handler a block's `class` (Lucille's handler class, whole or its
+/// last segment) or, without one, its extension key names.
+fn handler_kind(name: &str) -> Option<&'static str> {
+    crate::registry::find::<FileHandlerDescriptor>(name).map(|d| d.name)
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
@@ -100,7 +91,25 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         };
         let mut map = map.clone();
         let kind = match map.shift_remove("class") {
-            None => ext.to_ascii_lowercase(),
+            None => match handler_kind(&ext.to_ascii_lowercase()) {
+                Some(kind) => kind.to_string(),
+                None => {
+                    let known: Vec<&str> = crate::registry::all::<FileHandlerDescriptor>()
+                        .into_iter()
+                        .flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied()))
+                        .filter(|n| !n.contains('.'))
+                        .collect();
+                    errors.push(ConfigError::new(
+                        path,
+                        format!(
+                            "no handler for {ext:?}: use {}, or give a class \
+                             (CSVFileHandler, JsonFileHandler, XMLFileHandler)",
+                            known.join(", ")
+                        ),
+                    ));
+                    continue;
+                }
+            },
             Some(Value::String(class)) => match handler_kind(&class) {
                 Some(kind) => kind.to_string(),
                 None => {
@@ -123,16 +132,6 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
                 continue;
             }
         };
-        if !["csv", "json", "jsonl", "xml"].contains(&kind.as_str()) {
-            errors.push(ConfigError::new(
-                path,
-                format!(
-                    "no handler for {ext:?}: use csv, json, jsonl or xml, or give a class \
-                     (CSVFileHandler, JsonFileHandler, XMLFileHandler)"
-                ),
-            ));
-            continue;
-        }
         let block = ComponentConfig::new(map, path).with_paths(config.paths().clone());
         match build_handler(&kind, &block, "") {
             Ok(h) => handlers.push((ext.to_ascii_lowercase(), h)),
