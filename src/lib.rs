@@ -7,6 +7,7 @@ pub mod config;
 pub mod connector;
 pub(crate) mod database;
 pub mod document;
+pub mod event;
 #[cfg(test)]
 pub(crate) mod fault_point;
 pub mod http;

@@ -15,7 +15,7 @@ use std::hash::BuildHasher;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::event::{Event, EventType, Origin};
+use crate::event::{Event, EventType, Origin};
 
 /// Counts kept for the run summary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::event::{Event, EventType};
 use super::ledger::{Counts, Ledger};
 use crate::document::Document;
+use crate::event::{Event, EventType};
 use crate::messaging::{MessagingError, PublisherSide};
 use crate::record::{Record, ToProcess};
 

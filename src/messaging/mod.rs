@@ -14,8 +14,8 @@ use std::time::Duration;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
 
-use crate::accounting::Event;
 use crate::document::Document;
+use crate::event::Event;
 use crate::indexer::op::ToIndex;
 use crate::record::ToProcess;
 
@@ -103,7 +103,7 @@ pub fn send_event(
     messenger: &dyn Events,
     doc_id: &str,
     run_id: &Arc<str>,
-    kind: crate::accounting::EventType,
+    kind: crate::event::EventType,
     message: Option<String>,
 ) {
     let mut e = Event::new(doc_id, run_id.clone(), kind);
@@ -314,7 +314,7 @@ impl IndexerSide for TestMessenger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::accounting::EventType;
+    use crate::event::EventType;
 
     #[test]
     fn queues_are_bounded_and_fifo() {

@@ -22,8 +22,8 @@ use super::admin::client_config;
 use super::config::KafkaSettings;
 use super::offsets::OffsetTracker;
 use super::KafkaError;
-use crate::accounting::event::Origin;
 use crate::document::Document;
+use crate::event::Origin;
 
 /// Told the committed offsets `(partition, next offset to read)` after each commit.
 pub type CommitHook = Box<dyn Fn(&[(i32, i64)]) + Send + Sync>;

@@ -14,8 +14,8 @@ use super::consumer::GroupConsumer;
 use super::event_json;
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
-use crate::accounting::event::Origin;
-use crate::accounting::Event;
+use crate::event::Event;
+use crate::event::Origin;
 use crate::indexer::op::ToIndex;
 use crate::messaging::{Events, IndexerSide, MessagingError};
 

@@ -23,8 +23,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::accounting::event::Origin;
-use crate::accounting::{Event, EventType};
+use crate::event::Origin;
+use crate::event::{Event, EventType};
 use crate::messaging::MessagingError;
 pub use config::KafkaSettings;
 pub use topics::Topics;

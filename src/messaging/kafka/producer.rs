@@ -20,7 +20,7 @@ use rdkafka::ClientContext;
 use super::admin::client_config;
 use super::config::KafkaSettings;
 use super::KafkaError;
-use crate::accounting::event::Origin;
+use crate::event::Origin;
 
 type Action = Box<dyn FnOnce(bool) + Send>;
 

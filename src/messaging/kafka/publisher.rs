@@ -18,8 +18,8 @@ use super::config::KafkaSettings;
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
 use super::{event_from_json, event_json, KafkaError};
-use crate::accounting::event::Origin;
-use crate::accounting::{Event, EventType};
+use crate::event::Origin;
+use crate::event::{Event, EventType};
 use crate::messaging::{Events, MessagingError, PublisherSide};
 use crate::record::ToProcess;
 
