@@ -57,12 +57,18 @@ _lucille_kafka_main() {
             | grep -m1 '^storage:' || true)"
         [[ "$banner" == *'"libsql"'* && "$banner" == *'"dynostore"'* ]]
     }
-    # Downloads a crate from crates.io's download host, checks its pinned checksum, unpacks it.
+    # A crate's source: from cargo's download cache when it is there, else from crates.io's
+    # download host (where cargo gets it); its pinned checksum checked, then unpacked.
     _lucille_crate() {
-        local name="$1" sum="$2" into="$3"
-        curl -fsSL --retry 3 -o "$into/$name.crate" \
-            "https://static.crates.io/crates/$name/$name-$version.crate" \
-            && echo "$sum  $into/$name.crate" | sha256sum -c --quiet \
+        local name="$1" sum="$2" into="$3" cached
+        cached="$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/"$name-$version.crate" 2>/dev/null | head -n 1 || true)"
+        if [ -n "$cached" ]; then
+            cp "$cached" "$into/$name.crate"
+        else
+            curl -fsSL --retry 3 -o "$into/$name.crate" \
+                "https://static.crates.io/crates/$name/$name-$version.crate" || return 1
+        fi
+        echo "$sum  $into/$name.crate" | sha256sum -c --quiet \
             && tar -xzf "$into/$name.crate" -C "$into"
     }
     if ! _lucille_tansu_is_current; then
