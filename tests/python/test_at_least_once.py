@@ -10,7 +10,6 @@ the end of its batch are skipped, and the last record of the partition comes bac
 each of them)."""
 
 import collections
-import os
 import re
 import signal
 import socket
@@ -27,7 +26,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from jsonl_output import ids_in
-from kafka_service import bootstrap, service_env
+from kafka_service import bootstrap, tansu
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,12 +82,12 @@ def free_port() -> int:
 
 @pytest.fixture
 def memory_engine_broker(tmp_path: Path) -> Iterator[str]:
-    tansu = service_env("LUCILLE_TEST_TANSU")
+    tansu_binary = tansu()
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     with open(tmp_path / "broker.log", "w") as log:
         broker = subprocess.Popen(
-            [tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
+            [tansu_binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
              "--storage-engine", "memory://tansu/"], stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 20

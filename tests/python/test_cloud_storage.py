@@ -7,7 +7,6 @@ credential handling is tested in Rust (src/connector/file/tests/cloud.rs) and by
 
 import hashlib
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -17,15 +16,10 @@ from typing import Any
 import pytest
 
 import lucille
+from services import service_env
 
-ENDPOINT = os.environ.get("LUCILLE_TEST_S3_ENDPOINT", "")
+ENDPOINT = service_env("LUCILLE_TEST_S3_ENDPOINT", "s3.sh", module=True)
 SECRET = "moto-secret-not-to-be-shown"
-
-if not ENDPOINT:
-    if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-        raise RuntimeError("LUCILLE_TEST_S3_ENDPOINT is not set; source scripts/services/s3.sh")
-    pytest.skip("LUCILLE_TEST_S3_ENDPOINT is not set (scripts/services/s3.sh starts moto)",
-                allow_module_level=True)
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 and MariaDB (scripts/services/mariadb.sh)."""
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import textwrap
 import pytest
 
 import lucille
+from services import service_env
 from pathlib import Path
 
 
@@ -118,12 +118,7 @@ def test_config_errors_are_reported_together(tmp_path: Path) -> None:
 
 
 def postgres_url() -> str:
-    url = os.environ.get("LUCILLE_TEST_POSTGRES_URL")
-    if not url:
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail("LUCILLE_TEST_POSTGRES_URL is not set (source scripts/services/postgres.sh)")
-        pytest.skip("LUCILLE_TEST_POSTGRES_URL is not set (source scripts/services/postgres.sh)")
-    return url
+    return service_env("LUCILLE_TEST_POSTGRES_URL", "postgres.sh")
 
 
 def psql(url: str, sql: str) -> None:
@@ -189,12 +184,7 @@ def test_postgres_rows_and_children(tmp_path: Path) -> None:
 
 
 def mariadb_url() -> str:
-    url = os.environ.get("LUCILLE_TEST_MARIADB_URL")
-    if not url:
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail("LUCILLE_TEST_MARIADB_URL is not set (source scripts/services/mariadb.sh)")
-        pytest.skip("LUCILLE_TEST_MARIADB_URL is not set (source scripts/services/mariadb.sh)")
-    return url
+    return service_env("LUCILLE_TEST_MARIADB_URL", "mariadb.sh")
 
 
 def mariadb_parts(url: str) -> tuple[str, str, str, str, str]:

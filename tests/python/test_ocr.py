@@ -4,7 +4,6 @@ The recognised words are checked. Needs `source scripts/services/libreoffice.sh`
 Tesseract and ImageMagick); skipped without them unless LUCILLE_REQUIRE_SERVICES=1."""
 
 import ctypes.util
-import os
 import pathlib
 import subprocess
 from typing import Any
@@ -12,16 +11,14 @@ from typing import Any
 import pytest
 
 import lucille
+from services import missing
 from test_text_extraction import image_pdf, imagemagick, render_text
 
 
 @pytest.fixture(scope="module", autouse=True)
 def tesseract() -> None:
     if ctypes.util.find_library("tesseract") is None:
-        message = "libtesseract is not installed (source scripts/services/libreoffice.sh)"
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+        missing("libtesseract is not installed (source scripts/services/libreoffice.sh)")
 
 
 def words(text: Any) -> list[str]:

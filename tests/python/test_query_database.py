@@ -4,15 +4,13 @@ real PostgreSQL and MariaDB servers of scripts/services/postgres.sh and mariadb.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import lucille
+from services import service_env
 
 
 def lookup_config(connection: str, driver: str) -> dict[str, Any]:
@@ -55,11 +53,7 @@ def test_sqlite_lookups_in_a_run(tmp_path: Path) -> None:
 
 
 def test_postgres_lookups_in_a_run() -> None:
-    url = os.environ.get("LUCILLE_TEST_POSTGRES_URL")
-    if not url:
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail("LUCILLE_TEST_POSTGRES_URL is not set (source scripts/services/postgres.sh)")
-        pytest.skip("LUCILLE_TEST_POSTGRES_URL is not set (source scripts/services/postgres.sh)")
+    url = service_env("LUCILLE_TEST_POSTGRES_URL", "postgres.sh")
     subprocess.run(
         ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c",
          "DROP TABLE IF EXISTS animal; CREATE TABLE animal(id INT, name TEXT, weight SMALLINT);"
@@ -73,11 +67,7 @@ def test_postgres_lookups_in_a_run() -> None:
 
 
 def test_mariadb_lookups_in_a_run() -> None:
-    url = os.environ.get("LUCILLE_TEST_MARIADB_URL")
-    if not url:
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail("LUCILLE_TEST_MARIADB_URL is not set (source scripts/services/mariadb.sh)")
-        pytest.skip("LUCILLE_TEST_MARIADB_URL is not set (source scripts/services/mariadb.sh)")
+    url = service_env("LUCILLE_TEST_MARIADB_URL", "mariadb.sh")
     creds, rest = url.split("://", 1)[1].split("@", 1)
     user, password = creds.split(":", 1)
     location, database = rest.split("/", 1)

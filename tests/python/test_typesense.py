@@ -13,19 +13,13 @@ import urllib.parse
 import urllib.request
 from typing import Any, Sequence
 
-
 import pytest
 
 import lucille
+from services import service_env
 
-URL = os.environ.get("LUCILLE_TEST_TYPESENSE_URL", "")
-KEY = os.environ.get("LUCILLE_TEST_TYPESENSE_API_KEY", "")
-
-if not URL or not KEY:
-    if os.environ.get("LUCILLE_REQUIRE_SERVICES") == "1":
-        raise RuntimeError("LUCILLE_TEST_TYPESENSE_URL is not set; run scripts/services/typesense.sh")
-    pytest.skip("LUCILLE_TEST_TYPESENSE_URL is not set (scripts/services/typesense.sh starts Typesense)",
-                allow_module_level=True)
+URL = service_env("LUCILLE_TEST_TYPESENSE_URL", "typesense.sh", module=True)
+KEY = service_env("LUCILLE_TEST_TYPESENSE_API_KEY", "typesense.sh", module=True)
 
 FEED = """
 import lucille
