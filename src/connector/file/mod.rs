@@ -676,6 +676,16 @@ impl FileConnector {
     }
 }
 
+/// The keys a handler block may have in `fileHandlers` (`csv`, `json`, `jsonl`, `xml`): the
+/// registered handlers' names and their aliases that are not Lucille class names.
+pub fn handler_keys() -> Vec<&'static str> {
+    crate::registry::all::<FileHandlerDescriptor>()
+        .into_iter()
+        .flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied()))
+        .filter(|key| !key.contains('.'))
+        .collect()
+}
+
 /// The file handler `kind` (`csv`, `json` / `jsonl`, `xml`) from its config block.
 pub fn build_handler(
     kind: &str,
@@ -684,17 +694,13 @@ pub fn build_handler(
 ) -> Result<Arc<dyn FileHandler>, Vec<ConfigError>> {
     match crate::registry::find::<FileHandlerDescriptor>(kind) {
         Some(d) => (d.build)(config, prefix),
-        None => {
-            let known: Vec<&str> = crate::registry::all::<FileHandlerDescriptor>()
-                .into_iter()
-                .flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied()))
-                .chain(["documents"])
-                .collect();
-            Err(vec![ConfigError::new(
-                config.path(),
-                format!("unknown file handler {kind:?}; known: {}", known.join(", ")),
-            )])
-        }
+        None => Err(vec![ConfigError::new(
+            config.path(),
+            format!(
+                "unknown file handler {kind:?}; known: {}, documents",
+                handler_keys().join(", ")
+            ),
+        )]),
     }
 }
 

@@ -493,7 +493,7 @@ fn bad_config_is_rejected_with_every_error() {
         "invalid regex",
         "soon",
         "readerThreads",
-        "unknown file handler \"pdf\"",
+        "unknown file handler \"pdf\"; known: csv, json, jsonl, xml, documents",
         "one ASCII character",
         "give only one",
     ] {

@@ -35,7 +35,8 @@ use super::files::{with_cloud_blocks, Files};
 use crate::accounting::PublishError;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::connector::file::{
-    build_handler, FileHandler, FileHandlerDescriptor, FileSource, HandlerError, RecordSink,
+    build_handler, handler_keys, FileHandler, FileHandlerDescriptor, FileSource, HandlerError,
+    RecordSink,
 };
 use crate::document::Document;
 use crate::stage::{Children, Stage, StageDescriptor, StageFailure, StageResult};
@@ -94,17 +95,12 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
             None => match handler_kind(&ext.to_ascii_lowercase()) {
                 Some(kind) => kind.to_string(),
                 None => {
-                    let known: Vec<&str> = crate::registry::all::<FileHandlerDescriptor>()
-                        .into_iter()
-                        .flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied()))
-                        .filter(|n| !n.contains('.'))
-                        .collect();
                     errors.push(ConfigError::new(
                         path,
                         format!(
                             "no handler for {ext:?}: use {}, or give a class \
                              (CSVFileHandler, JsonFileHandler, XMLFileHandler)",
-                            known.join(", ")
+                            handler_keys().join(", ")
                         ),
                     ));
                     continue;
