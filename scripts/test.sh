@@ -37,6 +37,15 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== import circles inside each crate"
 "$VENV/bin/python" scripts/modcycles.py
+echo "== lucille-core stays light"
+# The core's normal dependency tree holds none of the components' heavy libraries.
+heavy=$(cargo tree -p lucille-core -e normal --prefix none --format '{p}' | awk '{print $1}' |
+    grep -xE 'tantivy|rdkafka|rquickjs|candle-core|gemm|tokenizers|parquet|object_store|postgres|mysql|pdf-extract|calamine|pyo3|ureq|tokio|rusqlite' |
+    sort -u || true)
+if [ -n "$heavy" ]; then
+    echo "lucille-core depends on: $heavy (move the code that needs it to a component crate)"
+    exit 1
+fi
 echo "== cargo clippy"
 cargo clippy --all-targets -- -D warnings
 cargo clippy -p lucille --lib --features python -- -D warnings

@@ -2,31 +2,28 @@
 //! each document, and an indexer batches documents into a search engine, while the Publisher
 //! accounts for every document until its terminal event.
 
-pub mod accounting;
-pub mod config;
-pub mod connector;
-pub(crate) mod database;
-pub mod document;
-pub mod event;
+// The core, re-exported under the paths the components and the bindings use.
+pub use lucille_core::{accounting, config, document, event, pipeline, record, registry};
 #[cfg(test)]
-pub(crate) mod fault_point;
-pub mod http;
+pub(crate) use lucille_core::{fault_point, test_service};
+pub use lucille_core::{thread_scope, worker};
+pub use lucille_core::{Document, DocumentError, UpdateMode};
+
+// The services the components share.
+pub(crate) use lucille_database as database;
+pub use lucille_http as http;
+pub use lucille_storage as storage;
+
+// Components, until each group moves to its own crate.
+pub mod connector;
 pub mod indexer;
 pub mod messaging;
-pub mod pipeline;
 #[cfg(feature = "python")]
 mod python;
-pub mod record;
-pub mod registry;
 pub mod runner;
 pub mod stage;
-pub mod storage;
 #[cfg(test)]
-pub(crate) mod test_service;
-pub mod thread_scope;
-pub mod worker;
-
-pub use document::{Document, DocumentError, UpdateMode};
+mod tests;
 
 // The Rust blocks of docs/ARCHITECTURE.md (its worked example) compile and run as doctests.
 #[cfg(doctest)]

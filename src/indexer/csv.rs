@@ -53,6 +53,7 @@ inventory::submit!(super::IndexerDescriptor {
     aliases: &["com.kmwllc.lucille.indexer.CSVIndexer"],
     validate,
     build: |_, config, continuing| super::boxed(CsvBackend::from_config(config, continuing)),
+    warning: None,
 });
 
 pub struct CsvBackend {

@@ -11,6 +11,7 @@ inventory::submit!(super::IndexerDescriptor {
     aliases: &["com.kmwllc.lucille.indexer.ElasticsearchIndexer"],
     validate,
     build: |settings, config, _| build(settings, config),
+    warning: Some(crate::http::insecure_warning),
 });
 
 pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {

@@ -31,6 +31,7 @@ inventory::submit!(super::IndexerDescriptor {
     aliases: &[],
     validate: |_, config| spec().validate(config.map(), config.path()),
     build: |_, config, continuing| super::boxed(JsonlBackend::from_config(config, continuing)),
+    warning: None,
 });
 
 pub struct JsonlBackend {

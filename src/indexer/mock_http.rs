@@ -9,6 +9,8 @@ use serde_json::Value;
 
 use super::*;
 use crate::accounting::{Event, EventType};
+use crate::config::ComponentConfig;
+use crate::document::Document;
 pub use crate::http::mock::*;
 use crate::messaging::{LocalMessenger, PublisherSide, WorkerSide};
 

@@ -587,6 +587,7 @@ inventory::submit!(super::IndexerDescriptor {
     aliases: &[],
     validate,
     build: |_, config, _| super::boxed(TantivyBackend::from_config(config)),
+    warning: None,
 });
 
 pub struct TantivyBackend {

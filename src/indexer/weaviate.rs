@@ -117,6 +117,7 @@ inventory::submit!(super::IndexerDescriptor {
     aliases: &[CLASS],
     validate,
     build: |settings, config, _| build(settings, config),
+    warning: None,
 });
 
 pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {

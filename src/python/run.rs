@@ -361,7 +361,7 @@ pub fn run(
     let plan = py
         .detach(|| runner::plan(&value, dir.as_deref()))
         .map_err(config_err)?;
-    runner::distributed::check_mode(&plan, mode).map_err(config_err)?;
+    runner::check_mode(&plan, mode).map_err(config_err)?;
     let terminal = if progress != Some(false) {
         runner::terminal_progress()
     } else {
@@ -480,7 +480,7 @@ pub fn serve(
     let plan = py
         .detach(|| runner::plan(&value, dir.as_deref()))
         .map_err(config_err)?;
-    runner::distributed::check_mode(&plan, RunMode::Distributed).map_err(config_err)?;
+    runner::check_mode(&plan, RunMode::Distributed).map_err(config_err)?;
     let pipeline = distributed::choose_pipeline(&plan, pipeline.as_deref()).map_err(config_err)?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stop2 = stop.clone();

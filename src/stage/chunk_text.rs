@@ -65,6 +65,7 @@ use super::{Stage, StageDescriptor, StageFailure, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::ids::child_id;
 use crate::document::Document;
+use crate::pipeline::{PlanRule, StagePlan};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ChunkText",
@@ -72,6 +73,10 @@ pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     build,
 };
 inventory::submit!(DESCRIPTOR);
+inventory::submit!(PlanRule {
+    name: "ChunkText before EmitNestedChildren",
+    apply: attach_chunks_before_emit,
+});
 
 fn spec() -> Spec {
     Spec::stage()
@@ -721,6 +726,41 @@ impl Iterator for Overlap {
         self.prev = Some(current);
         Some(out)
     }
+}
+
+/// Lucille's ChunkText attaches its chunks to the parent for an EmitNestedChildren later in
+/// the pipeline to emit (with that stage's `fieldsToCopy` and `dropParent`); ours emits them
+/// lazily unless told to attach. So that Lucille's recipe gives Lucille's result, a ChunkText
+/// followed by an EmitNestedChildren gets `attachChildren: true` unless its config sets it.
+fn attach_chunks_before_emit(plans: &mut [StagePlan]) -> Vec<ConfigError> {
+    let is = |plan: &StagePlan, name: &str| plan.builtin() == Some(name);
+    let mut errors = Vec::new();
+    for i in 0..plans.len() {
+        if !is(&plans[i], "ChunkText") || plans[i].config().map().contains_key("attachChildren") {
+            continue;
+        }
+        let Some(emit) = plans[i + 1..].iter().find(|p| is(p, "EmitNestedChildren")) else {
+            continue;
+        };
+        let emit = emit.name.clone();
+        let plan = &mut plans[i];
+        let mut map = plan.config().map().clone();
+        map.insert("attachChildren".into(), serde_json::Value::Bool(true));
+        let config = ComponentConfig::new(map, plan.config().path())
+            .with_paths(plan.config().paths().clone());
+        if config.bool_or("dropParent", false).unwrap_or(false) {
+            errors.push(config.error(
+                "dropParent",
+                format!(
+                    "EmitNestedChildren stage {emit:?} later in this pipeline emits the chunks: \
+                     set dropParent on it instead, as in Lucille"
+                ),
+            ));
+            continue;
+        }
+        plan.set_config(config);
+    }
+    errors
 }
 
 #[cfg(test)]

@@ -396,9 +396,3 @@ impl Connector for DatabaseConnector {
         Ok(())
     }
 }
-
-impl From<ConnectorError> for DbError {
-    fn from(e: ConnectorError) -> Self {
-        DbError::Stopped(e.0)
-    }
-}

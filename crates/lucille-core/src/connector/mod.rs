@@ -1,0 +1,247 @@
+//! Connectors: read a source and publish documents. The runner drives the lifecycle:
+//! `pre_execute(run_id)`, `execute(publisher)`, `post_execute(run_id)` only after `execute`
+//! succeeded, and `close()` always.
+//!
+//! Common keys: `name`, `class`, `pipeline`, `docIdPrefix`, `collapse`. Each built-in
+//! connector lives in its own file and exposes a `DESCRIPTOR`.
+
+pub mod sequence;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::accounting::{PublishError, Publisher};
+use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::registry;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConnectorError(pub String);
+
+impl ConnectorError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ConnectorError(message.into())
+    }
+}
+
+impl From<PublishError> for ConnectorError {
+    fn from(e: PublishError) -> Self {
+        ConnectorError(e.to_string())
+    }
+}
+
+pub trait Connector: Send {
+    fn pre_execute(&mut self, _run_id: &str) -> Result<(), ConnectorError> {
+        Ok(())
+    }
+
+    /// Reads the source and publishes every document.
+    fn execute(&mut self, publisher: &Arc<Publisher>) -> Result<(), ConnectorError>;
+
+    fn post_execute(&mut self, _run_id: &str) -> Result<(), ConnectorError> {
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), ConnectorError> {
+        Ok(())
+    }
+}
+
+/// The keys every connector accepts.
+pub fn connector_spec() -> Spec {
+    Spec::new()
+        .required("name", Kind::String)
+        .required("class", Kind::String)
+        .optional("pipeline", Kind::String)
+        .optional("docIdPrefix", Kind::String)
+        .optional("collapse", Kind::Bool)
+}
+
+pub type BuildConnector = fn(&ComponentConfig, &Common) -> Result<Box<dyn Connector>, ConfigError>;
+
+/// A connector: its Lucille class name, its other names, spec and constructor. Each
+/// connector's file submits its descriptor to the [registry](crate::registry).
+pub struct ConnectorDescriptor {
+    pub name: &'static str,
+    /// Lucille's class names outside `com.kmwllc.lucille.connector.` (a subpackage, a plugin).
+    pub aliases: &'static [&'static str],
+    pub spec: fn() -> Spec,
+    pub build: BuildConnector,
+}
+
+inventory::collect!(ConnectorDescriptor);
+
+impl crate::registry::Descriptor for ConnectorDescriptor {
+    const PACKAGES: &'static [&'static str] = &[LUCILLE_CONNECTOR_PACKAGE];
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        self.aliases
+    }
+}
+
+/// The common keys, read.
+#[derive(Debug, Clone, Default)]
+pub struct Common {
+    pub name: String,
+    pub pipeline: Option<String>,
+    pub doc_id_prefix: Option<String>,
+    pub collapse: bool,
+    /// `maxDocumentBytes`: a record larger than this FAILs with its position instead of being
+    /// read whole (the connectors that read records enforce it).
+    pub max_document_bytes: Option<u64>,
+}
+
+impl Common {
+    pub fn doc_id(&self, id: &str) -> String {
+        crate::document::ids::with_prefix(self.doc_id_prefix.as_deref(), id)
+    }
+
+    /// For a connector whose driver hands it whole records (database rows, feed items): the
+    /// size of `doc` as JSON when it is over `maxDocumentBytes`, else `None`.
+    pub fn oversize(&self, doc: &crate::document::Document) -> Option<u64> {
+        let max = self.max_document_bytes?;
+        let n = doc.byte_size();
+        (n > max).then_some(n)
+    }
+}
+
+pub const LUCILLE_CONNECTOR_PACKAGE: &str = "com.kmwllc.lucille.connector.";
+
+/// `class: "PythonConnector"`: a Python connector class defined by inline code (`script`) or
+/// a file (`scriptPath`), chosen by `className` when the code defines several.
+pub const PYTHON_SCRIPT_CONNECTOR: &str = "PythonConnector";
+
+/// Builds Python connectors (`module:Class`, or `PythonConnector` with its script); installed
+/// by the Python bindings.
+pub trait PythonConnectorFactory: Send + Sync {
+    fn check(&self, class: &str, config: &ComponentConfig) -> Result<(), ConfigError>;
+    fn build(
+        &self,
+        class: &str,
+        config: &ComponentConfig,
+        common: &Common,
+    ) -> Result<Box<dyn Connector>, ConfigError>;
+}
+
+/// Python connector classes, installed by the Python bindings.
+pub static PYTHON: registry::PythonHook<dyn PythonConnectorFactory> =
+    registry::PythonHook::new("Python connectors");
+
+#[derive(Clone)]
+enum Class {
+    Builtin(&'static ConnectorDescriptor),
+    Python(String),
+}
+
+/// A validated connector config; `instantiate` makes the connector for a run.
+#[derive(Clone)]
+pub struct ConnectorPlan {
+    pub common: Common,
+    class: Class,
+    config: ComponentConfig,
+}
+
+impl ConnectorPlan {
+    pub fn from_config(
+        mut map: Map<String, Value>,
+        path: &str,
+        paths: &std::sync::Arc<crate::config::PathContext>,
+    ) -> Result<Self, Vec<ConfigError>> {
+        let base = ComponentConfig::new(map.clone(), path).with_paths(paths.clone());
+        let class_name = base.require_string("class").map_err(|e| vec![e])?;
+        let mut errors = Vec::new();
+        let class = if registry::is_python_reference(&class_name)
+            || class_name == PYTHON_SCRIPT_CONNECTOR
+        {
+            if let Err(e) = PYTHON.get(&base).and_then(|f| f.check(&class_name, &base)) {
+                errors.push(e);
+            }
+            Class::Python(class_name)
+        } else {
+            match registry::find::<ConnectorDescriptor>(&class_name) {
+                Some(d) => {
+                    let spec = (d.spec)();
+                    spec.normalize(&mut map);
+                    errors.extend(spec.validate(&map, path));
+                    Class::Builtin(d)
+                }
+                None => {
+                    let known = registry::names::<ConnectorDescriptor>().join(", ");
+                    let hint = registry::suggest::<ConnectorDescriptor>(&class_name)
+                        .map(|n| format!(" (did you mean {n:?}?)"))
+                        .unwrap_or_default();
+                    return Err(vec![base.error(
+                        "class",
+                        format!("unknown connector class {class_name:?}{hint}; built-in connectors: {known}, or a Python class as \"module:Class\" or PythonConnector with a script"),
+                    )]);
+                }
+            }
+        };
+        let config = ComponentConfig::new(map, path).with_paths(paths.clone());
+        let mut read = |key: &str| match config.string(key) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
+        let common = Common {
+            name: read("name").unwrap_or_default(),
+            pipeline: read("pipeline"),
+            doc_id_prefix: read("docIdPrefix"),
+            collapse: false,
+            max_document_bytes: None,
+        };
+        let collapse = match config.bool_or("collapse", false) {
+            Ok(b) => b,
+            Err(e) => {
+                errors.push(e);
+                false
+            }
+        };
+        let max_document_bytes = match config.usize("maxDocumentBytes") {
+            Ok(Some(0)) => {
+                errors.push(config.error("maxDocumentBytes", "must be at least 1"));
+                None
+            }
+            Ok(v) => v.map(|n| n as u64),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
+        let common = Common {
+            collapse,
+            max_document_bytes,
+            ..common
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let plan = ConnectorPlan {
+            common,
+            class,
+            config,
+        };
+        if let Class::Builtin(_) = plan.class {
+            plan.instantiate().map_err(|e| vec![e])?;
+        }
+        Ok(plan)
+    }
+
+    pub fn instantiate(&self) -> Result<Box<dyn Connector>, ConfigError> {
+        match &self.class {
+            Class::Builtin(d) => (d.build)(&self.config, &self.common),
+            Class::Python(class) => {
+                PYTHON
+                    .get(&self.config)?
+                    .build(class, &self.config, &self.common)
+            }
+        }
+    }
+}

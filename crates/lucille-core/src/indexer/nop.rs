@@ -1,0 +1,41 @@
+//! `indexer.type: "nop"`: accepts every document and writes nothing (benchmarks, dry runs).
+
+use std::sync::Arc;
+
+use super::op::Encoded;
+use super::prepare::Encoder;
+use super::{Backend, BackendError, IndexOp};
+
+inventory::submit!(super::IndexerDescriptor {
+    name: "nop",
+    aliases: &["none", "com.kmwllc.lucille.indexer.NopIndexer"],
+    validate: |_, _| Vec::new(),
+    build: |_, _, _| Ok(Box::new(NopBackend)),
+    warning: None,
+});
+
+pub struct NopBackend;
+
+impl Backend for NopBackend {
+    fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
+        Ok(vec![None; ops.len()])
+    }
+
+    fn encoder(&self) -> Option<Arc<dyn Encoder>> {
+        Some(Arc::new(DropFields))
+    }
+}
+
+/// Drops an upsert's fields on the worker that made them: nothing reads them, and freeing
+/// them on the one indexer thread made it the bottleneck of nop runs (every field a
+/// cross-thread free).
+struct DropFields;
+
+impl Encoder for DropFields {
+    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String> {
+        if let IndexOp::Upsert { fields, .. } = op {
+            *fields = crate::document::Fields::default();
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,1020 @@
+//! The runner: validates the whole config first (every error at once), then
+//! runs the connectors one after another, each with its own publisher, worker pool and indexer
+//! thread; a failed connector stops the run and the ones after it are reported as skipped.
+//!
+//! Modes: `Local` (in-memory queues, real backend) and `Test` (the same, with the backend
+//! bypassed and every document and event recorded); `External` and `Distributed` message over
+//! a broker: a registered [`Transport`] (Kafka, `lucille::runner::distributed`).
+
+pub mod stall;
+pub mod summary;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::accounting::EventType;
+use crate::accounting::{Event, Publisher, PublisherSettings};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, PathContext, Spec};
+use crate::connector::{ConnectorError, ConnectorPlan};
+use crate::document::Document;
+use crate::indexer::watchdog::Watchdog;
+use crate::indexer::{self, IndexerHandle, IndexerSettings};
+use crate::messaging::transport::{Connection, Transport};
+use crate::messaging::{
+    IndexerSide, LocalMessenger, TestMessenger, Topology, DEFAULT_QUEUE_CAPACITY,
+};
+use crate::pipeline::{PipelinePlan, StageMetrics};
+use crate::worker::{WorkerPool, WorkerSettings};
+use lucille_hocon::{self as hocon, ParseOptions};
+
+pub use summary::{ConnectorResult, ConnectorStatus, RunResult};
+
+pub const DEFAULT_CONNECTOR_TIMEOUT: Duration = Duration::from_millis(86_400_000);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMode {
+    Local,
+    Test,
+    /// Workers and the indexer as threads of this process, messaging over Kafka.
+    External,
+    /// The connector and publisher only; worker and indexer processes serve the run.
+    Distributed,
+}
+
+impl RunMode {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "local" => Some(RunMode::Local),
+            "test" => Some(RunMode::Test),
+            "external" => Some(RunMode::External),
+            "distributed" => Some(RunMode::Distributed),
+            _ => None,
+        }
+    }
+}
+
+/// Loads a HOCON config file with `--set path=value` overrides and the process environment
+/// for `${?ENV}`. Returns the resolved config and its folder.
+/// Environment overrides (Typesafe's `CONFIG_FORCE_`), then `--set` overrides, which win.
+fn parse_options(overrides: &[(String, String)]) -> ParseOptions {
+    let mut opts = ParseOptions::default();
+    for (k, v) in env_overrides(std::env::vars_os())
+        .into_iter()
+        .chain(overrides.iter().cloned())
+    {
+        opts = opts.with_override(k, v);
+    }
+    opts
+}
+
+/// Typesafe Config's environment overrides: `CONFIG_FORCE_worker_threads=4` sets
+/// `worker.threads`. In the name after the prefix `_` is a dot, `__` a dash and `___` an
+/// underscore (`CONFIG_FORCE_my___key` sets `my_key`). Sorted, so the result does not depend on
+/// the environment's order.
+pub fn env_overrides(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(String, String)> {
+    const PREFIX: &str = "CONFIG_FORCE_";
+    let mut out: Vec<(String, String)> = vars
+        .filter_map(|(k, v)| {
+            let k = k.into_string().ok()?;
+            let name = k.strip_prefix(PREFIX)?;
+            let v = v.into_string().ok()?;
+            let path = name
+                .replace("___", "\u{0}")
+                .replace("__", "-")
+                .replace('_', ".")
+                .replace('\u{0}', "_");
+            (!path.is_empty()).then_some((path, v))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+pub fn load_config(
+    path: &Path,
+    overrides: &[(String, String)],
+) -> Result<(Value, Option<PathBuf>), ConfigErrors> {
+    let opts = parse_options(overrides);
+    let value = hocon::parse_file(path, &opts)
+        .map_err(|e| ConfigErrors(vec![ConfigError::new("", e.to_string())]))?;
+    let dir = path
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    Ok((value, dir))
+}
+
+/// Parses HOCON text (for `lucille.run(hocon=...)`); `base_dir` resolves includes.
+pub fn parse_config_text(
+    text: &str,
+    base_dir: Option<&Path>,
+    overrides: &[(String, String)],
+) -> Result<Value, ConfigErrors> {
+    let opts = parse_options(overrides);
+    hocon::parse_str(text, base_dir, &opts)
+        .map_err(|e| ConfigErrors(vec![ConfigError::new("", e.to_string())]))
+}
+
+/// A fully validated run.
+pub struct RunPlan {
+    pub connectors: Vec<ConnectorPlan>,
+    pub pipelines: HashMap<String, PipelinePlan>,
+    /// `pipelines[].threads`: worker threads for that pipeline, instead of `worker.threads`
+    /// (as Lucille's WorkerPool).
+    pub pipeline_threads: HashMap<String, usize>,
+    pub indexer: IndexerSettings,
+    pub backend_config: ComponentConfig,
+    pub worker: WorkerSettings,
+    pub queue_capacity: usize,
+    pub max_pending_docs: Option<usize>,
+    pub connector_timeout: Option<Duration>,
+    /// `runner.stallWarningSecs` (`None`: 0, no warning).
+    pub stall_warning: Option<Duration>,
+    /// The broker, when the config has its block (`kafka`): needed by the Kafka modes and
+    /// processes.
+    pub transport: Option<Transport>,
+    /// `worker.pipeline`: the pipeline a worker process serves by default.
+    pub worker_pipeline: Option<String>,
+}
+
+fn publisher_spec() -> Spec {
+    Spec::new()
+        .optional("queueCapacity", Kind::Integer)
+        .optional("maxPendingDocs", Kind::Integer)
+}
+
+fn runner_spec() -> Spec {
+    Spec::new()
+        .optional("connectorTimeout", Kind::Integer)
+        .optional("stallWarningSecs", Kind::Integer)
+        .optional("metricsLoggingLevel", Kind::String)
+        .optional("resourceRoots", Kind::List)
+}
+
+/// Where the config's relative paths point: the working directory, the config's folder, and the
+/// `classpath:` roots (`runner.resourceRoots`, else the defaults of `config::paths`).
+fn path_context(
+    root: &Map<String, Value>,
+    base_dir: Option<&Path>,
+    errors: &mut Vec<ConfigError>,
+) -> Arc<PathContext> {
+    let configured = root
+        .get("runner")
+        .and_then(|r| r.get("resourceRoots"))
+        .map(|v| match v {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| match crate::config::as_string(item) {
+                    Some(s) => Some(PathBuf::from(s)),
+                    None => {
+                        errors.push(ConfigError::new(
+                            format!("runner.resourceRoots[{i}]"),
+                            "must be a folder path (a string)",
+                        ));
+                        None
+                    }
+                })
+                .collect::<Vec<_>>(),
+            // A non-list is reported by the runner spec.
+            _ => Vec::new(),
+        });
+    let dir = base_dir.map(Path::to_path_buf);
+    Arc::new(match configured {
+        None => PathContext::new(dir),
+        Some(roots) => PathContext::with(std::env::current_dir().ok(), dir, roots),
+    })
+}
+
+fn log_spec() -> Spec {
+    Spec::new().optional("seconds", Kind::Integer)
+}
+
+fn block(
+    root: &Map<String, Value>,
+    key: &str,
+    errors: &mut Vec<ConfigError>,
+    paths: &Arc<PathContext>,
+) -> ComponentConfig {
+    let map = match root.get(key) {
+        None => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => {
+            errors.push(ConfigError::new(key, "must be an object"));
+            Map::new()
+        }
+    };
+    ComponentConfig::new(map, key).with_paths(paths.clone())
+}
+
+/// Validates everything a run needs, reporting every problem at once.
+pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigErrors> {
+    let mut errors = Vec::new();
+    let Value::Object(root) = config else {
+        return Err(ConfigErrors(vec![ConfigError::new(
+            "",
+            "the config must be an object",
+        )]));
+    };
+    let paths = path_context(root, base_dir, &mut errors);
+
+    // Pipelines.
+    let mut pipelines = HashMap::new();
+    let mut pipeline_threads = HashMap::new();
+    match root.get("pipelines") {
+        None => {}
+        Some(Value::Array(items)) => {
+            for (i, p) in items.iter().enumerate() {
+                let path = format!("pipelines[{i}]");
+                let Value::Object(m) = p else {
+                    errors.push(ConfigError::new(path, "a pipeline must be an object"));
+                    continue;
+                };
+                let pc = ComponentConfig::new(m.clone(), path.clone());
+                errors.extend(
+                    Spec::new()
+                        .required("name", Kind::String)
+                        .required("stages", Kind::List)
+                        .optional("threads", Kind::Integer)
+                        .validate(m, &path),
+                );
+                let Ok(Some(name)) = pc.string("name") else {
+                    continue;
+                };
+                match pc.usize("threads") {
+                    Ok(Some(0)) => errors.push(pc.error("threads", "must be at least 1")),
+                    Ok(Some(n)) => {
+                        pipeline_threads.insert(name.clone(), n);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        // A type error the spec reported already is not repeated.
+                        if !errors.iter().any(|x| x.path == e.path) {
+                            errors.push(e);
+                        }
+                    }
+                }
+                if pipelines.contains_key(&name) {
+                    errors.push(pc.error("name", format!("duplicate pipeline name {name:?}")));
+                    continue;
+                }
+                let stages = match m.get("stages") {
+                    Some(Value::Array(s)) => s.clone(),
+                    _ => continue,
+                };
+                match PipelinePlan::from_config(&name, &stages, &format!("{path}.stages"), &paths) {
+                    Ok(plan) => {
+                        pipelines.insert(name, plan);
+                    }
+                    Err(e) => errors.extend(e.0),
+                }
+            }
+        }
+        Some(_) => errors.push(ConfigError::new("pipelines", "must be a list of pipelines")),
+    }
+
+    // Connectors.
+    let mut connectors = Vec::new();
+    match root.get("connectors") {
+        None | Some(Value::Null) => errors.push(ConfigError::new(
+            "connectors",
+            "missing required key \"connectors\" (a list of connectors)",
+        )),
+        Some(Value::Array(items)) => {
+            let mut names: Vec<String> = Vec::new();
+            for (i, c) in items.iter().enumerate() {
+                let path = format!("connectors[{i}]");
+                let Value::Object(m) = c else {
+                    errors.push(ConfigError::new(path, "a connector must be an object"));
+                    continue;
+                };
+                // As Lucille: a connector without a name is `connector_N` (1-based).
+                let mut m = m.clone();
+                if !m.contains_key("name") {
+                    m.insert("name".into(), Value::from(format!("connector_{}", i + 1)));
+                }
+                let m = &m;
+                if let Some(name) = m.get("name").and_then(crate::config::as_string) {
+                    if names.contains(&name) {
+                        errors.push(ConfigError::new(
+                            format!("{path}.name"),
+                            format!("duplicate connector name {name:?}"),
+                        ));
+                    }
+                    names.push(name);
+                }
+                match ConnectorPlan::from_config(m.clone(), &path, &paths) {
+                    Ok(plan) => {
+                        if let Some(p) = &plan.common.pipeline {
+                            if !pipelines.contains_key(p)
+                                && !errors.iter().any(|e| e.path.starts_with("pipelines"))
+                            {
+                                errors.push(ConfigError::new(
+                                    format!("{path}.pipeline"),
+                                    format!("no pipeline named {p:?} is defined"),
+                                ));
+                            }
+                        }
+                        connectors.push(plan);
+                    }
+                    Err(e) => errors.extend(e),
+                }
+            }
+        }
+        Some(_) => errors.push(ConfigError::new(
+            "connectors",
+            "must be a list of connectors",
+        )),
+    }
+
+    // Indexer and its backend block.
+    let indexer_block = block(root, "indexer", &mut errors, &paths);
+    let indexer = match IndexerSettings::from_config(&indexer_block) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            errors.extend(e);
+            None
+        }
+    };
+    let backend_config = match &indexer {
+        Some(s) => {
+            // A Python indexer's own keys sit in the indexer block (`indexer { class, ... }`).
+            let b = if s.class.is_some() {
+                indexer_block.clone()
+            } else {
+                block(root, &s.kind, &mut errors, &paths)
+            };
+            if let Err(e) = indexer::validate_backend(s, &b) {
+                errors.extend(e);
+            }
+            b
+        }
+        None => ComponentConfig::new(Map::new(), ""),
+    };
+
+    // worker, publisher, runner, log.
+    let log = block(root, "log", &mut errors, &paths);
+    errors.extend(log_spec().validate(log.map(), "log"));
+    let log_seconds = log.usize("seconds").unwrap_or(None).map(|s| s as u64);
+    let worker_block = block(root, "worker", &mut errors, &paths);
+    let worker = match WorkerSettings::from_config(&worker_block, log_seconds) {
+        Ok(w) => w,
+        Err(e) => {
+            errors.extend(e);
+            WorkerSettings::default()
+        }
+    };
+    let publisher = block(root, "publisher", &mut errors, &paths);
+    errors.extend(publisher_spec().validate(publisher.map(), "publisher"));
+    let queue_capacity = match publisher.usize("queueCapacity") {
+        Ok(Some(0)) => {
+            errors.push(publisher.error("queueCapacity", "must be at least 1"));
+            DEFAULT_QUEUE_CAPACITY
+        }
+        Ok(v) => v.unwrap_or(DEFAULT_QUEUE_CAPACITY),
+        Err(e) => {
+            errors.push(e);
+            DEFAULT_QUEUE_CAPACITY
+        }
+    };
+    let max_pending_docs = match publisher.usize("maxPendingDocs") {
+        Ok(Some(0)) => {
+            errors.push(publisher.error("maxPendingDocs", "must be at least 1"));
+            None
+        }
+        Ok(v) => v,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    let worker_pipeline = worker_block.string("pipeline").unwrap_or(None);
+    if let Some(p) = &worker_pipeline {
+        if !pipelines.contains_key(p) && !errors.iter().any(|e| e.path.starts_with("pipelines")) {
+            errors.push(
+                worker_block.error("pipeline", format!("no pipeline named {p:?} is defined")),
+            );
+        }
+    }
+    // The broker of the Kafka modes, configured by its block (`kafka`).
+    let pipeline_names: Vec<&str> = pipelines.keys().map(String::as_str).collect();
+    let transport = Transport::from_root(
+        |name| {
+            root.get(name)
+                .map(|_| block(root, name, &mut errors, &paths))
+        },
+        &pipeline_names,
+    )
+    .and_then(|read| read.map_err(|e| errors.extend(e)).ok());
+    if root.get("zookeeper").is_some() {
+        // Lucille's retry counter; accepted (Lucille configs carry it) but not used.
+        tracing::warn!(
+            "zookeeper is not used: a worker process counts worker.maxRetries in the Kafka \
+             topic {{pipeline}}_retries (docs/guide/distributed.md)"
+        );
+    }
+    let runner = block(root, "runner", &mut errors, &paths);
+    errors.extend(runner_spec().validate(runner.map(), "runner"));
+    let connector_timeout = match runner.i64("connectorTimeout") {
+        Ok(Some(ms)) if ms <= 0 => None,
+        Ok(Some(ms)) => Some(Duration::from_millis(ms as u64)),
+        _ => Some(DEFAULT_CONNECTOR_TIMEOUT),
+    };
+    let stall_warning = match runner.i64("stallWarningSecs") {
+        Ok(Some(secs)) if secs < 0 => {
+            errors.push(ConfigError::new(
+                "runner.stallWarningSecs",
+                "must be 0 (no warning) or a number of seconds",
+            ));
+            None
+        }
+        Ok(Some(0)) => None,
+        Ok(Some(secs)) => Some(Duration::from_secs(secs as u64)),
+        _ => Some(stall::DEFAULT_STALL_WARNING),
+    };
+
+    // A type error in a key reported by a spec may also appear from a typed read; keep one.
+    let errors = ConfigErrors::dedup(errors);
+    if !errors.is_empty() {
+        return Err(ConfigErrors(errors));
+    }
+    Ok(RunPlan {
+        connectors,
+        pipelines,
+        pipeline_threads,
+        indexer: indexer.unwrap_or_default(),
+        backend_config,
+        worker,
+        queue_capacity,
+        max_pending_docs,
+        connector_timeout,
+        stall_warning,
+        transport,
+        worker_pipeline,
+    })
+}
+
+/// Called between completion polls with the connector name and its publisher.
+pub type ProgressFn = Arc<dyn Fn(&str, &Publisher) + Send + Sync>;
+
+/// Options for one run.
+#[derive(Clone)]
+pub struct RunOptions {
+    pub mode: RunMode,
+    /// Set (by a signal handler, or Ctrl-C in Python) to stop gracefully: the connector stops
+    /// publishing, workers drain, the indexer flushes, and the summary covers what was done.
+    pub stop: Arc<AtomicBool>,
+    /// Set (by a second signal) to stop now: stop waiting for the drain, leave workers still
+    /// busy behind, give the indexer a moment to flush, and report every published document
+    /// that had not reached a terminal event as in flight.
+    pub force: Arc<AtomicBool>,
+    /// Called between polls of the completion loop with the connector name and publisher.
+    pub progress: Option<ProgressFn>,
+    pub run_id: Option<String>,
+    /// Record documents and events (as test mode does) while still using the real backend.
+    pub record_history: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            mode: RunMode::Local,
+            stop: Arc::new(AtomicBool::new(false)),
+            force: Arc::new(AtomicBool::new(false)),
+            progress: None,
+            run_id: None,
+            record_history: false,
+        }
+    }
+}
+
+/// A run in `mode` needs the broker's block (`kafka`); checked before anything starts.
+pub fn check_mode(plan: &RunPlan, mode: RunMode) -> Result<(), ConfigErrors> {
+    if matches!(mode, RunMode::Distributed | RunMode::External) && plan.transport.is_none() {
+        return Err(ConfigErrors(vec![ConfigError::new(
+            "kafka",
+            "mode distributed / external needs a kafka block (at least kafka.bootstrapServers)",
+        )]));
+    }
+    Ok(())
+}
+
+/// Validates and runs a config. Config errors come back before anything starts.
+pub fn run(
+    config: &Value,
+    base_dir: Option<&Path>,
+    opts: &RunOptions,
+) -> Result<RunResult, ConfigErrors> {
+    let plan = plan(config, base_dir)?;
+    check_mode(&plan, opts.mode)?;
+    Ok(run_plan(&plan, opts))
+}
+
+pub fn run_plan(plan: &RunPlan, opts: &RunOptions) -> RunResult {
+    let started = Instant::now();
+    let run_id: Arc<str> = Arc::from(
+        opts.run_id
+            .clone()
+            .unwrap_or_else(crate::document::ids::random_id)
+            .as_str(),
+    );
+    tracing::info!(
+        run_id = &*run_id,
+        "starting run with {} connector(s)",
+        plan.connectors.len()
+    );
+    // Once per run, however many connectors or indexer threads build the backend.
+    if opts.mode != RunMode::Test && plan.indexer.send_enabled {
+        if let Some(w) = indexer::backend_warning(&plan.indexer, &plan.backend_config) {
+            tracing::warn!("{w}");
+        }
+    }
+    let mut results = Vec::new();
+    let mut stage_metrics: Vec<(String, Vec<StageMetrics>)> = Vec::new();
+    for (i, connector) in plan.connectors.iter().enumerate() {
+        if opts.stop.load(Ordering::SeqCst)
+            || results
+                .iter()
+                .any(|r: &ConnectorResult| r.status != ConnectorStatus::Complete)
+        {
+            results.push(ConnectorResult::skipped(&connector.common.name));
+            continue;
+        }
+        let (result, metrics) = run_connector(plan, connector, i > 0, &run_id, opts);
+        if let Some(m) = metrics {
+            stage_metrics.push((connector.common.pipeline.clone().unwrap_or_default(), m));
+        }
+        results.push(result);
+    }
+    let result = RunResult::new(
+        run_id.to_string(),
+        results,
+        started.elapsed(),
+        stage_metrics,
+    );
+    for line in result.summary.lines() {
+        tracing::info!("{line}");
+    }
+    result
+}
+
+fn run_connector(
+    plan: &RunPlan,
+    cplan: &ConnectorPlan,
+    continuing: bool,
+    run_id: &Arc<str>,
+    opts: &RunOptions,
+) -> (ConnectorResult, Option<Vec<StageMetrics>>) {
+    let name = cplan.common.name.clone();
+    let started = Instant::now();
+    let fail = |message: String| ConnectorResult::failed(&name, message, started.elapsed());
+    let mut connector = match cplan.instantiate() {
+        Ok(c) => c,
+        Err(e) => return (fail(e.to_string()), None),
+    };
+    let pipeline = match &cplan.common.pipeline {
+        Some(p) => match plan.pipelines.get(p) {
+            Some(pp) => pp.clone(),
+            None => return (fail(format!("no pipeline named {p:?}")), None),
+        },
+        None => PipelinePlan {
+            name: format!("{name}_no_pipeline"),
+            stages: Vec::new(),
+        },
+    };
+    let mut worker = plan.worker.clone();
+    if let Some(n) = cplan
+        .common
+        .pipeline
+        .as_ref()
+        .and_then(|p| plan.pipeline_threads.get(p))
+    {
+        worker.threads = *n;
+    }
+    let broker_mode = matches!(opts.mode, RunMode::External | RunMode::Distributed);
+    let mut transport_run = None;
+    let (topology, test_messenger): (Topology, Option<Arc<TestMessenger>>) = if broker_mode {
+        let Some(transport) = &plan.transport else {
+            return (fail("this mode needs a kafka block".into()), None);
+        };
+        let connection = Connection {
+            pipeline: &pipeline.name,
+            run_id,
+            publisher_only: opts.mode == RunMode::Distributed,
+            worker_threads: worker.threads,
+        };
+        match transport.connect(&connection) {
+            Ok(k) => {
+                let t = k.topology.clone();
+                transport_run = Some(k);
+                (t, None)
+            }
+            Err(e) => return (fail(e.to_string()), None),
+        }
+    } else if opts.mode == RunMode::Test || opts.record_history {
+        let t = Arc::new(TestMessenger::new(plan.queue_capacity));
+        (Topology::local(t.clone()), Some(t))
+    } else {
+        (
+            Topology::local(Arc::new(LocalMessenger::new(plan.queue_capacity))),
+            None,
+        )
+    };
+    // Distributed: workers and indexers are other processes.
+    let local_roles = topology.worker.is_some() && topology.indexer.is_some();
+    // Test mode, and `indexer.sendEnabled: false` as in Lucille, run without the backend.
+    let bypass = opts.mode == RunMode::Test || !plan.indexer.send_enabled || !local_roles;
+    let backend = if bypass {
+        Ok(Box::new(indexer::nop::NopBackend) as Box<dyn indexer::Backend>)
+    } else {
+        indexer::build_backend(&plan.indexer, &plan.backend_config, continuing).map_err(|e| {
+            e.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    };
+    let mut backend = match backend {
+        Ok(b) => b,
+        Err(m) => return (fail(format!("indexer: {m}")), None),
+    };
+    if !bypass {
+        if let Err(e) = backend.validate_connection() {
+            return (fail(format!("indexer: {e}")), None);
+        }
+    }
+    let pool_pipeline_name = pipeline.name.clone();
+    // Workers turn documents into index operations (and encode them) in parallel, unless the
+    // run records whole documents (test mode, history) or ships them (Kafka).
+    let preparer = (!bypass && test_messenger.is_none() && !topology.publisher.records_documents())
+        .then(|| indexer::Preparer::new(plan.indexer.clone(), backend.encoder()));
+    let pool = if let Some(worker_side) = topology.worker.clone() {
+        match WorkerPool::start(pipeline, worker, worker_side, run_id.clone(), preparer) {
+            Ok(p) => Some(p),
+            Err(e) => return (fail(format!("cannot start workers: {e}")), None),
+        }
+    } else {
+        None
+    };
+    let mut indexer = if let Some(indexer_side) = topology.indexer.clone() {
+        match IndexerHandle::start(
+            plan.indexer.clone(),
+            backend,
+            indexer_side,
+            run_id.clone(),
+            bypass,
+        ) {
+            Ok(i) => Some(i),
+            Err(e) => {
+                if let Some(p) = pool {
+                    p.stop();
+                }
+                return (fail(format!("cannot start the indexer: {e}")), None);
+            }
+        }
+    } else {
+        None
+    };
+    let publisher = Arc::new(Publisher::new(
+        run_id.clone(),
+        topology.publisher.clone(),
+        PublisherSettings {
+            max_pending_docs: plan.max_pending_docs,
+            collapse: cplan.common.collapse,
+        },
+        opts.stop.clone(),
+    ));
+    if let Some(dead_letter) = pool.as_ref().and_then(WorkerPool::dead_letter) {
+        let (run, pipeline) = (run_id.clone(), pool_pipeline_name.clone());
+        publisher.on_failed_record(Box::new(move |id, reason| {
+            dead_letter.write_record(id, &run, &pipeline, reason)
+        }));
+    }
+
+    let mut error: Option<String> = None;
+    let mut wedged = false;
+    let mut forced = false;
+    let mut drainer: Option<FailDrain> = None;
+    let mut connector_back = None;
+    match catch(|| connector.pre_execute(run_id)) {
+        Err(e) => error = Some(format!("pre_execute failed: {e}")),
+        Ok(()) => {
+            let p2 = publisher.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("lucille-connector-{name}"))
+                .spawn(move || {
+                    let r = catch(|| connector.execute(&p2))
+                        .and_then(|_| p2.flush().map_err(ConnectorError::from));
+                    (connector, r)
+                });
+            match thread {
+                Err(e) => error = Some(format!("cannot start the connector thread: {e}")),
+                Ok(handle) => {
+                    let progress = opts.progress.clone();
+                    let mut rates = RateLog::new(plan.worker.log_interval);
+                    let indexer_stats = indexer
+                        .as_ref()
+                        .map_or_else(Default::default, |i| i.stats.clone());
+                    let mut watchdog =
+                        Watchdog::new(plan.indexer.inactivity_timeout, Instant::now());
+                    let mut dead_indexer = false;
+                    let mut stall = stall::StallWatch::new(plan.stall_warning, Instant::now());
+                    let r = publisher.wait_for_completion(&handle, plan.connector_timeout, |p| {
+                        if let Some(f) = &progress {
+                            f(&name, p);
+                        }
+                        if opts.force.load(Ordering::SeqCst) {
+                            forced = true;
+                            return Err("forced stop (a second interrupt)".into());
+                        }
+                        rates.maybe_log(p, &indexer_stats);
+                        stall.watch(&name, p, plan.connector_timeout);
+                        if !local_roles {
+                            return Ok(());
+                        }
+                        // A dead thread raises no flag: it is looked at at every poll.
+                        if let Some(reason) = pool.as_ref().and_then(WorkerPool::dead_worker) {
+                            return Err(reason);
+                        }
+                        if let Some(reason) = indexer.as_mut().and_then(IndexerHandle::dead) {
+                            dead_indexer = true;
+                            return Err(reason);
+                        }
+                        let waiting = topology
+                            .indexer
+                            .as_ref()
+                            .map_or(0, |i| i.waiting_to_index());
+                        match watchdog.check(&indexer_stats, waiting, Instant::now()) {
+                            Some(reason) => {
+                                wedged = true;
+                                Err(reason)
+                            }
+                            None => Ok(()),
+                        }
+                    });
+                    if !r.ok {
+                        error = r.message;
+                        if wedged || dead_indexer {
+                            // A wedged or dead indexer takes nothing more: FAIL what waits for
+                            // it (never drop it silently) so workers blocked on the full
+                            // destination queue, and the connector behind them, can finish.
+                            let why = if wedged { "was wedged" } else { "thread died" };
+                            drainer = topology.indexer.clone().map(|i| {
+                                FailDrain::start(
+                                    i,
+                                    run_id.clone(),
+                                    format!("not indexed: the indexer {why}"),
+                                )
+                            });
+                            wedged = true;
+                        }
+                        // Unblock a connector stuck in publish so its thread can end, and give
+                        // it a moment to do so (the workers still drain the queue meanwhile).
+                        opts.stop.store(true, Ordering::SeqCst);
+                        let grace = if forced { 1 } else { 5 };
+                        let deadline = Instant::now() + Duration::from_secs(grace);
+                        while !handle.is_finished() && Instant::now() < deadline {
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                    }
+                    if handle.is_finished() || error.is_none() {
+                        match handle.join() {
+                            Ok((c, Ok(()))) => connector_back = Some(c),
+                            Ok((c, Err(e))) => {
+                                error.get_or_insert_with(|| format!("execute failed: {e}"));
+                                connector_back = Some(c);
+                            }
+                            Err(_) => {
+                                error.get_or_insert_with(|| "the connector thread panicked".into());
+                            }
+                        }
+                    } else {
+                        tracing::error!(
+                            "connector {name:?} did not stop; leaving its thread behind"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    if let Some(c) = connector_back.as_mut() {
+        if error.is_none() {
+            if let Err(e) = catch(|| c.post_execute(run_id)) {
+                error = Some(format!("post_execute failed: {e}"));
+            }
+        }
+        if let Err(e) = catch(|| c.close()) {
+            tracing::error!("closing connector {name:?} failed: {e}");
+        }
+    }
+    let metrics = match pool {
+        Some(pool) if forced => pool.abandon(Duration::from_secs(1)),
+        Some(pool) => pool.stop(),
+        None => Vec::new(),
+    };
+    let terminated = match indexer {
+        None => Ok(()),
+        Some(indexer) if forced => indexer.terminate_within(Duration::from_secs(2)),
+        Some(indexer) if wedged => {
+            if let Some(d) = drainer {
+                d.finish();
+            }
+            indexer.terminate_within(Duration::from_secs(2))
+        }
+        Some(indexer) => indexer.terminate(),
+    };
+    if let Err(e) = terminated {
+        error.get_or_insert_with(|| format!("indexer: {e}"));
+    }
+    // Events still queued after a failed wait (the FAILs above among them) belong in the counts.
+    while let Some(e) = topology.publisher.try_poll_event() {
+        publisher.handle_event(&e);
+    }
+    if let Some(k) = &transport_run {
+        k.close();
+    }
+    if let Some(m) = error.as_mut() {
+        let pending = publisher.pending();
+        if forced {
+            m.push_str(&format!(
+                "; {pending} documents in flight (published, not finished)"
+            ));
+        } else if pending > 0 {
+            m.push_str(&format!(
+                "; {pending} documents did not reach a terminal event"
+            ));
+        }
+    }
+    log_stage_metrics(&name, &metrics);
+    let history = test_messenger.map(|t| t.history());
+    let counts = publisher.counts();
+    let mut result = match error {
+        None => ConnectorResult::complete(&name, counts, started.elapsed()),
+        Some(m) => ConnectorResult::failed_with_counts(&name, m, counts, started.elapsed()),
+    };
+    result.received = publisher.num_received();
+    result.in_flight = publisher.pending() as u64;
+    result.history = history;
+    (result, Some(metrics))
+}
+
+/// FAILs every document taken from the destination queue until finished (after the indexer
+/// was found wedged or dead), with `reason`.
+struct FailDrain {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FailDrain {
+    fn start(messenger: Arc<dyn IndexerSide>, run_id: Arc<str>, reason: String) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("lucille-fail-drain".into())
+            .spawn(move || loop {
+                let stopping = s2.load(Ordering::SeqCst);
+                let wait = if stopping {
+                    Duration::ZERO
+                } else {
+                    Duration::from_millis(10)
+                };
+                match messenger.poll_doc_to_index(wait) {
+                    Some(item) => crate::messaging::send_event(
+                        messenger.as_ref(),
+                        item.id(),
+                        &run_id,
+                        EventType::Fail,
+                        Some(reason.clone()),
+                    ),
+                    None if stopping => break,
+                    None => {}
+                }
+            })
+            .ok();
+        FailDrain { stop, thread }
+    }
+
+    fn finish(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The publisher's and the indexer's periodic rate lines (every `log.seconds`), next to the
+/// worker pool's own.
+struct RateLog {
+    every: Duration,
+    last: Instant,
+    last_published: u64,
+    last_indexed: u64,
+}
+
+impl RateLog {
+    fn new(every: Duration) -> Self {
+        RateLog {
+            every,
+            last: Instant::now(),
+            last_published: 0,
+            last_indexed: 0,
+        }
+    }
+
+    fn maybe_log(&mut self, p: &Publisher, indexer: &crate::indexer::IndexerStats) {
+        let elapsed = self.last.elapsed();
+        if elapsed < self.every {
+            return;
+        }
+        let secs = elapsed.as_secs_f64();
+        let published = p.num_published();
+        let indexed = indexer.indexed.load(Ordering::Relaxed);
+        let failed = indexer.failed.load(Ordering::Relaxed);
+        tracing::info!(
+            "Publisher: {published} docs published, {} pending. Rate: {:.2} docs/sec.",
+            p.pending(),
+            (published - self.last_published) as f64 / secs
+        );
+        tracing::info!(
+            "Indexer: {indexed} docs indexed, {failed} failed. Rate: {:.2} docs/sec.",
+            (indexed - self.last_indexed) as f64 / secs
+        );
+        self.last = Instant::now();
+        self.last_published = published;
+        self.last_indexed = indexed;
+    }
+}
+
+fn catch<T>(f: impl FnOnce() -> Result<T, ConnectorError>) -> Result<T, ConnectorError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => Err(ConnectorError::new(format!(
+            "panicked: {}",
+            lucille_panic::message(p.as_ref())
+        ))),
+    }
+}
+
+pub fn log_stage_metrics(connector: &str, metrics: &[StageMetrics]) {
+    for m in metrics {
+        tracing::info!(
+            "{connector} stage {}: {} docs processed, {} children, {} errors, mean {:.3} ms, total {:.2} s",
+            m.name,
+            m.processed,
+            m.children,
+            m.errors,
+            m.mean_time().as_secs_f64() * 1e3,
+            m.total_time().as_secs_f64()
+        );
+    }
+}
+
+/// Documents the indexer received and events, over every connector (test mode).
+pub fn test_history(result: &RunResult) -> (Vec<Document>, Vec<Event>) {
+    let mut docs = Vec::new();
+    let mut events = Vec::new();
+    for c in &result.connectors {
+        if let Some(h) = &c.history {
+            docs.extend(h.sent_for_indexing.iter().cloned());
+            events.extend(h.events.iter().cloned());
+        }
+    }
+    (docs, events)
+}
+
+/// A progress line on stderr when it is a terminal: published, indexed, failed, rate.
+pub fn terminal_progress() -> Option<ProgressFn> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let started = Instant::now();
+    let last = parking_lot::Mutex::new(Instant::now() - Duration::from_secs(1));
+    Some(Arc::new(move |name: &str, p: &Publisher| {
+        let mut last = last.lock();
+        if last.elapsed() < Duration::from_millis(200) {
+            return;
+        }
+        *last = Instant::now();
+        let c = p.counts();
+        let done = c.succeeded + c.failed + c.dropped;
+        let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-3);
+        bar.set_message(format!(
+            "{name}: {} published, {} indexed, {} failed, {} dropped ({rate:.0} docs/s)",
+            c.published, c.succeeded, c.failed, c.dropped
+        ));
+        bar.tick();
+    }))
+}

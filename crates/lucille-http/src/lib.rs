@@ -1,0 +1,454 @@
+//! The project's one HTTP client, a service under every component that talks HTTP: the
+//! indexer backends (OpenSearch, Elasticsearch, Solr, Typesense, Pinecone, Weaviate), the
+//! `ai/`, `search/` and `fetch/` stages and the Solr connector. One blocking `ureq` client with
+//! timeouts, TLS and authentication; the generic retry keys (`maxRetries`,
+//! `retryWaitDurationMs`, `retryMaxWaitDurationMs`, `retryRandomizationFactor`,
+//! `retryableStatusCodes`); base-URL checks.
+//!
+//! Retry follows Lucille: off unless `maxRetries` is set; a request that fails with a
+//! retryable status code (or with no status at all, code `-1`: refused connection, timeout) is
+//! sent again after an exponential, jittered wait. When the attempts run out the caller FAILs
+//! every document the request carried with the last error, so nothing is silently lost.
+
+use std::time::Duration;
+
+use ureq::Agent;
+
+use lucille_core::config::{ComponentConfig, ConfigError};
+use lucille_core::indexer::{BackendError, IndexerSettings};
+pub use lucille_core::retry::{
+    RetryPolicy, DEFAULT_RANDOMIZATION, DEFAULT_RETRYABLE, DEFAULT_RETRY_MAX_WAIT_MS,
+    DEFAULT_RETRY_WAIT_MS, NO_STATUS,
+};
+
+/// A request that failed: refused, timed out, or answered with an error status after the
+/// retries ran out. The message names the client, the method and the URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct HttpError {
+    pub message: String,
+}
+
+impl HttpError {
+    pub fn new(message: impl Into<String>) -> Self {
+        HttpError {
+            message: message.into(),
+        }
+    }
+}
+
+impl From<HttpError> for BackendError {
+    fn from(e: HttpError) -> Self {
+        BackendError { message: e.message }
+    }
+}
+
+/// Connect timeout when `indexer.indexerConnectionTimeout` is not set.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Limit on one attempt (connect, send, wait for and read the answer) when
+/// `indexer.indexerRequestTimeout` is not set: a server that accepts a request and never
+/// answers fails that attempt (retried as a failure without a status) instead of hanging.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// Largest response body read (bulk responses of big batches).
+const MAX_BODY: u64 = 512 * 1024 * 1024;
+
+/// A checked base URL: no trailing slash, credentials from `user:pass@` moved out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaseUrl {
+    pub url: String,
+    pub credentials: Option<(String, String)>,
+}
+
+/// Checks `value` is an absolute http(s) URL with a host.
+pub fn parse_url(value: &str) -> Result<BaseUrl, String> {
+    let (scheme, rest) = value
+        .split_once("://")
+        .ok_or_else(|| format!("{value:?} is not a URL (expected http://host:port)"))?;
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err(format!("{value:?} must start with http:// or https://"));
+    }
+    let (authority, path) = match rest.find(['/', '?', '#']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let (credentials, host) = match authority.rsplit_once('@') {
+        Some((user_info, host)) => {
+            let (u, p) = user_info.split_once(':').unwrap_or((user_info, ""));
+            (Some((u.to_string(), p.to_string())), host)
+        }
+        None => (None, authority),
+    };
+    if host.is_empty() || host.starts_with(':') {
+        return Err(format!("{value:?} has no host"));
+    }
+    let url = format!("{scheme}://{host}{path}");
+    url.parse::<ureq::http::Uri>()
+        .map_err(|e| format!("{value:?} is not a valid URL: {e}"))?;
+    Ok(BaseUrl {
+        url: url.trim_end_matches('/').to_string(),
+        credentials,
+    })
+}
+
+/// Validates a required URL key (`url`) of a backend block.
+pub fn check_url(config: &ComponentConfig, key: &str, errors: &mut Vec<ConfigError>) {
+    match config.strings(key) {
+        Ok(Some(urls)) if urls.is_empty() => errors.push(config.error(key, "must name a URL")),
+        Ok(Some(urls)) => {
+            for u in urls {
+                if let Err(e) = parse_url(&u) {
+                    errors.push(config.error(key, e));
+                }
+            }
+        }
+        Ok(None) => {} // the spec reports the missing key
+        Err(e) => errors.push(e),
+    }
+}
+
+/// Percent-encodes a path segment or query value.
+pub fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// How requests authenticate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Auth {
+    None,
+    Basic(String, String),
+    /// A header carrying a key (`Authorization: ApiKey ...`, `X-TYPESENSE-API-KEY: ...`).
+    Header(&'static str, String),
+}
+
+/// An HTTP answer: its status and body text.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub body: String,
+    /// The `Retry-After` header in seconds (429 / 503), when the server sent one.
+    pub retry_after: Option<Duration>,
+}
+
+impl Reply {
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+/// An HTTP answer kept as bytes ([`HttpClient::get_bytes`]).
+#[derive(Debug, Clone)]
+pub struct BytesReply {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// One blocking client for one backend.
+pub struct HttpClient {
+    /// The backend's name for messages ("OpenSearch").
+    pub name: &'static str,
+    agent: Agent,
+    auth: Option<(String, String)>,
+    pub retry: RetryPolicy,
+    /// Whole-request limit (connect, send, wait, read); none when unset.
+    timeout: Option<Duration>,
+}
+
+impl HttpClient {
+    pub fn new(
+        name: &'static str,
+        retry: RetryPolicy,
+        connect_timeout: Option<Duration>,
+        accept_invalid_cert: bool,
+        auth: Auth,
+    ) -> Self {
+        let tls = ureq::tls::TlsConfig::builder()
+            .disable_verification(accept_invalid_cert)
+            .build();
+        let agent = Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)))
+            .tls_config(tls)
+            .build()
+            .new_agent();
+        let auth = match auth {
+            Auth::None => None,
+            Auth::Basic(user, pass) => {
+                use base64::Engine;
+                let token =
+                    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+                Some(("Authorization".to_string(), format!("Basic {token}")))
+            }
+            Auth::Header(name, value) => Some((name.to_string(), value)),
+        };
+        HttpClient {
+            name,
+            agent,
+            auth,
+            retry,
+            timeout: None,
+        }
+    }
+
+    /// Limits each attempt (connect, send, wait for and read the answer) to `timeout`; an
+    /// attempt that takes longer fails without a response (retried like a refused connection).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// One attempt. `Err` is a failure without a response (refused, reset, timed out).
+    pub fn once(
+        &self,
+        method: &str,
+        url: &str,
+        content_type: &str,
+        body: Option<&str>,
+    ) -> Result<Reply, String> {
+        let mut builder = ureq::http::Request::builder()
+            .method(method)
+            .uri(url)
+            .header("Accept", "application/json");
+        if body.is_some() {
+            builder = builder.header("Content-Type", content_type);
+        }
+        if let Some((k, v)) = &self.auth {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        let timeout = self.timeout;
+        let result = match body {
+            Some(b) => builder.body(b).map(|r| {
+                let r = self
+                    .agent
+                    .configure_request(r)
+                    .timeout_global(timeout)
+                    .build();
+                self.agent.run(r)
+            }),
+            // GET / DELETE without a body.
+            None => builder.body(()).map(|r| {
+                let r = self
+                    .agent
+                    .configure_request(r)
+                    .timeout_global(timeout)
+                    .build();
+                self.agent.run(r)
+            }),
+        }
+        .map_err(|e| format!("bad request to {url}: {e}"))?;
+        let mut response = result.map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        // Only the delay-seconds form; an HTTP date falls back to the policy's backoff.
+        let retry_after = response
+            .headers()
+            .get("Retry-After")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_BODY)
+            .read_to_string()
+            .map_err(|e| format!("reading the answer of {url} failed: {e}"))?;
+        Ok(Reply {
+            status,
+            body,
+            retry_after,
+        })
+    }
+
+    /// One GET whose answer is kept as bytes (the FetchUri stage): `headers` are sent as given,
+    /// redirects are followed (up to 10), at most `max_bytes` of the body are read (the rest is
+    /// left unread), and `read_timeout`, when set, bounds each wait for data from the server.
+    /// `Err` is a failure without a response (bad URL, refused, reset, timed out).
+    pub fn get_bytes(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        max_bytes: u64,
+        read_timeout: Option<Duration>,
+    ) -> Result<BytesReply, String> {
+        use std::io::Read;
+        let mut builder = ureq::http::Request::builder().method("GET").uri(url);
+        if let Some((k, v)) = &self.auth {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        for (k, v) in headers {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        let request = builder
+            .body(())
+            .map_err(|e| format!("bad request to {url}: {e}"))?;
+        let request = self
+            .agent
+            .configure_request(request)
+            .timeout_global(self.timeout)
+            .timeout_per_read(read_timeout)
+            .build();
+        let mut response = self.agent.run(request).map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        let mut body = Vec::new();
+        response
+            .body_mut()
+            .as_reader()
+            .take(max_bytes)
+            .read_to_end(&mut body)
+            .map_err(|e| format!("reading the answer of {url} failed: {e}"))?;
+        Ok(BytesReply { status, body })
+    }
+
+    /// Sends with retries on retryable statuses and connection failures. Returns the final
+    /// answer (any status the policy does not retry), or the last error once retries run out.
+    pub fn send(
+        &self,
+        method: &str,
+        url: &str,
+        content_type: &str,
+        body: Option<&str>,
+    ) -> Result<Reply, HttpError> {
+        let mut attempt = 0u32;
+        loop {
+            let result = self.once(method, url, content_type, body);
+            let (status, retry_after) = match &result {
+                Ok(r) if r.ok() => return result.map_err(HttpError::new),
+                Ok(r) => (Some(r.status), r.retry_after),
+                Err(_) => (None, None),
+            };
+            if !self.retry.retries(status) {
+                return result.map_err(|e| {
+                    HttpError::new(format!("{} request {method} {url} failed: {e}", self.name))
+                });
+            }
+            if attempt >= self.retry.max_retries {
+                let last = match result {
+                    Ok(r) => format!("HTTP {}: {}", r.status, snippet(&r.body)),
+                    Err(e) => e,
+                };
+                return Err(HttpError::new(format!(
+                    "{} request {method} {url} failed after {} attempts: {last}",
+                    self.name,
+                    attempt + 1
+                )));
+            }
+            attempt += 1;
+            let wait = self.retry.wait_after(attempt, retry_after);
+            tracing::warn!(
+                "{} request {method} {url} failed ({}); retry {attempt}/{} in {} ms",
+                self.name,
+                status.map_or("no response".to_string(), |s| format!("HTTP {s}")),
+                self.retry.max_retries,
+                wait.as_millis()
+            );
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// The start of a response body, for messages.
+pub fn snippet(body: &str) -> String {
+    const MAX: usize = 300;
+    let t = body.trim();
+    match t.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}...", &t[..i]),
+        None => t.to_string(),
+    }
+}
+
+/// The warning an indexer backend on this client logs once per run (by the runner, not per backend, connector or
+/// thread) when its block turns the
+/// TLS check off (`acceptInvalidCert: true`).
+pub fn insecure_warning(settings: &IndexerSettings, backend: &ComponentConfig) -> Option<String> {
+    matches!(backend.bool("acceptInvalidCert"), Ok(Some(true))).then(|| {
+        format!(
+            "{}.acceptInvalidCert is true: TLS certificates of the {} server are NOT verified (any certificate, any host name is accepted)",
+            backend.path(),
+            settings.kind
+        )
+    })
+}
+
+#[cfg(any(test, feature = "testing"))]
+pub mod mock;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(v: serde_json::Value) -> Result<RetryPolicy, String> {
+        let serde_json::Value::Object(m) = v else {
+            panic!()
+        };
+        let c = ComponentConfig::new(m, "indexer");
+        let mut errors = Vec::new();
+        let p = RetryPolicy::from_config(&c, &mut errors);
+        if errors.is_empty() {
+            Ok(p)
+        } else {
+            Err(errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "))
+        }
+    }
+
+    #[test]
+    fn retry_keys_follow_lucille() {
+        assert_eq!(policy(json!({})).unwrap().max_retries, 0);
+        assert!(!policy(json!({})).unwrap().retries(Some(503)));
+        let p = policy(json!({"maxRetries": 3, "retryWaitDurationMs": 100,
+            "retryMaxWaitDurationMs": 250, "retryRandomizationFactor": 0.0,
+            "retryableStatusCodes": [503]}))
+        .unwrap();
+        assert!(p.retries(Some(503)) && !p.retries(Some(429)) && !p.retries(None));
+        let waits: Vec<u128> = (1..=3).map(|r| p.wait(r).as_millis()).collect();
+        assert_eq!(waits, [100, 200, 250]);
+        let e = policy(json!({"retryWaitDurationMs": 5, "retryableStatusCodes": [1]})).unwrap_err();
+        assert!(
+            e.contains("retryWaitDurationMs: needs indexer.maxRetries"),
+            "{e}"
+        );
+        assert!(e.contains("retryableStatusCodes: needs"), "{e}");
+        let e = policy(
+            json!({"maxRetries": 0, "retryableStatusCodes": [], "retryRandomizationFactor": 2}),
+        )
+        .unwrap_err();
+        for part in [
+            "maxRetries: must be a positive",
+            "must not be empty",
+            "less than 1",
+        ] {
+            assert!(e.contains(part), "{part} missing in {e}");
+        }
+        let d = policy(json!({"maxRetries": 1})).unwrap();
+        assert!(d.retries(None) && d.retries(Some(429)) && !d.retries(Some(400)));
+    }
+
+    #[test]
+    fn urls_are_checked_and_credentials_split_off() {
+        assert_eq!(
+            parse_url("https://admin:secret@localhost:9200/").unwrap(),
+            BaseUrl {
+                url: "https://localhost:9200".into(),
+                credentials: Some(("admin".into(), "secret".into()))
+            }
+        );
+        assert_eq!(
+            parse_url("http://h:8983/solr").unwrap().url,
+            "http://h:8983/solr"
+        );
+        assert!(parse_url("localhost:9200").is_err());
+        assert!(parse_url("ftp://x").is_err());
+        assert!(parse_url("http://").is_err());
+        assert_eq!(encode("a b/é"), "a%20b%2F%C3%A9");
+    }
+}

@@ -1,0 +1,63 @@
+//! Stage classes resolved against the built-in stages.
+
+use crate::registry;
+use crate::stage::registry::*;
+
+#[test]
+fn resolves_builtin_full_plugin_and_python_names() {
+    assert!(matches!(resolve("CopyFields"), Ok(StageClass::Builtin(d)) if d.name == "CopyFields"));
+    assert!(matches!(
+        resolve("com.kmwllc.lucille.stage.CopyFields"),
+        Ok(StageClass::Builtin(d)) if d.name == "CopyFields"
+    ));
+    assert!(matches!(
+        resolve("com.kmwllc.lucille.tika.stage.TextExtractor"),
+        Ok(StageClass::Builtin(d)) if d.name == "TextExtractor"
+    ));
+    assert!(
+        matches!(resolve("mystages:Enrich"), Ok(StageClass::Python(p)) if p == "mystages:Enrich")
+    );
+    assert!(matches!(
+        resolve("lib/stages.py:Enrich"),
+        Ok(StageClass::Python(_))
+    ));
+    let err = resolve("copyfields").err().unwrap();
+    assert!(err.contains("did you mean \"CopyFields\""), "{err}");
+    assert!(resolve("NoSuchStage").is_err());
+    // Without the Python bindings, the Python-backed built-ins say what they need.
+    let err = resolve("com.kmwllc.lucille.stage.EmbeddedPython")
+        .err()
+        .unwrap();
+    assert!(err.contains("needs the lucille Python package"), "{err}");
+}
+
+#[test]
+fn builtin_names_are_unique_and_specs_include_common_keys() {
+    let mut names: Vec<_> = all_builtins().iter().map(|d| d.name).collect();
+    let n = names.len();
+    assert!(n >= 60, "the built-in stages register themselves: {n}");
+    names.dedup();
+    assert_eq!(names.len(), n, "duplicate stage names");
+    for d in all_builtins() {
+        let spec = (d.spec)();
+        for common in ["name", "class", "enabled", "conditions", "conditionPolicy"] {
+            assert!(
+                spec.properties().iter().any(|p| p.name == common),
+                "{} spec lacks {common}",
+                d.name
+            );
+        }
+    }
+}
+
+#[test]
+fn misspelt_names_get_the_nearest_builtin() {
+    let names = || all_builtins().into_iter().map(|d| d.name);
+    assert_eq!(registry::closest("CopyFeilds", names()), Some("CopyFields"));
+    assert_eq!(
+        registry::closest("RenameFeild", names()),
+        Some("RenameFields")
+    );
+    let err = resolve("CopyFeilds").err().unwrap_or_default();
+    assert!(err.contains("did you mean \"CopyFields\"?"), "{err}");
+}

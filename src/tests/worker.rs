@@ -1,0 +1,384 @@
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::accounting::{Event, EventType};
+use crate::config::ComponentConfig;
+use crate::document::Document;
+use crate::indexer::ToIndex;
+use crate::messaging::{IndexerSide, LocalMessenger, PublisherSide};
+use crate::pipeline::PipelinePlan;
+use crate::worker::*;
+
+fn plan(stages: Value) -> PipelinePlan {
+    let Value::Array(stages) = stages else {
+        panic!()
+    };
+    PipelinePlan::from_config("main", &stages, "pipelines[0].stages", &Default::default()).unwrap()
+}
+
+fn drain_events(m: &LocalMessenger, want: usize) -> Vec<Event> {
+    let mut events = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while events.len() < want && Instant::now() < deadline {
+        if let Some(e) = m.poll_event(Duration::from_millis(20)) {
+            events.push(e);
+        }
+    }
+    events
+}
+
+#[test]
+fn workers_emit_create_drop_fail_and_index() {
+    let m = Arc::new(LocalMessenger::new(100));
+    let p = plan(json!([
+        {"class": "DropDocument", "conditions": [{"fields": ["kind"], "values": ["drop"]}]},
+        {"class": "CopyFields", "fieldMapping": {"a": "id"}, "conditions": [{"fields": ["kind"], "values": ["bad"]}]},
+        {"class": "CreateChildrenStage", "numChildren": 2, "conditions": [{"fields": ["kind"], "values": ["kids"]}]}
+    ]));
+    let pool = WorkerPool::start(
+        p,
+        WorkerSettings {
+            threads: 2,
+            ..Default::default()
+        },
+        m.clone(),
+        Arc::from("r"),
+        None,
+    )
+    .unwrap();
+    for (id, kind) in [("1", "drop"), ("2", "bad"), ("3", "kids"), ("4", "plain")] {
+        let mut d = Document::new(id).unwrap();
+        d.set_field("kind", kind).unwrap();
+        d.set_field("a", "x").unwrap();
+        m.send_for_processing(d.into()).unwrap();
+    }
+    // 1 DROP, 1 FAIL, 2 CREATE for 3's children; 3, its children and 4 go to the indexer.
+    let events = drain_events(&m, 4);
+    // Document 4 sends no event: wait for it to reach the indexer queue before stopping (a
+    // stop ends workers before documents they have not taken).
+    let mut indexed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while indexed.len() < 4 && Instant::now() < deadline {
+        if let Some(d) = m.poll_doc_to_index(Duration::from_millis(10)) {
+            indexed.push(d.id().to_string());
+        }
+    }
+    let stats = pool.stats.clone();
+    let metrics = pool.stop();
+    let mut kinds: Vec<_> = events.iter().map(|e| (e.doc_id.clone(), e.kind)).collect();
+    kinds.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(kinds.iter().filter(|k| k.1 == EventType::Create).count(), 2);
+    assert!(kinds.contains(&("1".into(), EventType::Drop)));
+    assert!(kinds.contains(&("2".into(), EventType::Fail)));
+    let fail = events.iter().find(|e| e.kind == EventType::Fail).unwrap();
+    assert!(
+        fail.message.as_deref().unwrap().contains("reserved"),
+        "{fail:?}"
+    );
+    while let Some(d) = m.poll_doc_to_index(Duration::from_millis(10)) {
+        indexed.push(d.id().to_string());
+    }
+    indexed.sort();
+    assert_eq!(indexed.len(), 4, "{indexed:?}");
+    assert!(indexed.contains(&"3".to_string()) && indexed.contains(&"4".to_string()));
+    assert_eq!(stats.processed.load(Ordering::Relaxed), 4);
+    assert_eq!(metrics.len(), 3);
+    // Summed over both workers; a stage counts only documents its conditions let in.
+    assert_eq!(
+        (
+            metrics[0].processed,
+            metrics[1].processed,
+            metrics[2].processed
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(metrics[1].errors, 1);
+    assert_eq!(metrics[2].children, 2);
+}
+
+#[test]
+fn retries_then_dead_letters_a_poison_document() {
+    let dir = std::env::temp_dir().join(format!("lucille-dlq-{}", std::process::id()));
+    let dl = dir.join("dead.jsonl");
+    let m = Arc::new(LocalMessenger::new(10));
+    // Fails every time: writing to a reserved field.
+    let p = plan(json!([{"class": "CopyFields", "fieldMapping": {"a": "id"}}]));
+    let settings = WorkerSettings {
+        max_retries: Some(2),
+        dead_letter_path: Some(dl.clone()),
+        ..Default::default()
+    };
+    let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r"), None).unwrap();
+    let mut d = Document::new("poison").unwrap();
+    d.set_field("a", "x").unwrap();
+    m.send_for_processing(d.into()).unwrap();
+    let events = drain_events(&m, 1);
+    pool.stop();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kind, EventType::Fail);
+    assert!(events[0]
+        .message
+        .as_deref()
+        .unwrap()
+        .contains("after 3 attempts"));
+    let text = std::fs::read_to_string(&dl).unwrap();
+    let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(line["id"], "poison");
+    assert_eq!(line["attempts"], 3);
+    assert_eq!(line["document"]["a"], "x");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_stage_error_fails_the_document_and_the_worker_goes_on() {
+    let m = Arc::new(LocalMessenger::new(10));
+    let p = plan(json!([{"class": "Print", "outputFile": "/proc/definitely/not/writable.json"}]));
+    let pool = WorkerPool::start(
+        p,
+        WorkerSettings::default(),
+        m.clone(),
+        Arc::from("r"),
+        None,
+    )
+    .unwrap();
+    m.send_for_processing(Document::new("a").unwrap().into())
+        .unwrap();
+    m.send_for_processing(Document::new("b").unwrap().into())
+        .unwrap();
+    let events = drain_events(&m, 2);
+    pool.stop();
+    assert_eq!(
+        events.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        [EventType::Fail, EventType::Fail]
+    );
+}
+
+/// Builds `{"id": <id>, "raw": <the text>}`, refusing text that says "bad".
+struct TextBuilder;
+
+impl crate::record::RecordBuilder for TextBuilder {
+    fn build(&self, id: &str, text: &str) -> Result<Document, String> {
+        if text.contains("bad") {
+            return Err("cannot build this one".into());
+        }
+        if text.contains("boom") {
+            panic!("builder exploded");
+        }
+        let mut d = Document::new(id).map_err(|e| e.to_string())?;
+        d.set_field("raw", text).map_err(|e| e.to_string())?;
+        Ok(d)
+    }
+}
+
+#[test]
+fn records_are_built_on_the_worker_and_a_failed_build_fails_with_file_and_line() {
+    use crate::record::{Record, ToProcess};
+    let dir = std::env::temp_dir().join(format!("lucille-rec-{}", uuid::Uuid::new_v4()));
+    let dl = dir.join("dead.jsonl");
+    let m = Arc::new(LocalMessenger::new(10));
+    let settings = WorkerSettings {
+        dead_letter_path: Some(dl.clone()),
+        ..Default::default()
+    };
+    let p = plan(json!([{"class": "CopyFields", "fieldMapping": {"raw": "copy"}}]));
+    let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r"), None).unwrap();
+    let builder: Arc<dyn crate::record::RecordBuilder> = Arc::new(TextBuilder);
+    for (id, text, line) in [("a", "fine", 1), ("b", "bad", 2), ("c", "boom", 3)] {
+        m.send_for_processing(ToProcess::Record(Record {
+            id: id.into(),
+            text: text.into(),
+            builder: builder.clone(),
+            origin: Arc::from("/data/x.jsonl"),
+            line,
+            run_id: Some(Arc::from("r")),
+        }))
+        .unwrap();
+    }
+    let mut events = drain_events(&m, 2);
+    events.sort_by(|x, y| x.doc_id.cmp(&y.doc_id));
+    let mut indexed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while indexed.is_empty() && Instant::now() < deadline {
+        if let Some(ToIndex::Doc(d)) = m.poll_doc_to_index(Duration::from_millis(20)) {
+            indexed.push(d);
+        }
+    }
+    pool.stop();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(
+        (events[0].doc_id.as_str(), events[0].kind),
+        ("b", EventType::Fail)
+    );
+    assert_eq!(
+        (events[1].doc_id.as_str(), events[1].kind),
+        ("c", EventType::Fail)
+    );
+    let boom = events[1].message.as_deref().unwrap();
+    assert!(
+        boom.starts_with("/data/x.jsonl: line 3: building the document panicked")
+            && boom.contains("builder exploded"),
+        "{boom}"
+    );
+    assert_eq!(
+        events[0].message.as_deref(),
+        Some("/data/x.jsonl: line 2: cannot build this one")
+    );
+    assert_eq!(indexed.len(), 1);
+    assert_eq!(indexed[0].id(), "a");
+    assert_eq!(
+        indexed[0].run_id(),
+        Some("r"),
+        "the built document carries the run id"
+    );
+    assert_eq!(
+        indexed[0].get_str("copy"),
+        Some("fine"),
+        "then the pipeline ran"
+    );
+    let dead: Value = serde_json::from_str(
+        std::fs::read_to_string(&dl)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(dead["id"], "b");
+    assert_eq!(
+        dead["error"],
+        "/data/x.jsonl: line 2: cannot build this one"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn timeout_pool(m: &Arc<LocalMessenger>, until: &std::path::Path, threads: usize) -> WorkerPool {
+    let p = plan(json!([
+        {"class": "TestSleepOn", "field": "id", "value": "slow", "millis": 3_600_000,
+         "untilFile": until.to_str().unwrap()},
+        {"class": "SetStaticValues", "staticValues": {"done": true}}
+    ]));
+    WorkerPool::start(
+        p,
+        WorkerSettings {
+            threads,
+            max_processing: Some(Duration::from_secs(1)),
+            ..Default::default()
+        },
+        m.clone(),
+        Arc::from("r"),
+        None,
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_stuck_rust_stage_is_timed_out_and_its_late_result_discarded() {
+    let dir = std::env::temp_dir().join(format!("lucille-timeout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let release = dir.join("release");
+    let _ = std::fs::remove_file(&release);
+    let m = Arc::new(LocalMessenger::new(100));
+    let pool = timeout_pool(&m, &release, 1);
+    for id in ["a", "slow", "b", "c"] {
+        m.send_for_processing(Document::new(id).unwrap().into())
+            .unwrap();
+    }
+    // The one worker is stuck on "slow": the supervisor FAILs it and a replacement worker
+    // takes "b" and "c".
+    let events = drain_events(&m, 1);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        (events[0].doc_id.as_str(), events[0].kind),
+        ("slow", EventType::Fail)
+    );
+    let message = events[0].message.clone().unwrap_or_default();
+    assert!(message.contains("timed out"), "{message}");
+    assert!(
+        message.contains("worker.maxProcessingSecs (1 s)"),
+        "{message}"
+    );
+    let mut indexed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while indexed.len() < 3 && Instant::now() < deadline {
+        if let Some(d) = m.poll_doc_to_index(Duration::from_millis(20)) {
+            indexed.push(d.id().to_string());
+        }
+    }
+    indexed.sort();
+    assert_eq!(indexed, ["a", "b", "c"]);
+    // Let the abandoned thread return and wait until it has ended (it held a messenger
+    // handle, as the replacement and the pool's spawner do): it must have sent nothing.
+    std::fs::write(&release, "").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Arc::strong_count(&m) > 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(Arc::strong_count(&m), 3, "the abandoned worker never ended");
+    assert!(m.try_poll_event().is_none());
+    assert!(m.poll_doc_to_index(Duration::ZERO).is_none());
+    assert_eq!(pool.stats.failed.load(Ordering::Relaxed), 1);
+    pool.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn max_processing_secs_is_read_and_checked() {
+    let ok = ComponentConfig::new(
+        json!({"maxProcessingSecs": 5, "exitOnTimeout": false})
+            .as_object()
+            .unwrap()
+            .clone(),
+        "worker",
+    );
+    let s = WorkerSettings::from_config(&ok, None).unwrap();
+    assert_eq!(s.max_processing, Some(Duration::from_secs(5)));
+    let bad = ComponentConfig::new(
+        json!({"maxProcessingSecs": 0}).as_object().unwrap().clone(),
+        "worker",
+    );
+    let e = WorkerSettings::from_config(&bad, None).unwrap_err();
+    assert!(e[0].to_string().contains("at least 1"), "{:?}", e);
+}
+
+#[test]
+fn a_document_past_the_kafka_retry_count_is_failed_without_being_processed() {
+    use crate::record::ToProcess;
+    let dir = std::env::temp_dir().join(format!("lucille-exh-{}", uuid::Uuid::new_v4()));
+    let dl = dir.join("dead.jsonl");
+    let m = Arc::new(LocalMessenger::new(10));
+    let settings = WorkerSettings {
+        dead_letter_path: Some(dl.clone()),
+        max_retries: Some(2),
+        ..Default::default()
+    };
+    let p = plan(json!([{"class": "SetStaticValues", "staticValues": {"seen": "yes"}}]));
+    let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r"), None).unwrap();
+    let mut doc = Document::new("x").unwrap();
+    doc.initialize_run_id("r").unwrap();
+    m.send_for_processing(ToProcess::Exhausted {
+        doc,
+        reason: "started 3 times".into(),
+        attempts: 3,
+    })
+    .unwrap();
+    let events = drain_events(&m, 1);
+    let indexed = m.poll_doc_to_index(Duration::from_millis(200));
+    pool.stop();
+    assert_eq!(
+        (events[0].doc_id.as_str(), events[0].kind),
+        ("x", EventType::Fail)
+    );
+    assert_eq!(events[0].message.as_deref(), Some("started 3 times"));
+    assert!(indexed.is_none(), "not processed, not indexed");
+    let line: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&dl).unwrap().trim()).unwrap();
+    assert_eq!(
+        (line["id"].as_str(), line["attempts"].as_u64()),
+        (Some("x"), Some(3))
+    );
+    assert!(line["document"].get("seen").is_none(), "{line}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
