@@ -3,14 +3,13 @@
 //! accounts for every document until its terminal event.
 
 // The core, re-exported under the paths the components and the bindings use.
-pub use lucille_core::{accounting, config, document, event, pipeline, record, registry};
 #[cfg(test)]
-pub(crate) use lucille_core::{fault_point, test_service};
+pub(crate) use lucille_core::fault_point;
+pub use lucille_core::{accounting, config, document, event, pipeline, record, registry};
 pub use lucille_core::{thread_scope, worker};
 pub use lucille_core::{Document, DocumentError, UpdateMode};
 
 // The services the components share.
-pub(crate) use lucille_database as database;
 pub use lucille_http as http;
 pub use lucille_storage as storage;
 

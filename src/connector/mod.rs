@@ -1,13 +1,8 @@
-//! The built-in connectors, one file or folder each; each submits its descriptor to the
-//! registry. The `Connector` trait and plans live in `lucille-core` (re-exported here).
+//! Every connector under one path: the `Connector` trait and plans (`lucille-core`), and the
+//! connectors of the component crates.
 
 pub use lucille_core::connector::*;
+pub use lucille_database::connector::*;
+pub use lucille_files::connector::*;
 pub use lucille_kafka::connector as kafka;
-
-pub mod checkpoint;
-pub mod database;
-pub mod file;
-pub mod legacy;
-pub mod parquet;
-pub mod rss;
-pub mod solr;
+pub use lucille_search_engines::connector::*;

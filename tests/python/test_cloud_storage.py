@@ -3,7 +3,7 @@ ParquetConnector on S3 (`fsUri: "s3://"`), run through `lucille.run` and the `lu
 against a real S3-API server: moto, started by
 scripts/services/s3.sh, which exports LUCILLE_TEST_S3_ENDPOINT. Skipped without it unless
 LUCILLE_REQUIRE_SERVICES=1. Azure and GCS have no emulator installed here: their config and
-credential handling is tested in Rust (src/connector/file/tests/cloud.rs) and by `render` below."""
+credential handling is tested in Rust (crates/lucille-files/src/connector/file/tests/cloud.rs) and by `render` below."""
 
 import hashlib
 import json

@@ -13,6 +13,7 @@ pub mod event;
 pub mod fault_point;
 pub mod indexer;
 pub mod messaging;
+pub mod op;
 pub mod pipeline;
 pub mod record;
 pub mod registry;

@@ -17,3 +17,11 @@ pub fn test_service(var: &str, how: &str) -> Option<String> {
         }
     }
 }
+
+/// A file of the repository (the tests' data under `tests/data/`), whichever crate's tests ask:
+/// unit tests run in their own crate's folder.
+pub fn repo_path(rel: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}

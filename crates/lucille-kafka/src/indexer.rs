@@ -16,8 +16,8 @@ use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
 use lucille_core::event::Event;
 use lucille_core::event::Origin;
-use lucille_core::indexer::op::ToIndex;
 use lucille_core::messaging::{Events, IndexerSide, MessagingError};
+use lucille_core::op::ToIndex;
 
 struct Pending {
     partition: i32,

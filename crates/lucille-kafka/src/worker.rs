@@ -19,8 +19,8 @@ use super::retries::{Admission, RetryCounter};
 use super::topics::Topics;
 use lucille_core::event::Origin;
 use lucille_core::event::{Event, EventType};
-use lucille_core::indexer::op::ToIndex;
 use lucille_core::messaging::{Events, MessagingError, WorkerSide};
+use lucille_core::op::ToIndex;
 use lucille_core::record::ToProcess;
 
 #[derive(Default)]

@@ -18,8 +18,8 @@ use super::topics::Topics;
 use super::worker::KafkaWorkerMessenger;
 use lucille_core::event::Event;
 use lucille_core::event::Origin;
-use lucille_core::indexer::op::ToIndex;
 use lucille_core::messaging::{Events, IndexerSide, LocalMessenger, MessagingError, WorkerSide};
+use lucille_core::op::ToIndex;
 use lucille_core::record::ToProcess;
 
 /// A document handed to the indexer: its worker's ticket, its run and its origin.

@@ -9,7 +9,6 @@
 pub mod grouped;
 
 pub mod nop;
-pub mod op;
 pub mod prepare;
 pub mod version_type;
 pub mod watchdog;
@@ -25,9 +24,9 @@ use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{is_reserved, Document};
 use crate::messaging::IndexerSide;
+pub use crate::op::{take_encoded, Encoded, IndexOp, PreparedOp, ToIndex};
 use crate::registry;
 use crate::retry::RetryPolicy;
-pub use op::{take_encoded, Encoded, IndexOp, PreparedOp, ToIndex};
 pub use prepare::{Encoder, Preparer};
 
 pub const DEFAULT_BATCH_SIZE: usize = 100;
@@ -70,7 +69,7 @@ pub trait Backend: Send {
     fn send_encoded(
         &mut self,
         ops: &[IndexOp],
-        encoded: Vec<Option<op::Encoded>>,
+        encoded: Vec<Option<Encoded>>,
     ) -> Result<Vec<Option<String>>, BackendError> {
         let _ = encoded;
         self.send(ops)
@@ -678,7 +677,7 @@ impl RateLine {
 /// One document of a batch: its id, and its operation unless it already failed to encode.
 struct Pending {
     doc_id: String,
-    op: Result<(IndexOp, Option<op::Encoded>), String>,
+    op: Result<(IndexOp, Option<Encoded>), String>,
 }
 
 impl IndexerLoop {
@@ -917,7 +916,7 @@ impl IndexerLoop {
     fn send(
         &mut self,
         ops: &[IndexOp],
-        encoded: Vec<Option<op::Encoded>>,
+        encoded: Vec<Option<Encoded>>,
     ) -> Result<Vec<Option<String>>, BackendError> {
         let backend = &mut self.backend;
         self.stats.sending.store(true, Ordering::Relaxed);

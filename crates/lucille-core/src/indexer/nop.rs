@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use super::op::Encoded;
 use super::prepare::Encoder;
 use super::{Backend, BackendError, IndexOp};
+use crate::op::Encoded;
 
 inventory::submit!(super::IndexerDescriptor {
     name: "nop",

@@ -12,9 +12,9 @@
 
 use std::sync::Arc;
 
-use super::op::{Encoded, IndexOp, PreparedOp};
 use super::IndexerSettings;
 use crate::document::Document;
+use crate::op::{Encoded, IndexOp, PreparedOp};
 
 /// Encodes operations for one backend; shared by every worker thread.
 pub trait Encoder: Send + Sync {

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 
 use crate::document::Document;
 use crate::event::Event;
-use crate::indexer::op::ToIndex;
+use crate::op::ToIndex;
 use crate::record::ToProcess;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -6,6 +6,7 @@
 //! config spec and its constructor); `registry` resolves a config's `class` to one.
 
 pub mod condition;
+pub mod field_util;
 pub mod registry;
 #[cfg(any(test, feature = "testing"))]
 pub mod test_stages;

@@ -83,3 +83,18 @@ pub fn process_err(stage: &mut Box<dyn Stage>, doc: Value) -> String {
         Err(e) => e.to_string(),
     }
 }
+
+/// Writes a file under a fresh temp folder and returns its path.
+pub fn temp_file(name: &str, content: &[u8]) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "lucille-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    path
+}

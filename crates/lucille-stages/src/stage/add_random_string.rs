@@ -156,7 +156,7 @@ impl Stage for AddRandomString {
 
 #[cfg(test)]
 mod tests {
-    use crate::stage::dictionary_lookup::test_files::temp_file;
+    use crate::stage::testing::temp_file;
     use crate::stage::testing::{build_err, build_stage, process};
     use serde_json::{json, Value};
 

@@ -9,7 +9,7 @@ use crate::document::{is_reserved, Document, DocumentError};
 
 /// Rejects a field name that a stage would write, remove or rename: empty or reserved.
 /// The `destination` key, defaulting to the source field (in-place), checked writable.
-pub(crate) fn destination_or_source(
+pub fn destination_or_source(
     config: &ComponentConfig,
     source: &str,
 ) -> Result<String, ConfigError> {
@@ -25,11 +25,7 @@ pub(crate) fn destination_or_source(
     }
 }
 
-pub(crate) fn check_writable(
-    config: &ComponentConfig,
-    key: &str,
-    field: &str,
-) -> Result<(), ConfigError> {
+pub fn check_writable(config: &ComponentConfig, key: &str, field: &str) -> Result<(), ConfigError> {
     if field.is_empty() {
         Err(config.error(key, "field names must not be empty"))
     } else if is_reserved(field) {
@@ -44,7 +40,7 @@ pub(crate) fn check_writable(
 
 /// A required, non-empty list of field names (a single string counts as a list of one).
 /// With `writable`, every name must also pass [`check_writable`].
-pub(crate) fn field_list(
+pub fn field_list(
     config: &ComponentConfig,
     key: &str,
     writable: bool,
@@ -67,7 +63,7 @@ pub(crate) fn field_list(
 
 /// A required, non-empty object of `source: destination` names, in config order. Destinations
 /// must be writable; sources too when `writable_sources` (a rename removes its source).
-pub(crate) fn field_mapping(
+pub fn field_mapping(
     config: &ComponentConfig,
     key: &str,
     writable_sources: bool,
@@ -90,7 +86,7 @@ pub(crate) fn field_mapping(
 }
 
 /// A short name for a JSON value's type, for messages.
-pub(crate) fn kind_name(value: &Value) -> &'static str {
+pub fn kind_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -102,7 +98,7 @@ pub(crate) fn kind_name(value: &Value) -> &'static str {
 }
 
 /// The error for a value that a text stage cannot treat as text.
-pub(crate) fn not_text(doc: &Document, field: &str, value: &Value) -> StageFailure {
+pub fn not_text(doc: &Document, field: &str, value: &Value) -> StageFailure {
     StageFailure::Document(DocumentError::TypeMismatch {
         id: doc.id().to_string(),
         field: field.to_string(),
@@ -129,7 +125,7 @@ fn map_scalar(
 /// The field's value with `f` applied to every string in it, keeping the field's shape (a
 /// single value stays single, a list stays a list). Numbers, booleans and nulls are kept
 /// unchanged; an object, or a list inside the list, fails. `None` if the field is absent.
-pub(crate) fn map_text_field(
+pub fn map_text_field(
     doc: &Document,
     field: &str,
     f: impl Fn(&str) -> String,
@@ -150,7 +146,7 @@ pub(crate) fn map_text_field(
 }
 
 /// Every value of the field with `f` applied to its strings (see [`map_text_field`]), as a list.
-pub(crate) fn map_text_values(
+pub fn map_text_values(
     doc: &Document,
     field: &str,
     f: impl Fn(&str) -> String,

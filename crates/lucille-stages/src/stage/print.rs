@@ -181,7 +181,7 @@ mod tests {
     use std::path::Path;
 
     fn temp_dir() -> std::path::PathBuf {
-        let file = crate::stage::dictionary_lookup::test_files::temp_file("placeholder", b"");
+        let file = crate::stage::testing::temp_file("placeholder", b"");
         file.parent().unwrap().to_path_buf()
     }
 

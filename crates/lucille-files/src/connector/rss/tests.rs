@@ -8,7 +8,7 @@ use super::*;
 use crate::runner::{run, test_history, RunMode, RunOptions, RunResult};
 
 fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rss")
+    crate::test_service::repo_path("tests/data/rss")
 }
 
 fn run_rss(connector: Value, base: &Path) -> RunResult {

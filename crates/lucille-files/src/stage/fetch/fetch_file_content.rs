@@ -74,7 +74,7 @@ impl Stage for FetchFileContent {
 mod tests {
     use serde_json::json;
 
-    use crate::stage::dictionary_lookup::test_files::temp_file;
+    use crate::stage::testing::temp_file;
     use crate::stage::testing::{build_err, build_stage, process, process_err};
 
     #[test]

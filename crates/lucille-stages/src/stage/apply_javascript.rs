@@ -23,7 +23,7 @@
 use rquickjs::{CatchResultExt, Context, Function, Object, Runtime};
 use serde_json::{Map, Value};
 
-use super::fetch::CLOUD_STORAGE;
+use super::CLOUD_STORAGE;
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::Document;
@@ -159,7 +159,7 @@ impl Stage for ApplyJavascript {
 mod tests {
     use serde_json::json;
 
-    use crate::stage::dictionary_lookup::test_files::temp_file;
+    use crate::stage::testing::temp_file;
     use crate::stage::testing::{build_err, build_stage, process, process_err};
 
     #[test]

@@ -34,7 +34,7 @@ impl Collect {
 }
 
 fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/files")
+    crate::test_service::repo_path("tests/data/files")
 }
 
 struct TempDir(PathBuf);

@@ -28,7 +28,7 @@ use fst::raw::Output;
 
 use super::dictionary_lookup::{read_dictionary, shared_by_files, source_dest_pairs};
 use super::extract_entities::{entity_field, fold, Boundaries};
-use super::fetch::CLOUD_STORAGE;
+use super::CLOUD_STORAGE;
 use super::{Stage, StageDescriptor, StageResult};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{Document, UpdateMode};
@@ -238,7 +238,7 @@ impl Stage for ExtractEntitiesFst {
 
 #[cfg(test)]
 mod tests {
-    use crate::stage::dictionary_lookup::test_files::temp_file;
+    use crate::stage::testing::temp_file;
     use crate::stage::testing::{build_err, build_stage, process};
     use serde_json::{json, Value};
 

@@ -325,7 +325,7 @@ impl Stage for ExtractEntities {
 #[cfg(test)]
 mod tests {
     use super::{Boundaries, TermMatcher};
-    use crate::stage::dictionary_lookup::test_files::temp_file;
+    use crate::stage::testing::temp_file;
     use crate::stage::testing::{build_err, build_stage, process, process_err};
     use serde_json::{json, Value};
 

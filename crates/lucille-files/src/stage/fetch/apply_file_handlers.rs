@@ -270,7 +270,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use crate::document::Document;
-    use crate::stage::dictionary_lookup::test_files::temp_file;
+    use crate::stage::testing::temp_file;
     use crate::stage::testing::{build_err, build_stage, process, process_err};
     use crate::stage::Stage;
 

@@ -365,38 +365,29 @@ fn file_stamp(path: &Path) -> Option<String> {
 }
 
 #[cfg(test)]
-pub(crate) mod test_files {
-    use std::path::PathBuf;
-
-    /// Writes a file under a fresh temp folder and returns its path.
-    pub fn temp_file(name: &str, content: &[u8]) -> PathBuf {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "lucille-dict-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
-        std::fs::write(&path, content).unwrap();
-        path
-    }
-}
-
-#[cfg(test)]
 mod tests {
-    use super::test_files::temp_file;
+    use crate::stage::testing::temp_file;
     use crate::stage::testing::{build_err, build_stage, process, process_err};
     use serde_json::json;
 
-    const DICT: &str = "tests/data/dictionaries/countries.txt";
-    const SET: &str = "tests/data/dictionaries/set.txt";
+    use crate::test_service::repo_path;
+    use std::sync::LazyLock;
+
+    static DICT: LazyLock<String> = LazyLock::new(|| {
+        repo_path("tests/data/dictionaries/countries.txt")
+            .display()
+            .to_string()
+    });
+    static SET: LazyLock<String> = LazyLock::new(|| {
+        repo_path("tests/data/dictionaries/set.txt")
+            .display()
+            .to_string()
+    });
 
     #[test]
     fn looks_up_whole_values_with_payloads() {
         let mut s = build_stage(json!({"class": "DictionaryLookup",
-            "source": ["in1", "in2", "in3"], "dest": ["out1", "out2", "out3"], "dictPath": DICT}));
+            "source": ["in1", "in2", "in3"], "dest": ["out1", "out2", "out3"], "dictPath": &*DICT}));
         let out = process(&mut s, json!({"id": "d", "in1": "China"}));
         assert_eq!(out.get("out1"), Some(&json!("China")));
         let out = process(
@@ -437,13 +428,13 @@ mod tests {
     fn ignore_case_and_payload_options() {
         let mut s = build_stage(
             json!({"class": "DictionaryLookup", "source": "in", "dest": "out",
-            "dictPath": DICT, "ignoreCase": true}),
+            "dictPath": &*DICT, "ignoreCase": true}),
         );
         let out = process(&mut s, json!({"id": "d", "in": "china"}));
         assert_eq!(out.get("out"), Some(&json!("China")));
         let mut s = build_stage(
             json!({"class": "DictionaryLookup", "source": "in", "dest": "out",
-            "dictPath": DICT, "ignoreCase": true, "usePayloads": false}),
+            "dictPath": &*DICT, "ignoreCase": true, "usePayloads": false}),
         );
         let out = process(&mut s, json!({"id": "d", "in": ["uSSr", "nope"]}));
         assert_eq!(out.get("out"), Some(&json!("uSSr")));
@@ -452,18 +443,18 @@ mod tests {
     #[test]
     fn several_sources_to_one_dest_and_update_modes() {
         let mut s = build_stage(json!({"class": "DictionaryLookup", "source": ["a", "b"],
-            "dest": "out", "dictPath": DICT, "updateMode": "append"}));
+            "dest": "out", "dictPath": &*DICT, "updateMode": "append"}));
         let out = process(
             &mut s,
             json!({"id": "d", "a": "China", "b": "Canada", "out": "x"}),
         );
         assert_eq!(out.get("out"), Some(&json!(["x", "China", "Canada"])));
         let mut s = build_stage(json!({"class": "DictionaryLookup", "source": "a",
-            "dest": "out", "dictPath": DICT, "updateMode": "skip"}));
+            "dest": "out", "dictPath": &*DICT, "updateMode": "skip"}));
         let out = process(&mut s, json!({"id": "d", "a": "China", "out": "x"}));
         assert_eq!(out.get("out"), Some(&json!("x")));
         let mut s = build_stage(
-            json!({"class": "DictionaryLookup", "source": "a", "dest": "out", "dictPath": DICT}),
+            json!({"class": "DictionaryLookup", "source": "a", "dest": "out", "dictPath": &*DICT}),
         );
         let out = process(&mut s, json!({"id": "d", "a": "nothing", "out": "x"}));
         assert_eq!(
@@ -476,7 +467,7 @@ mod tests {
     #[test]
     fn set_only_all_any_and_missing() {
         let mut s = build_stage(json!({"class": "DictionaryLookup", "source": "f",
-            "dest": "in_set", "dictPath": SET, "setOnly": true}));
+            "dest": "in_set", "dictPath": &*SET, "setOnly": true}));
         assert_eq!(
             process(&mut s, json!({"id": "d", "f": "a"})).get("in_set"),
             Some(&json!(true))
@@ -496,7 +487,7 @@ mod tests {
         );
 
         let mut s = build_stage(json!({"class": "DictionaryLookup", "source": ["s1", "s2"],
-            "dest": "in_set", "dictPath": SET, "setOnly": true, "useAnyMatch": true}));
+            "dest": "in_set", "dictPath": &*SET, "setOnly": true, "useAnyMatch": true}));
         let out = process(&mut s, json!({"id": "d", "s1": "a"}));
         assert_eq!(out.get("in_set"), Some(&json!(true)));
         let out = process(&mut s, json!({"id": "d", "s1": "zz", "s2": ["x", "b"]}));
@@ -505,7 +496,7 @@ mod tests {
         assert_eq!(out.get("in_set"), Some(&json!(false)));
 
         let mut s = build_stage(json!({"class": "DictionaryLookup", "source": ["s1", "s2"],
-            "dest": "in_set", "dictPath": SET, "setOnly": true, "ignoreMissingSource": true}));
+            "dest": "in_set", "dictPath": &*SET, "setOnly": true, "ignoreMissingSource": true}));
         assert_eq!(
             process(&mut s, json!({"id": "d", "s1": "a"})).get("in_set"),
             Some(&json!(true))
@@ -521,7 +512,7 @@ mod tests {
         );
 
         let mut s = build_stage(json!({"class": "DictionaryLookup", "source": ["s1", "s2"],
-            "dest": ["o1", "o2"], "dictPath": SET, "setOnly": true, "ignoreCase": true}));
+            "dest": ["o1", "o2"], "dictPath": &*SET, "setOnly": true, "ignoreCase": true}));
         let out = process(&mut s, json!({"id": "d", "s1": "A", "s2": "q"}));
         assert_eq!(out.get("o1"), Some(&json!(true)));
         assert_eq!(out.get("o2"), Some(&json!(false)));
@@ -530,7 +521,7 @@ mod tests {
     #[test]
     fn bad_configs() {
         let base =
-            json!({"class": "DictionaryLookup", "source": "a", "dest": "b", "dictPath": DICT});
+            json!({"class": "DictionaryLookup", "source": "a", "dest": "b", "dictPath": &*DICT});
         let with = |k: &str, v: serde_json::Value| {
             let mut c = base.clone();
             c[k] = v;
@@ -546,7 +537,7 @@ mod tests {
         let err = build_err(with("setOnly", json!(true)));
         assert!(err.contains("dictPath") && err.contains("line 5"), "{err}");
         let mut c = with("setOnly", json!(true));
-        c["dictPath"] = json!(SET);
+        c["dictPath"] = json!(&*SET);
         c["updateMode"] = json!("append");
         assert!(build_err(c).contains("updateMode"));
         assert!(build_err(with("dest", json!(["x", "y"]))).contains("as many"));
@@ -562,7 +553,7 @@ mod tests {
 
     #[test]
     fn a_relative_path_missing_from_the_working_directory_resolves_beside_the_config() {
-        let dir = std::fs::canonicalize("tests/data").unwrap();
+        let dir = std::fs::canonicalize(repo_path("tests/data")).unwrap();
         let map = match json!({"class": "DictionaryLookup", "source": "a", "dest": "b",
             "dictPath": "dictionaries/countries.txt"})
         {
@@ -585,7 +576,7 @@ mod tests {
     #[test]
     fn bad_values_fail_the_document() {
         let mut s = build_stage(
-            json!({"class": "DictionaryLookup", "source": "a", "dest": "b", "dictPath": DICT}),
+            json!({"class": "DictionaryLookup", "source": "a", "dest": "b", "dictPath": &*DICT}),
         );
         let err = process_err(&mut s, json!({"id": "d", "a": {"x": 1}}));
         assert!(err.contains("\"a\""), "{err}");

@@ -14,11 +14,6 @@ use std::path::PathBuf;
 
 use super::StageFailure;
 
-/// Lucille's keys for cloud storage, for the stages that do not read it (scripts and
-/// dictionaries are local files; FetchFileContent and ApplyFileHandlers do read it: `files`).
-pub(crate) const CLOUD_STORAGE: &str = "reading cloud storage (Lucille's s3 / gcp / azure blocks) \
-     is not done by this stage here; copy the files to a local folder";
-
 /// The local file a document's path value names: a plain path or a `file://` URI. Other
 /// schemes are refused with a message saying so (object-store URLs go to `files::Files`
 /// first).
