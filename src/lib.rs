@@ -5,7 +5,7 @@
 // The core, re-exported under the paths the components and the bindings use.
 #[cfg(test)]
 pub(crate) use lucille_core::fault_point;
-pub use lucille_core::{accounting, config, document, event, pipeline, record, registry};
+pub use lucille_core::{accounting, catalog, config, document, event, pipeline, record, registry};
 pub use lucille_core::{thread_scope, worker};
 pub use lucille_core::{Document, DocumentError, UpdateMode};
 

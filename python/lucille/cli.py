@@ -123,8 +123,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ren_p.add_argument("--json", action="store_true", help="JSON instead of HOCON")
     ren_p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
 
-    doc_p = sub.add_parser("doc", help="parse a document's JSON and print it back (validation aid)")
-    doc_p.add_argument("json", help="document JSON text, or - to read it from stdin")
+    doc_p = sub.add_parser(
+        "doc",
+        help="describe a stage or connector's options (CLASS), or parse a document's JSON and print it back",
+    )
+    doc_p.add_argument(
+        "json",
+        metavar="CLASS|JSON",
+        help="a stage or connector class (CopyFields, FileConnector), document JSON text, or - for JSON on stdin",
+    )
 
     search_p = sub.add_parser("search", help="search the embedded Tantivy index")
     search_p.add_argument("index", help="the index folder (tantivy.path)")
@@ -208,6 +215,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         return 0
     if args.command == "doc":
+        if args.json != "-" and not args.json.lstrip().startswith("{"):
+            try:
+                print(lucille._lucille.describe(args.json), end="")
+            except ValueError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 1
+            return 0
         text = sys.stdin.read() if args.json == "-" else args.json
         try:
             doc = lucille.Document.from_json(text)

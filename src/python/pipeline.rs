@@ -367,6 +367,12 @@ impl PyProcessIter {
     }
 }
 
+/// `lucille doc CLASS`: a stage's or connector's options as its options type declares them.
+#[pyfunction]
+pub fn describe(class_name: &str) -> PyResult<String> {
+    crate::catalog::describe(class_name).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// One stage's counters as the dict `Pipeline.metrics()` and `RunResult.stage_metrics` give.
 pub fn metrics_dict<'py>(
     py: Python<'py>,
@@ -390,5 +396,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(builtin_stage_names, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_stage_keys, m)?)?;
     m.add_function(wrap_pyfunction!(common_stage_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(describe, m)?)?;
     Ok(())
 }

@@ -38,6 +38,29 @@ def test_cli_doc_rejects_invalid_document() -> None:
     assert "id" in r.stderr
 
 
+def test_cli_doc_describes_a_stage_from_its_options() -> None:
+    r = run_cli("doc", "com.kmwllc.lucille.stage.TruncateField")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "TruncateField (stage)"
+    assert "Cuts a field's text to at most `maxSize` characters" in lines[1]
+    assert "  maxSize (an integer), required: The most characters kept." in lines
+    assert any(line.startswith("  destination (a string): ") for line in lines)
+
+
+def test_cli_doc_describes_a_connector_with_defaults_and_ranges() -> None:
+    r = run_cli("doc", "SequenceConnector")
+    assert r.returncode == 0, r.stderr
+    assert "  numDocs (an integer), required, at least 0: How many documents to publish." in r.stdout
+    assert "  startWith (an integer), default 0: " in r.stdout
+
+
+def test_cli_doc_unknown_class_suggests_the_nearest() -> None:
+    r = run_cli("doc", "TruncateFeild")
+    assert r.returncode == 1
+    assert 'no stage or connector named "TruncateFeild" (did you mean "TruncateField"?)' in r.stderr
+
+
 def test_cli_version() -> None:
     r = run_cli("--version")
     assert r.returncode == 0 and "lucille-rs" in r.stdout

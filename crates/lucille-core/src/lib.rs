@@ -4,7 +4,11 @@
 //! backends, file handlers), the services they share and the Kafka transport live in crates
 //! above this one and register themselves with [`registry`]; nothing here depends on them.
 
+// `#[derive(Options)]` names `::lucille_core` in the code it writes, here too.
+extern crate self as lucille_core;
+
 pub mod accounting;
+pub mod catalog;
 pub mod config;
 pub mod connector;
 pub mod document;

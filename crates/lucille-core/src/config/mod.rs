@@ -2,10 +2,14 @@
 //! paths. Parsing HOCON text is the `lucille-hocon` crate's.
 
 pub mod duration;
+pub mod options;
 pub mod paths;
 pub mod spec;
 
 pub use duration::parse_duration;
+/// `#[derive(Options)]`: see [`options`].
+pub use lucille_options_derive::Options;
+pub use options::{OptionValue, Options};
 pub use paths::PathContext;
 
 pub use spec::{

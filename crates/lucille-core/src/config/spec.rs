@@ -155,6 +155,12 @@ pub struct Property {
     pub name: &'static str,
     pub kind: Kind,
     pub required: bool,
+    /// What the key does (`lucille doc`); empty for keys declared without one.
+    pub description: &'static str,
+    /// The default, as written in the options type; empty when there is none.
+    pub default: &'static str,
+    /// Inclusive bounds of a number.
+    pub range: Option<(Option<f64>, Option<f64>)>,
 }
 
 /// The keys a component accepts. `aliases` map keys of older Lucille versions to current ones
@@ -169,6 +175,8 @@ pub struct Spec {
     /// Objects whose inner keys are free-form (`fieldMapping { a: b }`), so the unknown-key
     /// check stops at them.
     open: bool,
+    /// What the component does, in a sentence (`lucille doc`).
+    summary: &'static str,
 }
 
 impl Spec {
@@ -180,28 +188,65 @@ impl Spec {
     pub fn stage() -> Self {
         Spec::new()
             .optional("name", Kind::String)
+            .doc("the stage's name in logs, metrics and errors (default: stage_N by position)")
             .required("class", Kind::String)
+            .doc("the stage: a built-in name, Lucille's class name, or a Python class as module:Class")
             .optional("enabled", Kind::Bool)
+            .doc("false leaves the stage out of the pipeline (its config is still checked)")
             .optional("conditions", Kind::ObjectList)
+            .doc("run the stage only on the documents these match ({ fields, values, operator })")
             .optional("conditionPolicy", Kind::OneOf(&["all", "any"]))
+            .doc("all: every condition must match (the default); any: one is enough")
     }
 
-    pub fn required(mut self, name: &'static str, kind: Kind) -> Self {
-        self.properties.push(Property {
+    pub fn required(self, name: &'static str, kind: Kind) -> Self {
+        self.property(Property {
             name,
             kind,
             required: true,
-        });
-        self
+            description: "",
+            default: "",
+            range: None,
+        })
     }
 
-    pub fn optional(mut self, name: &'static str, kind: Kind) -> Self {
-        self.properties.push(Property {
+    pub fn optional(self, name: &'static str, kind: Kind) -> Self {
+        self.property(Property {
             name,
             kind,
             required: false,
-        });
+            description: "",
+            default: "",
+            range: None,
+        })
+    }
+
+    /// Adds a key; one given again replaces the earlier one (an options type that declares a
+    /// key of its base spec, such as a stage's `name`, with its own description).
+    pub fn property(mut self, property: Property) -> Self {
+        match self.properties.iter_mut().find(|p| p.name == property.name) {
+            Some(p) => *p = property,
+            None => self.properties.push(property),
+        }
         self
+    }
+
+    /// Describes the key added last (`lucille doc`).
+    pub fn doc(mut self, description: &'static str) -> Self {
+        if let Some(p) = self.properties.last_mut() {
+            p.description = description;
+        }
+        self
+    }
+
+    /// What the component does, in a sentence.
+    pub fn summary(mut self, summary: &'static str) -> Self {
+        self.summary = summary;
+        self
+    }
+
+    pub fn summary_text(&self) -> &'static str {
+        self.summary
     }
 
     /// Accepts `old` as another spelling of `new`.

@@ -52,10 +52,15 @@ pub trait Connector: Send {
 pub fn connector_spec() -> Spec {
     Spec::new()
         .required("name", Kind::String)
+        .doc("the connector's name in logs and the run summary")
         .required("class", Kind::String)
+        .doc("the connector: a built-in name, Lucille's class name, or a Python class as module:Class")
         .optional("pipeline", Kind::String)
+        .doc("the pipeline its documents go through (none: straight to the indexer)")
         .optional("docIdPrefix", Kind::String)
+        .doc("put before every document id it publishes")
         .optional("collapse", Kind::Bool)
+        .doc("merge consecutive documents with the same id into one (Lucille's collapse)")
 }
 
 pub type BuildConnector = fn(&ComponentConfig, &Common) -> Result<Box<dyn Connector>, ConfigError>;

@@ -5,21 +5,28 @@ use std::sync::Arc;
 
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, Options};
 use crate::document::Document;
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "SequenceConnector",
     aliases: &[],
-    spec,
+    spec: SequenceOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    connector_spec()
-        .required("numDocs", Kind::Integer)
-        .optional("startWith", Kind::Integer)
+/// Publishes `numDocs` empty documents with ids counting up from `startWith` (after
+/// `docIdPrefix`), for tests and benchmarks.
+#[derive(Options)]
+#[options(base = connector_spec())]
+struct SequenceOptions {
+    /// How many documents to publish.
+    #[option(min = 0)]
+    num_docs: i64,
+    /// The number in the first document's id.
+    #[option(default = 0)]
+    start_with: i64,
 }
 
 struct SequenceConnector {
@@ -29,13 +36,13 @@ struct SequenceConnector {
 }
 
 fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
-    let num_docs = config.require_i64("numDocs")?;
-    let num_docs =
-        u64::try_from(num_docs).map_err(|_| config.error("numDocs", "must not be negative"))?;
+    let o =
+        SequenceOptions::from_config(config).map_err(|e| ConfigError::joined(config.path(), e))?;
     Ok(Box::new(SequenceConnector {
         common: common.clone(),
-        num_docs,
-        start_with: config.i64("startWith")?.unwrap_or(0),
+        // Not negative: checked by its `min`.
+        num_docs: o.num_docs.unsigned_abs(),
+        start_with: o.start_with,
     }))
 }
 

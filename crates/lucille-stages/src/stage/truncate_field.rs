@@ -9,23 +9,28 @@
 //! Numbers, booleans and nulls are copied unchanged rather than turned into truncated text; an
 //! object value fails the document. A missing source is skipped.
 
-use super::field_util::{destination_or_source, map_text_field};
+use super::field_util::{check_writable, map_text_field};
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "TruncateField",
-    spec,
+    spec: TruncateFieldOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::String)
-        .required("maxSize", Kind::Integer)
-        .optional("destination", Kind::String)
+/// Cuts a field's text to at most `maxSize` characters, in place or into another field.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct TruncateFieldOptions {
+    /// The field whose text is truncated.
+    source: String,
+    /// The most characters kept.
+    max_size: usize,
+    /// The field the truncated text goes to (default: the source field, in place).
+    destination: Option<String>,
 }
 
 struct TruncateField {
@@ -35,14 +40,22 @@ struct TruncateField {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    let source = config.require_string("source")?;
-    let max = config
-        .usize("maxSize")?
-        .ok_or_else(|| config.error("maxSize", "missing required key \"maxSize\""))?;
-    let destination = destination_or_source(config, &source)?;
+    let o = TruncateFieldOptions::from_config(config)
+        .map_err(|e| ConfigError::joined(config.path(), e))?;
+    // Written in place unless a destination is given: whichever is written must be writable.
+    let destination = match o.destination {
+        Some(d) => {
+            check_writable(config, "destination", &d)?;
+            d
+        }
+        None => {
+            check_writable(config, "source", &o.source)?;
+            o.source.clone()
+        }
+    };
     Ok(Box::new(TruncateField {
-        source,
-        max,
+        source: o.source,
+        max: o.max_size,
         destination,
     }))
 }
