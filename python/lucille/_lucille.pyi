@@ -23,6 +23,7 @@ __all__ = [
     "builtin_stage_keys",
     "builtin_stage_names",
     "common_stage_keys",
+    "describe",
     "embed",
     "render",
     "run",

@@ -21,13 +21,14 @@ fn resolves_builtin_full_plugin_and_python_names() {
         resolve("lib/stages.py:Enrich"),
         Ok(StageClass::Python(_))
     ));
-    let err = resolve("copyfields").err().unwrap();
+    let err = resolve("copyfields").err().unwrap().to_string();
     assert!(err.contains("did you mean \"CopyFields\""), "{err}");
     assert!(resolve("NoSuchStage").is_err());
     // Without the Python bindings, the Python-backed built-ins say what they need.
     let err = resolve("com.kmwllc.lucille.stage.EmbeddedPython")
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(err.contains("needs the lucille Python package"), "{err}");
 }
 
@@ -58,6 +59,9 @@ fn misspelt_names_get_the_nearest_builtin() {
         registry::closest("RenameFeild", names()),
         Some("RenameFields")
     );
-    let err = resolve("CopyFeilds").err().unwrap_or_default();
+    let err = resolve("CopyFeilds")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     assert!(err.contains("did you mean \"CopyFields\"?"), "{err}");
 }

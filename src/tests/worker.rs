@@ -160,15 +160,17 @@ fn a_stage_error_fails_the_document_and_the_worker_goes_on() {
 struct TextBuilder;
 
 impl crate::record::RecordBuilder for TextBuilder {
-    fn build(&self, id: &str, text: &str) -> Result<Document, String> {
+    fn build(&self, id: &str, text: &str) -> Result<Document, crate::record::BuildError> {
         if text.contains("bad") {
-            return Err("cannot build this one".into());
+            return Err(crate::record::BuildError::Invalid(
+                "cannot build this one".into(),
+            ));
         }
         if text.contains("boom") {
             panic!("builder exploded");
         }
-        let mut d = Document::new(id).map_err(|e| e.to_string())?;
-        d.set_field("raw", text).map_err(|e| e.to_string())?;
+        let mut d = Document::new(id)?;
+        d.set_field("raw", text)?;
         Ok(d)
     }
 }

@@ -164,7 +164,8 @@ fn a_pipeline_the_process_cannot_build_is_an_error_at_start() {
     });
     let err = RemotePipeline::start(&plan, connect)
         .err()
-        .expect("an error");
+        .expect("an error")
+        .to_string();
     assert!(
         err.contains("could not build the pipeline: no such module"),
         "{err}"

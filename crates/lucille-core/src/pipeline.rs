@@ -281,13 +281,16 @@ impl Run {
     }
 }
 
+/// A stage call that panicked: the panic's message.
+struct Panicked(String);
+
 /// Applies one stage's result for a document of an eager batch run: records a failure or
 /// panic on it, or gathers its children whole (stamped with its run id). `lent` stages get
 /// `children_done` once the children are drained.
 fn settle(
     slot: &mut StageSlot,
     out: &mut Output,
-    result: Result<crate::stage::StageResult, String>,
+    result: Result<crate::stage::StageResult, Panicked>,
     lent: bool,
 ) -> Vec<Output> {
     let children = match result {
@@ -298,7 +301,7 @@ fn settle(
             out.error = Some(process_error(&slot.name, out.doc.id(), failure));
             return Vec::new();
         }
-        Err(message) => {
+        Err(Panicked(message)) => {
             slot.metrics.errors += 1;
             out.error = Some(StageError::Panic {
                 stage: slot.name.clone(),
@@ -504,7 +507,7 @@ impl Pipeline {
                         catch_unwind(AssertUnwindSafe(|| slot.stage.process_batch(&mut docs)));
                     slot.metrics.end_call(Some(started));
                     slot.metrics.processed += chunk.len() as u64;
-                    let results: Vec<Result<crate::stage::StageResult, String>> = match results {
+                    let results: Vec<Result<crate::stage::StageResult, Panicked>> = match results {
                         Ok(r) if r.len() == chunk.len() => r.into_iter().map(Ok).collect(),
                         Ok(r) => {
                             let message = format!(
@@ -519,7 +522,10 @@ impl Pipeline {
                         }
                         Err(payload) => {
                             let message = panic_message(payload.as_ref());
-                            chunk.iter().map(|_| Err(message.clone())).collect()
+                            chunk
+                                .iter()
+                                .map(|_| Err(Panicked(message.clone())))
+                                .collect()
                         }
                     };
                     for ((&k, doc), result) in chunk.iter().zip(docs).zip(results) {
@@ -534,7 +540,7 @@ impl Pipeline {
                     let result = catch_unwind(AssertUnwindSafe(|| {
                         slot.stage.process_document(&mut out.doc)
                     }))
-                    .map_err(|payload| panic_message(payload.as_ref()));
+                    .map_err(|payload| Panicked(panic_message(payload.as_ref())));
                     slot.metrics.end_call(Some(started));
                     slot.metrics.processed += 1;
                     children[k] = settle(slot, out, result, true);
@@ -766,7 +772,8 @@ pub fn plan_stage(
         Ok(_) => format!("stage_{}", index + 1),
         Err(e) => return Err(vec![e]),
     };
-    let resolved = registry::resolve(&class).map_err(|m| vec![base.error("class", m)])?;
+    let resolved =
+        registry::resolve(&class).map_err(|e| vec![base.error("class", e.to_string())])?;
     let mut errors = Vec::new();
     let plan_class = match resolved {
         StageClass::Builtin(d) => {

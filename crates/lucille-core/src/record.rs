@@ -10,17 +10,32 @@
 
 use std::sync::Arc;
 
-use crate::document::Document;
+use crate::document::{Document, DocumentError, ParseError};
 
 /// Builds documents from one connector's records (one per handler configuration).
 pub trait RecordBuilder: Send + Sync {
     /// The document with this `id` (already extracted, prefixed and formatted), built from
     /// `text`; `Err(reason)` when the record cannot become one.
-    fn build(&self, id: &str, text: &str) -> Result<Document, String>;
+    fn build(&self, id: &str, text: &str) -> Result<Document, BuildError>;
+}
+
+/// Why a record's text did not make a document.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error(transparent)]
+    Document(#[from] DocumentError),
+    /// The text is not what the builder's format expects (the builder says how).
+    #[error("{0}")]
+    Invalid(String),
+    #[error("building the document panicked: {0}")]
+    Panicked(String),
 }
 
 /// A record that could not become a document: its id, and why (with file and line).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
 pub struct RecordError {
     pub id: String,
     pub reason: String,
@@ -47,20 +62,14 @@ impl Record {
         // A panicking builder FAILs this record, as a panicking stage fails its document.
         let built =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| builder.build(id, text)))
-                .unwrap_or_else(|p| {
-                    Err(format!(
-                        "building the document panicked: {}",
-                        lucille_panic::message(p.as_ref())
-                    ))
-                });
-        let fail = |reason: String| RecordError {
+                .unwrap_or_else(|p| Err(BuildError::Panicked(lucille_panic::message(p.as_ref()))));
+        let fail = |reason: &dyn std::fmt::Display| RecordError {
             reason: format!("{}: line {}: {reason}", self.origin, self.line),
             id: self.id.clone(),
         };
-        let mut doc = built.map_err(fail)?;
+        let mut doc = built.map_err(|e| fail(&e))?;
         if let Some(run_id) = &self.run_id {
-            doc.initialize_run_id(run_id)
-                .map_err(|e| fail(e.to_string()))?;
+            doc.initialize_run_id(run_id).map_err(|e| fail(&e))?;
         }
         Ok(doc)
     }
@@ -96,11 +105,14 @@ impl ToProcess {
     }
 
     /// The document (a record is built here).
-    pub fn into_document(self) -> Result<Document, String> {
+    pub fn into_document(self) -> Result<Document, RecordError> {
         match self {
             ToProcess::Doc(d) => Ok(d),
-            ToProcess::Record(r) => r.build().map_err(|e| e.reason),
-            ToProcess::Exhausted { reason, .. } => Err(reason),
+            ToProcess::Record(r) => r.build(),
+            ToProcess::Exhausted { doc, reason, .. } => Err(RecordError {
+                id: doc.id().to_string(),
+                reason,
+            }),
         }
     }
 }

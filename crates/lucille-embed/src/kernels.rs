@@ -117,6 +117,15 @@ impl Mat {
     }
 }
 
+/// A matrix product refused: one of its `m x k . k x n` operands lies outside its buffer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("matrix product {m}x{k} . {k}x{n}: an operand lies outside its buffer")]
+pub struct MatmulError {
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+}
+
 /// `dst (m x n) = lhs (m x k) . rhs (k x n)`, single-threaded, on the `gemm` crate (candle's
 /// own matrix-product engine, with its AVX-512 / AVX2 / NEON kernels chosen at run time).
 /// Called directly rather than through candle so that products write into buffers reused from
@@ -131,11 +140,9 @@ pub fn matmul(
     rhs: &[f32],
     r: Mat,
     (m, k, n): (usize, usize, usize),
-) -> Result<(), String> {
+) -> Result<(), MatmulError> {
     if !(d.fits(m, n, dst.len()) && l.fits(m, k, lhs.len()) && r.fits(k, n, rhs.len())) {
-        return Err(format!(
-            "matrix product {m}x{k} . {k}x{n}: an operand lies outside its buffer"
-        ));
+        return Err(MatmulError { m, k, n });
     }
     if m == 0 || n == 0 {
         return Ok(());

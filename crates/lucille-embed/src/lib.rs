@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 pub use model::{BertConfig, BertModel};
+use model::{ComputeError, ModelError};
 
 /// Why a model could not be loaded or a text embedded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -33,6 +34,19 @@ pub enum EmbedError {
     #[error("{0}")]
     Compute(String),
 }
+
+impl From<ModelError> for EmbedError {
+    fn from(e: ModelError) -> Self {
+        EmbedError::Model(e.to_string())
+    }
+}
+
+impl From<ComputeError> for EmbedError {
+    fn from(e: ComputeError) -> Self {
+        EmbedError::Compute(e.to_string())
+    }
+}
+
 pub use tokenize::Sequence;
 use tokenize::TextTokenizer;
 
@@ -56,11 +70,11 @@ impl Embedder {
             )));
         }
         let model = BertModel::load(folder)?;
-        let max_tokens = max_seq_length(folder)
-            .map_err(EmbedError::Model)?
+        let max_tokens = max_seq_length(folder)?
             .unwrap_or(model.config.max_positions)
             .min(model.config.max_positions);
-        let tokenizer = TextTokenizer::load(folder, max_tokens).map_err(EmbedError::Model)?;
+        let tokenizer = TextTokenizer::load(folder, max_tokens)
+            .map_err(|e| EmbedError::Model(e.to_string()))?;
         Ok(Embedder { model, tokenizer })
     }
 
@@ -76,7 +90,9 @@ impl Embedder {
 
     /// A text's token sequence, and whether it was truncated to `max_tokens`.
     pub fn tokenize(&self, text: &str) -> Result<(Sequence, bool), EmbedError> {
-        self.tokenizer.encode(text).map_err(EmbedError::Tokenize)
+        self.tokenizer
+            .encode(text)
+            .map_err(|e| EmbedError::Tokenize(e.to_string()))
     }
 
     /// Embeds texts (one vector each, in order), in length-sorted groups.
@@ -128,14 +144,19 @@ impl Embedder {
 }
 
 /// `max_seq_length` from `sentence_bert_config.json`, when the folder has one.
-fn max_seq_length(folder: &Path) -> Result<Option<usize>, String> {
+fn max_seq_length(folder: &Path) -> Result<Option<usize>, ModelError> {
     let path = folder.join("sentence_bert_config.json");
     if !path.is_file() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let json: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(source) => return Err(ModelError::Read { path, source }),
+    };
+    let json: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(json) => json,
+        Err(source) => return Err(ModelError::Json { path, source }),
+    };
     Ok(json
         .get("max_seq_length")
         .and_then(serde_json::Value::as_u64)

@@ -15,12 +15,114 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
 
-use crate::kernels::{add_norm, bias_add, bias_gelu, layer_norm, matmul, softmax, Mat};
+use crate::kernels::{
+    add_norm, bias_add, bias_gelu, layer_norm, matmul, softmax, Mat, MatmulError,
+};
 use crate::EmbedError;
+
+/// Why a model folder cannot be used: a missing or unreadable file, bad JSON, weights missing
+/// or of the wrong shape, a configuration the encoder does not support.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// A file the model needs is not in the folder.
+    #[error("{} does not exist", .0.display())]
+    Missing(PathBuf),
+    /// A file of the folder cannot be read.
+    #[error("{}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A JSON file of the folder (`sentence_bert_config.json`) is not JSON.
+    #[error("{}: {source}", .path.display())]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// `model.safetensors` cannot be loaded.
+    #[error("{}: {source}", .path.display())]
+    Weights {
+        path: PathBuf,
+        #[source]
+        source: candle_core::Error,
+    },
+    /// A tensor operation on the weights failed.
+    #[error(transparent)]
+    Candle(#[from] candle_core::Error),
+    /// A tensor operation on the named weight (or layer) failed.
+    #[error("{name}: {source}")]
+    Tensor {
+        name: String,
+        #[source]
+        source: candle_core::Error,
+    },
+    /// The weights have no tensor of this name.
+    #[error("the weights have no {0:?}")]
+    NoTensor(String),
+    /// `config.json` is not JSON.
+    #[error("config.json is not JSON: {0}")]
+    ConfigJson(#[source] serde_json::Error),
+    /// `config.json` lacks this key, or its value is not a positive integer.
+    #[error("config.json has no positive integer {0:?}")]
+    ConfigKey(&'static str),
+    /// `config.json` names an activation other than erf GELU.
+    #[error("config.json: hidden_act {0:?} is not supported (only \"gelu\")")]
+    Activation(String),
+    /// `config.json`'s hidden size is not the weights'.
+    #[error("config.json says hidden_size {config} but the weights have {weights}")]
+    HiddenSize { config: usize, weights: usize },
+    /// `config.json` has no layers, or more than the weights.
+    #[error("config.json says {config} layers but the weights have {weights}")]
+    Layers { config: usize, weights: usize },
+    /// The hidden size cannot be split into that many heads.
+    #[error("hidden size {hidden} is not divisible into {heads} attention heads")]
+    Heads { hidden: usize, heads: usize },
+    /// A LayerNorm's parameters are not as wide as the model.
+    #[error("{name}: a LayerNorm of {gamma} / {beta} parameters in a model of width {width}")]
+    NormWidth {
+        name: String,
+        gamma: usize,
+        beta: usize,
+        width: usize,
+    },
+    /// An embedding table's rows are not as wide as the model.
+    #[error("{name} has rows of {rows}, the model's width is {width}")]
+    TableWidth {
+        name: String,
+        rows: usize,
+        width: usize,
+    },
+    /// A dense layer's weight is not of the expected shape.
+    #[error("{name} is {outputs}x{inputs}, expected {expected_outputs}x{expected_inputs}")]
+    DenseShape {
+        name: String,
+        outputs: usize,
+        inputs: usize,
+        expected_outputs: usize,
+        expected_inputs: usize,
+    },
+}
+
+/// Why a forward pass failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ComputeError {
+    /// A token id, position or token type past the end of its embedding table.
+    #[error("{what} {index} is outside the model's table of {rows}")]
+    OutsideTable {
+        what: &'static str,
+        index: usize,
+        rows: usize,
+    },
+    /// A matrix product refused its operands.
+    #[error(transparent)]
+    Matmul(#[from] MatmulError),
+}
 
 /// Sizes of the encoder.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,13 +138,16 @@ impl BertConfig {
     /// Reads `config.json` when `text` is given; otherwise infers the sizes from the weights:
     /// hidden size and positions from the embedding tables, layers by counting them, and heads
     /// as hidden size / 64 (the BERT convention; a `config.json` states it exactly).
-    fn read(text: Option<&str>, weights: &HashMap<String, Tensor>) -> Result<Self, String> {
-        let table = |name: &str| -> Result<(usize, usize), String> {
+    fn read(text: Option<&str>, weights: &HashMap<String, Tensor>) -> Result<Self, ModelError> {
+        let table = |name: &str| -> Result<(usize, usize), ModelError> {
             weights
                 .get(name)
-                .ok_or_else(|| format!("the weights have no {name:?}"))?
+                .ok_or_else(|| ModelError::NoTensor(name.to_string()))?
                 .dims2()
-                .map_err(|e| format!("{name}: {e}"))
+                .map_err(|source| ModelError::Tensor {
+                    name: name.to_string(),
+                    source,
+                })
         };
         let (max_positions, hidden_from_weights) = table("embeddings.position_embeddings.weight")?;
         let layers_from_weights = (0..)
@@ -52,19 +157,17 @@ impl BertConfig {
             .count();
         let config = match text {
             Some(text) => {
-                let json: serde_json::Value = serde_json::from_str(text)
-                    .map_err(|e| format!("config.json is not JSON: {e}"))?;
-                let int = |key: &str| -> Result<usize, String> {
+                let json: serde_json::Value =
+                    serde_json::from_str(text).map_err(ModelError::ConfigJson)?;
+                let int = |key: &'static str| -> Result<usize, ModelError> {
                     json.get(key)
                         .and_then(serde_json::Value::as_u64)
                         .and_then(|v| usize::try_from(v).ok())
-                        .ok_or_else(|| format!("config.json has no positive integer {key:?}"))
+                        .ok_or(ModelError::ConfigKey(key))
                 };
                 if let Some(act) = json.get("hidden_act").and_then(|v| v.as_str()) {
                     if act != "gelu" {
-                        return Err(format!(
-                            "config.json: hidden_act {act:?} is not supported (only \"gelu\")"
-                        ));
+                        return Err(ModelError::Activation(act.to_string()));
                     }
                 }
                 BertConfig {
@@ -87,22 +190,22 @@ impl BertConfig {
             },
         };
         if config.hidden_size != hidden_from_weights {
-            return Err(format!(
-                "config.json says hidden_size {} but the weights have {hidden_from_weights}",
-                config.hidden_size
-            ));
+            return Err(ModelError::HiddenSize {
+                config: config.hidden_size,
+                weights: hidden_from_weights,
+            });
         }
         if config.num_layers == 0 || config.num_layers > layers_from_weights {
-            return Err(format!(
-                "config.json says {} layers but the weights have {layers_from_weights}",
-                config.num_layers
-            ));
+            return Err(ModelError::Layers {
+                config: config.num_layers,
+                weights: layers_from_weights,
+            });
         }
         if config.num_heads == 0 || config.hidden_size % config.num_heads != 0 {
-            return Err(format!(
-                "hidden size {} is not divisible into {} attention heads",
-                config.hidden_size, config.num_heads
-            ));
+            return Err(ModelError::Heads {
+                hidden: config.hidden_size,
+                heads: config.num_heads,
+            });
         }
         Ok(config)
     }
@@ -133,7 +236,7 @@ impl Dense {
     }
 
     /// `out (rows x outputs) = x (rows x inputs) . W^T`, bias not added.
-    fn product(&self, out: &mut [f32], x: &[f32], rows: usize) -> Result<(), String> {
+    fn product(&self, out: &mut [f32], x: &[f32], rows: usize) -> Result<(), MatmulError> {
         matmul(
             out,
             Mat::rows(0, self.outputs),
@@ -153,21 +256,25 @@ struct Norm {
 }
 
 impl Norm {
-    fn new(gamma: &Tensor, beta: &Tensor, width: usize) -> Result<Self, String> {
-        let gamma = gamma
-            .flatten_all()
-            .and_then(|t| t.to_vec1::<f32>())
-            .map_err(err)?;
-        let beta = beta
-            .flatten_all()
-            .and_then(|t| t.to_vec1::<f32>())
-            .map_err(err)?;
+    /// The LayerNorm `name` (named in errors).
+    fn new(gamma: &Tensor, beta: &Tensor, width: usize, name: &str) -> Result<Self, ModelError> {
+        let values = |t: &Tensor| {
+            t.flatten_all()
+                .and_then(|t| t.to_vec1::<f32>())
+                .map_err(|source| ModelError::Tensor {
+                    name: name.to_string(),
+                    source,
+                })
+        };
+        let gamma = values(gamma)?;
+        let beta = values(beta)?;
         if gamma.len() != width || beta.len() != width {
-            return Err(format!(
-                "a LayerNorm of {} / {} parameters in a model of width {width}",
-                gamma.len(),
-                beta.len()
-            ));
+            return Err(ModelError::NormWidth {
+                name: name.to_string(),
+                gamma: gamma.len(),
+                beta: beta.len(),
+                width,
+            });
         }
         Ok(Norm { gamma, beta })
     }
@@ -192,27 +299,30 @@ struct Table {
 }
 
 impl Table {
-    fn new(t: &Tensor, width: usize, name: &str) -> Result<Self, String> {
-        let (rows, w) = t.dims2().map_err(|e| format!("{name}: {e}"))?;
+    fn new(t: &Tensor, width: usize, name: &str) -> Result<Self, ModelError> {
+        let (rows, w) = t.dims2().map_err(|source| ModelError::Tensor {
+            name: name.to_string(),
+            source,
+        })?;
         if w != width {
-            return Err(format!(
-                "{name} has rows of {w}, the model's width is {width}"
-            ));
+            return Err(ModelError::TableWidth {
+                name: name.to_string(),
+                rows: w,
+                width,
+            });
         }
-        let data = t
-            .flatten_all()
-            .and_then(|t| t.to_vec1::<f32>())
-            .map_err(err)?;
+        let data = t.flatten_all().and_then(|t| t.to_vec1::<f32>())?;
         Ok(Table { data, rows })
     }
 
     /// Row `i`, or an error naming the table when the id is out of range.
-    fn row(&self, i: usize, width: usize, what: &str) -> Result<&[f32], String> {
+    fn row(&self, i: usize, width: usize, what: &'static str) -> Result<&[f32], ComputeError> {
         if i >= self.rows {
-            return Err(format!(
-                "{what} {i} is outside the model's table of {}",
-                self.rows
-            ));
+            return Err(ComputeError::OutsideTable {
+                what,
+                index: i,
+                rows: self.rows,
+            });
         }
         Ok(&self.data[i * width..(i + 1) * width])
     }
@@ -227,11 +337,6 @@ pub struct BertModel {
     embedding_norm: Norm,
     layers: Vec<Layer>,
     eps: f32,
-}
-
-/// Candle errors as text (the stage reports them with the document id).
-fn err(e: candle_core::Error) -> String {
-    e.to_string()
 }
 
 /// The buffers of one forward pass, kept per thread and reused: grown to the largest pass seen.
@@ -260,17 +365,24 @@ fn take(buf: &mut Vec<f32>, n: usize) -> &mut [f32] {
 impl BertModel {
     /// Loads `model.safetensors` (and `config.json` when present) from `folder`.
     pub fn load(folder: &Path) -> Result<Self, EmbedError> {
-        Self::read(folder).map_err(EmbedError::Model)
+        Self::read(folder).map_err(EmbedError::from)
     }
 
-    fn read(folder: &Path) -> Result<Self, String> {
+    fn read(folder: &Path) -> Result<Self, ModelError> {
         let device = Device::Cpu;
         let weights_path = folder.join("model.safetensors");
         if !weights_path.is_file() {
-            return Err(format!("{} does not exist", weights_path.display()));
+            return Err(ModelError::Missing(weights_path));
         }
-        let raw = candle_core::safetensors::load(&weights_path, &device)
-            .map_err(|e| format!("{}: {e}", weights_path.display()))?;
+        let raw = match candle_core::safetensors::load(&weights_path, &device) {
+            Ok(raw) => raw,
+            Err(source) => {
+                return Err(ModelError::Weights {
+                    path: weights_path,
+                    source,
+                })
+            }
+        };
         // Some exports prefix every name with the architecture ("bert.").
         let mut weights = HashMap::with_capacity(raw.len());
         for (name, tensor) in raw {
@@ -278,49 +390,60 @@ impl BertModel {
                 .strip_prefix("bert.")
                 .map(str::to_string)
                 .unwrap_or(name);
-            let tensor = tensor.to_dtype(DType::F32).map_err(err)?;
+            let tensor = tensor.to_dtype(DType::F32)?;
             weights.insert(name, tensor);
         }
         let config_path = folder.join("config.json");
         let config_text = if config_path.is_file() {
-            Some(
-                std::fs::read_to_string(&config_path)
-                    .map_err(|e| format!("{}: {e}", config_path.display()))?,
-            )
+            match std::fs::read_to_string(&config_path) {
+                Ok(text) => Some(text),
+                Err(source) => {
+                    return Err(ModelError::Read {
+                        path: config_path,
+                        source,
+                    })
+                }
+            }
         } else {
             None
         };
         let config = BertConfig::read(config_text.as_deref(), &weights)?;
         let hidden = config.hidden_size;
-        let get = |name: &str| -> Result<Tensor, String> {
+        let get = |name: &str| -> Result<Tensor, ModelError> {
             weights
                 .get(name)
                 .cloned()
-                .ok_or_else(|| format!("the weights have no {name:?}"))
+                .ok_or_else(|| ModelError::NoTensor(name.to_string()))
         };
         let checked = |d: Dense, name: &str, inputs: usize, outputs: usize| {
             if d.inputs == inputs && d.outputs == outputs {
                 Ok(d)
             } else {
-                Err(format!(
-                    "{name} is {}x{}, expected {outputs}x{inputs}",
-                    d.outputs, d.inputs
-                ))
+                Err(ModelError::DenseShape {
+                    name: name.to_string(),
+                    outputs: d.outputs,
+                    inputs: d.inputs,
+                    expected_outputs: outputs,
+                    expected_inputs: inputs,
+                })
             }
         };
-        let dense = |prefix: &str| -> Result<Dense, String> {
+        let dense = |prefix: &str| -> Result<Dense, ModelError> {
             Dense::new(
                 &get(&format!("{prefix}.weight"))?,
                 &get(&format!("{prefix}.bias"))?,
             )
-            .map_err(|e| format!("{prefix}: {e}"))
+            .map_err(|source| ModelError::Tensor {
+                name: prefix.to_string(),
+                source,
+            })
         };
         // Old checkpoints name the LayerNorm parameters gamma / beta.
-        let norm = |prefix: &str| -> Result<Norm, String> {
+        let norm = |prefix: &str| -> Result<Norm, ModelError> {
             let w =
                 get(&format!("{prefix}.weight")).or_else(|_| get(&format!("{prefix}.gamma")))?;
             let b = get(&format!("{prefix}.bias")).or_else(|_| get(&format!("{prefix}.beta")))?;
-            Norm::new(&w, &b, hidden).map_err(|e| format!("{prefix}: {e}"))
+            Norm::new(&w, &b, hidden, prefix)
         };
         let scale = 1.0 / ((hidden / config.num_heads) as f64).sqrt();
         let mut layers = Vec::with_capacity(config.num_layers);
@@ -329,23 +452,21 @@ impl BertModel {
             let part = |name: &str, what: &str| get(&format!("{p}.attention.self.{name}.{what}"));
             let qkv_weight = Tensor::cat(
                 &[
-                    (part("query", "weight")? * scale).map_err(err)?,
+                    (part("query", "weight")? * scale)?,
                     part("key", "weight")?,
                     part("value", "weight")?,
                 ],
                 0,
-            )
-            .map_err(err)?;
+            )?;
             let qkv_bias = Tensor::cat(
                 &[
-                    (part("query", "bias")? * scale).map_err(err)?,
+                    (part("query", "bias")? * scale)?,
                     part("key", "bias")?,
                     part("value", "bias")?,
                 ],
                 0,
-            )
-            .map_err(err)?;
-            let qkv = Dense::new(&qkv_weight, &qkv_bias).map_err(err)?;
+            )?;
+            let qkv = Dense::new(&qkv_weight, &qkv_bias)?;
             let intermediate = dense(&format!("{p}.intermediate.dense"))?;
             let inner = intermediate.outputs;
             layers.push(Layer {
@@ -372,7 +493,8 @@ impl BertModel {
                 output_norm: norm(&format!("{p}.output.LayerNorm"))?,
             });
         }
-        let table = |name: &str| -> Result<Table, String> { Table::new(&get(name)?, hidden, name) };
+        let table =
+            |name: &str| -> Result<Table, ModelError> { Table::new(&get(name)?, hidden, name) };
         Ok(BertModel {
             word: table("embeddings.word_embeddings.weight")?,
             position: table("embeddings.position_embeddings.weight")?,
@@ -410,7 +532,7 @@ impl BertModel {
         SCRATCH.with(|s| {
             let mut scratch = s.borrow_mut();
             self.forward(sequences, normalize, &mut scratch)
-                .map_err(EmbedError::Compute)
+                .map_err(EmbedError::from)
         })
     }
 
@@ -420,7 +542,7 @@ impl BertModel {
         sequences: &[(Vec<u32>, Vec<u32>)],
         normalize: bool,
         s: &mut Scratch,
-    ) -> Result<Vec<Vec<f32>>, String> {
+    ) -> Result<Vec<Vec<f32>>, ComputeError> {
         let h = self.config.hidden_size;
         // An empty sequence (no tokens at all; the tokenizer always adds its special tokens, so
         // only a hand-made one) has no rows and pools to a zero vector.
@@ -480,7 +602,7 @@ impl BertModel {
         lens: &[usize],
         tokens: usize,
         s: &mut Scratch,
-    ) -> Result<(), String> {
+    ) -> Result<(), ComputeError> {
         let h = self.config.hidden_size;
         let heads = self.config.num_heads;
         let hd = h / heads;
@@ -556,5 +678,117 @@ impl BertModel {
         );
         std::mem::swap(&mut s.x, &mut s.context);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn weights(names: &[(&str, (usize, usize))]) -> HashMap<String, Tensor> {
+        names
+            .iter()
+            .map(|&(name, shape)| {
+                let t = Tensor::zeros(shape, DType::F32, &Device::Cpu)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                (name.to_string(), t)
+            })
+            .collect()
+    }
+
+    fn config_err(text: Option<&str>, w: &HashMap<String, Tensor>) -> String {
+        match BertConfig::read(text, w) {
+            Ok(c) => panic!("expected an error, got {c:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn config_error_messages_are_exact() {
+        let none = HashMap::new();
+        assert_eq!(
+            config_err(None, &none),
+            "the weights have no \"embeddings.position_embeddings.weight\""
+        );
+        let w = weights(&[
+            ("embeddings.position_embeddings.weight", (16, 8)),
+            ("encoder.layer.0.attention.self.query.weight", (8, 8)),
+        ]);
+        assert!(config_err(Some("{"), &w).starts_with("config.json is not JSON: "));
+        assert_eq!(
+            config_err(Some(r#"{"hidden_act": "relu"}"#), &w),
+            "config.json: hidden_act \"relu\" is not supported (only \"gelu\")"
+        );
+        assert_eq!(
+            config_err(Some("{}"), &w),
+            "config.json has no positive integer \"hidden_size\""
+        );
+        let config = |hidden: usize, layers: usize, heads: usize| {
+            format!(
+                r#"{{"hidden_size": {hidden}, "num_hidden_layers": {layers},
+                    "num_attention_heads": {heads}, "max_position_embeddings": 16}}"#
+            )
+        };
+        assert_eq!(
+            config_err(Some(&config(4, 1, 1)), &w),
+            "config.json says hidden_size 4 but the weights have 8"
+        );
+        assert_eq!(
+            config_err(Some(&config(8, 2, 1)), &w),
+            "config.json says 2 layers but the weights have 1"
+        );
+        assert_eq!(
+            config_err(Some(&config(8, 1, 3)), &w),
+            "hidden size 8 is not divisible into 3 attention heads"
+        );
+    }
+
+    #[test]
+    fn weight_and_compute_error_messages_are_exact() {
+        let w = weights(&[("t", (4, 3)), ("g", (1, 3)), ("b", (1, 2))]);
+        let table = match Table::new(&w["t"], 5, "t") {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a table of the wrong width"),
+        };
+        assert_eq!(table, "t has rows of 3, the model's width is 5");
+        let norm = match Norm::new(&w["g"], &w["b"], 3, "n.LayerNorm") {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a LayerNorm of the wrong width"),
+        };
+        assert_eq!(
+            norm,
+            "n.LayerNorm: a LayerNorm of 3 / 2 parameters in a model of width 3"
+        );
+        let t = Table::new(&w["t"], 3, "t").unwrap_or_else(|e| panic!("{e}"));
+        let row = t
+            .row(4, 3, "token id")
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        assert_eq!(
+            row,
+            Err("token id 4 is outside the model's table of 4".to_string())
+        );
+        let e = ComputeError::from(MatmulError { m: 2, k: 3, n: 4 });
+        assert_eq!(
+            e.to_string(),
+            "matrix product 2x3 . 3x4: an operand lies outside its buffer"
+        );
+        let missing = std::env::temp_dir().join("lucille-embed-no-such-folder");
+        assert_eq!(
+            BertModel::load(&missing).err().map(|e| e.to_string()),
+            Some(format!(
+                "{} does not exist",
+                missing.join("model.safetensors").display()
+            ))
+        );
+        assert_eq!(
+            crate::tokenize::TextTokenizer::load(&missing, 8)
+                .err()
+                .map(|e| e.to_string()),
+            Some(format!(
+                "{} does not exist",
+                missing.join("tokenizer.json").display()
+            ))
+        );
     }
 }

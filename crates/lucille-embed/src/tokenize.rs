@@ -2,9 +2,27 @@
 //! model's maximum sequence length and not to pad (the batch pads itself to its longest
 //! sequence).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tokenizers::{Tokenizer, TruncationParams};
+
+/// Why the model folder's `tokenizer.json` cannot be loaded, or a text not tokenized.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenizerError {
+    /// The folder has no `tokenizer.json`.
+    #[error("{} does not exist", .0.display())]
+    Missing(PathBuf),
+    /// `tokenizer.json` cannot be read, parsed or set to truncate.
+    #[error("{}: {source}", .path.display())]
+    Load {
+        path: PathBuf,
+        #[source]
+        source: tokenizers::Error,
+    },
+    /// A text cannot be tokenized.
+    #[error("tokenizer: {0}")]
+    Encode(#[source] tokenizers::Error),
+}
 
 /// A sequence ready for the encoder: token ids and token-type ids.
 pub type Sequence = (Vec<u32>, Vec<u32>);
@@ -17,29 +35,32 @@ pub struct TextTokenizer {
 impl TextTokenizer {
     /// Loads `tokenizer.json` from `folder`; sequences are cut to `max_tokens` tokens (special
     /// tokens included).
-    pub fn load(folder: &Path, max_tokens: usize) -> Result<Self, String> {
+    pub fn load(folder: &Path, max_tokens: usize) -> Result<Self, TokenizerError> {
         let path = folder.join("tokenizer.json");
         if !path.is_file() {
-            return Err(format!("{} does not exist", path.display()));
+            return Err(TokenizerError::Missing(path));
         }
-        let mut inner =
-            Tokenizer::from_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let load_error = |source| TokenizerError::Load {
+            path: path.clone(),
+            source,
+        };
+        let mut inner = Tokenizer::from_file(&path).map_err(load_error)?;
         inner.with_padding(None);
         inner
             .with_truncation(Some(TruncationParams {
                 max_length: max_tokens,
                 ..TruncationParams::default()
             }))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(load_error)?;
         Ok(TextTokenizer { inner, max_tokens })
     }
 
     /// Tokenizes one text; the flag says whether it was truncated.
-    pub fn encode(&self, text: &str) -> Result<(Sequence, bool), String> {
+    pub fn encode(&self, text: &str) -> Result<(Sequence, bool), TokenizerError> {
         let encoding = self
             .inner
             .encode(text, true)
-            .map_err(|e| format!("tokenizer: {e}"))?;
+            .map_err(TokenizerError::Encode)?;
         let truncated = !encoding.get_overflowing().is_empty();
         Ok((
             (

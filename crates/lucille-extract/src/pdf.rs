@@ -12,6 +12,31 @@ use super::{
     MODIFIED, PAGES, TITLE,
 };
 
+/// Why a page's images cannot be handed to OCR.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PageImageError {
+    /// lopdf cannot list the page's images or read or decompress one.
+    #[error(transparent)]
+    Pdf(#[from] lopdf::Error),
+    /// An image compressed with a filter that is not decoded here (JPX, JBIG2, CCITT fax).
+    #[error("page image {id:?} is {}-compressed, which is not decoded here", .filters.join("+"))]
+    Compression {
+        id: lopdf::ObjectId,
+        filters: Vec<String>,
+    },
+    /// An image whose width or height is negative.
+    #[error("page image with a negative size")]
+    NegativeSize,
+    /// An image of a bit depth and channel count that is not decoded here.
+    #[error(
+        "page image with {bits} bits per component in {channels} channel(s) is not decoded here"
+    )]
+    Depth { bits: i64, channels: u8 },
+    /// An image with fewer bytes than its size needs.
+    #[error("page image data is short ({len} of {expected} bytes)")]
+    Short { len: usize, expected: usize },
+}
+
 fn fail(reason: impl Into<String>) -> ExtractError {
     ExtractError::new(Format::Pdf.mime(), reason)
 }
@@ -104,10 +129,10 @@ pub(crate) fn ocr_page(
     doc: &Document,
     page_id: lopdf::ObjectId,
     ocr: &dyn super::PageOcr,
-) -> Result<String, String> {
+) -> Result<String, OcrError> {
     let mut text = String::new();
-    for image in page_images(doc, page_id).map_err(|e| e.to_string())? {
-        let t = ocr.ocr(image).map_err(|e| e.to_string())?;
+    for image in page_images(doc, page_id)? {
+        let t = ocr.ocr(image)?;
         text.push_str(t.trim());
         text.push('\n');
     }
@@ -120,14 +145,14 @@ pub fn page_images(
     doc: &Document,
     page_id: lopdf::ObjectId,
 ) -> Result<Vec<PageImage<'_>>, OcrError> {
-    read_page_images(doc, page_id).map_err(OcrError::Image)
+    read_page_images(doc, page_id).map_err(|e| OcrError::Image(e.to_string()))
 }
 
 fn read_page_images(
     doc: &Document,
     page_id: lopdf::ObjectId,
-) -> Result<Vec<PageImage<'_>>, String> {
-    let images = doc.get_page_images(page_id).map_err(|e| e.to_string())?;
+) -> Result<Vec<PageImage<'_>>, PageImageError> {
+    let images = doc.get_page_images(page_id)?;
     let mut out = Vec::new();
     for image in images {
         let filters = image.filters.clone().unwrap_or_default();
@@ -137,20 +162,16 @@ fn read_page_images(
             .iter()
             .any(|f| f == "JPXDecode" || f == "JBIG2Decode" || f == "CCITTFaxDecode")
         {
-            return Err(format!(
-                "page image {:?} is {}-compressed, which is not decoded here",
-                image.id,
-                filters.join("+")
-            ));
+            return Err(PageImageError::Compression {
+                id: image.id,
+                filters,
+            });
         } else {
-            let stream = doc
-                .get_object(image.id)
-                .and_then(Object::as_stream)
-                .map_err(|e| e.to_string())?;
+            let stream = doc.get_object(image.id).and_then(Object::as_stream)?;
             let data = if filters.is_empty() {
                 stream.content.clone()
             } else {
-                stream.decompressed_content().map_err(|e| e.to_string())?
+                stream.decompressed_content()?
             };
             let channels: u8 = match image.color_space.as_deref() {
                 Some("DeviceRGB") | Some("CalRGB") => 3,
@@ -159,7 +180,7 @@ fn read_page_images(
             };
             let (Ok(width), Ok(height)) = (u32::try_from(image.width), u32::try_from(image.height))
             else {
-                return Err("page image with a negative size".into());
+                return Err(PageImageError::NegativeSize);
             };
             let bpc = image.bits_per_component.unwrap_or(8);
             let data = match (bpc, channels) {
@@ -167,18 +188,19 @@ fn read_page_images(
                 (8, 4) => cmyk_to_rgb(&data),
                 (1, 1) => unpack_bits(&data, width, height),
                 _ => {
-                    return Err(format!(
-                        "page image with {bpc} bits per component in {channels} channel(s) is not decoded here"
-                    ))
+                    return Err(PageImageError::Depth {
+                        bits: bpc,
+                        channels,
+                    })
                 }
             };
             let channels = if channels == 4 { 3 } else { channels };
             let expected = width as usize * height as usize * channels as usize;
             if data.len() < expected {
-                return Err(format!(
-                    "page image data is short ({} of {expected} bytes)",
-                    data.len()
-                ));
+                return Err(PageImageError::Short {
+                    len: data.len(),
+                    expected,
+                });
             }
             PageImage::Raw {
                 width,
@@ -311,6 +333,43 @@ fn pdf_date(s: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::PageImageError;
+
+    #[test]
+    fn page_image_error_messages_are_exact() {
+        let e = PageImageError::Compression {
+            id: (5, 0),
+            filters: vec!["JBIG2Decode".into(), "FlateDecode".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "page image (5, 0) is JBIG2Decode+FlateDecode-compressed, which is not decoded here"
+        );
+        assert_eq!(
+            PageImageError::NegativeSize.to_string(),
+            "page image with a negative size"
+        );
+        assert_eq!(
+            PageImageError::Depth {
+                bits: 4,
+                channels: 3
+            }
+            .to_string(),
+            "page image with 4 bits per component in 3 channel(s) is not decoded here"
+        );
+        assert_eq!(
+            PageImageError::Short {
+                len: 10,
+                expected: 12
+            }
+            .to_string(),
+            "page image data is short (10 of 12 bytes)"
+        );
+        let lopdf = lopdf::Error::ObjectNotFound((7, 0));
+        let want = lopdf.to_string();
+        assert_eq!(PageImageError::from(lopdf).to_string(), want);
+    }
+
     #[test]
     fn pdf_dates_become_iso() {
         assert_eq!(

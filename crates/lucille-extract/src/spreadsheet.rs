@@ -9,35 +9,45 @@ use calamine::{Reader, Xls, Xlsx};
 
 use super::{ExtractError, Format, TextBuf};
 
+/// A sheet of a workbook that cannot be read: its name and the reader's error.
+#[derive(Debug, thiserror::Error)]
+#[error("sheet {name:?}: {source}")]
+struct SheetError<E> {
+    name: String,
+    #[source]
+    source: E,
+}
+
 pub(crate) fn extract(kind: Format, bytes: &[u8], out: &mut TextBuf) -> Result<(), ExtractError> {
     let fail = |e: String| ExtractError::new(kind.mime(), e);
     match kind {
         Format::Xls => {
             let mut book: Xls<_> = calamine::open_workbook_from_rs(Cursor::new(bytes))
                 .map_err(|e| fail(format!("cannot open workbook: {e}")))?;
-            write_sheets(&mut book, out).map_err(fail)
+            write_sheets(&mut book, out).map_err(|e| fail(e.to_string()))
         }
         _ => {
             let mut book: Xlsx<_> = calamine::open_workbook_from_rs(Cursor::new(bytes))
                 .map_err(|e| fail(format!("cannot open workbook: {e}")))?;
-            write_sheets(&mut book, out).map_err(fail)
+            write_sheets(&mut book, out).map_err(|e| fail(e.to_string()))
         }
     }
 }
 
-fn write_sheets<RS, R>(book: &mut R, out: &mut TextBuf) -> Result<(), String>
+fn write_sheets<RS, R>(book: &mut R, out: &mut TextBuf) -> Result<(), SheetError<R::Error>>
 where
     RS: std::io::Read + std::io::Seek,
     R: Reader<RS>,
-    R::Error: std::fmt::Display,
+    R::Error: std::error::Error + 'static,
 {
     for name in book.sheet_names() {
         if out.full() {
             break;
         }
-        let range = book
-            .worksheet_range(&name)
-            .map_err(|e| format!("sheet {name:?}: {e}"))?;
+        let range = match book.worksheet_range(&name) {
+            Ok(range) => range,
+            Err(source) => return Err(SheetError { name, source }),
+        };
         out.newline();
         out.push(&name);
         out.push("\n");
@@ -59,4 +69,16 @@ where
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sheet_error_message_is_exact() {
+        let e = super::SheetError {
+            name: "Q1".to_string(),
+            source: std::io::Error::other("bad cell"),
+        };
+        assert_eq!(e.to_string(), "sheet \"Q1\": bad cell");
+    }
 }

@@ -15,7 +15,22 @@ use libloading::Library;
 use super::{OcrError, PageImage, PageOcr};
 
 /// The library file names tried, newest first.
-const LIBRARY_NAMES: &[&str] = &["libtesseract.so.5", "libtesseract.so.4", "libtesseract.so"];
+const LIBRARY_NAMES: [&str; 3] = ["libtesseract.so.5", "libtesseract.so.4", "libtesseract.so"];
+
+/// Why libtesseract cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+enum LoadError {
+    /// No library file could be opened: the error of the last name tried.
+    #[error(transparent)]
+    Library(#[from] libloading::Error),
+    /// The library opened lacks a function of Tesseract's C API.
+    #[error("{library}: {source}")]
+    Symbol {
+        library: &'static str,
+        #[source]
+        source: libloading::Error,
+    },
+}
 
 pub const INSTALL_HINT: &str =
     "apt-get install tesseract-ocr libtesseract-dev (Debian / Ubuntu), plus tesseract-ocr-LANG for other languages";
@@ -42,47 +57,50 @@ struct Api {
     delete: Handle,
 }
 
-fn load() -> Result<Api, String> {
-    let mut last = String::new();
-    for name in LIBRARY_NAMES {
-        // SAFETY: loading libtesseract runs its (C++) static initialisers, which have no
-        // preconditions.
-        let lib = match unsafe { Library::new(name) } {
-            Ok(l) => l,
-            Err(e) => {
-                last = e.to_string();
-                continue;
-            }
-        };
-        // SAFETY: each symbol is looked up with the signature of Tesseract's C API
-        // (tesseract/capi.h), unchanged since Tesseract 3.02.
-        unsafe {
-            macro_rules! sym {
-                ($name:literal) => {
-                    *lib.get(concat!($name, "\0").as_bytes())
-                        .map_err(|e| format!("{name}: {e}"))?
-                };
-            }
-            let api = Api {
-                create: sym!("TessBaseAPICreate"),
-                init3: sym!("TessBaseAPIInit3"),
-                set_image: sym!("TessBaseAPISetImage"),
-                set_resolution: sym!("TessBaseAPISetSourceResolution"),
-                set_psm: sym!("TessBaseAPISetPageSegMode"),
-                get_text: sym!("TessBaseAPIGetUTF8Text"),
-                delete_text: sym!("TessDeleteText"),
-                end: sym!("TessBaseAPIEnd"),
-                delete: sym!("TessBaseAPIDelete"),
-                _lib: lib,
-            };
-            return Ok(api);
+fn load() -> Result<Api, LoadError> {
+    // SAFETY: loading libtesseract runs its (C++) static initialisers, which have no
+    // preconditions.
+    let open = |name: &'static str| (name, unsafe { Library::new(name) });
+    // The first name that opens, else the error of the last one tried.
+    let [first, rest @ ..] = LIBRARY_NAMES;
+    let mut opened = open(first);
+    for name in rest {
+        if opened.1.is_ok() {
+            break;
         }
+        opened = open(name);
     }
-    Err(last)
+    let (name, lib) = opened;
+    let lib = lib?;
+    // SAFETY: each symbol is looked up with the signature of Tesseract's C API
+    // (tesseract/capi.h), unchanged since Tesseract 3.02.
+    unsafe {
+        macro_rules! sym {
+            ($name:literal) => {
+                *lib.get(concat!($name, "\0").as_bytes())
+                    .map_err(|source| LoadError::Symbol {
+                        library: name,
+                        source,
+                    })?
+            };
+        }
+        Ok(Api {
+            create: sym!("TessBaseAPICreate"),
+            init3: sym!("TessBaseAPIInit3"),
+            set_image: sym!("TessBaseAPISetImage"),
+            set_resolution: sym!("TessBaseAPISetSourceResolution"),
+            set_psm: sym!("TessBaseAPISetPageSegMode"),
+            get_text: sym!("TessBaseAPIGetUTF8Text"),
+            delete_text: sym!("TessDeleteText"),
+            end: sym!("TessBaseAPIEnd"),
+            delete: sym!("TessBaseAPIDelete"),
+            _lib: lib,
+        })
+    }
 }
 
 fn api() -> Result<&'static Api, OcrError> {
-    static API: OnceLock<Result<Api, String>> = OnceLock::new();
+    static API: OnceLock<Result<Api, LoadError>> = OnceLock::new();
     API.get_or_init(load).as_ref().map_err(|e| {
         OcrError::Unavailable(format!(
             "Tesseract's library (libtesseract) cannot be loaded ({e}); install it: {INSTALL_HINT}"

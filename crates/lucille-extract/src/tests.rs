@@ -152,3 +152,24 @@ fn odp_page_count_is_its_slides() {
         x.text
     );
 }
+
+#[test]
+fn xml_text_error_messages_are_exact() {
+    let mut out = TextBuf::new(usize::MAX);
+    let rules = xmltext::Rules::default();
+    let err = match xmltext::extract(&b"<a><b></a>"[..], &rules, &mut out) {
+        Ok(()) => panic!("malformed XML was read"),
+        Err(e) => e,
+    };
+    let xmltext::XmlTextError::Malformed { position, source } = &err else {
+        panic!("not a malformed-XML error: {err:?}");
+    };
+    assert_eq!(
+        err.to_string(),
+        format!("malformed XML at byte {position}: {source}")
+    );
+    assert!(
+        err.to_string().starts_with("malformed XML at byte "),
+        "{err}"
+    );
+}

@@ -4,10 +4,29 @@
 
 use std::io::BufRead;
 
+use quick_xml::encoding::EncodingError;
 use quick_xml::events::{BytesRef, Event};
 use quick_xml::Reader;
 
 use super::TextBuf;
+
+/// Why the text of an XML part cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum XmlTextError {
+    /// The XML is not well-formed; `position` is the byte offset of the error.
+    #[error("malformed XML at byte {position}: {source}")]
+    Malformed {
+        position: u64,
+        #[source]
+        source: quick_xml::Error,
+    },
+    /// A text node is not in the part's encoding.
+    #[error("text is not valid UTF-8: {0}")]
+    Text(#[source] EncodingError),
+    /// A CDATA section is not in the part's encoding.
+    #[error("CDATA is not valid UTF-8: {0}")]
+    CData(#[source] EncodingError),
+}
 
 /// Which elements carry text and which break lines; names are local (no namespace prefix).
 #[derive(Default)]
@@ -56,7 +75,7 @@ pub(crate) fn extract<R: BufRead>(
     input: R,
     rules: &Rules<'_>,
     out: &mut TextBuf,
-) -> Result<(), String> {
+) -> Result<(), XmlTextError> {
     let mut reader = Reader::from_reader(input);
     let mut buf = Vec::new();
     let mut text_depth = 0usize;
@@ -71,7 +90,10 @@ pub(crate) fn extract<R: BufRead>(
     while !out.full() {
         let event = reader
             .read_event_into(&mut buf)
-            .map_err(|e| format!("malformed XML at byte {}: {e}", reader.error_position()))?;
+            .map_err(|source| XmlTextError::Malformed {
+                position: reader.error_position(),
+                source,
+            })?;
         match event {
             Event::Start(ref e) => {
                 let name = e.local_name();
@@ -146,9 +168,7 @@ pub(crate) fn extract<R: BufRead>(
                 }
             }
             Event::Text(ref t) if keep(text_depth, skip_depth, within_depth) => {
-                let text = t
-                    .xml10_content()
-                    .map_err(|e| format!("text is not valid UTF-8: {e}"))?;
+                let text = t.xml10_content().map_err(XmlTextError::Text)?;
                 if cell_space && !text.trim().is_empty() {
                     out.space();
                     cell_space = false;
@@ -156,9 +176,7 @@ pub(crate) fn extract<R: BufRead>(
                 out.push(&text);
             }
             Event::CData(ref c) if keep(text_depth, skip_depth, within_depth) => {
-                let text = c
-                    .decode()
-                    .map_err(|e| format!("CDATA is not valid UTF-8: {e}"))?;
+                let text = c.decode().map_err(XmlTextError::CData)?;
                 out.push(&text);
             }
             Event::GeneralRef(ref g) if keep(text_depth, skip_depth, within_depth) => {

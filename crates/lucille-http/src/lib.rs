@@ -59,13 +59,32 @@ pub struct BaseUrl {
     pub credentials: Option<(String, String)>,
 }
 
+/// Why a value is not a usable base URL ([`parse_url`]).
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    #[error("{value:?} is not a URL (expected http://host:port)")]
+    NotAUrl { value: String },
+    #[error("{value:?} must start with http:// or https://")]
+    Scheme { value: String },
+    #[error("{value:?} has no host")]
+    NoHost { value: String },
+    #[error("{value:?} is not a valid URL: {source}")]
+    Invalid {
+        value: String,
+        #[source]
+        source: ureq::http::uri::InvalidUri,
+    },
+}
+
 /// Checks `value` is an absolute http(s) URL with a host.
-pub fn parse_url(value: &str) -> Result<BaseUrl, String> {
-    let (scheme, rest) = value
-        .split_once("://")
-        .ok_or_else(|| format!("{value:?} is not a URL (expected http://host:port)"))?;
+pub fn parse_url(value: &str) -> Result<BaseUrl, UrlError> {
+    let (scheme, rest) = value.split_once("://").ok_or_else(|| UrlError::NotAUrl {
+        value: value.to_string(),
+    })?;
     if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
-        return Err(format!("{value:?} must start with http:// or https://"));
+        return Err(UrlError::Scheme {
+            value: value.to_string(),
+        });
     }
     let (authority, path) = match rest.find(['/', '?', '#']) {
         Some(i) => rest.split_at(i),
@@ -79,11 +98,16 @@ pub fn parse_url(value: &str) -> Result<BaseUrl, String> {
         None => (None, authority),
     };
     if host.is_empty() || host.starts_with(':') {
-        return Err(format!("{value:?} has no host"));
+        return Err(UrlError::NoHost {
+            value: value.to_string(),
+        });
     }
     let url = format!("{scheme}://{host}{path}");
     url.parse::<ureq::http::Uri>()
-        .map_err(|e| format!("{value:?} is not a valid URL: {e}"))?;
+        .map_err(|source| UrlError::Invalid {
+            value: value.to_string(),
+            source,
+        })?;
     Ok(BaseUrl {
         url: url.trim_end_matches('/').to_string(),
         credentials,
@@ -97,7 +121,7 @@ pub fn check_url(config: &ComponentConfig, key: &str, errors: &mut Vec<ConfigErr
         Ok(Some(urls)) => {
             for u in urls {
                 if let Err(e) = parse_url(&u) {
-                    errors.push(config.error(key, e));
+                    errors.push(config.error(key, e.to_string()));
                 }
             }
         }
@@ -148,6 +172,33 @@ impl Reply {
 pub struct BytesReply {
     pub status: u16,
     pub body: Vec<u8>,
+}
+
+/// One attempt that got no answer ([`HttpClient::once`], [`HttpClient::get_bytes`]): a request
+/// that cannot be built, a refused, reset or timed-out connection, or an answer that cannot be
+/// read.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("bad request to {url}: {source}")]
+    Build {
+        url: String,
+        #[source]
+        source: ureq::http::Error,
+    },
+    #[error("{0}")]
+    Transport(#[from] ureq::Error),
+    #[error("reading the answer of {url} failed: {source}")]
+    Read {
+        url: String,
+        #[source]
+        source: ureq::Error,
+    },
+    #[error("reading the answer of {url} failed: {source}")]
+    ReadBytes {
+        url: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// One blocking client for one backend.
@@ -211,7 +262,7 @@ impl HttpClient {
         url: &str,
         content_type: &str,
         body: Option<&str>,
-    ) -> Result<Reply, String> {
+    ) -> Result<Reply, RequestError> {
         let mut builder = ureq::http::Request::builder()
             .method(method)
             .uri(url)
@@ -242,8 +293,11 @@ impl HttpClient {
                 self.agent.run(r)
             }),
         }
-        .map_err(|e| format!("bad request to {url}: {e}"))?;
-        let mut response = result.map_err(|e| e.to_string())?;
+        .map_err(|source| RequestError::Build {
+            url: url.to_string(),
+            source,
+        })?;
+        let mut response = result?;
         let status = response.status().as_u16();
         // Only the delay-seconds form; an HTTP date falls back to the policy's backoff.
         let retry_after = response
@@ -257,7 +311,10 @@ impl HttpClient {
             .with_config()
             .limit(MAX_BODY)
             .read_to_string()
-            .map_err(|e| format!("reading the answer of {url} failed: {e}"))?;
+            .map_err(|source| RequestError::Read {
+                url: url.to_string(),
+                source,
+            })?;
         Ok(Reply {
             status,
             body,
@@ -275,7 +332,7 @@ impl HttpClient {
         headers: &[(String, String)],
         max_bytes: u64,
         read_timeout: Option<Duration>,
-    ) -> Result<BytesReply, String> {
+    ) -> Result<BytesReply, RequestError> {
         use std::io::Read;
         let mut builder = ureq::http::Request::builder().method("GET").uri(url);
         if let Some((k, v)) = &self.auth {
@@ -284,16 +341,17 @@ impl HttpClient {
         for (k, v) in headers {
             builder = builder.header(k.as_str(), v.as_str());
         }
-        let request = builder
-            .body(())
-            .map_err(|e| format!("bad request to {url}: {e}"))?;
+        let request = builder.body(()).map_err(|source| RequestError::Build {
+            url: url.to_string(),
+            source,
+        })?;
         let request = self
             .agent
             .configure_request(request)
             .timeout_global(self.timeout)
             .timeout_per_read(read_timeout)
             .build();
-        let mut response = self.agent.run(request).map_err(|e| e.to_string())?;
+        let mut response = self.agent.run(request)?;
         let status = response.status().as_u16();
         let mut body = Vec::new();
         response
@@ -301,7 +359,10 @@ impl HttpClient {
             .as_reader()
             .take(max_bytes)
             .read_to_end(&mut body)
-            .map_err(|e| format!("reading the answer of {url} failed: {e}"))?;
+            .map_err(|source| RequestError::ReadBytes {
+                url: url.to_string(),
+                source,
+            })?;
         Ok(BytesReply { status, body })
     }
 
@@ -318,7 +379,7 @@ impl HttpClient {
         loop {
             let result = self.once(method, url, content_type, body);
             let (status, retry_after) = match &result {
-                Ok(r) if r.ok() => return result.map_err(HttpError::new),
+                Ok(r) if r.ok() => return result.map_err(|e| HttpError::new(e.to_string())),
                 Ok(r) => (Some(r.status), r.retry_after),
                 Err(_) => (None, None),
             };
@@ -330,7 +391,7 @@ impl HttpClient {
             if attempt >= self.retry.max_retries {
                 let last = match result {
                     Ok(r) => format!("HTTP {}: {}", r.status, snippet(&r.body)),
-                    Err(e) => e,
+                    Err(e) => e.to_string(),
                 };
                 return Err(HttpError::new(format!(
                     "{} request {method} {url} failed after {} attempts: {last}",
@@ -450,5 +511,35 @@ mod tests {
         assert!(parse_url("ftp://x").is_err());
         assert!(parse_url("http://").is_err());
         assert_eq!(encode("a b/é"), "a%20b%2F%C3%A9");
+    }
+
+    #[test]
+    fn url_and_request_errors_keep_their_messages() {
+        let msg = |v: &str| parse_url(v).unwrap_err().to_string();
+        assert_eq!(
+            msg("localhost:9200"),
+            "\"localhost:9200\" is not a URL (expected http://host:port)"
+        );
+        assert_eq!(
+            msg("ftp://x"),
+            "\"ftp://x\" must start with http:// or https://"
+        );
+        assert_eq!(msg("http://"), "\"http://\" has no host");
+        assert_eq!(msg("http://:80/x"), "\"http://:80/x\" has no host");
+        let bad = "http://a b";
+        let e = "http://a b".parse::<ureq::http::Uri>().unwrap_err();
+        assert_eq!(msg(bad), format!("\"http://a b\" is not a valid URL: {e}"));
+
+        let client = HttpClient::new("Test", RetryPolicy::default(), None, false, Auth::None);
+        let url = "http://a b/";
+        let e = client.once("GET", url, "", None).unwrap_err();
+        assert!(matches!(e, RequestError::Build { .. }), "{e:?}");
+        let build = ureq::http::Request::builder()
+            .uri(url)
+            .body(())
+            .unwrap_err();
+        assert_eq!(e.to_string(), format!("bad request to {url}: {build}"));
+        let e = client.get_bytes(url, &[], 10, None).unwrap_err();
+        assert_eq!(e.to_string(), format!("bad request to {url}: {build}"));
     }
 }

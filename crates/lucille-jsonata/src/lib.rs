@@ -134,6 +134,64 @@ pub enum JsonataError {
     Evaluate { expr: String, message: String },
 }
 
+/// Why the wrapped expression could not be compiled into a fresh arena.
+#[derive(Debug, thiserror::Error)]
+enum BuildError {
+    /// jsonata-rs rejected the wrapped expression.
+    #[error(transparent)]
+    Parse(#[from] jsonata_rs::Error),
+    /// jsonata-rs panicked; the panic's message.
+    #[error("{0}")]
+    Panic(String),
+}
+
+/// Why one evaluation failed (the message of [`JsonataError::Evaluate`]).
+#[derive(Debug, thiserror::Error)]
+enum EvalError {
+    /// The input document is nested deeper than the limit.
+    #[error("input document is nested deeper than {limit} levels")]
+    InputTooDeep { limit: usize },
+    /// Recompiling the expression (after a recycle) failed.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// The expression has no compiled form (not expected after a successful build).
+    #[error("expression is not compiled")]
+    NotCompiled,
+    /// A JSONata runtime error: jsonata-rs's message, with positions in the expression as
+    /// written and this crate's marker removed.
+    #[error("{0}")]
+    Jsonata(String),
+    /// The result has no JSON representation.
+    #[error(transparent)]
+    Result(#[from] ToJsonError),
+    /// jsonata-rs panicked; the panic's message.
+    #[error("internal error in jsonata-rs: {0}")]
+    Panic(String),
+}
+
+/// Why a jsonata-rs value cannot be converted to JSON.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum ToJsonError {
+    /// Arrays and objects nested more than 10 000 levels deep.
+    #[error("result is nested too deeply")]
+    TooDeep,
+    /// A function (lambda, native function, transformer).
+    #[error("the result contains a function, which has no JSON representation")]
+    Function,
+    /// A regular expression.
+    #[error("the result contains a regular expression, which has no JSON representation")]
+    Regex,
+    /// NaN or an infinity.
+    #[error("the result contains a number that JSON cannot represent ({0})")]
+    NotFinite(f64),
+    /// A finite number serde_json refuses (not expected).
+    #[error("invalid number {0}")]
+    InvalidNumber(f64),
+    /// A value to convert outside of any evaluation (`$eval`, `$clone`).
+    #[error("no evaluation is running")]
+    NoEvaluation,
+}
+
 /// After an evaluation leaves the arena bigger than this, the arena is dropped and the
 /// expression recompiled (a single evaluation may still grow it past this temporarily).
 pub const ARENA_RECYCLE_BYTES: usize = 4 << 20;
@@ -232,14 +290,10 @@ impl Expression {
         };
         // Parse the expression as written first, so syntax errors carry the right positions
         // and nothing can "escape" the wrapper below.
-        let checked = quiet_catch_unwind(|| {
-            jsonata_rs::parse(expr)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        });
+        let checked = quiet_catch_unwind(|| jsonata_rs::parse(expr).map(|_| ()));
         match checked {
             Ok(Ok(())) => {}
-            Ok(Err(message)) => return Err(compile_err(syntax_error_code(message))),
+            Ok(Err(e)) => return Err(compile_err(syntax_error_code(e.to_string()))),
             Err(panic) => {
                 return Err(compile_err(unsupported(&lucille_panic::message(
                     panic.as_ref(),
@@ -269,7 +323,7 @@ impl Expression {
             recycles: 0,
             evaluations: 0,
         };
-        expression.compiled = Some(expression.build().map_err(compile_err)?);
+        expression.compiled = Some(expression.build().map_err(|e| compile_err(e.to_string()))?);
         Ok(expression)
     }
 
@@ -320,26 +374,26 @@ impl Expression {
         input: Option<&serde_json::Value>,
     ) -> Result<Option<serde_json::Value>, JsonataError> {
         self.evaluate_inner(input)
-            .map_err(|message| JsonataError::Evaluate {
+            .map_err(|e| JsonataError::Evaluate {
                 expr: self.source.clone(),
-                message,
+                message: e.to_string(),
             })
     }
 
     fn evaluate_inner(
         &mut self,
         input: Option<&serde_json::Value>,
-    ) -> Result<Option<serde_json::Value>, String> {
+    ) -> Result<Option<serde_json::Value>, EvalError> {
         if input.is_some_and(|input| exceeds_depth(input, MAX_INPUT_DEPTH)) {
-            return Err(format!(
-                "input document is nested deeper than {MAX_INPUT_DEPTH} levels"
-            ));
+            return Err(EvalError::InputTooDeep {
+                limit: MAX_INPUT_DEPTH,
+            });
         }
         if self.compiled.is_none() {
             self.compiled = Some(self.build()?);
         }
         let Some(compiled) = self.compiled.as_ref() else {
-            return Err("expression is not compiled".to_string());
+            return Err(EvalError::NotCompiled);
         };
         self.evaluations += 1;
 
@@ -357,8 +411,11 @@ impl Expression {
             quiet_catch_unwind(std::panic::AssertUnwindSafe(|| {
                 compiled.with_dependent(|_owner, jsonata| {
                     match jsonata.evaluate_json_timeboxed(input, max_depth, time_limit) {
-                        Ok(value) => to_json(value, &scope.orderer, 0),
-                        Err(e) => Err(clean_error_message(&e.to_string(), self.prefix_chars)),
+                        Ok(value) => to_json(value, &scope.orderer, 0).map_err(EvalError::from),
+                        Err(e) => Err(EvalError::Jsonata(clean_error_message(
+                            &e.to_string(),
+                            self.prefix_chars,
+                        ))),
                     }
                 })
             }))
@@ -372,25 +429,22 @@ impl Expression {
                 result
             }
             Err(panic) => {
-                let message = format!(
-                    "internal error in jsonata-rs: {}",
-                    lucille_panic::message(panic.as_ref())
-                );
+                let error = EvalError::Panic(lucille_panic::message(panic.as_ref()));
                 self.retire();
-                Err(message)
+                Err(error)
             }
         }
     }
 
     /// Compiles the wrapped expression into a fresh arena and registers the native functions.
-    fn build(&self) -> Result<Compiled, String> {
+    fn build(&self) -> Result<Compiled, BuildError> {
         let built = quiet_catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let ast = jsonata_rs::parse(&self.wrapped).map_err(|e| e.to_string())?;
+            let ast = jsonata_rs::parse(&self.wrapped)?;
             let owner = TreeAndArena {
                 ast,
                 arena: Bump::new(),
             };
-            Ok::<_, String>(Compiled::new(owner, |owner| {
+            Ok::<_, BuildError>(Compiled::new(owner, |owner| {
                 let arena = &owner.arena;
                 let jsonata = JsonAta::with_ast(&owner.ast, arena);
                 let register = |binding: &str, name: &str, arity: usize, f: functions::Native| {
@@ -408,7 +462,7 @@ impl Expression {
         }));
         match built {
             Ok(result) => result,
-            Err(panic) => Err(lucille_panic::message(panic.as_ref())),
+            Err(panic) => Err(BuildError::Panic(lucille_panic::message(panic.as_ref()))),
         }
     }
 
@@ -543,10 +597,10 @@ pub(crate) fn to_json<'a>(
     value: &'a Value<'a>,
     orderer: &KeyOrderer<'_>,
     depth: usize,
-) -> Result<Option<serde_json::Value>, String> {
+) -> Result<Option<serde_json::Value>, ToJsonError> {
     use serde_json::Value as J;
     if depth > 10_000 {
-        return Err("result is nested too deeply".to_string());
+        return Err(ToJsonError::TooDeep);
     }
     Ok(Some(match value {
         Value::Undefined => return Ok(None),
@@ -575,29 +629,25 @@ pub(crate) fn to_json<'a>(
             J::Object(object)
         }
         Value::Lambda { .. } | Value::NativeFn { .. } | Value::Transformer { .. } => {
-            return Err("the result contains a function, which has no JSON representation".into());
+            return Err(ToJsonError::Function);
         }
         Value::Regex(_) => {
-            return Err(
-                "the result contains a regular expression, which has no JSON representation".into(),
-            );
+            return Err(ToJsonError::Regex);
         }
     }))
 }
 
 /// An integral double within the `i64` range becomes an integer, others stay floats.
-pub(crate) fn number_to_json(n: f64) -> Result<serde_json::Number, String> {
+pub(crate) fn number_to_json(n: f64) -> Result<serde_json::Number, ToJsonError> {
     // 2^63: the first double above i64::MAX.
     const LIMIT: f64 = 9_223_372_036_854_775_808.0;
     if !n.is_finite() {
-        return Err(format!(
-            "the result contains a number that JSON cannot represent ({n})"
-        ));
+        return Err(ToJsonError::NotFinite(n));
     }
     if n.fract() == 0.0 && (-LIMIT..LIMIT).contains(&n) {
         return Ok(serde_json::Number::from(n as i64));
     }
-    serde_json::Number::from_f64(n).ok_or_else(|| format!("invalid number {n}"))
+    serde_json::Number::from_f64(n).ok_or(ToJsonError::InvalidNumber(n))
 }
 
 /// True when `value` has more than `limit` levels of arrays/objects.

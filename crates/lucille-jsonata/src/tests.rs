@@ -951,3 +951,56 @@ fn no_number_picture_or_string_panics() {
         }
     }
 }
+
+#[test]
+fn evaluation_error_messages_are_exact() {
+    let d = json!({});
+    assert_eq!(
+        eval_err("1/0", &d),
+        "the result contains a number that JSON cannot represent (inf)"
+    );
+    assert_eq!(
+        eval_err("0/0", &d),
+        "the result contains a number that JSON cannot represent (NaN)"
+    );
+    assert_eq!(
+        eval_err("$uppercase", &d),
+        "the result contains a function, which has no JSON representation"
+    );
+    assert_eq!(
+        eval_err("/a/", &d),
+        "the result contains a regular expression, which has no JSON representation"
+    );
+    let mut v = json!(1);
+    for _ in 0..MAX_INPUT_DEPTH + 1 {
+        v = json!([v]);
+    }
+    assert_eq!(
+        eval_err("$", &v),
+        format!("input document is nested deeper than {MAX_INPUT_DEPTH} levels")
+    );
+    assert_eq!(
+        EvalError::Panic("boom".into()).to_string(),
+        "internal error in jsonata-rs: boom"
+    );
+    assert_eq!(
+        EvalError::NotCompiled.to_string(),
+        "expression is not compiled"
+    );
+    assert_eq!(
+        EvalError::from(BuildError::Panic("boom".into())).to_string(),
+        "boom"
+    );
+    assert_eq!(
+        ToJsonError::TooDeep.to_string(),
+        "result is nested too deeply"
+    );
+    assert_eq!(
+        ToJsonError::InvalidNumber(1.5).to_string(),
+        "invalid number 1.5"
+    );
+    assert_eq!(
+        ToJsonError::NoEvaluation.to_string(),
+        "no evaluation is running"
+    );
+}

@@ -25,7 +25,7 @@ use lucille_core::config::{as_i64, ComponentConfig, ConfigError, Kind, Spec};
 use lucille_core::connector::{
     connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError,
 };
-use lucille_core::document::Document;
+use lucille_core::document::{Document, DocumentError};
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "KafkaConnector",
@@ -121,11 +121,27 @@ fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>
     }))
 }
 
+/// Why a message of the topic is not a document (it is published as failed).
+#[derive(Debug, thiserror::Error)]
+enum BadMessage {
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("the message is not a JSON object")]
+    NotAnObject,
+    #[error("{0}")]
+    Document(#[from] DocumentError),
+}
+
 impl KafkaConnector {
-    fn document(&self, payload: &[u8], partition: i32, offset: i64) -> Result<Document, String> {
-        let v: Value = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+    fn document(
+        &self,
+        payload: &[u8],
+        partition: i32,
+        offset: i64,
+    ) -> Result<Document, BadMessage> {
+        let v: Value = serde_json::from_slice(payload)?;
         let Value::Object(mut m) = v else {
-            return Err("the message is not a JSON object".into());
+            return Err(BadMessage::NotAnObject);
         };
         let raw = self
             .id_field
@@ -141,7 +157,7 @@ impl KafkaConnector {
         // A document from another run (a `{pipeline}_fail` line, a replayed topic) joins this
         // one: the reserved run id it carried is dropped.
         m.remove("run_id");
-        Document::from_json(&Value::Object(m).to_string()).map_err(|e| e.to_string())
+        Ok(Document::from_json(&Value::Object(m).to_string())?)
     }
 }
 

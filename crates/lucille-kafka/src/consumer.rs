@@ -22,7 +22,7 @@ use super::admin::client_config;
 use super::config::KafkaSettings;
 use super::offsets::OffsetTracker;
 use super::KafkaError;
-use lucille_core::document::Document;
+use lucille_core::document::{Document, DocumentError};
 use lucille_core::event::Origin;
 
 /// Told the committed offsets `(partition, next offset to read)` after each commit.
@@ -137,6 +137,15 @@ pub struct Taken {
     pub origin: Option<Origin>,
 }
 
+/// Why a message is not a document (it is logged and skipped).
+#[derive(Debug, thiserror::Error)]
+enum NotADocument {
+    #[error("an empty message")]
+    Empty,
+    #[error("{0}")]
+    Document(#[from] DocumentError),
+}
+
 pub struct GroupConsumer {
     consumer: BaseConsumer<GroupContext>,
     tracker: Arc<OffsetTracker>,
@@ -195,8 +204,8 @@ impl GroupConsumer {
                 .and_then(Origin::parse)
         });
         let parsed = match msg.payload() {
-            Some(bytes) => Document::from_json_bytes(bytes).map_err(|e| e.to_string()),
-            None => Err("an empty message".to_string()),
+            Some(bytes) => Document::from_json_bytes(bytes).map_err(NotADocument::from),
+            None => Err(NotADocument::Empty),
         };
         match parsed {
             Ok(doc) => {

@@ -194,16 +194,16 @@ pub fn resolve_target(
     match driver {
         Some(Driver::Sqlite) => match sqlite::target(connection, config) {
             Ok(t) => Some(Target::Sqlite(t)),
-            Err(msg) => {
-                p.push("connectionString", msg);
+            Err(e) => {
+                p.push("connectionString", e.to_string());
                 None
             }
         },
         Some(Driver::Postgres) => {
             match postgresql::target(connection, user.as_deref(), password.as_deref()) {
                 Ok(c) => Some(Target::Postgres(Box::new(c))),
-                Err(msg) => {
-                    p.push("connectionString", msg);
+                Err(e) => {
+                    p.push("connectionString", e.to_string());
                     None
                 }
             }
@@ -211,8 +211,8 @@ pub fn resolve_target(
         Some(Driver::Mysql) => {
             match mysql::target(connection, user.as_deref(), password.as_deref()) {
                 Ok(t) => Some(Target::Mysql(Box::new(t))),
-                Err(msg) => {
-                    p.push("connectionString", msg);
+                Err(e) => {
+                    p.push("connectionString", e.to_string());
                     None
                 }
             }
@@ -224,11 +224,12 @@ pub fn resolve_target(
 /// A failure while reading the database, before its user names itself in the message.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
-    #[error("cannot connect to {target} after {attempts} attempt(s): {message}")]
+    #[error("cannot connect to {target} after {attempts} attempt(s): {source}")]
     Connect {
         target: String,
         attempts: u32,
-        message: String,
+        #[source]
+        source: ConnectError,
     },
     #[error("SQL error in {what} {sql:?}: {message}")]
     Sql {
@@ -241,6 +242,20 @@ pub enum DbError {
     /// Whoever consumed the rows stopped (a connector whose publishing failed): its message.
     #[error("{0}")]
     Stopped(String),
+}
+
+/// Why one connection attempt failed (the driver's error, as its driver words it).
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// A SQLite database file that does not exist (it is never created).
+    #[error("no such file")]
+    NoSuchFile,
+    #[error("{0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("{}", postgresql::message(.0))]
+    Postgres(#[source] ::postgres::Error),
+    #[error("{}", mysql::message(.0))]
+    Mysql(#[source] ::mysql::Error),
 }
 
 /// A connector that cannot take more rows (its publish failed, the run is stopping) stops the
@@ -290,7 +305,7 @@ pub fn with_retries<C>(
     retries: u32,
     pause: Duration,
     target: &str,
-    mut connect: impl FnMut() -> Result<C, String>,
+    mut connect: impl FnMut() -> Result<C, ConnectError>,
 ) -> Result<C, DbError> {
     let attempts = retries.saturating_add(1);
     let mut attempt = 0;
@@ -298,16 +313,16 @@ pub fn with_retries<C>(
         attempt += 1;
         match connect() {
             Ok(c) => return Ok(c),
-            Err(message) if attempt >= attempts => {
+            Err(source) if attempt >= attempts => {
                 return Err(DbError::Connect {
                     target: target.to_string(),
                     attempts: attempt,
-                    message,
+                    source,
                 })
             }
-            Err(message) => {
+            Err(e) => {
                 tracing::warn!(
-                    "cannot connect to {target} (attempt {attempt} of {attempts}): {message}; retrying in {pause:?}"
+                    "cannot connect to {target} (attempt {attempt} of {attempts}): {e}; retrying in {pause:?}"
                 );
                 std::thread::sleep(pause);
             }

@@ -16,6 +16,7 @@
 //! as base64, JSON (MySQL's type) as JSON. GEOMETRY is skipped with one warning per column, as
 //! PostgreSQL's unsupported types.
 
+use std::num::ParseIntError;
 use std::time::Duration;
 
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
@@ -25,7 +26,9 @@ use mysql::{Column, Conn, Opts, OptsBuilder, Value as My};
 use serde_json::Value;
 
 use super::value::{Found, Param};
-use super::{self as database, value, with_retries, Cursors, DbError, Query, RowSource};
+use super::{
+    self as database, value, with_retries, ConnectError, Cursors, DbError, Query, RowSource,
+};
 
 /// The character set number of binary strings and BLOBs.
 const BINARY_CHARSET: u16 = 63;
@@ -72,12 +75,49 @@ impl MysqlTarget {
     }
 }
 
+/// Why a MySQL / MariaDB `connectionString` cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MysqlUrlError {
+    #[error("is not a MySQL / MariaDB URL (jdbc:mysql://host:port/database)")]
+    NotMysql,
+    #[error("names several hosts; only one host is supported")]
+    SeveralHosts,
+    #[error("has an invalid port {port:?}")]
+    InvalidPort {
+        port: String,
+        #[source]
+        source: ParseIntError,
+    },
+    #[error("has {key}={val}, which is not a number of milliseconds")]
+    NotMillis {
+        key: String,
+        val: String,
+        #[source]
+        source: ParseIntError,
+    },
+    /// A property with a value this driver does not implement; `why` says what it does.
+    #[error("has {key}={val}, which is not supported: {why}")]
+    Unsupported {
+        key: String,
+        val: String,
+        why: &'static str,
+    },
+    #[error(
+        "has the JDBC property {key:?}, which is not supported (supported: user, password, connectTimeout, socketTimeout, useSSL=false, sslMode=DISABLED, useUnicode=true, characterEncoding=UTF-8, serverTimezone=UTC, allowPublicKeyRetrieval)"
+    )]
+    UnknownProperty { key: String },
+}
+
 /// A boolean JDBC property that may only take the value this driver implements.
-fn only(key: &str, val: &str, allowed: &[&str], why: &str) -> Result<(), String> {
+fn only(key: &str, val: &str, allowed: &[&str], why: &'static str) -> Result<(), MysqlUrlError> {
     if allowed.iter().any(|a| a.eq_ignore_ascii_case(val)) {
         Ok(())
     } else {
-        Err(format!("has {key}={val}, which is not supported: {why}"))
+        Err(MysqlUrlError::Unsupported {
+            key: key.to_string(),
+            val: val.to_string(),
+            why,
+        })
     }
 }
 
@@ -86,13 +126,13 @@ pub fn target(
     connection: &str,
     user: Option<&str>,
     password: Option<&str>,
-) -> Result<MysqlTarget, String> {
+) -> Result<MysqlTarget, MysqlUrlError> {
     let lower = connection.to_ascii_lowercase();
     let rest = ["jdbc:mysql://", "jdbc:mariadb://", "mysql://", "mariadb://"]
         .iter()
         .find(|p| lower.starts_with(**p))
         .map(|p| &connection[p.len()..])
-        .ok_or("is not a MySQL / MariaDB URL (jdbc:mysql://host:port/database)")?;
+        .ok_or(MysqlUrlError::NotMysql)?;
     let (location, query) = rest.split_once('?').unwrap_or((rest, ""));
     let (authority, database) = location.split_once('/').unwrap_or((location, ""));
     let (creds, hostport) = match authority.rsplit_once('@') {
@@ -100,13 +140,16 @@ pub fn target(
         None => (None, authority),
     };
     if hostport.contains(',') {
-        return Err("names several hosts; only one host is supported".into());
+        return Err(MysqlUrlError::SeveralHosts);
     }
     let (host, port) = match hostport.rsplit_once(':') {
         Some((h, p)) if !h.ends_with(']') || p.parse::<u16>().is_ok() => (
             h,
             p.parse::<u16>()
-                .map_err(|_| format!("has an invalid port {p:?}"))?,
+                .map_err(|source| MysqlUrlError::InvalidPort {
+                    port: p.to_string(),
+                    source,
+                })?,
         ),
         _ => (hostport, 3306),
     };
@@ -129,10 +172,12 @@ pub fn target(
         t.user = Some(u.to_string()).filter(|u| !u.is_empty());
         t.password = Some(p.to_string()).filter(|p| !p.is_empty());
     }
-    let millis = |key: &str, val: &str| -> Result<Option<Duration>, String> {
-        let ms: u64 = val
-            .parse()
-            .map_err(|_| format!("has {key}={val}, which is not a number of milliseconds"))?;
+    let millis = |key: &str, val: &str| -> Result<Option<Duration>, MysqlUrlError> {
+        let ms: u64 = val.parse().map_err(|source| MysqlUrlError::NotMillis {
+            key: key.to_string(),
+            val: val.to_string(),
+            source,
+        })?;
         Ok((ms > 0).then(|| Duration::from_millis(ms)))
     };
     for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -166,9 +211,9 @@ pub fn target(
             // The server's RSA key for caching_sha2_password without TLS is always requested.
             "allowpublickeyretrieval" => only(key, val, &["true", "false"], "true or false")?,
             _ => {
-                return Err(format!(
-                    "has the JDBC property {key:?}, which is not supported (supported: user, password, connectTimeout, socketTimeout, useSSL=false, sslMode=DISABLED, useUnicode=true, characterEncoding=UTF-8, serverTimezone=UTC, allowPublicKeyRetrieval)"
-                ))
+                return Err(MysqlUrlError::UnknownProperty {
+                    key: key.to_string(),
+                })
             }
         }
     }
@@ -182,7 +227,7 @@ pub fn target(
 }
 
 /// The server's message with its error number and SQLSTATE, or the driver's error.
-fn message(e: &mysql::Error) -> String {
+pub(crate) fn message(e: &mysql::Error) -> String {
     match e {
         mysql::Error::MySqlError(m) => {
             format!("{} (error {}, SQLSTATE {})", m.message, m.code, m.state)
@@ -201,7 +246,7 @@ fn sql_error(what: &'static str, sql: &str, e: &mysql::Error) -> DbError {
 
 fn connect(target: &MysqlTarget, retries: u32, pause: Duration) -> Result<Conn, DbError> {
     with_retries(retries, pause, &target.describe(), || {
-        Conn::new(target.opts()).map_err(|e| message(&e))
+        Conn::new(target.opts()).map_err(ConnectError::Mysql)
     })
 }
 
@@ -266,8 +311,23 @@ fn decoder(c: &Column) -> Decode {
     }
 }
 
-fn text(raw: &[u8]) -> Result<&str, String> {
-    std::str::from_utf8(raw).map_err(|e| format!("is not valid UTF-8 text: {e}"))
+/// Why a column value cannot be read as its column's type.
+#[derive(Debug, thiserror::Error)]
+pub enum MysqlValueError {
+    #[error("is not valid UTF-8 text: {0}")]
+    NotUtf8(#[from] std::str::Utf8Error),
+    #[error("{0:?} is not a boolean")]
+    NotBoolean(String),
+    #[error("{0:?} is not an integer")]
+    NotInteger(String),
+    #[error("{0:?} is not a number")]
+    NotNumber(String),
+    #[error("bad JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+fn text(raw: &[u8]) -> Result<&str, MysqlValueError> {
+    Ok(std::str::from_utf8(raw)?)
 }
 
 /// Fractional seconds as `.ffffff` trimmed to milliseconds or microseconds, as chrono's `%.f`.
@@ -289,7 +349,7 @@ fn date_time_from_text(t: &str) -> Option<String> {
 }
 
 /// One value as JSON: text-protocol values arrive as bytes, binary-protocol ones typed.
-fn decode(how: Decode, v: &My) -> Result<Value, String> {
+fn decode(how: Decode, v: &My) -> Result<Value, MysqlValueError> {
     Ok(match (how, v) {
         (_, My::NULL) | (Decode::Unsupported, _) => Value::Null,
         (Decode::Bool, My::Int(n)) => Value::Bool(*n != 0),
@@ -324,7 +384,7 @@ fn decode(how: Decode, v: &My) -> Result<Value, String> {
             match how {
                 Decode::Bool => Value::Bool(
                     t.parse::<i64>()
-                        .map_err(|_| format!("{t:?} is not a boolean"))?
+                        .map_err(|_| MysqlValueError::NotBoolean(t.to_string()))?
                         != 0,
                 ),
                 Decode::Int => {
@@ -333,21 +393,23 @@ fn decode(how: Decode, v: &My) -> Result<Value, String> {
                     } else if let Ok(n) = t.parse::<u64>() {
                         Value::from(n)
                     } else {
-                        return Err(format!("{t:?} is not an integer"));
+                        return Err(MysqlValueError::NotInteger(t.to_string()));
                     }
                 }
-                Decode::Float32 => {
-                    value::float32(t.parse().map_err(|_| format!("{t:?} is not a number"))?)
-                }
-                Decode::Float64 => {
-                    value::float(t.parse().map_err(|_| format!("{t:?} is not a number"))?)
-                }
+                Decode::Float32 => value::float32(
+                    t.parse()
+                        .map_err(|_| MysqlValueError::NotNumber(t.to_string()))?,
+                ),
+                Decode::Float64 => value::float(
+                    t.parse()
+                        .map_err(|_| MysqlValueError::NotNumber(t.to_string()))?,
+                ),
                 Decode::Decimal => value::decimal(t),
                 Decode::DateTime => Value::String(date_time_from_text(t).unwrap_or(t.into())),
                 Decode::Timestamp => Value::String(
                     date_time_from_text(t).map_or_else(|| t.to_string(), |s| format!("{s}Z")),
                 ),
-                Decode::Json => serde_json::from_str(t).map_err(|e| format!("bad JSON: {e}"))?,
+                Decode::Json => serde_json::from_str(t)?,
                 _ => Value::String(t.to_string()),
             }
         }
@@ -611,19 +673,53 @@ mod tests {
             (t.host.as_str(), t.port, t.database),
             ("127.0.0.1", 33069, None)
         );
-        let err = target("jdbc:mysql://h/db?useSSL=true", None, None).unwrap_err();
+        let err = target("jdbc:mysql://h/db?useSSL=true", None, None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no TLS"), "{err}");
         let err = target(
             "jdbc:mysql://h/db?rewriteBatchedStatements=true",
             None,
             None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("\"rewriteBatchedStatements\""), "{err}");
-        let err = target("jdbc:mysql://h1,h2/db", None, None).unwrap_err();
+        let err = target("jdbc:mysql://h1,h2/db", None, None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("several hosts"), "{err}");
         assert!(target("jdbc:mysql://h:port/db", None, None).is_err());
         assert!(target("jdbc:postgresql://h/db", None, None).is_err());
+    }
+
+    #[test]
+    fn url_errors_keep_their_messages() {
+        let msg = |url: &str| target(url, None, None).unwrap_err().to_string();
+        assert_eq!(
+            msg("jdbc:postgresql://h/db"),
+            "is not a MySQL / MariaDB URL (jdbc:mysql://host:port/database)"
+        );
+        assert_eq!(
+            msg("jdbc:mysql://h1,h2/db"),
+            "names several hosts; only one host is supported"
+        );
+        assert_eq!(
+            msg("jdbc:mysql://h:port/db"),
+            "has an invalid port \"port\""
+        );
+        assert_eq!(
+            msg("jdbc:mysql://h/db?connectTimeout=soon"),
+            "has connectTimeout=soon, which is not a number of milliseconds"
+        );
+        assert_eq!(
+            msg("jdbc:mysql://h/db?useSSL=true"),
+            "has useSSL=true, which is not supported: this driver has no TLS"
+        );
+        assert_eq!(
+            msg("jdbc:mysql://h/db?bogus=1"),
+            "has the JDBC property \"bogus\", which is not supported (supported: user, password, connectTimeout, socketTimeout, useSSL=false, sslMode=DISABLED, useUnicode=true, characterEncoding=UTF-8, serverTimezone=UTC, allowPublicKeyRetrieval)"
+        );
     }
 
     #[test]
@@ -680,5 +776,17 @@ mod tests {
         );
         assert!(decode(Decode::Text, &My::Bytes(vec![0xff])).is_err());
         assert!(decode(Decode::Int, &b("x")).is_err());
+        let msg = |how: Decode, v: &My| decode(how, v).unwrap_err().to_string();
+        let invalid = vec![0xff_u8];
+        let utf8 = std::str::from_utf8(&invalid).unwrap_err();
+        assert_eq!(
+            msg(Decode::Text, &My::Bytes(vec![0xff])),
+            format!("is not valid UTF-8 text: {utf8}")
+        );
+        assert_eq!(msg(Decode::Bool, &b("x")), "\"x\" is not a boolean");
+        assert_eq!(msg(Decode::Int, &b("x")), "\"x\" is not an integer");
+        assert_eq!(msg(Decode::Float64, &b("x")), "\"x\" is not a number");
+        let json = serde_json::from_str::<Value>("{").unwrap_err();
+        assert_eq!(msg(Decode::Json, &b("{")), format!("bad JSON: {json}"));
     }
 }

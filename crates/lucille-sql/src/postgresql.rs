@@ -22,7 +22,9 @@ use postgres::{Client, Config, NoTls, Portal, Row, Transaction};
 use serde_json::Value;
 
 use super::value::{Found, Param};
-use super::{self as database, value, with_retries, Cursors, DbError, Query, RowSource};
+use super::{
+    self as database, value, with_retries, ConnectError, Cursors, DbError, Query, RowSource,
+};
 
 /// JDBC URL properties and the libpq parameter each becomes.
 const JDBC_PARAMS: &[(&str, &str)] = &[
@@ -34,19 +36,31 @@ const JDBC_PARAMS: &[(&str, &str)] = &[
     ("options", "options"),
 ];
 
+/// Why a PostgreSQL `connectionString` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PostgresUrlError {
+    #[error("is not a PostgreSQL JDBC URL (jdbc:postgresql://host:port/database)")]
+    NotJdbc,
+    #[error(
+        "has the JDBC property {key:?}, which is not supported (supported: user, password, sslmode, ApplicationName, connectTimeout, options, currentSchema)"
+    )]
+    UnknownProperty { key: String },
+    #[error("is not a valid PostgreSQL URL: {0}")]
+    Invalid(#[source] postgres::Error),
+}
+
 /// Builds the client config from the connection string and the optional user / password.
 pub fn target(
     connection: &str,
     user: Option<&str>,
     password: Option<&str>,
-) -> Result<Config, String> {
+) -> Result<Config, PostgresUrlError> {
     let url = if connection.len() >= 5 && connection[..5].eq_ignore_ascii_case("jdbc:") {
         jdbc_to_url(&connection[5..])?
     } else {
         connection.to_string()
     };
-    let mut config =
-        Config::from_str(&url).map_err(|e| format!("is not a valid PostgreSQL URL: {e}"))?;
+    let mut config = Config::from_str(&url).map_err(PostgresUrlError::Invalid)?;
     if let Some(u) = user.filter(|u| !u.is_empty()) {
         config.user(u);
     }
@@ -61,9 +75,9 @@ pub fn target(
 
 /// `postgresql://host:port/db?user=x` (JDBC form, without `jdbc:`) as a libpq URL; the JDBC
 /// properties are renamed and `currentSchema` becomes a `search_path` option.
-fn jdbc_to_url(rest: &str) -> Result<String, String> {
+fn jdbc_to_url(rest: &str) -> Result<String, PostgresUrlError> {
     let Some(body) = rest.strip_prefix("postgresql:") else {
-        return Err("is not a PostgreSQL JDBC URL (jdbc:postgresql://host:port/database)".into());
+        return Err(PostgresUrlError::NotJdbc);
     };
     let (location, query) = body.split_once('?').unwrap_or((body, ""));
     // jdbc:postgresql:db and jdbc:postgresql:/ mean localhost.
@@ -80,9 +94,9 @@ fn jdbc_to_url(rest: &str) -> Result<String, String> {
         } else if let Some((_, libpq)) = JDBC_PARAMS.iter().find(|(j, _)| *j == lower) {
             params.push(format!("{libpq}={val}"));
         } else {
-            return Err(format!(
-                "has the JDBC property {key:?}, which is not supported (supported: user, password, sslmode, ApplicationName, connectTimeout, options, currentSchema)"
-            ));
+            return Err(PostgresUrlError::UnknownProperty {
+                key: key.to_string(),
+            });
         }
     }
     let mut url = format!("postgresql://{location}");
@@ -94,7 +108,7 @@ fn jdbc_to_url(rest: &str) -> Result<String, String> {
 }
 
 /// The server's message for a failed call (the driver's own text is only "db error").
-fn message(e: &postgres::Error) -> String {
+pub(crate) fn message(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         let mut m = format!("{} (SQLSTATE {})", db.message(), db.code().code());
         if let Some(detail) = db.detail() {
@@ -393,7 +407,7 @@ fn connect(query: &Query, config: &Config) -> Result<Client, DbError> {
         query.connection_retries,
         query.retry_pause,
         &describe_target(config),
-        || config.connect(NoTls).map_err(|e| message(&e)),
+        || config.connect(NoTls).map_err(ConnectError::Postgres),
     )
 }
 
@@ -482,7 +496,7 @@ pub fn prepare_lookup(
     sql: &str,
 ) -> Result<Prepared, DbError> {
     let mut client = with_retries(retries, pause, &describe_target(config), || {
-        config.connect(NoTls).map_err(|e| message(&e))
+        config.connect(NoTls).map_err(ConnectError::Postgres)
     })?;
     let statement = client
         .prepare(&jdbc_placeholders(sql))
@@ -505,9 +519,37 @@ pub fn prepare_lookup(
     })
 }
 
+/// Why a lookup parameter cannot be sent as the type the statement expects.
+#[derive(Debug, thiserror::Error)]
+pub enum PostgresParamError {
+    #[error("{value} is out of range for {sql_type}")]
+    OutOfRange {
+        value: i64,
+        sql_type: &'static str,
+        #[source]
+        source: std::num::TryFromIntError,
+    },
+    #[error("a {param} parameter cannot be sent where the statement expects {expected}")]
+    Mismatch {
+        /// The parameter's `inputTypes` name (`String`, `Integer`, ...).
+        param: &'static str,
+        expected: Type,
+    },
+}
+
 /// A parameter as the type the statement expects there: JDBC drivers convert `setInt` for a
 /// bigint column and the like, and PostgreSQL's binary protocol would otherwise refuse.
-fn pg_param(ty: &Type, p: &Param) -> Result<Box<dyn postgres::types::ToSql + Sync>, String> {
+fn pg_param(
+    ty: &Type,
+    p: &Param,
+) -> Result<Box<dyn postgres::types::ToSql + Sync>, PostgresParamError> {
+    let out_of_range = |value: i64, sql_type: &'static str| {
+        move |source| PostgresParamError::OutOfRange {
+            value,
+            sql_type,
+            source,
+        }
+    };
     let wide = match p {
         Param::Int(n) => Some(i64::from(*n)),
         Param::Long(n) => Some(*n),
@@ -515,10 +557,10 @@ fn pg_param(ty: &Type, p: &Param) -> Result<Box<dyn postgres::types::ToSql + Syn
     };
     let out: Box<dyn postgres::types::ToSql + Sync> = match (ty, p, wide) {
         (&Type::INT2, _, Some(n)) => {
-            Box::new(i16::try_from(n).map_err(|_| format!("{n} is out of range for smallint"))?)
+            Box::new(i16::try_from(n).map_err(out_of_range(n, "smallint"))?)
         }
         (&Type::INT4, _, Some(n)) => {
-            Box::new(i32::try_from(n).map_err(|_| format!("{n} is out of range for integer"))?)
+            Box::new(i32::try_from(n).map_err(out_of_range(n, "integer"))?)
         }
         (&Type::INT8, _, Some(n)) => Box::new(n),
         (&Type::FLOAT4, Param::Double(f), _) => Box::new(*f as f32),
@@ -530,17 +572,17 @@ fn pg_param(ty: &Type, p: &Param) -> Result<Box<dyn postgres::types::ToSql + Syn
         (&Type::TIMESTAMP, Param::Date(d), _) => Box::new(d.and_time(NaiveTime::MIN)),
         (_, Param::Str(s), _) => Box::new(s.clone()),
         (ty, p, _) => {
-            return Err(format!(
-                "a {} parameter cannot be sent where the statement expects {ty}",
-                match p {
+            return Err(PostgresParamError::Mismatch {
+                param: match p {
                     Param::Str(_) => "String",
                     Param::Int(_) => "Integer",
                     Param::Long(_) => "Long",
                     Param::Double(_) => "Double",
                     Param::Bool(_) => "Boolean",
                     Param::Date(_) => "Date",
-                }
-            ))
+                },
+                expected: ty.clone(),
+            })
         }
     };
     Ok(out)
@@ -564,11 +606,11 @@ impl Prepared {
             .iter()
             .zip(params)
             .map(|(ty, p)| pg_param(ty, p))
-            .collect::<Result<Vec<_>, String>>()
-            .map_err(|message| DbError::Sql {
+            .collect::<Result<Vec<_>, PostgresParamError>>()
+            .map_err(|e| DbError::Sql {
                 what: "sql",
                 sql: sql.to_string(),
-                message,
+                message: e.to_string(),
             })?;
         let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
             bound.iter().map(|b| b.as_ref()).collect();
@@ -725,9 +767,46 @@ mod tests {
         assert_eq!(c.get_options(), Some("-c search_path=s1"));
         let local = target("jdbc:postgresql:shop", None, None).unwrap();
         assert_eq!(local.get_dbname(), Some("shop"));
-        let err = target("jdbc:postgresql://h/db?loginTimeout=3", None, None).unwrap_err();
+        let err = target("jdbc:postgresql://h/db?loginTimeout=3", None, None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("loginTimeout"), "{err}");
         assert!(target("postgresql://u:p@127.0.0.1:5/x", None, None).is_ok());
+    }
+
+    #[test]
+    fn url_and_param_errors_keep_their_messages() {
+        let msg = |url: &str| target(url, None, None).unwrap_err().to_string();
+        assert_eq!(
+            msg("jdbc:mysql://h/db"),
+            "is not a PostgreSQL JDBC URL (jdbc:postgresql://host:port/database)"
+        );
+        assert_eq!(
+            msg("jdbc:postgresql://h/db?loginTimeout=3"),
+            "has the JDBC property \"loginTimeout\", which is not supported (supported: user, password, sslmode, ApplicationName, connectTimeout, options, currentSchema)"
+        );
+        let bad = "postgresql://h/db?bogus=1";
+        let e = Config::from_str(bad).unwrap_err();
+        assert_eq!(msg(bad), format!("is not a valid PostgreSQL URL: {e}"));
+        let param = |ty: &Type, p: &Param| pg_param(ty, p).err().map(|e| e.to_string());
+        assert_eq!(
+            param(&Type::INT2, &Param::Long(70_000)).as_deref(),
+            Some("70000 is out of range for smallint")
+        );
+        assert_eq!(
+            param(&Type::INT4, &Param::Long(1 << 40)).as_deref(),
+            Some("1099511627776 is out of range for integer")
+        );
+        assert_eq!(
+            param(&Type::BOOL, &Param::Int(1)).as_deref(),
+            Some(
+                format!(
+                    "a Integer parameter cannot be sent where the statement expects {}",
+                    Type::BOOL
+                )
+                .as_str()
+            )
+        );
     }
 
     #[test]

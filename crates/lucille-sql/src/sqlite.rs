@@ -10,18 +10,24 @@ use rusqlite::{Connection, OpenFlags, Rows, Statement};
 
 use super::value::{Found, Param};
 use super::{
-    self as database, value, with_retries, Cursors, DbError, Query, RowSource, SqliteTarget,
+    self as database, value, with_retries, ConnectError, Cursors, DbError, Query, RowSource,
+    SqliteTarget,
 };
 use lucille_core::config::ComponentConfig;
 
-pub fn target(connection: &str, config: &ComponentConfig) -> Result<SqliteTarget, String> {
+/// A SQLite `connectionString` that names no database file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("names no SQLite database file")]
+pub struct NoDatabaseFile;
+
+pub fn target(connection: &str, config: &ComponentConfig) -> Result<SqliteTarget, NoDatabaseFile> {
     let rest = if connection.len() >= 12 && connection[..12].eq_ignore_ascii_case("jdbc:sqlite:") {
         &connection[12..]
     } else {
         connection
     };
     match rest.trim() {
-        "" => Err("names no SQLite database file".into()),
+        "" => Err(NoDatabaseFile),
         ":memory:" => Ok(SqliteTarget::Memory),
         path => Ok(SqliteTarget::File(config.resolve_path(path))),
     }
@@ -41,14 +47,14 @@ fn connect_with(
         SqliteTarget::Memory => "an in-memory SQLite database".to_string(),
     };
     with_retries(retries, pause, &name, || match target {
-        SqliteTarget::Memory => Connection::open_in_memory().map_err(|e| e.to_string()),
+        SqliteTarget::Memory => Ok(Connection::open_in_memory()?),
         SqliteTarget::File(path) => {
             // Never create a file: a wrong path must not look like an empty database.
             if !path.is_file() {
-                return Err("no such file".to_string());
+                return Err(ConnectError::NoSuchFile);
             }
             let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            Connection::open_with_flags(path, flags).map_err(|e| e.to_string())
+            Ok(Connection::open_with_flags(path, flags)?)
         }
     })
 }
@@ -200,4 +206,24 @@ pub fn run(
             .map_err(|e| sql_error("postSQL", post, e))?;
     }
     Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_and_connect_errors_keep_their_messages() {
+        let config = ComponentConfig::new(serde_json::Map::new(), "connector");
+        assert_eq!(
+            target("jdbc:sqlite: ", &config).unwrap_err().to_string(),
+            "names no SQLite database file"
+        );
+        let missing = SqliteTarget::File(std::path::PathBuf::from("/nonexistent/lucille.db"));
+        let e = connect_with(0, std::time::Duration::ZERO, &missing).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "cannot connect to SQLite database /nonexistent/lucille.db after 1 attempt(s): no such file"
+        );
+    }
 }

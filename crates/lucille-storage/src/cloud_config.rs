@@ -104,15 +104,38 @@ pub fn percent_encode_key(key: &str) -> String {
     out
 }
 
+/// Why a path is a URL no object store reads ([`parse_url`]); `url` is the path as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    #[error("{url:?}: the {scheme}:// path names no bucket")]
+    NoBucket { url: String, scheme: String },
+    #[error(
+        "{url:?}: an https:// path must be an Azure blob URL (https://ACCOUNT.blob.core.windows.net/container/prefix)"
+    )]
+    NotAzure { url: String },
+    #[error("{url:?}: expected https://ACCOUNT.blob.core.windows.net/container/prefix")]
+    BadAzure { url: String },
+    /// A `file://` URL: `local` is the local path to give instead.
+    #[error("{url:?}: give a local path without file:// (e.g. {local:?})")]
+    FileScheme { url: String, local: String },
+    #[error(
+        "{url:?}: unsupported scheme {scheme:?}; paths are local paths, s3://bucket/prefix, gs://bucket/prefix or https://ACCOUNT.blob.core.windows.net/container/prefix"
+    )]
+    UnsupportedScheme { url: String, scheme: String },
+}
+
 /// `Ok(None)` for a local path; `Err` for a URL this connector cannot read.
-pub fn parse_url(p: &str) -> Result<Option<ObjectUrl>, String> {
+pub fn parse_url(p: &str) -> Result<Option<ObjectUrl>, UrlError> {
     let Some((scheme, rest)) = p.split_once("://") else {
         return Ok(None);
     };
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
     let bucket_url = |kind: StoreKind| {
         if authority.is_empty() {
-            return Err(format!("{p:?}: the {scheme}:// path names no bucket"));
+            return Err(UrlError::NoBucket {
+                url: p.to_string(),
+                scheme: scheme.to_string(),
+            });
         }
         Ok(Some(ObjectUrl {
             kind,
@@ -127,15 +150,11 @@ pub fn parse_url(p: &str) -> Result<Option<ObjectUrl>, String> {
         "https" => {
             let host = authority.to_ascii_lowercase();
             let Some(account) = host.strip_suffix(".blob.core.windows.net") else {
-                return Err(format!(
-                    "{p:?}: an https:// path must be an Azure blob URL (https://ACCOUNT.blob.core.windows.net/container/prefix)"
-                ));
+                return Err(UrlError::NotAzure { url: p.to_string() });
             };
             let (container, prefix) = path.split_once('/').unwrap_or((path, ""));
             if account.is_empty() || account.contains('.') || container.is_empty() {
-                return Err(format!(
-                    "{p:?}: expected https://ACCOUNT.blob.core.windows.net/container/prefix"
-                ));
+                return Err(UrlError::BadAzure { url: p.to_string() });
             }
             Ok(Some(ObjectUrl {
                 kind: StoreKind::Azure,
@@ -144,13 +163,14 @@ pub fn parse_url(p: &str) -> Result<Option<ObjectUrl>, String> {
                 prefix: percent_decode(prefix),
             }))
         }
-        "file" => Err(format!(
-            "{p:?}: give a local path without file:// (e.g. {:?})",
-            percent_decode(rest)
-        )),
-        other => Err(format!(
-            "{p:?}: unsupported scheme {other:?}; paths are local paths, s3://bucket/prefix, gs://bucket/prefix or https://ACCOUNT.blob.core.windows.net/container/prefix"
-        )),
+        "file" => Err(UrlError::FileScheme {
+            url: p.to_string(),
+            local: percent_decode(rest),
+        }),
+        other => Err(UrlError::UnsupportedScheme {
+            url: p.to_string(),
+            scheme: other.to_string(),
+        }),
     }
 }
 
@@ -196,15 +216,29 @@ pub struct AzureConnection {
     pub development: bool,
 }
 
+/// Why an Azure connection string cannot be used ([`AzureConnection::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AzureConnectionError {
+    /// A part without `=`; `part` is its start (at most 24 characters, it may hold a secret).
+    #[error("connection string part {part:?} is not Key=value")]
+    NotKeyValue { part: String },
+    /// `key` is lower-cased.
+    #[error("unknown connection string key {key:?}")]
+    UnknownKey { key: String },
+    #[error(
+        "needs AccountName and AccountKey, SharedAccessSignature, or UseDevelopmentStorage=true"
+    )]
+    NoCredentials,
+}
+
 impl AzureConnection {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, AzureConnectionError> {
         let mut c = AzureConnection::default();
         for part in s.split(';').map(str::trim).filter(|p| !p.is_empty()) {
             let Some((k, v)) = part.split_once('=') else {
-                return Err(format!(
-                    "connection string part {:?} is not Key=value",
-                    part.chars().take(24).collect::<String>()
-                ));
+                return Err(AzureConnectionError::NotKeyValue {
+                    part: part.chars().take(24).collect(),
+                });
             };
             let v = v.trim().to_string();
             match k.trim().to_ascii_lowercase().as_str() {
@@ -220,17 +254,18 @@ impl AzureConnection {
                 | "tableendpoint"
                 | "fileendpoint"
                 | "dfsendpoint" => {}
-                other => return Err(format!("unknown connection string key {other:?}")),
+                other => {
+                    return Err(AzureConnectionError::UnknownKey {
+                        key: other.to_string(),
+                    })
+                }
             }
         }
         if !c.development
             && c.sas.is_none()
             && (c.account_name.is_none() || c.account_key.is_none())
         {
-            return Err(
-                "needs AccountName and AccountKey, SharedAccessSignature, or UseDevelopmentStorage=true"
-                    .into(),
-            );
+            return Err(AzureConnectionError::NoCredentials);
         }
         Ok(c)
     }
@@ -258,6 +293,20 @@ pub struct CloudConfig {
     pub s3: Option<S3Options>,
     pub azure: Option<AzureOptions>,
     pub gcp: Option<GcpOptions>,
+}
+
+/// Why a GCS service key file cannot be used: it cannot be read, or is not JSON.
+#[derive(Debug, thiserror::Error)]
+enum ServiceKeyError {
+    #[error("{0}")]
+    Read(#[from] std::io::Error),
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+}
+
+fn read_service_key(path: &std::path::Path) -> Result<Value, ServiceKeyError> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(serde_json::from_str(&text)?)
 }
 
 fn block(
@@ -329,7 +378,7 @@ impl CloudConfig {
         if let Some(c) = block(config, "azure", &azure_spec(), errors) {
             let connection = ok(errors, c.string("connectionString")).and_then(|s| {
                 AzureConnection::parse(&s)
-                    .map_err(|m| errors.push(c.error("connectionString", m)))
+                    .map_err(|e| errors.push(c.error("connectionString", e.to_string())))
                     .ok()
             });
             let account_name = ok(errors, c.string("accountName"));
@@ -357,10 +406,7 @@ impl CloudConfig {
         if let Some(c) = block(config, "gcp", &gcp_spec(), errors) {
             if let Some(p) = ok(errors, c.string("pathToServiceKey")) {
                 let path = c.resolve_path(&p);
-                match std::fs::read_to_string(&path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string()))
-                {
+                match read_service_key(&path) {
                     Ok(key) => {
                         let allow_http = key
                             .get("gcs_base_url")
@@ -465,6 +511,31 @@ mod tests {
     }
 
     #[test]
+    fn url_errors_keep_their_messages() {
+        let msg = |p: &str| parse_url(p).unwrap_err().to_string();
+        assert_eq!(
+            msg("S3:///key"),
+            "\"S3:///key\": the S3:// path names no bucket"
+        );
+        assert_eq!(
+            msg("https://example.com/x"),
+            "\"https://example.com/x\": an https:// path must be an Azure blob URL (https://ACCOUNT.blob.core.windows.net/container/prefix)"
+        );
+        assert_eq!(
+            msg("https://acct.blob.core.windows.net/"),
+            "\"https://acct.blob.core.windows.net/\": expected https://ACCOUNT.blob.core.windows.net/container/prefix"
+        );
+        assert_eq!(
+            msg("file:///tmp/a%20b"),
+            "\"file:///tmp/a%20b\": give a local path without file:// (e.g. \"/tmp/a b\")"
+        );
+        assert_eq!(
+            msg("FTP://host/x"),
+            "\"FTP://host/x\": unsupported scheme \"ftp\"; paths are local paths, s3://bucket/prefix, gs://bucket/prefix or https://ACCOUNT.blob.core.windows.net/container/prefix"
+        );
+    }
+
+    #[test]
     fn keys_are_quoted_as_java_uri_does() {
         assert_eq!(percent_encode_key("a b/c%d.csv"), "a%20b/c%25d.csv");
         assert_eq!(percent_encode_key("dir/é.txt"), "dir/é.txt");
@@ -504,5 +575,18 @@ mod tests {
         assert!(AzureConnection::parse("AccountName=a").is_err());
         assert!(AzureConnection::parse("AccountName=a;Bogus=1;AccountKey=k").is_err());
         assert!(AzureConnection::parse("nonsense").is_err());
+        let msg = |s: &str| AzureConnection::parse(s).unwrap_err().to_string();
+        assert_eq!(
+            msg("AccountName=a"),
+            "needs AccountName and AccountKey, SharedAccessSignature, or UseDevelopmentStorage=true"
+        );
+        assert_eq!(
+            msg("AccountName=a;Bogus=1;AccountKey=k"),
+            "unknown connection string key \"bogus\""
+        );
+        assert_eq!(
+            msg("nonsense-that-is-longer-than-24-characters"),
+            "connection string part \"nonsense-that-is-longer-\" is not Key=value"
+        );
     }
 }

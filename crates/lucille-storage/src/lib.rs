@@ -236,7 +236,7 @@ pub fn roots(config: &ComponentConfig, paths: &[String], errors: &mut Vec<Config
                     url: None,
                 });
             }
-            Err(message) => errors.push(config.error("paths", message)),
+            Err(e) => errors.push(config.error("paths", e.to_string())),
             Ok(Some(url)) => {
                 used[url.kind as usize] = true;
                 let storage = stores

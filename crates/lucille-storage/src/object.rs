@@ -23,10 +23,15 @@ use super::cloud_config::{
 use super::{FileMetadata, Listed, Opened, Storage, StorageError};
 use lucille_core::config::{ComponentConfig, ConfigError};
 
+/// The tokio runtime could not be started; kept, and given to every later call.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot start the cloud storage runtime: {0}")]
+pub struct RuntimeError(#[source] Arc<io::Error>);
+
 /// The tokio runtime the connector's object stores run on.
 #[derive(Default)]
 pub struct CloudRuntime {
-    rt: OnceLock<Result<tokio::runtime::Runtime, String>>,
+    rt: OnceLock<Result<tokio::runtime::Runtime, RuntimeError>>,
 }
 
 impl CloudRuntime {
@@ -38,10 +43,10 @@ impl CloudRuntime {
                     .thread_name("lucille-cloud")
                     .enable_all()
                     .build()
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| RuntimeError(Arc::new(e)))
             })
             .as_ref()
-            .map_err(|e| io::Error::other(format!("cannot start the cloud storage runtime: {e}")))
+            .map_err(|e| io::Error::other(e.clone()))
     }
 
     /// Runs a future to completion from a thread outside the runtime.
@@ -259,7 +264,9 @@ impl ObjectStorage {
         }
     }
 
-    async fn list_all(&self, prefix: &str) -> Result<Vec<object_store::ObjectMeta>, String> {
+    /// Every object under `prefix`. The error is the store's message with the secrets
+    /// replaced: its source is not kept, as it may carry them.
+    async fn list_all(&self, prefix: &str) -> Result<Vec<object_store::ObjectMeta>, StorageError> {
         let mut out = Vec::new();
         let mut token: Option<String> = None;
         loop {
@@ -273,7 +280,7 @@ impl ObjectStorage {
                 .lister
                 .list_paginated(prefix, opts)
                 .await
-                .map_err(|e| self.scrub(e.to_string()))?;
+                .map_err(|e| StorageError::new(self.scrub(e.to_string())))?;
             out.extend(page.result.objects);
             match page.page_token {
                 Some(t) if !t.is_empty() => token = Some(t),

@@ -5,28 +5,35 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+/// A value that is not a duration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("must be a non-negative duration, found {0}")]
+    Negative(serde_json::Number),
+    #[error("must be a duration such as \"30s\", found {0}")]
+    NotADuration(Value),
+    #[error("must be a duration such as \"500ms\", \"30s\", \"5m\", \"1h\", \"2d\", found {0:?}")]
+    Unreadable(String),
+}
+
 /// A HOCON duration: a number of milliseconds, or a number with a unit (`ms`, `s`, `m`, `h`,
 /// `d` and their long forms).
-pub fn parse_duration(v: &Value) -> Result<Duration, String> {
+pub fn parse_duration(v: &Value) -> Result<Duration, DurationError> {
     let text = match v {
         Value::Number(n) => {
             return n
                 .as_u64()
                 .map(Duration::from_millis)
-                .ok_or_else(|| format!("must be a non-negative duration, found {n}"))
+                .ok_or_else(|| DurationError::Negative(n.clone()))
         }
         Value::String(s) => s.trim(),
-        other => return Err(format!("must be a duration such as \"30s\", found {other}")),
+        other => return Err(DurationError::NotADuration(other.clone())),
     };
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let bad = || {
-        format!(
-            "must be a duration such as \"500ms\", \"30s\", \"5m\", \"1h\", \"2d\", found {text:?}"
-        )
-    };
+    let bad = || DurationError::Unreadable(text.to_string());
     let number: f64 = number.parse().map_err(|_| bad())?;
     let unit_secs = match unit.trim() {
         "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => 1e-3,

@@ -530,7 +530,7 @@ impl ComponentConfig {
             None => Ok(None),
             Some(v) => super::parse_duration(v)
                 .map(Some)
-                .map_err(|m| self.error(key, m)),
+                .map_err(|e| self.error(key, e.to_string())),
         }
     }
     pub fn require_i64(&self, key: &str) -> Result<i64, ConfigError> {

@@ -25,20 +25,13 @@ pub struct ObjectParser {
 }
 
 /// What a parsed line was when it was not an object.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ParseError {
-    Json(serde_json::Error),
+    #[error("invalid JSON: {0}")]
+    Json(#[source] serde_json::Error),
     /// A JSON value of this kind ("an array", "a string", ...).
+    #[error("expected a JSON object, found {0}")]
     NotAnObject(&'static str),
-}
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ParseError::Json(e) => write!(f, "invalid JSON: {e}"),
-            ParseError::NotAnObject(kind) => write!(f, "expected a JSON object, found {kind}"),
-        }
-    }
 }
 
 impl ObjectParser {

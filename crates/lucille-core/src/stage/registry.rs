@@ -32,7 +32,28 @@ pub enum StageClass {
     Python(String),
 }
 
-pub fn resolve(class: &str) -> Result<StageClass, String> {
+/// A `class` that names no stage here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnknownStage {
+    /// A built-in of Lucille's that runs Python, without the Python bindings loaded.
+    #[error(
+        "{0} runs Python code and needs the lucille Python package (run through `lucille` or \
+         `import lucille`)"
+    )]
+    NeedsPython(String),
+    #[error("unknown stage class {class:?} (did you mean {suggestion:?}?)")]
+    Misspelt {
+        class: String,
+        suggestion: &'static str,
+    },
+    #[error(
+        "unknown stage class {0:?}; use a built-in stage name, Lucille's full class name, or a \
+         Python class as \"module:Class\" or \"path/to/file.py:Class\""
+    )]
+    Unknown(String),
+}
+
+pub fn resolve(class: &str) -> Result<StageClass, UnknownStage> {
     let class = class.trim();
     if registry::is_python_reference(class) {
         return Ok(StageClass::Python(class.to_string()));
@@ -42,21 +63,15 @@ pub fn resolve(class: &str) -> Result<StageClass, String> {
     }
     let short = class.rsplit('.').next().unwrap_or(class);
     if PYTHON_BUILTINS.contains(&short) {
-        return Err(format!(
-            "{short} runs Python code and needs the lucille Python package (run through \
-             `lucille` or `import lucille`)"
-        ));
+        return Err(UnknownStage::NeedsPython(short.to_string()));
     }
-    let mut message = format!("unknown stage class {class:?}");
-    if let Some(name) = registry::suggest::<StageDescriptor>(class) {
-        message.push_str(&format!(" (did you mean {name:?}?)"));
-    } else {
-        message.push_str(
-            "; use a built-in stage name, Lucille's full class name, or a Python class as \
-             \"module:Class\" or \"path/to/file.py:Class\"",
-        );
-    }
-    Err(message)
+    Err(match registry::suggest::<StageDescriptor>(class) {
+        Some(suggestion) => UnknownStage::Misspelt {
+            class: class.to_string(),
+            suggestion,
+        },
+        None => UnknownStage::Unknown(class.to_string()),
+    })
 }
 
 /// Built-in stages that run Python; the Python bindings register them.

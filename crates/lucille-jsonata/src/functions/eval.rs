@@ -8,7 +8,7 @@ use bumpalo::Bump;
 use jsonata_rs::{ArrayFlags, FunctionContext, Value};
 
 use super::{arg, bad_arg, context_value, custom_error, max_args};
-use crate::{to_json, with_scope, Expression, JsonataError};
+use crate::{to_json, with_scope, Expression, JsonataError, ToJsonError};
 
 type Res<'a> = jsonata_rs::Result<&'a Value<'a>>;
 
@@ -25,8 +25,8 @@ pub(super) fn fn_eval<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) 
         context_value(&ctx)
     };
     let input = with_scope(|scope| to_json(context, &scope.orderer, 0))
-        .unwrap_or_else(|| Err("no evaluation is running".to_string()))
-        .map_err(|e| custom_error(&ctx, "D3121", &e))?;
+        .unwrap_or(Err(ToJsonError::NoEvaluation))
+        .map_err(|e| custom_error(&ctx, "D3121", &e.to_string()))?;
     let mut expression = match Expression::compile(&source) {
         Ok(e) => e,
         Err(JsonataError::Compile { message, .. } | JsonataError::Evaluate { message, .. }) => {
@@ -88,7 +88,7 @@ pub(super) fn fn_clone<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>])
         return Ok(Value::undefined());
     }
     let copy = with_scope(|scope| to_json(value, &scope.orderer, 0))
-        .unwrap_or_else(|| Err("no evaluation is running".to_string()))
-        .map_err(|e| custom_error(&ctx, "D3121", &e))?;
+        .unwrap_or(Err(ToJsonError::NoEvaluation))
+        .map_err(|e| custom_error(&ctx, "D3121", &e.to_string()))?;
     Ok(copy.map_or_else(Value::undefined, |v| from_json(ctx.arena, &v)))
 }

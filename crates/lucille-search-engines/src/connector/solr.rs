@@ -137,7 +137,7 @@ fn new(config: &ComponentConfig, common: &Common) -> Result<SolrConnector, Confi
     let base = match urls.first().map(|u| parse_url(u)) {
         Some(Ok(b)) => Some(b),
         Some(Err(e)) => {
-            errors.push(solr.error("url", e));
+            errors.push(solr.error("url", e.to_string()));
             None
         }
         None => {

@@ -155,7 +155,7 @@ impl BulkBackend {
     ) -> Result<Self, Vec<ConfigError>> {
         let one = |e: ConfigError| vec![e];
         let url = config.require_string("url").map_err(one)?;
-        let base = http::parse_url(&url).map_err(|e| vec![config.error("url", e)])?;
+        let base = http::parse_url(&url).map_err(|e| vec![config.error("url", e.to_string())])?;
         let index = config.require_string("index").map_err(one)?;
         let auth = match (
             config.string("username").map_err(one)?,

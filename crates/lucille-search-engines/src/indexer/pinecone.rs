@@ -101,7 +101,7 @@ pub(crate) fn host_url(
             Err(config.error(key, "must not carry credentials (the key goes in apiKey)"))
         }
         Ok(b) => Ok(b.url),
-        Err(e) => Err(config.error(key, e)),
+        Err(e) => Err(config.error(key, e.to_string())),
     }
 }
 

@@ -146,7 +146,7 @@ impl SolrBackend {
             )]);
         }
         for u in given.iter().filter(|_| zk.is_none()) {
-            let base = http::parse_url(u).map_err(|e| vec![c.error("url", e)])?;
+            let base = http::parse_url(u).map_err(|e| vec![c.error("url", e.to_string())])?;
             credentials = credentials.or(base.credentials);
             urls.push(base.url);
         }

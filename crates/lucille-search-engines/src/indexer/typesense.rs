@@ -107,7 +107,7 @@ impl TypesenseBackend {
     ) -> Result<Self, Vec<ConfigError>> {
         let one = |e: ConfigError| vec![e];
         let url = config.require_string("url").map_err(one)?;
-        let base = http::parse_url(&url).map_err(|e| vec![config.error("url", e)])?;
+        let base = http::parse_url(&url).map_err(|e| vec![config.error("url", e.to_string())])?;
         let key = config.require_string("apiKey").map_err(one)?;
         let client = HttpClient::new(
             "Typesense",

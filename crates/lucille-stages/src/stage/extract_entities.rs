@@ -137,7 +137,7 @@ impl TermMatcher {
         entries: impl IntoIterator<Item = (String, String)>,
         ignore_case: bool,
         boundaries: Boundaries,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, aho_corasick::BuildError> {
         let mut seen = HashSet::new();
         let mut patterns = Vec::new();
         let mut terms = Vec::new();
@@ -161,7 +161,7 @@ impl TermMatcher {
             patterns.push(pattern);
         }
         drop(seen);
-        let automaton = AhoCorasick::new(&patterns).map_err(|e| e.to_string())?;
+        let automaton = AhoCorasick::new(&patterns)?;
         Ok(TermMatcher {
             automaton,
             terms,

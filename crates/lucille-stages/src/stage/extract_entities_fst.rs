@@ -65,10 +65,19 @@ pub(crate) struct FstDictionary {
     entries: Vec<(String, String)>,
 }
 
+/// Why the dictionaries did not make a transducer.
+#[derive(Debug, thiserror::Error)]
+pub enum FstError {
+    #[error("dictsSorted is true but the terms are not sorted: {key:?} comes after {previous:?}")]
+    Unsorted { key: String, previous: String },
+    #[error(transparent)]
+    Fst(fst::Error),
+}
+
 impl FstDictionary {
     /// Builds from (key, payload) pairs, already normalised and without repeated keys. With
     /// `sorted`, the pairs must be in byte order; the error names the first pair that is not.
-    pub fn new(mut entries: Vec<(String, String)>, sorted: bool) -> Result<Self, String> {
+    pub fn new(mut entries: Vec<(String, String)>, sorted: bool) -> Result<Self, FstError> {
         if !sorted {
             entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         }
@@ -77,11 +86,11 @@ impl FstDictionary {
             builder
                 .insert(key.as_bytes(), i as u64)
                 .map_err(|e| match e {
-                    fst::Error::Fst(fst::raw::Error::OutOfOrder { .. }) => format!(
-                    "dictsSorted is true but the terms are not sorted: {key:?} comes after {:?}",
-                    entries[i - 1].0
-                ),
-                    other => other.to_string(),
+                    fst::Error::Fst(fst::raw::Error::OutOfOrder { .. }) => FstError::Unsorted {
+                        key: key.clone(),
+                        previous: entries[i.saturating_sub(1)].0.clone(),
+                    },
+                    other => FstError::Fst(other),
                 })?;
         }
         let map = builder.into_map();
@@ -148,7 +157,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
                 Ok(())
             })?;
         }
-        FstDictionary::new(entries, sorted).map_err(|e| config.error("dictionaries", e))
+        FstDictionary::new(entries, sorted).map_err(|e| config.error("dictionaries", e.to_string()))
     })?;
     Ok(Box::new(ExtractEntitiesFst {
         pairs,

@@ -251,7 +251,32 @@ enum Token {
     Optional(Vec<Token>),
 }
 
-fn tokenize(pattern: &str) -> Result<Vec<Token>, String> {
+/// Why a Java date pattern cannot be read here (the message follows "pattern \"...\"").
+#[derive(Debug, thiserror::Error)]
+enum PatternError {
+    #[error("has an unterminated quote")]
+    UnterminatedQuote,
+    #[error("has a ']' without '['")]
+    UnopenedBracket,
+    #[error("uses the reserved character {0:?}")]
+    Reserved(char),
+    #[error("has a '[' without ']'")]
+    UnclosedBracket,
+    #[error("has too many optional sections (more than {MAX_ALTERNATIVES} combinations)")]
+    TooManyAlternatives,
+    #[error(
+        "uses {0:?}, which is not supported (supported letters: y u M L d D E H h a m s S X x Z z V O)"
+    )]
+    Unsupported(String),
+    #[error("cannot be translated ({0})")]
+    Untranslatable(chrono::format::ParseError),
+    #[error("has a nested optional section")]
+    NestedOptional,
+    #[error("has no year (y or u), so it cannot give an instant")]
+    NoYear,
+}
+
+fn tokenize(pattern: &str) -> Result<Vec<Token>, PatternError> {
     let chars: Vec<char> = pattern.chars().collect();
     let mut stack: Vec<Vec<Token>> = vec![Vec::new()];
     let mut i = 0;
@@ -274,7 +299,7 @@ fn tokenize(pattern: &str) -> Result<Vec<Token>, String> {
             i += 1;
             loop {
                 match chars.get(i) {
-                    None => return Err("has an unterminated quote".into()),
+                    None => return Err(PatternError::UnterminatedQuote),
                     Some('\'') if chars.get(i + 1) == Some(&'\'') => {
                         text.push('\'');
                         i += 2;
@@ -298,20 +323,20 @@ fn tokenize(pattern: &str) -> Result<Vec<Token>, String> {
             i += 1;
         } else if c == ']' {
             if stack.len() < 2 {
-                return Err("has a ']' without '['".into());
+                return Err(PatternError::UnopenedBracket);
             }
             let inner = stack.pop().unwrap_or_default();
             push(&mut stack, Token::Optional(inner));
             i += 1;
         } else if matches!(c, '#' | '{' | '}') {
-            return Err(format!("uses the reserved character {c:?}"));
+            return Err(PatternError::Reserved(c));
         } else {
             push(&mut stack, Token::Literal(c.to_string()));
             i += 1;
         }
     }
     if stack.len() != 1 {
-        return Err("has a '[' without ']'".into());
+        return Err(PatternError::UnclosedBracket);
     }
     Ok(stack.pop().unwrap_or_default())
 }
@@ -319,7 +344,7 @@ fn tokenize(pattern: &str) -> Result<Vec<Token>, String> {
 const MAX_ALTERNATIVES: usize = 64;
 
 /// Every flattening of the optional sections, the longest (all sections present) first.
-fn alternatives(tokens: &[Token]) -> Result<Vec<Vec<Token>>, String> {
+fn alternatives(tokens: &[Token]) -> Result<Vec<Vec<Token>>, PatternError> {
     let mut alts: Vec<Vec<Token>> = vec![Vec::new()];
     for t in tokens {
         match t {
@@ -339,9 +364,7 @@ fn alternatives(tokens: &[Token]) -> Result<Vec<Vec<Token>>, String> {
             other => alts.iter_mut().for_each(|a| a.push(other.clone())),
         }
         if alts.len() > MAX_ALTERNATIVES {
-            return Err(format!(
-                "has too many optional sections (more than {MAX_ALTERNATIVES} combinations)"
-            ));
+            return Err(PatternError::TooManyAlternatives);
         }
     }
     Ok(alts)
@@ -359,13 +382,8 @@ struct Layout {
     two_digit_year: bool,
 }
 
-fn strftime_for(letter: char, n: usize) -> Result<Option<&'static str>, String> {
-    let unsupported = || {
-        Err(format!(
-            "uses {:?}, which is not supported (supported letters: y u M L d D E H h a m s S X x Z z V O)",
-            letter.to_string().repeat(n)
-        ))
-    };
+fn strftime_for(letter: char, n: usize) -> Result<Option<&'static str>, PatternError> {
+    let unsupported = || Err(PatternError::Unsupported(letter.to_string().repeat(n)));
     Ok(Some(match (letter, n) {
         ('y' | 'u', 2) => "%y",
         ('y' | 'u', _) => "%Y",
@@ -394,16 +412,16 @@ fn is_offset_letter(letter: char, n: usize) -> bool {
     matches!((letter, n), ('X' | 'x', 1..=5) | ('Z', 1..=3 | 5))
 }
 
-fn layout(tokens: &[Token]) -> Result<Layout, String> {
+fn layout(tokens: &[Token]) -> Result<Layout, PatternError> {
     let mut segments = Vec::new();
     let mut fmt = String::new();
     let mut two_digit_year = false;
     let mut has_year = false;
-    let flush = |fmt: &mut String, segments: &mut Vec<Segment>| -> Result<(), String> {
+    let flush = |fmt: &mut String, segments: &mut Vec<Segment>| -> Result<(), PatternError> {
         if !fmt.is_empty() {
             let items = StrftimeItems::new(fmt)
                 .parse_to_owned()
-                .map_err(|e| format!("cannot be translated ({e})"))?;
+                .map_err(PatternError::Untranslatable)?;
             segments.push(Segment::Chrono(items));
             fmt.clear();
         }
@@ -437,12 +455,12 @@ fn layout(tokens: &[Token]) -> Result<Layout, String> {
                     }
                 }
             }
-            Token::Optional(_) => return Err("has a nested optional section".into()),
+            Token::Optional(_) => return Err(PatternError::NestedOptional),
         }
     }
     flush(&mut fmt, &mut segments)?;
     if !has_year {
-        return Err("has no year (y or u), so it cannot give an instant".into());
+        return Err(PatternError::NoYear);
     }
     Ok(Layout {
         segments,
@@ -450,7 +468,7 @@ fn layout(tokens: &[Token]) -> Result<Layout, String> {
     })
 }
 
-fn compile_pattern(pattern: &str) -> Result<Vec<Layout>, String> {
+fn compile_pattern(pattern: &str) -> Result<Vec<Layout>, PatternError> {
     let tokens = tokenize(pattern)?;
     alternatives(&tokens)?.iter().map(|a| layout(a)).collect()
 }
@@ -523,12 +541,22 @@ enum Formatter {
 
 const FORMATTER_PACKAGE: &str = "com.kmwllc.lucille.stage.dateformatters.";
 
-fn regex(p: &str) -> Result<Regex, String> {
-    Regex::new(p).map_err(|e| e.to_string())
+/// A `formatters` entry that names no formatter here.
+#[derive(Debug, thiserror::Error)]
+enum FormatterError {
+    #[error(
+        "unknown formatter class {0:?}; the built-in ones are DatePipeFormatter, \
+         DateMonthStrFormatter, DateTwoYearsFormatter, DateYearOnlyFormatter and \
+         UnixTimestampFormatter"
+    )]
+    Unknown(String),
+    #[error(transparent)]
+    Regex(#[from] regex::Error),
 }
 
 impl Formatter {
-    fn from_class(class: &str) -> Result<Self, String> {
+    fn from_class(class: &str) -> Result<Self, FormatterError> {
+        let regex = Regex::new;
         let short = class
             .trim()
             .strip_prefix(FORMATTER_PACKAGE)
@@ -541,13 +569,7 @@ impl Formatter {
             "DateTwoYearsFormatter" => Formatter::TwoYears(regex(r"(\d{4})\W\d{1,4}")?),
             "DateYearOnlyFormatter" => Formatter::YearOnly(regex(r"^(\d{2,4})$")?),
             "UnixTimestampFormatter" => Formatter::UnixTimestamp,
-            other => {
-                return Err(format!(
-                    "unknown formatter class {other:?}; the built-in ones are DatePipeFormatter, \
-                     DateMonthStrFormatter, DateTwoYearsFormatter, DateYearOnlyFormatter and \
-                     UnixTimestampFormatter"
-                ))
-            }
+            other => return Err(FormatterError::Unknown(other.to_string())),
         })
     }
 
@@ -643,8 +665,10 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
                         "each formatter must be an object with a \"class\"",
                     )
                 })?;
-            formatters
-                .push(Formatter::from_class(class).map_err(|e| config.error("formatters", e))?);
+            formatters.push(
+                Formatter::from_class(class)
+                    .map_err(|e| config.error("formatters", e.to_string()))?,
+            );
         }
     }
     if formats.is_empty() && formatters.is_empty() {

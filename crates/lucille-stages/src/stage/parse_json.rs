@@ -99,7 +99,15 @@ fn is_indefinite(path: &str) -> bool {
     false
 }
 
-fn compile_query(text: &str) -> Result<Query, String> {
+/// A `jsonFieldPaths` value that is not a JSONPath.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid JSONPath {text:?}: {source}")]
+struct BadPath {
+    text: String,
+    source: serde_json_path::ParseError,
+}
+
+fn compile_query(text: &str) -> Result<Query, BadPath> {
     let trimmed = text.trim();
     if trimmed.starts_with('/') {
         return Ok(Query::Pointer(trimmed.to_string()));
@@ -111,7 +119,10 @@ fn compile_query(text: &str) -> Result<Query, String> {
     } else {
         format!("$.{trimmed}")
     };
-    let path = JsonPath::parse(&full).map_err(|e| format!("invalid JSONPath {text:?}: {e}"))?;
+    let path = JsonPath::parse(&full).map_err(|source| BadPath {
+        text: text.to_string(),
+        source,
+    })?;
     Ok(Query::Path {
         definite: !is_indefinite(&full),
         path,
@@ -143,7 +154,8 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
                 if field.trim().is_empty() {
                     return Err(config.error("jsonFieldPaths", "has a blank destination field"));
                 }
-                let query = compile_query(path).map_err(|e| config.error("jsonFieldPaths", e))?;
+                let query = compile_query(path)
+                    .map_err(|e| config.error("jsonFieldPaths", e.to_string()))?;
                 paths.push((field.clone(), query));
             }
             Some(paths)

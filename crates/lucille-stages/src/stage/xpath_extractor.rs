@@ -42,11 +42,26 @@ struct XPathExtractor {
     xml_field: String,
 }
 
-fn compile(expr: &str) -> Result<XPath, String> {
+/// An expression that is not an XPath.
+#[derive(Debug, thiserror::Error)]
+enum BadXPath {
+    #[error("XPath {0:?} is empty")]
+    Empty(String),
+    #[error("invalid XPath {expr:?}: {source}")]
+    Invalid {
+        expr: String,
+        source: sxd_xpath::ParserError,
+    },
+}
+
+fn compile(expr: &str) -> Result<XPath, BadXPath> {
     match Factory::new().build(expr) {
         Ok(Some(x)) => Ok(x),
-        Ok(None) => Err(format!("XPath {expr:?} is empty")),
-        Err(e) => Err(format!("invalid XPath {expr:?}: {e}")),
+        Ok(None) => Err(BadXPath::Empty(expr.to_string())),
+        Err(source) => Err(BadXPath::Invalid {
+            expr: expr.to_string(),
+            source,
+        }),
     }
 }
 
@@ -56,7 +71,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         .ok_or_else(|| config.error("fieldMapping", "missing required key \"fieldMapping\""))?;
     let mut mapping = Vec::new();
     for (expr, fields) in map {
-        compile(expr).map_err(|e| config.error("fieldMapping", e))?;
+        compile(expr).map_err(|e| config.error("fieldMapping", e.to_string()))?;
         let fields: Option<Vec<String>> = match fields {
             Json::Array(items) => items.iter().map(as_string).collect(),
             other => as_string(other).map(|f| vec![f]),
@@ -106,7 +121,7 @@ impl Stage for XPathExtractor {
         let context = Context::new();
         let mut results = Vec::with_capacity(self.mapping.len());
         for (expr, _) in &self.mapping {
-            let xpath = compile(expr).map_err(StageFailure::msg)?;
+            let xpath = compile(expr).map_err(|e| StageFailure::msg(e.to_string()))?;
             let value = xpath.evaluate(&context, xml_doc.root()).map_err(|e| {
                 StageFailure::msg(format!(
                     "XPath {expr:?} failed on document {:?}: {e}",

@@ -216,12 +216,73 @@ struct Layout {
     typed: HashMap<String, (Field, FieldType)>,
 }
 
+/// Why a document or an operation did not make it into the index.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("not an index written by lucille (it has no {0:?} field)")]
+    NotOurs(String),
+    #[error("field {0:?}: not a vector (a list of finite numbers)")]
+    NotAVector(String),
+    #[error("field {name:?}: {value} is not {what}")]
+    DoesNotFit {
+        name: String,
+        value: Value,
+        what: &'static str,
+    },
+    #[error("field {name:?}: values of type {kind:?} are not supported")]
+    Unsupported {
+        name: String,
+        kind: tantivy::schema::Type,
+    },
+    #[error(
+        "index override {0:?} is not a usable index name (no path separators or leading dots)"
+    )]
+    BadIndexName(String),
+    #[error("cannot create {}: {source}", path.display())]
+    CreateFolder {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot {action} {}: {source}", path.display())]
+    Tantivy {
+        action: &'static str,
+        path: PathBuf,
+        source: tantivy::TantivyError,
+    },
+    #[error(transparent)]
+    Open(#[from] BackendError),
+    #[error("tantivy rejected the document: {0}")]
+    Rejected(#[source] tantivy::TantivyError),
+    #[error("delete by {field:?} failed: {source}")]
+    Delete {
+        field: String,
+        source: tantivy::TantivyError,
+    },
+    #[error("cannot delete by field {field:?} = {value:?}: {source}")]
+    DeleteQuery {
+        field: String,
+        value: String,
+        source: tantivy::query::QueryParserError,
+    },
+    #[error("index vanished")]
+    Vanished,
+}
+
+impl From<IndexError> for BackendError {
+    fn from(e: IndexError) -> Self {
+        match e {
+            IndexError::Open(e) => e,
+            other => BackendError::new(other.to_string()),
+        }
+    }
+}
+
 impl Layout {
-    fn of(schema: Schema) -> Result<Self, String> {
+    fn of(schema: Schema) -> Result<Self, IndexError> {
         let get = |name: &str| {
             schema
                 .get_field(name)
-                .map_err(|_| format!("not an index written by lucille (it has no {name:?} field)"))
+                .map_err(|_| IndexError::NotOurs(name.to_string()))
         };
         let (id, all, json, source) = (
             get(ID_FIELD)?,
@@ -245,12 +306,12 @@ impl Layout {
     }
 
     /// The Tantivy document for one upsert, or why a value does not fit its field.
-    fn document(&self, id: &str, fields: &Fields) -> Result<TantivyDocument, String> {
+    fn document(&self, id: &str, fields: &Fields) -> Result<TantivyDocument, IndexError> {
         self.document_owned(id, fields.clone())
     }
 
     /// As `document`, taking the fields (the untyped ones move into `_fields` uncopied).
-    fn document_owned(&self, id: &str, mut fields: Fields) -> Result<TantivyDocument, String> {
+    fn document_owned(&self, id: &str, mut fields: Fields) -> Result<TantivyDocument, IndexError> {
         let mut doc = TantivyDocument::new();
         doc.add_text(self.id, id);
         doc.add_text(self.all, id);
@@ -422,13 +483,13 @@ fn add_typed(
     ty: &FieldType,
     name: &str,
     value: &Value,
-) -> Result<(), String> {
+) -> Result<(), IndexError> {
     if let FieldType::Bytes(_) = ty {
         if value.is_null() {
             return Ok(());
         }
-        let vector = value_to_vector(value)
-            .ok_or_else(|| format!("field {name:?}: not a vector (a list of finite numbers)"))?;
+        let vector =
+            value_to_vector(value).ok_or_else(|| IndexError::NotAVector(name.to_string()))?;
         doc.add_bytes(field, &vector_to_bytes(&vector));
         return Ok(());
     }
@@ -441,7 +502,11 @@ fn add_typed(
     if value.is_null() {
         return Ok(());
     }
-    let bad = |what: &str| format!("field {name:?}: {value} is not {what}");
+    let bad = |what: &'static str| IndexError::DoesNotFit {
+        name: name.to_string(),
+        value: value.clone(),
+        what,
+    };
     match ty {
         FieldType::Str(_) => match value {
             Value::String(s) => doc.add_text(field, s),
@@ -486,10 +551,10 @@ fn add_typed(
         }
         FieldType::JsonObject(_) => doc.add_field_value(field, &owned(value.clone())),
         other => {
-            return Err(format!(
-                "field {name:?}: values of type {:?} are not supported",
-                other.value_type()
-            ))
+            return Err(IndexError::Unsupported {
+                name: name.to_string(),
+                kind: other.value_type(),
+            })
         }
     }
     Ok(())
@@ -637,7 +702,7 @@ impl TantivyBackend {
         }
     }
 
-    fn target(&mut self, index: &Option<String>) -> Result<&mut Target, String> {
+    fn target(&mut self, index: &Option<String>) -> Result<&mut Target, IndexError> {
         if !self.targets.contains_key(index) {
             let path = match index {
                 None => self.path.clone(),
@@ -648,9 +713,7 @@ impl TantivyBackend {
                         && !name.contains(['/', '\\'])
                         && !name.starts_with('.');
                     if !ok {
-                        return Err(format!(
-                            "index override {name:?} is not a usable index name (no path separators or leading dots)"
-                        ));
+                        return Err(IndexError::BadIndexName(name.clone()));
                     }
                     self.path.join(name)
                 }
@@ -658,20 +721,35 @@ impl TantivyBackend {
             // Override indexes get the main index's schema.
             let index_obj = match (index, self.targets.get(&None)) {
                 (Some(_), Some(main)) if !path.join("meta.json").exists() => {
-                    std::fs::create_dir_all(&path)
-                        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-                    Index::create_in_dir(&path, main.layout.schema.clone())
-                        .map_err(|e| format!("cannot create {}: {e}", path.display()))?
+                    std::fs::create_dir_all(&path).map_err(|source| IndexError::CreateFolder {
+                        path: path.clone(),
+                        source,
+                    })?;
+                    Index::create_in_dir(&path, main.layout.schema.clone()).map_err(|source| {
+                        IndexError::Tantivy {
+                            action: "create",
+                            path: path.clone(),
+                            source,
+                        }
+                    })?
                 }
-                _ => open_or_create(&path, &self.defs).map_err(|e| e.message)?,
+                _ => open_or_create(&path, &self.defs)?,
             };
             let layout = Layout::of(index_obj.schema())?;
             let empty = index_obj
                 .searchable_segment_ids()
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+                .map_err(|source| IndexError::Tantivy {
+                    action: "read",
+                    path: path.clone(),
+                    source,
+                })?
                 .is_empty();
-            let writer = writer(&index_obj, self.memory_mb)
-                .map_err(|e| format!("cannot open a writer on {}: {e}", path.display()))?;
+            let writer =
+                writer(&index_obj, self.memory_mb).map_err(|source| IndexError::Tantivy {
+                    action: "open a writer on",
+                    path: path.clone(),
+                    source,
+                })?;
             let fresh = FreshIds(empty.then(std::collections::HashSet::new));
             self.targets.insert(
                 index.clone(),
@@ -682,9 +760,7 @@ impl TantivyBackend {
                 },
             );
         }
-        self.targets
-            .get_mut(index)
-            .ok_or_else(|| "index vanished".to_string())
+        self.targets.get_mut(index).ok_or(IndexError::Vanished)
     }
 
     fn commit(&mut self) -> Result<(), BackendError> {
@@ -709,18 +785,16 @@ impl TantivyBackend {
         id: &str,
         index: &Option<String>,
         doc: TantivyDocument,
-    ) -> Result<(), String> {
+    ) -> Result<(), IndexError> {
         let t = self.target(index)?;
         if t.fresh.needs_delete(id) {
             t.writer.delete_term(Term::from_field_text(t.layout.id, id));
         }
-        t.writer
-            .add_document(doc)
-            .map_err(|e| format!("tantivy rejected the document: {e}"))?;
+        t.writer.add_document(doc).map_err(IndexError::Rejected)?;
         Ok(())
     }
 
-    fn apply(&mut self, op: &IndexOp) -> Result<(), String> {
+    fn apply(&mut self, op: &IndexOp) -> Result<(), IndexError> {
         match op {
             IndexOp::Upsert {
                 id, index, fields, ..
@@ -741,7 +815,10 @@ impl TantivyBackend {
                 let query = field_query(&t.layout, field, value)?;
                 t.writer
                     .delete_query(query)
-                    .map_err(|e| format!("delete by {field:?} failed: {e}"))?;
+                    .map_err(|source| IndexError::Delete {
+                        field: field.clone(),
+                        source,
+                    })?;
             }
         }
         Ok(())
@@ -754,7 +831,7 @@ fn field_query(
     layout: &Layout,
     field: &str,
     value: &str,
-) -> Result<Box<dyn tantivy::query::Query>, String> {
+) -> Result<Box<dyn tantivy::query::Query>, IndexError> {
     if field == ID_FIELD {
         return Ok(Box::new(tantivy::query::TermQuery::new(
             Term::from_field_text(layout.id, value),
@@ -770,7 +847,11 @@ fn field_query(
     let name = field.replace('.', "\\.");
     parser
         .parse_query(&format!("{name}:\"{escaped}\""))
-        .map_err(|e| format!("cannot delete by field {field:?} = {value:?}: {e}"))
+        .map_err(|source| IndexError::DeleteQuery {
+            field: field.to_string(),
+            value: value.to_string(),
+            source,
+        })
 }
 
 /// Builds upserts' Tantivy documents for the main index, on the worker threads.
@@ -787,7 +868,10 @@ impl Encoder for DocumentEncoder {
                 fields,
                 ..
             } => {
-                let doc = self.layout.document_owned(id, std::mem::take(fields))?;
+                let doc = self
+                    .layout
+                    .document_owned(id, std::mem::take(fields))
+                    .map_err(|e| e.to_string())?;
                 Ok(Some(Box::new(doc)))
             }
             _ => Ok(None),
@@ -797,7 +881,7 @@ impl Encoder for DocumentEncoder {
 
 impl Backend for TantivyBackend {
     fn validate_connection(&mut self) -> Result<(), BackendError> {
-        self.target(&None).map(|_| ()).map_err(BackendError::new)
+        self.target(&None).map(|_| ()).map_err(BackendError::from)
     }
 
     fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
@@ -825,9 +909,9 @@ impl Backend for TantivyBackend {
             .map(
                 |(i, op)| match (op, take_encoded::<TantivyDocument>(&mut encoded, i)) {
                     (IndexOp::Upsert { id, index, .. }, Some(doc)) => {
-                        self.add(id, index, doc).err()
+                        self.add(id, index, doc).err().map(|e| e.to_string())
                     }
-                    (op, _) => self.apply(op).err(),
+                    (op, _) => self.apply(op).err().map(|e| e.to_string()),
                 },
             )
             .collect();

@@ -96,7 +96,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     let url = config
         .string("url")?
         .unwrap_or_else(|| "https://api.openai.com/v1".into());
-    crate::http::parse_url(&url).map_err(|e| config.error("url", e))?;
+    crate::http::parse_url(&url).map_err(|e| config.error("url", e.to_string()))?;
     let batch_size = match config.i64("batchSize")? {
         None => 32,
         Some(n) if n > 0 => n as usize,

@@ -57,7 +57,7 @@ struct PromptOllama {
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     let host = config.require_string("hostURL")?;
-    crate::http::parse_url(&host).map_err(|e| config.error("hostURL", e))?;
+    crate::http::parse_url(&host).map_err(|e| config.error("hostURL", e.to_string()))?;
     let timeout = seconds(config, "timeout", 10)?;
     Ok(Box::new(PromptOllama {
         endpoint: format!("{}/api/chat", host.trim_end_matches('/')),

@@ -282,11 +282,11 @@ fn publish_failed_counts_a_failure_without_sending_a_document() {
 /// Builds a document from a record's text, refusing "bad".
 struct Builder;
 impl crate::record::RecordBuilder for Builder {
-    fn build(&self, id: &str, text: &str) -> Result<Document, String> {
+    fn build(&self, id: &str, text: &str) -> Result<Document, crate::record::BuildError> {
         if text == "bad" {
-            return Err("unbuildable".into());
+            return Err(crate::record::BuildError::Invalid("unbuildable".into()));
         }
-        Document::new(id).map_err(|e| e.to_string())
+        Ok(Document::new(id)?)
     }
 }
 
@@ -313,7 +313,7 @@ fn a_record_is_tracked_by_its_id_and_sent_unbuilt_with_the_run_id() {
     assert_eq!(r.id, "r1");
     assert_eq!(r.run_id.as_deref(), Some("run-1"));
     assert_eq!(
-        ToProcess::Record(r).into_document().unwrap_err(),
+        ToProcess::Record(r).into_document().unwrap_err().reason,
         "f.jsonl: line 7: unbuildable"
     );
 }

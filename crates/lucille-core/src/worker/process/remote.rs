@@ -85,6 +85,42 @@ impl Processes {
     }
 }
 
+/// Why a worker process could not run documents (they FAIL with it, and the next call starts
+/// a new process).
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerProcessError {
+    #[error("cannot start a worker process: {0}")]
+    Start(#[source] std::io::Error),
+    #[error("cannot talk to the worker process: {0}")]
+    Hello(#[source] std::io::Error),
+    #[error("cannot send to the worker process: {0}")]
+    Send(#[source] std::io::Error),
+    #[error("cannot read from the worker process: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("the worker process exited")]
+    Exited,
+    #[error("the worker process answered what is not a reply ({0})")]
+    NotAReply(#[source] serde_json::Error),
+    #[error("the worker process answered out of turn")]
+    OutOfTurn,
+    /// The process's own message (a config error, a stage that failed to start).
+    #[error("the worker process could not build the pipeline: {0}")]
+    Build(String),
+    #[error("the worker process sent back a malformed document: {0}")]
+    MalformedDocument(#[source] crate::document::DocumentError),
+    #[error("no worker process")]
+    NoProcess,
+    /// A reply that did not come while the process was processing documents.
+    #[error("{0} while processing this document")]
+    WhileProcessing(Box<WorkerProcessError>),
+    /// How the process ended, after the error that showed it.
+    #[error("{error} ({how})")]
+    Ended {
+        error: Box<WorkerProcessError>,
+        how: String,
+    },
+}
+
 #[derive(Deserialize)]
 struct Reply {
     #[serde(default)]
@@ -102,19 +138,18 @@ pub struct RemotePipeline {
     metrics: Vec<StageMetrics>,
 }
 
-fn read_reply(conn: &mut Conn) -> Result<Reply, String> {
+fn read_reply(conn: &mut Conn) -> Result<Reply, WorkerProcessError> {
     let mut line = String::new();
     match conn.from.read_line(&mut line) {
-        Ok(0) => Err("the worker process exited".into()),
-        Ok(_) => serde_json::from_str(&line)
-            .map_err(|e| format!("the worker process answered what is not a reply ({e})")),
-        Err(e) => Err(format!("cannot read from the worker process: {e}")),
+        Ok(0) => Err(WorkerProcessError::Exited),
+        Ok(_) => serde_json::from_str(&line).map_err(WorkerProcessError::NotAReply),
+        Err(e) => Err(WorkerProcessError::Read(e)),
     }
 }
 
 impl RemotePipeline {
     /// Starts a worker process and has it build the plan's pipeline.
-    pub fn start(plan: &PipelinePlan, connect: Connect) -> Result<Self, String> {
+    pub fn start(plan: &PipelinePlan, connect: Connect) -> Result<Self, WorkerProcessError> {
         let (stages, paths) = plan.stage_configs();
         let hello = serde_json::json!({ "pipeline": plan.name, "stages": stages, "paths": paths });
         let mut remote = RemotePipeline {
@@ -128,11 +163,10 @@ impl RemotePipeline {
         Ok(remote)
     }
 
-    fn connect(&mut self) -> Result<(), String> {
-        let mut conn =
-            (self.connect)().map_err(|e| format!("cannot start a worker process: {e}"))?;
+    fn connect(&mut self) -> Result<(), WorkerProcessError> {
+        let mut conn = (self.connect)().map_err(WorkerProcessError::Start)?;
         let hello = writeln!(conn.to, "{}", self.hello).and_then(|_| conn.to.flush());
-        hello.map_err(|e| format!("cannot talk to the worker process: {e}"))?;
+        hello.map_err(WorkerProcessError::Hello)?;
         let reply = read_reply(&mut conn);
         match reply {
             Ok(Reply { ready: true, .. }) => {
@@ -141,13 +175,11 @@ impl RemotePipeline {
             }
             Ok(Reply { error: Some(e), .. }) => {
                 end(conn);
-                Err(format!(
-                    "the worker process could not build the pipeline: {e}"
-                ))
+                Err(WorkerProcessError::Build(e))
             }
             Ok(_) => {
                 end(conn);
-                Err("the worker process answered out of turn".into())
+                Err(WorkerProcessError::OutOfTurn)
             }
             Err(e) => {
                 end(conn);
@@ -167,13 +199,17 @@ impl RemotePipeline {
         let result = self.round_trip(&docs);
         match result {
             Ok(outputs) => outputs,
-            Err(mut message) => {
+            Err(mut error) => {
                 if let Some(conn) = self.conn.take() {
                     let limit = conn.memory_limit;
                     if let Some(status) = end(conn).filter(|s| !s.success()) {
-                        message.push_str(&format!(" ({})", ended(status, limit)));
+                        error = WorkerProcessError::Ended {
+                            error: Box::new(error),
+                            how: ended(status, limit),
+                        };
                     }
                 }
+                let message = error.to_string();
                 tracing::error!("{message}");
                 docs.into_iter()
                     .map(|doc| {
@@ -193,12 +229,12 @@ impl RemotePipeline {
         }
     }
 
-    fn round_trip(&mut self, docs: &[Document]) -> Result<Vec<Output>, String> {
+    fn round_trip(&mut self, docs: &[Document]) -> Result<Vec<Output>, WorkerProcessError> {
         if self.conn.is_none() {
             self.connect()?;
         }
         let Some(conn) = self.conn.as_mut() else {
-            return Err("no worker process".into());
+            return Err(WorkerProcessError::NoProcess);
         };
         let sent = (|| -> std::io::Result<()> {
             conn.to.write_all(b"{\"docs\":[")?;
@@ -211,16 +247,16 @@ impl RemotePipeline {
             conn.to.write_all(b"]}\n")?;
             conn.to.flush()
         })();
-        sent.map_err(|e| format!("cannot send to the worker process: {e}"))?;
-        let reply = read_reply(conn).map_err(|e| format!("{e} while processing this document"))?;
+        sent.map_err(WorkerProcessError::Send)?;
+        let reply =
+            read_reply(conn).map_err(|e| WorkerProcessError::WhileProcessing(Box::new(e)))?;
         let Some(out) = reply.out else {
-            return Err("the worker process answered out of turn".into());
+            return Err(WorkerProcessError::OutOfTurn);
         };
         out.into_iter()
             .map(|o| {
-                let doc = Document::from_value(o.doc).map_err(|e| {
-                    format!("the worker process sent back a malformed document: {e}")
-                })?;
+                let doc =
+                    Document::from_value(o.doc).map_err(WorkerProcessError::MalformedDocument)?;
                 Ok(Output {
                     doc,
                     is_child: o.child,
@@ -246,10 +282,10 @@ impl RemotePipeline {
                 Ok(())
             }
             Ok(_) => Ok(()),
-            Err(message) => Err(StageError::Lifecycle {
+            Err(e) => Err(StageError::Lifecycle {
                 stage: "worker process".into(),
                 phase: "stop",
-                message,
+                message: e.to_string(),
             }),
         }
     }

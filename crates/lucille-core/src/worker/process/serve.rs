@@ -8,9 +8,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{WireError, WireOutput};
-use crate::config::PathContext;
+use crate::config::{ConfigErrors, PathContext};
 use crate::document::Document;
 use crate::pipeline::{Output, Pipeline, PipelinePlan};
+use crate::stage::StageError;
 
 #[derive(Deserialize)]
 pub(super) struct Hello {
@@ -30,12 +31,20 @@ fn send(output: &mut impl Write, value: &impl serde::Serialize) -> std::io::Resu
     output.flush()
 }
 
-fn build(hello: Hello) -> Result<Pipeline, String> {
+/// Why a worker process could not build its pipeline (sent back as the reply's text).
+#[derive(Debug, thiserror::Error)]
+enum BuildError {
+    #[error("{}", .0.to_string().trim_end())]
+    Config(#[from] ConfigErrors),
+    #[error(transparent)]
+    Start(#[from] StageError),
+}
+
+fn build(hello: Hello) -> Result<Pipeline, BuildError> {
     let paths = Arc::new(hello.paths.unwrap_or_else(|| PathContext::new(None)));
     let mut pipeline = PipelinePlan::from_config(&hello.pipeline, &hello.stages, "stages", &paths)
-        .and_then(|plan| plan.instantiate())
-        .map_err(|e| e.to_string().trim_end().to_string())?;
-    pipeline.start().map_err(|e| e.to_string())?;
+        .and_then(|plan| plan.instantiate())?;
+    pipeline.start()?;
     Ok(pipeline)
 }
 
@@ -69,7 +78,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
     };
     let mut pipeline = match build(hello) {
         Ok(p) => p,
-        Err(e) => return send(&mut output, &json!({ "error": e })),
+        Err(e) => return send(&mut output, &json!({ "error": e.to_string() })),
     };
     send(&mut output, &json!({ "ready": true }))?;
     for line in lines {

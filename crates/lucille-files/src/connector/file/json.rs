@@ -20,8 +20,8 @@ use super::{
 };
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::ids::id_text;
-use crate::document::{read_object, Document, ObjectParser, ObjectReader};
-use crate::record::{Record, RecordBuilder};
+use crate::document::{read_object, Document, ObjectParser, ObjectReader, ParseError};
+use crate::record::{BuildError, Record, RecordBuilder};
 
 inventory::submit!(super::FileHandlerDescriptor {
     name: "json",
@@ -57,21 +57,30 @@ struct IdRule {
     quoted_field: Option<memchr::memmem::Finder<'static>>,
 }
 
+/// Why a line gives no document (its FAIL reason).
+#[derive(Debug, thiserror::Error)]
+enum LineError {
+    #[error("no usable id field {0:?} (a non-empty string or number)")]
+    NoId(String),
+    #[error("invalid JSON: {0}")]
+    InvalidJson(serde_json::Error),
+    #[error("invalid JSON: the line is not UTF-8")]
+    NotUtf8,
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+}
+
 impl IdRule {
     /// The id from the id fields' values (in `fields` order).
     fn of_values<'v>(
         &self,
         values: impl IntoIterator<Item = Option<&'v Value>>,
-    ) -> Result<String, String> {
+    ) -> Result<String, LineError> {
         let mut parts = Vec::with_capacity(self.fields.len());
         for (f, value) in self.fields.iter().zip(values) {
             match value.and_then(id_text) {
                 Some(v) if !v.is_empty() => parts.push(v),
-                _ => {
-                    return Err(format!(
-                        "no usable id field {f:?} (a non-empty string or number)"
-                    ))
-                }
+                _ => return Err(LineError::NoId(f.clone())),
             }
         }
         Ok(prefixed(
@@ -121,14 +130,14 @@ struct JsonBuilder {
 }
 
 impl RecordBuilder for JsonBuilder {
-    fn build(&self, id: &str, text: &str) -> Result<Document, String> {
-        let mut map = self.parser.parse(text).map_err(|e| e.to_string())?;
+    fn build(&self, id: &str, text: &str) -> Result<Document, BuildError> {
+        let mut map = self.parser.parse(text)?;
         for f in &self.ignore_fields {
             map.shift_remove(f);
         }
         map.shift_remove("run_id");
         map.insert("id".into(), Value::from(id));
-        Document::from_fields(map).map_err(|e| e.to_string())
+        Ok(Document::from_fields(map)?)
     }
 }
 
@@ -182,17 +191,17 @@ impl JsonHandler {
     /// The line as text, checked UTF-8 here once (the worker then parses it as a `&str`
     /// without checking every string again); a line that is not FAILs at its position with
     /// serde_json's own message, as a parse would.
-    fn line_text(line: &[u8]) -> Result<&str, String> {
+    fn line_text(line: &[u8]) -> Result<&str, LineError> {
         std::str::from_utf8(line).map_err(|_| match serde_json::from_slice::<IgnoredAny>(line) {
-            Err(e) => format!("invalid JSON: {e}"),
-            Ok(_) => "invalid JSON: the line is not UTF-8".into(),
+            Err(e) => LineError::InvalidJson(e),
+            Ok(_) => LineError::NotUtf8,
         })
     }
 
     /// The line's document id, read without building the document: from the first key when
     /// it is the id ([`IdRule::leading`]), else by scanning the line as JSON, reading the id
     /// field(s) and skipping everything else unallocated.
-    fn scan_id(&self, line: &str) -> Result<String, String> {
+    fn scan_id(&self, line: &str) -> Result<String, LineError> {
         let ids = &self.builder.ids;
         if let Some(id) = ids.leading(line) {
             return Ok(id);
@@ -202,8 +211,7 @@ impl JsonHandler {
             IdScan {
                 fields: &ids.fields,
             },
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         ids.of_values(found.iter().map(Option::as_ref))
     }
 }

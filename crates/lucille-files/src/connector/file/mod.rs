@@ -1090,7 +1090,7 @@ fn move_target(
     target: &str,
     roots: &[storage::Root],
 ) -> Result<String, ConfigError> {
-    let url = storage::cloud_config::parse_url(target).map_err(|m| c.error(key, m))?;
+    let url = storage::cloud_config::parse_url(target).map_err(|m| c.error(key, m.to_string()))?;
     match url {
         None => match roots.iter().find(|r| r.url.is_some()) {
             Some(r) => Err(c.error(

@@ -142,18 +142,29 @@ fn add_value(map: &mut Map<String, Value>, name: &str, value: String) {
     }
 }
 
-fn resolve_entity(r: &BytesRef<'_>) -> Result<String, String> {
-    if let Some(c) = r.resolve_char_ref().map_err(|e| e.to_string())? {
+/// An entity reference that stands for no text.
+#[derive(Debug, thiserror::Error)]
+enum EntityError {
+    #[error(transparent)]
+    CharRef(#[from] quick_xml::Error),
+    #[error(transparent)]
+    Encoding(#[from] quick_xml::encoding::EncodingError),
+    #[error("unknown entity &{0};")]
+    Unknown(String),
+}
+
+fn resolve_entity(r: &BytesRef<'_>) -> Result<String, EntityError> {
+    if let Some(c) = r.resolve_char_ref()? {
         return Ok(c.to_string());
     }
-    let name = r.decode().map_err(|e| e.to_string())?;
+    let name = r.decode()?;
     match name.as_ref() {
         "amp" => Ok("&".into()),
         "lt" => Ok("<".into()),
         "gt" => Ok(">".into()),
         "quot" => Ok("\"".into()),
         "apos" => Ok("'".into()),
-        other => Err(format!("unknown entity &{other};")),
+        other => Err(EntityError::Unknown(other.to_string())),
     }
 }
 
@@ -371,7 +382,7 @@ impl FileHandler for XmlHandler {
                         match resolve_entity(g) {
                             Ok(text) => r.text(&text, in_id),
                             Err(e) => {
-                                r.error.get_or_insert(e);
+                                r.error.get_or_insert(e.to_string());
                             }
                         }
                     }

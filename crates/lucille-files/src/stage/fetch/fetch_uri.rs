@@ -254,26 +254,40 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     }))
 }
 
+/// A document's URL that is not fetched.
+#[derive(Debug, thiserror::Error)]
+enum UrlError {
+    #[error("{url:?} is not a valid URL: {source}")]
+    Invalid {
+        url: String,
+        source: ureq::http::uri::InvalidUri,
+    },
+    #[error("{url:?}: the {scheme}:// scheme is not fetched (http and https are)")]
+    Scheme { url: String, scheme: String },
+    #[error("{0:?} is not an absolute URL (no http:// or https://)")]
+    Relative(String),
+    #[error("{0:?} has no host")]
+    NoHost(String),
+}
+
 /// Checks the URL is an absolute http(s) URL with a host.
-fn check_url(url: &str) -> Result<(), String> {
-    let uri: ureq::http::Uri = url
-        .parse()
-        .map_err(|e| format!("{url:?} is not a valid URL: {e}"))?;
+fn check_url(url: &str) -> Result<(), UrlError> {
+    let uri: ureq::http::Uri = url.parse().map_err(|source| UrlError::Invalid {
+        url: url.to_string(),
+        source,
+    })?;
     match uri.scheme_str() {
         Some(s) if s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https") => {}
         Some(s) => {
-            return Err(format!(
-                "{url:?}: the {s}:// scheme is not fetched (http and https are)"
-            ))
+            return Err(UrlError::Scheme {
+                url: url.to_string(),
+                scheme: s.to_string(),
+            })
         }
-        None => {
-            return Err(format!(
-                "{url:?} is not an absolute URL (no http:// or https://)"
-            ))
-        }
+        None => return Err(UrlError::Relative(url.to_string())),
     }
     if uri.host().is_none_or(str::is_empty) {
-        return Err(format!("{url:?} has no host"));
+        return Err(UrlError::NoHost(url.to_string()));
     }
     Ok(())
 }
@@ -292,7 +306,7 @@ impl FetchUri {
                 .retryable
                 .contains(&status.map_or(NO_STATUS, i64::from));
             if !listed {
-                return result;
+                return result.map_err(|e| e.to_string());
             }
             if attempt >= policy.max_retries {
                 let tries = if attempt == 0 {
@@ -327,7 +341,9 @@ impl Stage for FetchUri {
             Some(u) if !u.is_empty() => u,
             _ => return Ok(None),
         };
-        let reply = check_url(&url).and_then(|()| self.fetch(&url));
+        let reply = check_url(&url)
+            .map_err(|e| e.to_string())
+            .and_then(|()| self.fetch(&url));
         match reply {
             Ok(reply) => {
                 doc.set_bytes(&self.dest, &reply.body)?;

@@ -61,7 +61,8 @@ pub(crate) fn engine(
         return Err(e);
     }
     let settings = ComponentConfig::new(map.clone(), path).with_paths(config.paths().clone());
-    let base = parse_url(&settings.require_string("url")?).map_err(|e| settings.error("url", e))?;
+    let base = parse_url(&settings.require_string("url")?)
+        .map_err(|e| settings.error("url", e.to_string()))?;
     let index = settings.require_string("index")?;
     if index.is_empty() {
         return Err(settings.error("index", "must not be empty"));
