@@ -50,12 +50,37 @@ pub fn take_encoded<T: 'static>(encoded: &mut [Option<Encoded>], i: usize) -> Op
         .map(|b| *b)
 }
 
+/// Why an operation could not be encoded for the backend: its document FAILs with it and
+/// never reaches the backend. It holds the backend's own error (`EncodeError::from(e)`), or a
+/// reason in words (`"...".into()`).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct EncodeError(Box<dyn std::error::Error + Send + Sync>);
+
+impl EncodeError {
+    pub fn new(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        EncodeError(error.into())
+    }
+}
+
+impl From<String> for EncodeError {
+    fn from(reason: String) -> Self {
+        EncodeError::new(reason)
+    }
+}
+
+impl From<&str> for EncodeError {
+    fn from(reason: &str) -> Self {
+        EncodeError::new(reason)
+    }
+}
+
 /// An operation a worker prepared.
 pub struct PreparedOp {
     /// The document's id (its FINISH / FAIL event names it; the op's id may be overridden).
     pub doc_id: String,
     pub op: IndexOp,
-    pub encoded: Result<Option<Encoded>, String>,
+    pub encoded: Result<Option<Encoded>, EncodeError>,
     /// The document's JSON size when `indexer.batchByteSize` is set, else 0.
     pub bytes: u64,
 }

@@ -312,11 +312,11 @@ impl Publisher {
     /// nothing is pending, and the last poll found no event in transit. `timeout` is
     /// `runner.connectorTimeout` (`None` or zero: no limit). `on_tick` runs between polls (for
     /// progress lines and watchdogs); an `Err` from it ends the wait as a failure.
-    pub fn wait_for_completion(
+    pub fn wait_for_completion<E: std::fmt::Display>(
         &self,
         connector: &dyn ConnectorStatus,
         timeout: Option<Duration>,
-        mut on_tick: impl FnMut(&Publisher) -> Result<(), String>,
+        mut on_tick: impl FnMut(&Publisher) -> Result<(), E>,
     ) -> PublisherResult {
         let start = Instant::now();
         let mut batch = Vec::with_capacity(1024);
@@ -338,7 +338,7 @@ impl Publisher {
             if let Err(reason) = on_tick(self) {
                 return PublisherResult {
                     ok: false,
-                    message: Some(reason),
+                    message: Some(reason.to_string()),
                 };
             }
             if connector.is_finished() && !got_event && !self.has_pending() {

@@ -24,7 +24,7 @@ use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::{is_reserved, Document};
 use crate::messaging::IndexerSide;
-pub use crate::op::{take_encoded, Encoded, IndexOp, PreparedOp, ToIndex};
+pub use crate::op::{take_encoded, EncodeError, Encoded, IndexOp, PreparedOp, ToIndex};
 use crate::registry;
 use crate::retry::RetryPolicy;
 pub use prepare::{Encoder, Preparer};
@@ -677,7 +677,7 @@ impl RateLine {
 /// One document of a batch: its id, and its operation unless it already failed to encode.
 struct Pending {
     doc_id: String,
-    op: Result<(IndexOp, Option<Encoded>), String>,
+    op: Result<(IndexOp, Option<Encoded>), EncodeError>,
 }
 
 impl IndexerLoop {
@@ -874,7 +874,7 @@ impl IndexerLoop {
                 Err(reason) => {
                     self.stats.failed.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(doc_id = p.doc_id, "cannot index document: {reason}");
-                    self.event(&p.doc_id, EventType::Fail, Some(reason));
+                    self.event(&p.doc_id, EventType::Fail, Some(reason.to_string()));
                 }
             }
         }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::prepare::Encoder;
 use super::{Backend, BackendError, IndexOp};
-use crate::op::Encoded;
+use crate::op::{EncodeError, Encoded};
 
 inventory::submit!(super::IndexerDescriptor {
     name: "nop",
@@ -32,7 +32,7 @@ impl Backend for NopBackend {
 struct DropFields;
 
 impl Encoder for DropFields {
-    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String> {
+    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, EncodeError> {
         if let IndexOp::Upsert { fields, .. } = op {
             *fields = crate::document::Fields::default();
         }

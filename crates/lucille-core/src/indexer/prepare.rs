@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::IndexerSettings;
 use crate::document::Document;
-use crate::op::{Encoded, IndexOp, PreparedOp};
+use crate::op::{EncodeError, Encoded, IndexOp, PreparedOp};
 
 /// Encodes operations for one backend; shared by every worker thread.
 pub trait Encoder: Send + Sync {
@@ -22,7 +22,7 @@ pub trait Encoder: Send + Sync {
     /// keeps its id, index, routing and version. `Ok(None)`: this op is not encoded (the
     /// backend applies it as it is); `Err(reason)`: the document FAILs with that reason and
     /// never reaches the backend.
-    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String>;
+    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, EncodeError>;
 }
 
 /// How workers prepare documents for one run's backend: the indexer settings (overrides,
@@ -60,15 +60,18 @@ impl Preparer {
 }
 
 /// Encodes `op` with `encoder`, turning a panic in the encoder into the document's FAIL.
-pub fn encode(encoder: Option<&dyn Encoder>, op: &mut IndexOp) -> Result<Option<Encoded>, String> {
+pub fn encode(
+    encoder: Option<&dyn Encoder>,
+    op: &mut IndexOp,
+) -> Result<Option<Encoded>, EncodeError> {
     let Some(encoder) = encoder else {
         return Ok(None);
     };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| encoder.encode(op))) {
         Ok(r) => r,
-        Err(p) => Err(format!(
+        Err(p) => Err(EncodeError::from(format!(
             "encoding the document for the index panicked: {}",
             lucille_panic::message(p.as_ref())
-        )),
+        ))),
     }
 }

@@ -252,7 +252,7 @@ fn op_into_moves_fields_and_matches_op_for() {
 struct Picky;
 
 impl Encoder for Picky {
-    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String> {
+    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, EncodeError> {
         match op {
             IndexOp::Upsert { fields, .. } => match fields.get("title").and_then(Value::as_str) {
                 Some("poison") => Err("title cannot be encoded".into()),

@@ -495,6 +495,22 @@ impl Default for RunOptions {
     }
 }
 
+/// Why the runner stopped waiting for a connector's documents before they all ended.
+#[derive(Debug, thiserror::Error)]
+enum Abort {
+    #[error("forced stop (a second interrupt)")]
+    Forced,
+    /// A worker thread died (the reason names it).
+    #[error("{0}")]
+    DeadWorker(String),
+    /// The indexer thread died.
+    #[error("{0}")]
+    DeadIndexer(String),
+    /// The indexer stopped making progress (`indexer.indexerInactivityTimeout`).
+    #[error("{0}")]
+    Wedged(String),
+}
+
 /// A run in `mode` needs the broker's block (`kafka`); checked before anything starts.
 pub fn check_mode(plan: &RunPlan, mode: RunMode) -> Result<(), ConfigErrors> {
     if matches!(mode, RunMode::Distributed | RunMode::External) && plan.transport.is_none() {
@@ -732,7 +748,7 @@ fn run_connector(
                         }
                         if opts.force.load(Ordering::SeqCst) {
                             forced = true;
-                            return Err("forced stop (a second interrupt)".into());
+                            return Err(Abort::Forced);
                         }
                         rates.maybe_log(p, &indexer_stats);
                         stall.watch(&name, p, plan.connector_timeout);
@@ -741,11 +757,11 @@ fn run_connector(
                         }
                         // A dead thread raises no flag: it is looked at at every poll.
                         if let Some(reason) = pool.as_ref().and_then(WorkerPool::dead_worker) {
-                            return Err(reason);
+                            return Err(Abort::DeadWorker(reason));
                         }
                         if let Some(reason) = indexer.as_mut().and_then(IndexerHandle::dead) {
                             dead_indexer = true;
-                            return Err(reason);
+                            return Err(Abort::DeadIndexer(reason));
                         }
                         let waiting = topology
                             .indexer
@@ -754,7 +770,7 @@ fn run_connector(
                         match watchdog.check(&indexer_stats, waiting, Instant::now()) {
                             Some(reason) => {
                                 wedged = true;
-                                Err(reason)
+                                Err(Abort::Wedged(reason))
                             }
                             None => Ok(()),
                         }

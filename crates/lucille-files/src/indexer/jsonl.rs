@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::batch_file::BatchFile;
-use super::{take_encoded, Backend, BackendError, Encoded, Encoder, IndexOp};
+use super::{take_encoded, Backend, BackendError, EncodeError, Encoded, Encoder, IndexOp};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::document::write::{write_str, write_value};
 
@@ -128,10 +128,10 @@ struct LineEncoder {
 }
 
 impl Encoder for LineEncoder {
-    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String> {
+    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, EncodeError> {
         let hint = self.last_len.load(Ordering::Relaxed);
         let mut line = Vec::with_capacity(hint + hint / 4 + 64);
-        JsonlBackend::write_line(&mut line, op).map_err(|e| e.to_string())?;
+        JsonlBackend::write_line(&mut line, op).map_err(EncodeError::new)?;
         self.last_len.store(line.len(), Ordering::Relaxed);
         if let IndexOp::Upsert { fields, .. } = op {
             // Encoded: the fields are no longer needed, and are freed here on the worker.

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::version_type::VersionType;
-use super::{take_encoded, Backend, BackendError, Encoded, Encoder, IndexOp, IndexerSettings};
+use super::{
+    take_encoded, Backend, BackendError, EncodeError, Encoded, Encoder, IndexOp, IndexerSettings,
+};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 use crate::http::{self, Auth, HttpClient};
 
@@ -75,7 +77,7 @@ struct Actions {
 
 impl Actions {
     /// The NDJSON lines for one action, or why the document cannot be sent.
-    fn lines(&self, op: &IndexOp) -> Result<String, String> {
+    fn lines(&self, op: &IndexOp) -> Result<String, EncodeError> {
         let (id, index, routing, version) = match op {
             IndexOp::Upsert {
                 id,
@@ -135,7 +137,7 @@ impl Actions {
 }
 
 impl Encoder for Actions {
-    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String> {
+    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, EncodeError> {
         if matches!(op, IndexOp::DeleteByField { .. }) {
             return Ok(None);
         }
@@ -222,7 +224,7 @@ impl BulkBackend {
                 }
                 Err(reason) => {
                     lines.push(String::new());
-                    results[i] = Some(reason);
+                    results[i] = Some(reason.to_string());
                 }
             }
         }

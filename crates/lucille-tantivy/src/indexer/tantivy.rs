@@ -34,7 +34,9 @@ use tantivy::schema::{
 };
 use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
 
-use super::{take_encoded, Backend, BackendError, Encoded, Encoder, IndexOp, IndexerSettings};
+use super::{
+    take_encoded, Backend, BackendError, EncodeError, Encoded, Encoder, IndexOp, IndexerSettings,
+};
 use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
 
 pub const ID_FIELD: &str = "id";
@@ -860,7 +862,7 @@ struct DocumentEncoder {
 }
 
 impl Encoder for DocumentEncoder {
-    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, String> {
+    fn encode(&self, op: &mut IndexOp) -> Result<Option<Encoded>, EncodeError> {
         match op {
             IndexOp::Upsert {
                 id,
@@ -871,7 +873,7 @@ impl Encoder for DocumentEncoder {
                 let doc = self
                     .layout
                     .document_owned(id, std::mem::take(fields))
-                    .map_err(|e| e.to_string())?;
+                    .map_err(EncodeError::new)?;
                 Ok(Some(Box::new(doc)))
             }
             _ => Ok(None),

@@ -71,7 +71,11 @@ fn completion_needs_connector_done_nothing_pending_no_event_in_transit() {
             }
         }
         tx.send(flag.clone()).unwrap();
-        p2.wait_for_completion(&Flag(flag), None, |_| Ok(()))
+        p2.wait_for_completion(
+            &Flag(flag),
+            None,
+            |_| Ok::<(), std::convert::Infallible>(()),
+        )
     });
     let flag = rx.recv().unwrap();
     thread::sleep(Duration::from_millis(150));
@@ -89,7 +93,13 @@ fn children_created_mid_run_are_waited_for() {
     finish(&m, "p-1", EventType::Create);
     finish(&m, "p", EventType::Finish);
     let p2 = p.clone();
-    let h = thread::spawn(move || p2.wait_for_completion(&Done(true), None, |_| Ok(())));
+    let h = thread::spawn(move || {
+        p2.wait_for_completion(
+            &Done(true),
+            None,
+            |_| Ok::<(), std::convert::Infallible>(()),
+        )
+    });
     thread::sleep(Duration::from_millis(150));
     assert!(!h.is_finished(), "child p-1 is still pending");
     finish(&m, "p-1", EventType::Finish);
@@ -101,7 +111,9 @@ fn children_created_mid_run_are_waited_for() {
 fn timeout_fails_the_connector() {
     let (p, _m) = publisher(PublisherSettings::default());
     p.publish(doc("a")).unwrap();
-    let r = p.wait_for_completion(&Done(true), Some(Duration::from_millis(120)), |_| Ok(()));
+    let r = p.wait_for_completion(&Done(true), Some(Duration::from_millis(120)), |_| {
+        Ok::<(), std::convert::Infallible>(())
+    });
     assert_eq!(
         r,
         PublisherResult {
@@ -272,7 +284,11 @@ fn publish_failed_counts_a_failure_without_sending_a_document() {
     );
     assert!(m.poll_doc_to_process(Duration::from_millis(10)).is_none());
     assert_eq!(p.pending(), 1);
-    let r = p.wait_for_completion(&Done(true), None, |_| Ok(()));
+    let r = p.wait_for_completion(
+        &Done(true),
+        None,
+        |_| Ok::<(), std::convert::Infallible>(()),
+    );
     assert!(r.ok);
     let c = p.counts();
     assert_eq!((c.published, c.failed, c.succeeded), (1, 1, 0));
