@@ -211,6 +211,12 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             .map(LitStr::value)
             .unwrap_or_else(|| camel_case(&ident.to_string()));
         let optional = option_inner(&field.ty);
+        if optional.is_some() && o.default.is_some() {
+            return Err(syn::Error::new(
+                field.span(),
+                "an Option field has no default (absent is None): drop `default` or the Option",
+            ));
+        }
         let inner = optional.unwrap_or(&field.ty);
         let required = optional.is_none() && o.default.is_none();
         let kind = match (&o.kind, &o.one_of) {
