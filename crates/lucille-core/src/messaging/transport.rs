@@ -56,8 +56,8 @@ impl std::fmt::Debug for Transport {
 }
 
 impl Transport {
-    /// The transport configured by the config's root keys, if any: the first root key that
-    /// names a registered transport. `Err` holds its block's problems.
+    /// The transport the config configures, if any: the first registered transport (by name)
+    /// whose block the config has (`block` gives it). `Err` holds that block's problems.
     pub fn from_root(
         mut block: impl FnMut(&str) -> Option<ComponentConfig>,
         pipelines: &[&str],
