@@ -5,18 +5,23 @@
 use rand::RngExt;
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "DropDocument",
-    spec,
+    spec: DropDocumentOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage().optional("percentage", Kind::Number)
+/// Marks documents dropped: they stop flowing and are never indexed (a DROP event).
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct DropDocumentOptions {
+    /// The share of documents dropped, at random (0.0 to 1.0), for sampling.
+    #[option(default = 1.0)]
+    percentage: f64,
 }
 
 struct DropDocument {
@@ -24,7 +29,9 @@ struct DropDocument {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    let percentage = config.f64("percentage")?.unwrap_or(1.0);
+    let percentage = DropDocumentOptions::from_config(config)
+        .map_err(|e| ConfigError::joined(config.path(), e))?
+        .percentage;
     if !(0.0..=1.0).contains(&percentage) {
         return Err(config.error(
             "percentage",

@@ -15,20 +15,24 @@
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ParseFloats",
-    spec,
+    spec: ParseFloatsOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("field", Kind::String)
-        .optional("dest", Kind::String)
+/// Parses a JSON array of numbers held as text (`"[1.5, 2, 3]"`) into a list of numbers.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ParseFloatsOptions {
+    /// The field holding the array's text.
+    field: String,
+    /// Where the numbers go (default: the field itself, replaced).
+    dest: Option<String>,
 }
 
 struct ParseFloats {
@@ -37,9 +41,13 @@ struct ParseFloats {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    let field = config.require_string("field")?;
-    let dest = config.string("dest")?.unwrap_or_else(|| field.clone());
-    Ok(Box::new(ParseFloats { field, dest }))
+    let o = ParseFloatsOptions::from_config(config)
+        .map_err(|e| ConfigError::joined(config.path(), e))?;
+    let dest = o.dest.unwrap_or_else(|| o.field.clone());
+    Ok(Box::new(ParseFloats {
+        field: o.field,
+        dest,
+    }))
 }
 
 impl Stage for ParseFloats {

@@ -10,23 +10,26 @@
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Spec};
+use crate::config::{ComponentConfig, ConfigError, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "RemoveEmptyFields",
-    spec,
+    spec: RemoveEmptyFieldsOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-}
+/// Removes every field that holds nothing: null, "", an empty list, or a list of only those.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct RemoveEmptyFieldsOptions {}
 
 struct RemoveEmptyFields;
 
-fn build(_config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+    RemoveEmptyFieldsOptions::from_config(config)
+        .map_err(|e| ConfigError::joined(config.path(), e))?;
     Ok(Box::new(RemoveEmptyFields))
 }
 

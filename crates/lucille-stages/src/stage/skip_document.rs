@@ -3,23 +3,26 @@
 //! indexer untouched. No keys of its own.
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Spec};
+use crate::config::{ComponentConfig, ConfigError, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "SkipDocument",
-    spec,
+    spec: SkipDocumentOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-}
+/// Marks documents skipped: they bypass the remaining stages and are still indexed (with
+/// `conditions`, e.g. delete requests that must reach the indexer untouched).
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct SkipDocumentOptions {}
 
 struct SkipDocument;
 
-fn build(_config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+    SkipDocumentOptions::from_config(config).map_err(|e| ConfigError::joined(config.path(), e))?;
     Ok(Box::new(SkipDocument))
 }
 
