@@ -623,7 +623,7 @@ impl StagePlan {
         self.config = config;
     }
 
-    pub fn instantiate(&self) -> Result<StageSlot, ConfigError> {
+    pub fn instantiate(&self) -> Result<StageSlot, ConfigErrors> {
         let stage = match &self.class {
             PlanClass::Builtin(d) => (d.build)(&self.config)?,
             PlanClass::Python(class) => {
@@ -717,7 +717,7 @@ impl PipelinePlan {
         for plan in &self.stages {
             match plan.instantiate() {
                 Ok(slot) => slots.push(slot),
-                Err(e) => errors.push(e),
+                Err(e) => errors.extend(e.0),
             }
         }
         if errors.is_empty() {
@@ -818,7 +818,7 @@ pub fn plan_stage(
     };
     // Build one instance now so constructor-time problems are reported with the rest.
     if let PlanClass::Builtin(_) = plan.class {
-        plan.instantiate().map_err(|e| vec![e])?;
+        plan.instantiate().map_err(|e| e.0)?;
     }
     Ok(enabled.then_some(plan))
 }

@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::admin::client_config;
 use crate::KafkaSettings;
 use lucille_core::accounting::Publisher;
-use lucille_core::config::{as_i64, ComponentConfig, ConfigError, Kind, Spec};
+use lucille_core::config::{as_i64, ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use lucille_core::connector::{
     connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError,
 };
@@ -57,9 +57,9 @@ struct KafkaConnector {
     continue_on_timeout: bool,
 }
 
-fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
+fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigErrors> {
     let Some(Value::Object(block)) = config.get("kafka") else {
-        return Err(config.error("kafka", "must be an object"));
+        return Err(config.error("kafka", "must be an object").into());
     };
     let mut block = block.clone();
     let kafka_path = config.key_path("kafka");
@@ -82,7 +82,8 @@ fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>
             return Err(ConfigError::new(
                 format!("{kafka_path}.{key}"),
                 format!("missing required key \"{key}\""),
-            ));
+            )
+            .into());
         }
     }
     let kconf = ComponentConfig::new(block, kafka_path.clone()).with_paths(config.paths().clone());
@@ -92,20 +93,24 @@ fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>
     if let Some(m) = config.object("offsets")? {
         for (k, v) in m {
             let (Ok(p), Some(o)) = (k.parse::<i32>(), as_i64(v)) else {
-                return Err(config.error(
-                    "offsets",
-                    format!("{k:?}: expected partition number = offset (integers)"),
-                ));
+                return Err(config
+                    .error(
+                        "offsets",
+                        format!("{k:?}: expected partition number = offset (integers)"),
+                    )
+                    .into());
             };
             offsets.insert(p, o);
         }
     }
     let max_messages = match config.i64("maxMessages")? {
-        Some(n) if n < 1 => return Err(config.error("maxMessages", "must be at least 1")),
+        Some(n) if n < 1 => return Err(config.error("maxMessages", "must be at least 1").into()),
         v => v.map(|n| n as u64),
     };
     let message_timeout = match config.i64("messageTimeout")? {
-        Some(n) if n < 1 => return Err(config.error("messageTimeout", "must be at least 1")),
+        Some(n) if n < 1 => {
+            return Err(config.error("messageTimeout", "must be at least 1").into())
+        }
         v => Duration::from_millis(v.unwrap_or(100) as u64),
     };
     Ok(Box::new(KafkaConnector {

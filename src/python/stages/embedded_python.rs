@@ -16,7 +16,7 @@
 use pyo3::types::PyString;
 
 use super::{build_python_stage, read_script};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::stage::{Stage, StageDescriptor};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -33,7 +33,7 @@ fn spec() -> Spec {
         .alias("script_path", "scriptPath")
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let (key, source, filename) = read_script(config)?;
     build_python_stage(config, "EmbeddedPython", key, move |py| {
         Ok(vec![
@@ -42,4 +42,5 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
             PyString::new(py, key).into_any(),
         ])
     })
+    .map_err(ConfigErrors::from)
 }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use pyo3::types::PyString;
 
 use super::{build_python_stage, find_script};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::stage::{Stage, StageDescriptor};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -50,7 +50,7 @@ const TRANSPORT_KEYS: [(&str, &str); 2] = [
 
 static TRANSPORT_NOTED: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let script = find_script(config, "scriptPath", &config.require_string("scriptPath")?)?;
     let function = config
         .string("functionName")?
@@ -77,4 +77,5 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
             },
         ])
     })
+    .map_err(ConfigErrors::from)
 }

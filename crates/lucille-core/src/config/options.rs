@@ -74,6 +74,29 @@ option_value!(
     }
 );
 option_value!(std::time::Duration, Kind::Any, ComponentConfig::duration);
+option_value!(
+    Strings,
+    Kind::StringOrList,
+    |c: &ComponentConfig, k: &str| c.strings(k).map(|v| v.map(Strings))
+);
+
+/// A key that takes a string or a list of strings (Lucille accepts either for field lists):
+/// the values as a list. Derefs to `Vec<String>`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Strings(pub Vec<String>);
+
+impl std::ops::Deref for Strings {
+    type Target = Vec<String>;
+    fn deref(&self) -> &Vec<String> {
+        &self.0
+    }
+}
+
+impl From<Strings> for Vec<String> {
+    fn from(s: Strings) -> Vec<String> {
+        s.0
+    }
+}
 
 /// Reads `key` (or its older name `alias`), pushing a problem onto `errors`; a key that already
 /// has a problem there (from the spec's check) is not read again.

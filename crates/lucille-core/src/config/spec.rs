@@ -50,6 +50,18 @@ impl ConfigError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct ConfigErrors(pub Vec<ConfigError>);
 
+impl From<ConfigError> for ConfigErrors {
+    fn from(e: ConfigError) -> Self {
+        ConfigErrors(vec![e])
+    }
+}
+
+impl From<Vec<ConfigError>> for ConfigErrors {
+    fn from(errors: Vec<ConfigError>) -> Self {
+        ConfigErrors(errors)
+    }
+}
+
 impl ConfigErrors {
     /// Keeps each error once: an exact repeat, or a second type error on a key that already
     /// has one (a spec's check and a typed read of the same key word it differently).

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::accounting::{PublishError, Publisher};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::registry;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,7 +63,7 @@ pub fn connector_spec() -> Spec {
         .doc("merge consecutive documents with the same id into one (Lucille's collapse)")
 }
 
-pub type BuildConnector = fn(&ComponentConfig, &Common) -> Result<Box<dyn Connector>, ConfigError>;
+pub type BuildConnector = fn(&ComponentConfig, &Common) -> Result<Box<dyn Connector>, ConfigErrors>;
 
 /// A connector: its Lucille class name, its other names, spec and constructor. Each
 /// connector's file submits its descriptor to the [registry](crate::registry).
@@ -234,19 +234,18 @@ impl ConnectorPlan {
             config,
         };
         if let Class::Builtin(_) = plan.class {
-            plan.instantiate().map_err(|e| vec![e])?;
+            plan.instantiate().map_err(|e| e.0)?;
         }
         Ok(plan)
     }
 
-    pub fn instantiate(&self) -> Result<Box<dyn Connector>, ConfigError> {
+    pub fn instantiate(&self) -> Result<Box<dyn Connector>, ConfigErrors> {
         match &self.class {
             Class::Builtin(d) => (d.build)(&self.config, &self.common),
-            Class::Python(class) => {
-                PYTHON
-                    .get(&self.config)?
-                    .build(class, &self.config, &self.common)
-            }
+            Class::Python(class) => PYTHON
+                .get(&self.config)?
+                .build(class, &self.config, &self.common)
+                .map_err(ConfigErrors::from),
         }
     }
 }

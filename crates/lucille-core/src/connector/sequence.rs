@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
-use crate::config::{ComponentConfig, ConfigError, Options};
+use crate::config::{ComponentConfig, ConfigErrors, Options};
 use crate::document::Document;
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
@@ -35,9 +35,8 @@ struct SequenceConnector {
     start_with: i64,
 }
 
-fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
-    let o =
-        SequenceOptions::from_config(config).map_err(|e| ConfigError::joined(config.path(), e))?;
+fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigErrors> {
+    let o = SequenceOptions::from_config(config)?;
     Ok(Box::new(SequenceConnector {
         common: common.clone(),
         // Not negative: checked by its `min`.

@@ -2,10 +2,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::*;
 use crate::accounting::Event;
+use crate::config::ComponentConfig;
+use crate::document::Document;
 use crate::messaging::{LocalMessenger, PublisherSide, WorkerSide};
 
 fn settings(v: Value) -> IndexerSettings {

@@ -7,13 +7,14 @@ use super::StageFailure;
 use crate::config::{ComponentConfig, ConfigError};
 use crate::document::{is_reserved, Document, DocumentError};
 
-/// Rejects a field name that a stage would write, remove or rename: empty or reserved.
-/// The `destination` key, defaulting to the source field (in-place), checked writable.
-pub fn destination_or_source(
+/// The `destination` a stage writes, defaulting to its source field (in place); whichever is
+/// written is checked with [`check_writable`].
+pub fn destination_or(
     config: &ComponentConfig,
+    destination: Option<String>,
     source: &str,
 ) -> Result<String, ConfigError> {
-    match config.string("destination")? {
+    match destination {
         Some(d) => {
             check_writable(config, "destination", &d)?;
             Ok(d)
@@ -25,6 +26,7 @@ pub fn destination_or_source(
     }
 }
 
+/// Rejects a field name that a stage would write, remove or rename: empty or reserved.
 pub fn check_writable(config: &ComponentConfig, key: &str, field: &str) -> Result<(), ConfigError> {
     if field.is_empty() {
         Err(config.error(key, "field names must not be empty"))
@@ -38,8 +40,51 @@ pub fn check_writable(config: &ComponentConfig, key: &str, field: &str) -> Resul
     }
 }
 
-/// A required, non-empty list of field names (a single string counts as a list of one).
-/// With `writable`, every name must also pass [`check_writable`].
+/// Checks the list of field names read from `key`: not empty, no empty name, and with
+/// `writable` every name passes [`check_writable`].
+pub fn check_fields(
+    config: &ComponentConfig,
+    key: &str,
+    fields: &[String],
+    writable: bool,
+) -> Result<(), ConfigError> {
+    if fields.is_empty() {
+        return Err(config.error(key, "needs at least one field"));
+    }
+    for f in fields {
+        if writable {
+            check_writable(config, key, f)?;
+        } else if f.is_empty() {
+            return Err(config.error(key, "field names must not be empty"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the `source: destination` pairs read from `key`: not empty, destinations writable,
+/// and sources too when `writable_sources` (a rename removes its source).
+pub fn check_mapping(
+    config: &ComponentConfig,
+    key: &str,
+    pairs: &[(String, String)],
+    writable_sources: bool,
+) -> Result<(), ConfigError> {
+    if pairs.is_empty() {
+        return Err(config.error(key, "needs at least one source-destination pair"));
+    }
+    for (source, dest) in pairs {
+        if writable_sources {
+            check_writable(config, key, source)?;
+        } else if source.is_empty() {
+            return Err(config.error(key, "field names must not be empty"));
+        }
+        check_writable(config, key, dest)?;
+    }
+    Ok(())
+}
+
+/// Reads and checks a required list of field names (see [`check_fields`]); for components
+/// not yet on `#[derive(Options)]`.
 pub fn field_list(
     config: &ComponentConfig,
     key: &str,
@@ -48,21 +93,12 @@ pub fn field_list(
     let fields = config
         .strings(key)?
         .ok_or_else(|| config.error(key, format!("missing required key {key:?}")))?;
-    if fields.is_empty() {
-        return Err(config.error(key, "needs at least one field"));
-    }
-    for f in &fields {
-        if writable {
-            check_writable(config, key, f)?;
-        } else if f.is_empty() {
-            return Err(config.error(key, "field names must not be empty"));
-        }
-    }
+    check_fields(config, key, &fields, writable)?;
     Ok(fields)
 }
 
-/// A required, non-empty object of `source: destination` names, in config order. Destinations
-/// must be writable; sources too when `writable_sources` (a rename removes its source).
+/// Reads and checks a required object of `source: destination` names (see
+/// [`check_mapping`]); for components not yet on `#[derive(Options)]`.
 pub fn field_mapping(
     config: &ComponentConfig,
     key: &str,
@@ -71,18 +107,17 @@ pub fn field_mapping(
     let pairs = config
         .string_map(key)?
         .ok_or_else(|| config.error(key, format!("missing required key {key:?}")))?;
-    if pairs.is_empty() {
-        return Err(config.error(key, "needs at least one source-destination pair"));
-    }
-    for (source, dest) in &pairs {
-        if writable_sources {
-            check_writable(config, key, source)?;
-        } else if source.is_empty() {
-            return Err(config.error(key, "field names must not be empty"));
-        }
-        check_writable(config, key, dest)?;
-    }
+    check_mapping(config, key, &pairs, writable_sources)?;
     Ok(pairs)
+}
+
+/// Reads `destination` (see [`destination_or`]); for components not yet on
+/// `#[derive(Options)]`.
+pub fn destination_or_source(
+    config: &ComponentConfig,
+    source: &str,
+) -> Result<String, ConfigError> {
+    destination_or(config, config.string("destination")?, source)
 }
 
 /// A short name for a JSON value's type, for messages.

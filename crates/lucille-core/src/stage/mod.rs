@@ -14,7 +14,7 @@ pub mod test_stages;
 pub mod testing;
 
 use crate::config::ComponentConfig;
-use crate::config::ConfigError;
+use crate::config::ConfigErrors;
 use crate::config::Spec;
 use crate::document::{Document, DocumentError};
 
@@ -117,7 +117,7 @@ pub trait Stage: Send {
 pub struct StageDescriptor {
     pub name: &'static str,
     pub spec: fn() -> Spec,
-    pub build: fn(&ComponentConfig) -> Result<Box<dyn Stage>, ConfigError>,
+    pub build: fn(&ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors>,
 }
 
 /// Turns an owned list of children into the lazy `Children` form.

@@ -21,7 +21,7 @@ use chrono::NaiveDate;
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::database::lookup::{Lookup, Param};
 use crate::database::{resolve_target, Problems, Target};
 use crate::document::Document;
@@ -81,7 +81,7 @@ struct QueryDatabase {
     lookup: Option<Lookup>,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let mut p = Problems {
         config,
         list: Vec::new(),
@@ -145,7 +145,8 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         _ => Err(ConfigError::new(
             config.path(),
             format!("QueryDatabase: {}", p.list.join("; ")),
-        )),
+        )
+        .into()),
     }
 }
 

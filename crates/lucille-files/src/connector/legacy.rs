@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::file::{build_handler, FileConnector};
 use super::{connector_spec, Common, Connector, ConnectorDescriptor};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 
 pub const CSV_DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "CSVConnector",
@@ -94,7 +94,7 @@ fn file_connector(
     mut extra: Map<String, Value>,
     kind: &str,
     handler: Map<String, Value>,
-) -> Result<Box<dyn Connector>, ConfigError> {
+) -> Result<Box<dyn Connector>, ConfigErrors> {
     let prefix = common.doc_id_prefix.clone().unwrap_or_default();
     let handler_config =
         ComponentConfig::new(handler, config.path()).with_paths(config.paths().clone());
@@ -106,7 +106,10 @@ fn file_connector(
     Ok(Box::new(connector.with_handler_for_every_file(handler)))
 }
 
-fn build_csv(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
+fn build_csv(
+    config: &ComponentConfig,
+    common: &Common,
+) -> Result<Box<dyn Connector>, ConfigErrors> {
     let moved = ["path", "moveToAfterProcessing", "moveToErrorFolder"];
     let path = config.require_string("path")?;
     let mut extra = Map::new();
@@ -128,12 +131,15 @@ fn build_csv(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connec
 fn build_json(
     config: &ComponentConfig,
     common: &Common,
-) -> Result<Box<dyn Connector>, ConfigError> {
+) -> Result<Box<dyn Connector>, ConfigErrors> {
     let path = config.require_string("jsonPath")?;
     file_connector(config, common, vec![path], Map::new(), "json", Map::new())
 }
 
-fn build_xml(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
+fn build_xml(
+    config: &ComponentConfig,
+    common: &Common,
+) -> Result<Box<dyn Connector>, ConfigErrors> {
     let moved = ["filePaths", "urlFiles"];
     let files = config.string_list("filePaths")?;
     let urls = config.string_list("urlFiles")?;
@@ -143,7 +149,7 @@ fn build_xml(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connec
             return Err(config.error(
                 "filePaths",
                 "give filePaths or urlFiles, not both (Lucille reads only urlFiles then)",
-            ))
+            ).into())
         }
         (Some(urls), None) => urls
             .iter()
@@ -161,7 +167,7 @@ fn build_xml(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connec
             return Err(config.error(
                 "filePaths",
                 "XMLConnector needs filePaths (files to read) or urlFiles (file:// URLs)",
-            ))
+            ).into())
         }
     };
     file_connector(

@@ -44,7 +44,7 @@ use serde_json::{Map, Value};
 
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::database::value;
 use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
@@ -90,7 +90,7 @@ struct ParquetConnector {
     start: u64,
 }
 
-fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
+fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigErrors> {
     Ok(Box::new(new(config, common)?))
 }
 

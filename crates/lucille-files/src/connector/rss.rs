@@ -32,7 +32,7 @@ use serde_json::{json, Map, Value};
 
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::ids::md5_hex;
 use crate::document::Document;
 
@@ -78,7 +78,7 @@ struct RssConnector {
     polling: Option<(Duration, Duration)>,
 }
 
-fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
+fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigErrors> {
     let mut problems: Vec<String> = Vec::new();
     let url = config.require_string("rssURL")?;
     let lower = url.to_ascii_lowercase();
@@ -145,7 +145,8 @@ fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>
         return Err(ConfigError::new(
             config.path(),
             format!("RSSConnector: {}", problems.join("; ")),
-        ));
+        )
+        .into());
     }
     Ok(Box::new(RssConnector {
         common: common.clone(),

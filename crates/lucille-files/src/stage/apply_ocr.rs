@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 use lucille_extract::tesseract::{Rect, Tesseract};
 use lucille_extract::{detect, Format, PageImage};
@@ -128,7 +128,7 @@ fn page_map(
         .collect()
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let lang = config.require_string("lang")?;
     let templates = templates(config)?;
     let pages = match config.object("pages")? {
@@ -137,17 +137,21 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     };
     let pages_field = config.string("pagesField")?;
     if (config.has("pages") || pages_field.is_some()) && !config.has("extractionTemplates") {
-        return Err(config.error(
-            "extractionTemplates",
-            "must be given when pages or pagesField is",
-        ));
+        return Err(config
+            .error(
+                "extractionTemplates",
+                "must be given when pages or pagesField is",
+            )
+            .into());
     }
     for name in pages.values() {
         if !templates.contains_key(name) {
-            return Err(config.error(
-                "pages",
-                format!("names template {name:?}, which extractionTemplates does not define"),
-            ));
+            return Err(config
+                .error(
+                    "pages",
+                    format!("names template {name:?}, which extractionTemplates does not define"),
+                )
+                .into());
         }
     }
     let engine = Tesseract::new(&lang).map_err(|e| config.error("lang", e.to_string()))?;

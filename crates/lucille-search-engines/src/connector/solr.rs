@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
 use crate::http::{encode, parse_url, snippet, Auth, HttpClient, RetryPolicy};
@@ -89,7 +89,7 @@ enum Target {
     },
 }
 
-fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
+fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigErrors> {
     Ok(Box::new(new(config, common)?))
 }
 

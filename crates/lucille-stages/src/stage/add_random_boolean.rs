@@ -6,7 +6,7 @@ use rand::RngExt;
 
 use super::random_value::field_name;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -27,7 +27,7 @@ struct AddRandomBoolean {
     percent_true: u32,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let percent = config.i64("percentTrue")?.unwrap_or(50);
     let percent_true = u32::try_from(percent)
         .ok()

@@ -11,7 +11,7 @@ use rand::RngExt;
 
 use super::random_value::field_name;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 use lucille_calendar::{civil_from_days, days_from_civil, is_leap};
 
@@ -85,7 +85,7 @@ pub(crate) fn format_instant(ms: i64) -> String {
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}{fraction}Z")
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let read = |key: &str| -> Result<Option<i64>, ConfigError> {
         match config.string(key)? {
             None => Ok(None),
@@ -102,14 +102,16 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
     };
     if start > end {
-        return Err(config.error(
-            "rangeStartDate",
-            format!(
-                "is after rangeEndDate ({} > {})",
-                format_instant(start),
-                format_instant(end)
-            ),
-        ));
+        return Err(config
+            .error(
+                "rangeStartDate",
+                format!(
+                    "is after rangeEndDate ({} > {})",
+                    format_instant(start),
+                    format_instant(end)
+                ),
+            )
+            .into());
     }
     let end = if start == end { start + DAY_MS } else { end };
     Ok(Box::new(AddRandomDate {

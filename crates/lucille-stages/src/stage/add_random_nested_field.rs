@@ -22,7 +22,7 @@ use rand::RngExt;
 use serde_json::{Map, Value};
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::{Document, FieldPath, Segment};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -140,7 +140,7 @@ fn generators(config: &ComponentConfig) -> Result<Vec<Generator>, ConfigError> {
         match crate::pipeline::plan_stage(block, 0, &path, config.paths()) {
             Ok(Some(plan)) => match plan.instantiate() {
                 Ok(slot) => out.push((key.clone(), slot.into_stage())),
-                Err(e) => errors.push(e),
+                Err(e) => errors.extend(e.0),
             },
             Ok(None) => errors.push(ConfigError::new(
                 format!("{path}.enabled"),
@@ -156,13 +156,15 @@ fn generators(config: &ComponentConfig) -> Result<Vec<Generator>, ConfigError> {
     }
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let target = config.require_string("targetField")?;
     if target.is_empty() || crate::document::is_reserved(&target) {
-        return Err(config.error(
-            "targetField",
-            format!("{target:?} cannot be written: it is reserved or empty"),
-        ));
+        return Err(config
+            .error(
+                "targetField",
+                format!("{target:?} cannot be written: it is reserved or empty"),
+            )
+            .into());
     }
     let count = count(config)?;
     let generators = generators(config)?;
@@ -171,10 +173,12 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         flatten("", map, &mut flat);
     }
     if flat.is_empty() {
-        return Err(config.error(
-            "entries",
-            "must map at least one nested path to a source field or generator",
-        ));
+        return Err(config
+            .error(
+                "entries",
+                "must map at least one nested path to a source field or generator",
+            )
+            .into());
     }
     let mut entries: Vec<Entry> = Vec::with_capacity(flat.len());
     for (dest, source) in flat {
@@ -183,13 +187,19 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
             Value::String(s) => s.trim().to_string(),
             Value::Number(n) => n.to_string(),
             Value::Bool(b) => b.to_string(),
-            _ => return Err(config.error(&at, "must be a source field name or a generator name")),
+            _ => {
+                return Err(config
+                    .error(&at, "must be a source field name or a generator name")
+                    .into())
+            }
         };
         if source.is_empty() {
-            return Err(config.error(
-                &at,
-                "has an empty source; name a document field or a generator",
-            ));
+            return Err(config
+                .error(
+                    &at,
+                    "has an empty source; name a document field or a generator",
+                )
+                .into());
         }
         let segments: Vec<Segment> = dest
             .split('.')
@@ -201,10 +211,12 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         let mut full = vec![Segment::Field(target.clone()), Segment::Index(0)];
         full.extend(segments.iter().cloned());
         if let Err(e) = FieldPath::from_segments(full) {
-            return Err(config.error(&at, format!("is not a valid destination: {e}")));
+            return Err(config
+                .error(&at, format!("is not a valid destination: {e}"))
+                .into());
         }
         if entries.iter().any(|e| e.dest == segments) {
-            return Err(config.error(&at, "is given twice"));
+            return Err(config.error(&at, "is given twice").into());
         }
         entries.push(Entry {
             dest: segments,

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::random_value::field_name;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -53,7 +53,7 @@ struct AddRandomString {
     nested: bool,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let (min, max) = match (
         config.usize("minNumOfTerms")?,
         config.usize("maxNumOfTerms")?,
@@ -61,26 +61,34 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         (Some(min), Some(max)) => (min, max),
         (None, None) => (1, 1),
         (Some(_), None) => {
-            return Err(config.error("maxNumOfTerms", "must be given with minNumOfTerms"))
+            return Err(config
+                .error("maxNumOfTerms", "must be given with minNumOfTerms")
+                .into())
         }
         (None, Some(_)) => {
-            return Err(config.error("minNumOfTerms", "must be given with maxNumOfTerms"))
+            return Err(config
+                .error("minNumOfTerms", "must be given with maxNumOfTerms")
+                .into())
         }
     };
     if min > max {
-        return Err(config.error(
-            "minNumOfTerms",
-            format!("must not be greater than maxNumOfTerms ({min} > {max})"),
-        ));
+        return Err(config
+            .error(
+                "minNumOfTerms",
+                format!("must not be greater than maxNumOfTerms ({min} > {max})"),
+            )
+            .into());
     }
     let concatenate = config.bool_or("concatenate", false)?;
     let nested = config.bool_or("isNested", false)?;
     if concatenate && nested {
-        return Err(config.error("concatenate", "cannot be used together with isNested"));
+        return Err(config
+            .error("concatenate", "cannot be used together with isNested")
+            .into());
     }
     let range_size = config.usize("rangeSize")?;
     if range_size == Some(0) {
-        return Err(config.error("rangeSize", "must be at least 1"));
+        return Err(config.error("rangeSize", "must be at least 1").into());
     }
     let pool = match config.string("inputDataPath")? {
         None => Pool::Numbers(range_size.ok_or_else(|| {
@@ -96,21 +104,25 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
             })?;
             let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
             if lines.is_empty() {
-                return Err(config.error(
-                    "inputDataPath",
-                    format!("{:?} has no lines", resolved.display()),
-                ));
+                return Err(config
+                    .error(
+                        "inputDataPath",
+                        format!("{:?} has no lines", resolved.display()),
+                    )
+                    .into());
             }
             if let Some(n) = range_size {
                 if n > lines.len() {
-                    return Err(config.error(
-                        "rangeSize",
-                        format!(
-                            "is larger than the {} lines of {:?}",
-                            lines.len(),
-                            resolved.display()
-                        ),
-                    ));
+                    return Err(config
+                        .error(
+                            "rangeSize",
+                            format!(
+                                "is larger than the {} lines of {:?}",
+                                lines.len(),
+                                resolved.display()
+                            ),
+                        )
+                        .into());
                 }
                 if n < lines.len() {
                     lines.shuffle(&mut rand::rng());

@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 
 use super::CLOUD_STORAGE;
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -58,7 +58,7 @@ struct ApplyJavascript {
     _runtime: Runtime,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let (source, origin, key) = match (config.string("script")?, config.string("scriptPath")?) {
         (Some(s), None) => (s, "<inline>".to_string(), "script"),
         (None, Some(p)) => {
@@ -72,10 +72,14 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
             (text, p, "scriptPath")
         }
         (Some(_), Some(_)) => {
-            return Err(config.error("script", "give either script or scriptPath, not both"))
+            return Err(config
+                .error("script", "give either script or scriptPath, not both")
+                .into())
         }
         (None, None) => {
-            return Err(config.error("script", "is required (or give scriptPath)"));
+            return Err(config
+                .error("script", "is required (or give scriptPath)")
+                .into());
         }
     };
     let engine_error =

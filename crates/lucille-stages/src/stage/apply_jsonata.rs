@@ -21,7 +21,7 @@
 //! misspelt function name.
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, FieldPath};
 use lucille_jsonata::Expression;
 
@@ -45,7 +45,7 @@ struct ApplyJsonata {
     fields: Option<(FieldPath, FieldPath)>,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let text = config.require_string("expression")?;
     let expression =
         Expression::compile(&text).map_err(|e| config.error("expression", e.to_string()))?;

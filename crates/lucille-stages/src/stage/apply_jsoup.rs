@@ -34,7 +34,7 @@ use scraper::{ElementRef, Html, Node, Selector};
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -80,7 +80,7 @@ struct ApplyJSoup {
     destinations: Vec<Destination>,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let sources: Vec<(Input, String)> = [
         (Input::File, "filePathField"),
         (Input::Bytes, "byteArrayField"),
@@ -93,15 +93,16 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         Err(e) => Some(Err(e)),
     })
     .collect::<Result<_, _>>()?;
-    let (input, field) = match sources.as_slice() {
-        [(input, field)] => (*input, field.clone()),
-        _ => {
-            return Err(config.error(
-                "filePathField",
-                "give exactly one of \"filePathField\", \"byteArrayField\" or \"stringField\"",
-            ))
-        }
-    };
+    let (input, field) =
+        match sources.as_slice() {
+            [(input, field)] => (*input, field.clone()),
+            _ => return Err(config
+                .error(
+                    "filePathField",
+                    "give exactly one of \"filePathField\", \"byteArrayField\" or \"stringField\"",
+                )
+                .into()),
+        };
     let charset =
         match config.string("charset")? {
             None => None,
@@ -116,21 +117,22 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         )
     })?;
     if map.is_empty() {
-        return Err(config.error("destinationFields", "needs at least one destination"));
+        return Err(config
+            .error("destinationFields", "needs at least one destination")
+            .into());
     }
     let mut destinations = Vec::new();
     for (field, spec) in map {
         let err = |m: String| config.error("destinationFields", format!("{field:?}: {m}"));
         let Value::Object(spec) = spec else {
-            return Err(err(
-                "must be an object with \"selector\" and \"type\"".into()
-            ));
+            return Err(err("must be an object with \"selector\" and \"type\"".into()).into());
         };
         let allowed: HashSet<&str> = ["selector", "type", "attribute"].into();
         if let Some(k) = spec.keys().find(|k| !allowed.contains(k.as_str())) {
             return Err(err(format!(
                 "unknown key {k:?} (expected selector, type, attribute)"
-            )));
+            ))
+            .into());
         }
         let text = |k: &str| match spec.get(k) {
             None => Ok(None),
@@ -152,7 +154,8 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
             other => {
                 return Err(err(format!(
                     "type must be text, attribute, html or outerHtml, found {other:?}"
-                )))
+                ))
+                .into())
             }
         };
         destinations.push(Destination {

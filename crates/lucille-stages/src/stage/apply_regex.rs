@@ -21,7 +21,7 @@
 use regex::{Regex, RegexBuilder};
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -135,7 +135,7 @@ struct ApplyRegex {
     mode: UpdateMode,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let pairs = source_dest_pairs(config)?;
     let flags = RegexFlags::from_config(config)?;
     let regex = flags.compile(config, "regex", &config.require_string("regex")?)?;
@@ -145,12 +145,14 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         Some(g) => match usize::try_from(g) {
             Ok(g) if g <= groups => g,
             _ => {
-                return Err(config.error(
-                    "captureGroup",
-                    format!(
-                        "must be between 0 and {groups} (the pattern's group count), found {g}"
-                    ),
-                ))
+                return Err(config
+                    .error(
+                        "captureGroup",
+                        format!(
+                            "must be between 0 and {groups} (the pattern's group count), found {g}"
+                        ),
+                    )
+                    .into())
             }
         },
     };

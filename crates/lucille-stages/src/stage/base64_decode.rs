@@ -23,7 +23,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -46,7 +46,7 @@ struct Base64Decode {
     as_text: bool,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     Ok(Box::new(Base64Decode {
         input: config.require_string("inputField")?,
         output: config.require_string("outputField")?,

@@ -62,7 +62,7 @@ use regex::Regex;
 use unicode_segmentation::UnicodeSegmentation;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::ids::child_id;
 use crate::document::Document;
 use crate::pipeline::{PlanRule, StagePlan};
@@ -134,14 +134,16 @@ fn positive_or_off(config: &ComponentConfig, key: &str) -> Result<Option<usize>,
         .filter(|n| *n > 0))
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let source = config.require_string("source")?;
     let dest = config.string("dest")?.unwrap_or_else(|| "text".to_string());
     if dest.is_empty() || crate::document::is_reserved(&dest) {
-        return Err(config.error(
-            "dest",
-            format!("{dest:?} cannot be written: it is reserved or empty"),
-        ));
+        return Err(config
+            .error(
+                "dest",
+                format!("{dest:?} cannot be written: it is reserved or empty"),
+            )
+            .into());
     }
     let method_name = config
         .string("chunkingMethod")?
@@ -152,18 +154,20 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         "fixed" => match config.i64("lengthToSplit")? {
             Some(n) if n > 0 => Method::Fixed(usize::try_from(n).unwrap_or(usize::MAX)),
             _ => {
-                return Err(config.error(
-                    "lengthToSplit",
-                    "must be a positive integer for fixed chunking",
-                ))
+                return Err(config
+                    .error(
+                        "lengthToSplit",
+                        "must be a positive integer for fixed chunking",
+                    )
+                    .into())
             }
         },
         "custom" => {
             let pattern = config.string("regex")?.unwrap_or_default();
             if pattern.is_empty() {
-                return Err(
-                    config.error("regex", "must be a non-empty pattern for custom chunking")
-                );
+                return Err(config
+                    .error("regex", "must be a non-empty pattern for custom chunking")
+                    .into());
             }
             Method::Custom(
                 Regex::new(&pattern)
@@ -176,7 +180,9 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         None => 1,
         Some(n) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
         Some(n) => {
-            return Err(config.error("chunksToMerge", format!("must be at least 1, found {n}")))
+            return Err(config
+                .error("chunksToMerge", format!("must be at least 1, found {n}"))
+                .into())
         }
     };
     let overlap_chunks = config.usize("chunksToOverlap")?;
@@ -191,36 +197,44 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     };
     if let Some(o) = overlap_chunks {
         if overlap_percent > 0 {
-            return Err(config.error(
-                "chunksToOverlap",
-                "give either chunksToOverlap or overlapPercentage, not both",
-            ));
+            return Err(config
+                .error(
+                    "chunksToOverlap",
+                    "give either chunksToOverlap or overlapPercentage, not both",
+                )
+                .into());
         }
         if o >= merge {
-            return Err(config.error(
-                "chunksToOverlap",
-                format!("must be smaller than chunksToMerge ({o} >= {merge})"),
-            ));
+            return Err(config
+                .error(
+                    "chunksToOverlap",
+                    format!("must be smaller than chunksToMerge ({o} >= {merge})"),
+                )
+                .into());
         }
     }
     let limit = match config.i64("characterLimit")? {
         None | Some(-1) | Some(0) => None,
         Some(n) if n > 0 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
         Some(n) => {
-            return Err(config.error(
-                "characterLimit",
-                format!("must be a positive integer (or -1 for none), found {n}"),
-            ))
+            return Err(config
+                .error(
+                    "characterLimit",
+                    format!("must be a positive integer (or -1 for none), found {n}"),
+                )
+                .into())
         }
     };
     let drop_parent = config.bool_or("dropParent", false)?;
     let attach = config.bool_or("attachChildren", false)?;
     if attach && drop_parent {
-        return Err(config.error(
-            "dropParent",
-            "cannot be combined with attached chunks (attachChildren, or a later \
+        return Err(config
+            .error(
+                "dropParent",
+                "cannot be combined with attached chunks (attachChildren, or a later \
              EmitNestedChildren): set dropParent on the EmitNestedChildren, as in Lucille",
-        ));
+            )
+            .into());
     }
     Ok(Box::new(ChunkText {
         source,

@@ -6,7 +6,7 @@
 //! afterwards). A field a child lacks is skipped; a document without children is left alone.
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -27,16 +27,18 @@ struct CollapseChildrenDocuments {
     drop_children: bool,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let fields = config.strings("fieldsToCopy")?.unwrap_or_default();
     if let Some(bad) = fields
         .iter()
         .find(|f| f.is_empty() || crate::document::is_reserved(f))
     {
-        return Err(config.error(
-            "fieldsToCopy",
-            format!("{bad:?} cannot be copied: it is reserved or empty"),
-        ));
+        return Err(config
+            .error(
+                "fieldsToCopy",
+                format!("{bad:?} cannot be copied: it is reserved or empty"),
+            )
+            .into());
     }
     let drop_children = config
         .bool("dropChildren")?

@@ -9,7 +9,7 @@
 
 use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -31,7 +31,7 @@ struct ComputeFieldSize {
     dest: String,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let dest = config.require_string("dest")?;
     check_writable(config, "dest", &dest)?;
     Ok(Box::new(ComputeFieldSize {

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -76,7 +76,7 @@ struct Concatenate {
     mode: UpdateMode,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let dest = config.require_string("dest")?;
     check_writable(config, "dest", &dest)?;
     Ok(Box::new(Concatenate {

@@ -12,7 +12,7 @@
 
 use super::extract_entities::{Boundaries, TermMatcher};
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -38,24 +38,26 @@ struct Contains {
     value: String,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let terms = config.strings("contains")?.unwrap_or_default();
     if terms.is_empty() {
-        return Err(config.error("contains", "needs at least one term"));
+        return Err(config.error("contains", "needs at least one term").into());
     }
     if terms.iter().any(String::is_empty) {
-        return Err(config.error("contains", "terms must not be empty"));
+        return Err(config.error("contains", "terms must not be empty").into());
     }
     let fields = config.strings("fields")?.unwrap_or_default();
     if fields.is_empty() {
-        return Err(config.error("fields", "needs at least one field"));
+        return Err(config.error("fields", "needs at least one field").into());
     }
     let output = config.require_string("output")?;
     if output.is_empty() || crate::document::is_reserved(&output) {
-        return Err(config.error(
-            "output",
-            format!("{output:?} cannot be written: it is reserved or empty"),
-        ));
+        return Err(config
+            .error(
+                "output",
+                format!("{output:?} cannot be written: it is reserved or empty"),
+            )
+            .into());
     }
     let matcher = TermMatcher::new(
         terms.into_iter().map(|t| (t.clone(), t)),

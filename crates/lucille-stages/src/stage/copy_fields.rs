@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{as_string, ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{as_string, ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::{Document, FieldPath, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -104,7 +104,7 @@ pub(crate) fn mapping_pairs(
     Ok(pairs)
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let pairs = mapping_pairs(config)?;
     let mode = config.update_mode("updateMode")?;
     let pairs = if config.bool_or("isNested", false)? {

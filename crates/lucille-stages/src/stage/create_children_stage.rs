@@ -7,7 +7,7 @@
 //! as in Lucille, where the stage lives in the main source tree for manual tests.
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -32,7 +32,7 @@ struct CreateChildrenStage {
     fail_after: Option<usize>,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     Ok(Box::new(CreateChildrenStage {
         num_children: config.usize("numChildren")?.unwrap_or(3),
         drop_parent: config.bool_or("dropParent", false)?,

@@ -14,7 +14,7 @@
 
 use super::apply_regex::source_dest_pairs;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -38,12 +38,16 @@ struct CreateStaticTeaser {
     mode: UpdateMode,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let pairs = source_dest_pairs(config)?;
     let max = config.require_i64("maxLength")?;
     let max_length = match usize::try_from(max) {
         Ok(m) if m >= 1 => m,
-        _ => return Err(config.error("maxLength", format!("must be at least 1, found {max}"))),
+        _ => {
+            return Err(config
+                .error("maxLength", format!("must be at least 1, found {max}"))
+                .into())
+        }
     };
     Ok(Box::new(CreateStaticTeaser {
         pairs,

@@ -28,7 +28,7 @@
 use whatlang::Lang;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{f64_to_value, Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -59,25 +59,31 @@ struct DetectLanguage {
     mode: UpdateMode,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let sources = config.strings("source")?.unwrap_or_default();
     if sources.is_empty() {
-        return Err(config.error("source", "needs at least one field"));
+        return Err(config.error("source", "needs at least one field").into());
     }
     let min_length = config.usize("minLength")?.unwrap_or(50);
     let max_length = config.usize("maxLength")?.unwrap_or(10_000);
     if max_length == 0 || max_length < min_length {
-        return Err(config.error(
-            "maxLength",
-            format!("must be at least 1 and at least minLength ({min_length}), found {max_length}"),
-        ));
+        return Err(config
+            .error(
+                "maxLength",
+                format!(
+                    "must be at least 1 and at least minLength ({min_length}), found {max_length}"
+                ),
+            )
+            .into());
     }
     let min_probability = config.f64("minProbability")?.unwrap_or(0.95);
     if !(0.0..=1.0).contains(&min_probability) {
-        return Err(config.error(
-            "minProbability",
-            format!("must be between 0 and 1, found {min_probability}"),
-        ));
+        return Err(config
+            .error(
+                "minProbability",
+                format!("must be between 0 and 1, found {min_probability}"),
+            )
+            .into());
     }
     Ok(Box::new(DetectLanguage {
         sources,

@@ -41,7 +41,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -79,16 +79,18 @@ struct DictionaryLookup {
     ignore_missing_source: bool,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let (pairs, one_dest) = source_dest_pairs(config)?;
     let ignore_case = config.bool_or("ignoreCase", false)?;
     let set_only = config.bool_or("setOnly", false)?;
     let mode = config.update_mode("updateMode")?;
     if set_only && mode != UpdateMode::Overwrite {
-        return Err(config.error(
-            "updateMode",
-            "must be overwrite (or left out) when setOnly is true",
-        ));
+        return Err(config
+            .error(
+                "updateMode",
+                "must be overwrite (or left out) when setOnly is true",
+            )
+            .into());
     }
     let dict_path = config.require_string("dictPath")?;
     let key = format!("DictionaryLookup|{ignore_case}|{set_only}");

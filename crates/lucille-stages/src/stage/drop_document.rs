@@ -5,7 +5,7 @@
 use rand::RngExt;
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Options, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -28,15 +28,15 @@ struct DropDocument {
     percentage: f64,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    let percentage = DropDocumentOptions::from_config(config)
-        .map_err(|e| ConfigError::joined(config.path(), e))?
-        .percentage;
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let percentage = DropDocumentOptions::from_config(config)?.percentage;
     if !(0.0..=1.0).contains(&percentage) {
-        return Err(config.error(
-            "percentage",
-            format!("must be between 0.0 and 1.0, found {percentage}"),
-        ));
+        return Err(config
+            .error(
+                "percentage",
+                format!("must be between 0.0 and 1.0, found {percentage}"),
+            )
+            .into());
     }
     Ok(Box::new(DropDocument { percentage }))
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::field_util::field_list;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -35,7 +35,7 @@ struct DropValues {
     values: HashSet<String>,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let values = config
         .strings("values")?
         .ok_or_else(|| config.error("values", "missing required key \"values\""))?;

@@ -13,7 +13,7 @@
 use serde_json::Value;
 
 use super::{children_from, Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -36,14 +36,16 @@ struct EmitNestedChildren {
     mode: UpdateMode,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let fields = config.string_map("fieldsToCopy")?.unwrap_or_default();
     for (source, dest) in &fields {
         if dest.is_empty() || crate::document::is_reserved(dest) {
-            return Err(config.error(
-                "fieldsToCopy",
-                format!("{source:?} cannot be copied to {dest:?}: it is reserved or empty"),
-            ));
+            return Err(config
+                .error(
+                    "fieldsToCopy",
+                    format!("{source:?} cannot be copied to {dest:?}: it is reserved or empty"),
+                )
+                .into());
         }
     }
     Ok(Box::new(EmitNestedChildren {

@@ -32,7 +32,7 @@ use aho_corasick::AhoCorasick;
 
 use super::dictionary_lookup::{read_dictionary, shared_by_files, source_dest_pairs};
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -253,11 +253,13 @@ struct ExtractEntities {
     ignore_overlaps: bool,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let (pairs, _) = source_dest_pairs(config)?;
     let dictionaries = config.strings("dictionaries")?.unwrap_or_default();
     if dictionaries.is_empty() {
-        return Err(config.error("dictionaries", "needs at least one dictionary file"));
+        return Err(config
+            .error("dictionaries", "needs at least one dictionary file")
+            .into());
     }
     let entity_field = entity_field(config)?;
     let ignore_case = config.bool_or("ignoreCase", false)?;

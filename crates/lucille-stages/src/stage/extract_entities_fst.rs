@@ -30,7 +30,7 @@ use super::dictionary_lookup::{read_dictionary, shared_by_files, source_dest_pai
 use super::extract_entities::{entity_field, fold, Boundaries};
 use super::CLOUD_STORAGE;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -134,11 +134,13 @@ struct ExtractEntitiesFst {
     ignore_overlaps: bool,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let (pairs, _) = source_dest_pairs(config)?;
     let dictionaries = config.strings("dictionaries")?.unwrap_or_default();
     if dictionaries.is_empty() {
-        return Err(config.error("dictionaries", "needs at least one dictionary file"));
+        return Err(config
+            .error("dictionaries", "needs at least one dictionary file")
+            .into());
     }
     let entity_field = entity_field(config)?;
     let ignore_case = config.bool_or("ignoreCase", false)?;

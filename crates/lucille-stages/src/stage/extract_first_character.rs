@@ -14,7 +14,7 @@
 
 use super::field_util::field_mapping;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -36,7 +36,7 @@ struct ExtractFirstCharacter {
     replacement: Option<String>,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let replacement = config
         .string("replacement")?
         .unwrap_or_else(|| "nonalpha".to_string());

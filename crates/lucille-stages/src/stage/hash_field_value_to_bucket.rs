@@ -16,7 +16,7 @@
 
 use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -40,16 +40,16 @@ struct HashFieldValueToBucket {
     count: i32,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let field = config.require_string("fieldName")?;
     if field.is_empty() {
-        return Err(config.error("fieldName", "must not be empty"));
+        return Err(config.error("fieldName", "must not be empty").into());
     }
     let dest = config.require_string("dest")?;
     check_writable(config, "dest", &dest)?;
     let buckets = config.require_string_list("buckets")?;
     if buckets.is_empty() {
-        return Err(config.error("buckets", "needs at least one bucket"));
+        return Err(config.error("buckets", "needs at least one bucket").into());
     }
     let count = i32::try_from(buckets.len())
         .map_err(|_| config.error("buckets", "has too many buckets"))?;

@@ -7,7 +7,7 @@
 
 use super::field_util::field_mapping;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -25,7 +25,7 @@ struct Length {
     pairs: Vec<(String, String)>,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     Ok(Box::new(Length {
         pairs: field_mapping(config, "fieldMapping", false)?,
     }))

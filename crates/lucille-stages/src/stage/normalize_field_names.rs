@@ -13,7 +13,7 @@
 //! `run_id`) is left unchanged. Reserved fields are never renamed.
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{is_reserved, Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -36,7 +36,7 @@ struct NormalizeFieldNames {
     replacement: String,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     Ok(Box::new(NormalizeFieldNames {
         delimiter: config.string("delimiter")?.unwrap_or_else(|| "_".into()),
         replacement: config.string("nonAlphanumReplacement")?.unwrap_or_default(),

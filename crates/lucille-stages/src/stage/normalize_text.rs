@@ -19,7 +19,7 @@
 
 use super::field_util::{field_list, map_text_values};
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -53,7 +53,7 @@ struct NormalizeText {
     update: UpdateMode,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let sources = field_list(config, "source", false)?;
     let dests = field_list(config, "dest", true)?;
     let pairs = if dests.len() == 1 {
@@ -61,14 +61,16 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     } else if dests.len() == sources.len() {
         sources.into_iter().zip(dests).collect()
     } else {
-        return Err(config.error(
-            "dest",
-            format!(
-                "needs one field, or as many fields as \"source\" ({} vs {})",
-                dests.len(),
-                sources.len()
-            ),
-        ));
+        return Err(config
+            .error(
+                "dest",
+                format!(
+                    "needs one field, or as many fields as \"source\" ({} vs {})",
+                    dests.len(),
+                    sources.len()
+                ),
+            )
+            .into());
     };
     let mode = match config.require_string("mode")?.to_ascii_lowercase().as_str() {
         "lowercase" => Mode::Lower,
@@ -76,10 +78,12 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         "title_case" => Mode::Title,
         "sentence_case" => Mode::Sentence,
         other => {
-            return Err(config.error(
-                "mode",
-                format!("must be one of {}, found {other:?}", MODES.join(", ")),
-            ))
+            return Err(config
+                .error(
+                    "mode",
+                    format!("must be one of {}, found {other:?}", MODES.join(", ")),
+                )
+                .into())
         }
     };
     Ok(Box::new(NormalizeText {

@@ -71,7 +71,7 @@ use regex::Regex;
 
 use super::apply_regex::source_dest_pairs;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -639,7 +639,7 @@ struct ParseDate {
     mode: UpdateMode,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let pairs = source_dest_pairs(config)?;
     let mut patterns: Vec<String> = Vec::new();
     for p in config.strings("formatStrs")?.unwrap_or_default() {
@@ -672,10 +672,12 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         }
     }
     if formats.is_empty() && formatters.is_empty() {
-        return Err(config.error(
-            "formatStrs",
-            "give at least one pattern in \"formatStrs\" or one of \"formatters\"",
-        ));
+        return Err(config
+            .error(
+                "formatStrs",
+                "give at least one pattern in \"formatStrs\" or one of \"formatters\"",
+            )
+            .into());
     }
     let zone = match config.string("timeZoneId")? {
         None => Zone::Fixed(FixedOffset::east_opt(0).ok_or_else(|| config.error("timeZoneId", "UTC"))?),

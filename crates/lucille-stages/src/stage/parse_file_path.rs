@@ -26,7 +26,7 @@
 //! (`/a`, `/a/b`; Lucille writes `a`, `a/b`).
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -51,16 +51,20 @@ struct ParseFilePath {
     hierarchy: bool,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let sep = match config.string("fileSep")? {
         None => std::path::MAIN_SEPARATOR,
         Some(s) if s == "/" => '/',
         Some(s) if s == "\\" => '\\',
         Some(s) => {
-            return Err(config.error(
-                "fileSep",
-                format!("must be \"/\" or \"\\\" (escape it as \"\\\\\" in HOCON), found {s:?}"),
-            ))
+            return Err(config
+                .error(
+                    "fileSep",
+                    format!(
+                        "must be \"/\" or \"\\\" (escape it as \"\\\\\" in HOCON), found {s:?}"
+                    ),
+                )
+                .into())
         }
     };
     Ok(Box::new(ParseFilePath {

@@ -15,7 +15,7 @@
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Options, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -40,9 +40,8 @@ struct ParseFloats {
     dest: String,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    let o = ParseFloatsOptions::from_config(config)
-        .map_err(|e| ConfigError::joined(config.path(), e))?;
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = ParseFloatsOptions::from_config(config)?;
     let dest = o.dest.unwrap_or_else(|| o.field.clone());
     Ok(Box::new(ParseFloats {
         field: o.field,

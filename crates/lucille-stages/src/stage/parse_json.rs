@@ -30,7 +30,7 @@ use serde_json::Value;
 use serde_json_path::JsonPath;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -136,7 +136,7 @@ struct ParseJson {
     mode: UpdateMode,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let paths = match config.object("jsonFieldPaths")? {
         None => None,
         Some(map) => {
@@ -145,14 +145,18 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
                 let path = match path {
                     Value::String(p) if !p.trim().is_empty() => p,
                     _ => {
-                        return Err(config.error(
-                            "jsonFieldPaths",
-                            format!("the path for {field:?} must be a non-blank string"),
-                        ))
+                        return Err(config
+                            .error(
+                                "jsonFieldPaths",
+                                format!("the path for {field:?} must be a non-blank string"),
+                            )
+                            .into())
                     }
                 };
                 if field.trim().is_empty() {
-                    return Err(config.error("jsonFieldPaths", "has a blank destination field"));
+                    return Err(config
+                        .error("jsonFieldPaths", "has a blank destination field")
+                        .into());
                 }
                 let query = compile_query(path)
                     .map_err(|e| config.error("jsonFieldPaths", e.to_string()))?;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, ID_FIELD};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -51,10 +51,10 @@ struct Print {
     writer: Option<(PathBuf, BufWriter<File>)>,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let output = match config.string("outputFile")? {
         Some(p) if p.is_empty() => {
-            return Err(config.error("outputFile", "must not be empty"));
+            return Err(config.error("outputFile", "must not be empty").into());
         }
         Some(p) => Some(config.resolve_output_path(&p)),
         None => None,

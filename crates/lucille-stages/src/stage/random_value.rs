@@ -10,7 +10,7 @@ use rand::RngExt;
 use serde_json::Value;
 
 use super::{Stage, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::{f64_to_value, Document};
 
 /// `[rangeStart, rangeEnd)` for the random-number stages: `None` when both bounds are equal
@@ -99,7 +99,7 @@ pub(crate) fn spec<T: RandomNumber>() -> Spec {
 
 pub(crate) fn build<T: RandomNumber>(
     config: &ComponentConfig,
-) -> Result<Box<dyn Stage>, ConfigError> {
+) -> Result<Box<dyn Stage>, ConfigErrors> {
     let start = T::read(config, "rangeStart")?.unwrap_or(T::DEFAULT_START);
     let end = T::read(config, "rangeEnd")?.unwrap_or(T::DEFAULT_END);
     let range = uniform_range(config, start, end)?;

@@ -8,7 +8,7 @@
 use rand::RngExt;
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{f32_to_value, Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -31,19 +31,21 @@ struct RandomVector {
     mode: UpdateMode,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let fields = config.strings("fields")?.unwrap_or_default();
     if fields.is_empty() {
-        return Err(config.error("fields", "needs at least one field"));
+        return Err(config.error("fields", "needs at least one field").into());
     }
     if let Some(bad) = fields
         .iter()
         .find(|f| f.is_empty() || crate::document::is_reserved(f))
     {
-        return Err(config.error(
-            "fields",
-            format!("{bad:?} cannot be written: it is reserved or empty"),
-        ));
+        return Err(config
+            .error(
+                "fields",
+                format!("{bad:?} cannot be written: it is reserved or empty"),
+            )
+            .into());
     }
     let dimensions = config
         .i64("dimensions")?

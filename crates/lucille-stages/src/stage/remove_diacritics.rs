@@ -17,7 +17,7 @@ use unicode_normalization::UnicodeNormalization;
 
 use super::field_util::{destination_or_source, map_text_field};
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -38,7 +38,7 @@ struct RemoveDiacritics {
     destination: String,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let source = config.require_string("source")?;
     let destination = destination_or_source(config, &source)?;
     Ok(Box::new(RemoveDiacritics {

@@ -10,7 +10,7 @@
 
 use super::field_util::field_mapping;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -28,7 +28,7 @@ struct RemoveDuplicateValues {
     pairs: Vec<(String, String)>,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     Ok(Box::new(RemoveDuplicateValues {
         pairs: field_mapping(config, "fieldMapping", false)?,
     }))

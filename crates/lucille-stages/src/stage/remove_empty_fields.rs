@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Options, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -27,9 +27,8 @@ struct RemoveEmptyFieldsOptions {}
 
 struct RemoveEmptyFields;
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    RemoveEmptyFieldsOptions::from_config(config)
-        .map_err(|e| ConfigError::joined(config.path(), e))?;
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    RemoveEmptyFieldsOptions::from_config(config)?;
     Ok(Box::new(RemoveEmptyFields))
 }
 

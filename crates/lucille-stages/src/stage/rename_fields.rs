@@ -11,7 +11,7 @@
 
 use super::field_util::field_mapping;
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -34,7 +34,7 @@ struct RenameFields {
     apply_to_children: bool,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     Ok(Box::new(RenameFields {
         pairs: field_mapping(config, "fieldMapping", true)?,
         mode: config.update_mode("updateMode")?,

@@ -24,7 +24,7 @@ use regex::{Captures, NoExpand, Regex};
 
 use super::apply_regex::{flag_keys, source_dest_pairs, RegexFlags};
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -151,12 +151,12 @@ struct ReplacePatterns {
     mode: UpdateMode,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let pairs = source_dest_pairs(config)?;
     let flags = RegexFlags::from_config(config)?;
     let patterns = config.strings("regex")?.unwrap_or_default();
     if patterns.is_empty() {
-        return Err(config.error("regex", "needs at least one pattern"));
+        return Err(config.error("regex", "needs at least one pattern").into());
     }
     let regexes = patterns
         .iter()
@@ -165,10 +165,12 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     let replacement_field = config.string("replacementField")?;
     let replacement = match config.string("replacement")? {
         None if replacement_field.is_none() => {
-            return Err(config.error(
-                "replacement",
-                "give \"replacement\" or \"replacementField\" (or both)",
-            ))
+            return Err(config
+                .error(
+                    "replacement",
+                    "give \"replacement\" or \"replacementField\" (or both)",
+                )
+                .into())
         }
         None => None,
         Some(r) => Some(

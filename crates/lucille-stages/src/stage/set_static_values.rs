@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -30,17 +30,19 @@ struct SetStaticValues {
     skip_document: bool,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let map = config
         .object("staticValues")?
         .ok_or_else(|| config.error("staticValues", "missing required key \"staticValues\""))?;
     let mut values = Vec::new();
     for (field, value) in map {
         if crate::document::is_reserved(field) || field.is_empty() {
-            return Err(config.error(
-                "staticValues",
-                format!("{field:?} cannot be written: it is reserved or empty"),
-            ));
+            return Err(config
+                .error(
+                    "staticValues",
+                    format!("{field:?} cannot be written: it is reserved or empty"),
+                )
+                .into());
         }
         let vs = match value {
             Value::Array(items) => items.clone(),

@@ -3,7 +3,7 @@
 //! indexer untouched. No keys of its own.
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Options, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -21,8 +21,8 @@ struct SkipDocumentOptions {}
 
 struct SkipDocument;
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    SkipDocumentOptions::from_config(config).map_err(|e| ConfigError::joined(config.path(), e))?;
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    SkipDocumentOptions::from_config(config)?;
     Ok(Box::new(SkipDocument))
 }
 

@@ -14,7 +14,7 @@
 
 use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -39,16 +39,18 @@ struct SplitFieldValues {
     trim: bool,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let input = config.require_string("inputField")?;
     if input.is_empty() {
-        return Err(config.error("inputField", "field names must not be empty"));
+        return Err(config
+            .error("inputField", "field names must not be empty")
+            .into());
     }
     let output = config.require_string("outputField")?;
     check_writable(config, "outputField", &output)?;
     let delimiter = config.require_string("delimiter")?;
     if delimiter.is_empty() {
-        return Err(config.error("delimiter", "must not be empty"));
+        return Err(config.error("delimiter", "must not be empty").into());
     }
     Ok(Box::new(SplitFieldValues {
         input,

@@ -8,7 +8,7 @@ use chrono::{SecondsFormat, Utc};
 
 use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -26,7 +26,7 @@ struct Timestamp {
     dest: String,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let dest = config.require_string("destField")?;
     check_writable(config, "destField", &dest)?;
     Ok(Box::new(Timestamp { dest }))

@@ -9,7 +9,7 @@
 
 use super::field_util::{field_list, map_text_field};
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -27,7 +27,7 @@ struct TrimWhitespace {
     fields: Vec<String>,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     Ok(Box::new(TrimWhitespace {
         fields: field_list(config, "fields", true)?,
     }))

@@ -11,7 +11,7 @@
 
 use super::field_util::{check_writable, map_text_field};
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Options, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -39,9 +39,8 @@ struct TruncateField {
     destination: String,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
-    let o = TruncateFieldOptions::from_config(config)
-        .map_err(|e| ConfigError::joined(config.path(), e))?;
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = TruncateFieldOptions::from_config(config)?;
     // Written in place unless a destination is given: whichever is written must be writable.
     let destination = match o.destination {
         Some(d) => {

@@ -21,7 +21,7 @@ use serde_json::Value as Json;
 use sxd_xpath::{Context, Factory, Value, XPath};
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{as_string, ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{as_string, ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -65,7 +65,7 @@ fn compile(expr: &str) -> Result<XPath, BadXPath> {
     }
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let map = config
         .object("fieldMapping")?
         .ok_or_else(|| config.error("fieldMapping", "missing required key \"fieldMapping\""))?;
@@ -87,7 +87,9 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         mapping.push((expr.clone(), fields));
     }
     if mapping.is_empty() {
-        return Err(config.error("fieldMapping", "needs at least one expression"));
+        return Err(config
+            .error("fieldMapping", "needs at least one expression")
+            .into());
     }
     Ok(Box::new(XPathExtractor {
         mapping,

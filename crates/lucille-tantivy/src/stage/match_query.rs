@@ -21,7 +21,7 @@ use tantivy::query_grammar::{
 use tantivy::tokenizer::{LowerCaser, SimpleTokenizer, TextAnalyzer};
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -51,18 +51,22 @@ fn analyzer() -> TextAnalyzer {
         .build()
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let fields = config.require_string_list("fields")?;
     if fields.is_empty() {
-        return Err(config.error("fields", "needs at least one field"));
+        return Err(config.error("fields", "needs at least one field").into());
     }
     let dest = config.require_string("matchedQueriesField")?;
     if dest.trim().is_empty() {
-        return Err(config.error("matchedQueriesField", "must not be blank"));
+        return Err(config
+            .error("matchedQueriesField", "must not be blank")
+            .into());
     }
     super::field_util::check_writable(config, "matchedQueriesField", &dest)?;
     let Some(serde_json::Value::Array(list)) = config.get("queries") else {
-        return Err(config.error("queries", "must be a list of { name: \"query\" } objects"));
+        return Err(config
+            .error("queries", "must be a list of { name: \"query\" } objects")
+            .into());
     };
     let mut queries: Vec<(String, UserInputAst)> = Vec::new();
     let mut errors = Vec::new();
@@ -89,7 +93,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
         errors.push("needs at least one query".into());
     }
     if !errors.is_empty() {
-        return Err(config.error("queries", errors.join("; ")));
+        return Err(config.error("queries", errors.join("; ")).into());
     }
     Ok(Box::new(MatchQuery {
         fields,

@@ -24,7 +24,7 @@
 use serde_json::{json, Value};
 
 use super::{client, seconds, with_retry_keys};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 use crate::http::{snippet, Auth, HttpClient};
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
@@ -69,29 +69,37 @@ struct OpenAIEmbed {
     client: HttpClient,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let embed_document = config.bool_or("embedDocument", false)?;
     let embed_children = config.bool_or("embedChildren", false)?;
     if !embed_document && !embed_children {
-        return Err(config.error(
-            "embedDocument",
-            "embedDocument and embedChildren are both false: nothing would be embedded",
-        ));
+        return Err(config
+            .error(
+                "embedDocument",
+                "embedDocument and embedChildren are both false: nothing would be embedded",
+            )
+            .into());
     }
     let api_key = config.require_string("apiKey")?;
     if api_key.trim().is_empty() {
-        return Err(config.error("apiKey", "is empty"));
+        return Err(config.error("apiKey", "is empty").into());
     }
     let dest = config
         .string("dest")?
         .unwrap_or_else(|| "embeddings".into());
     if dest.is_empty() || crate::document::is_reserved(&dest) {
-        return Err(config.error("dest", format!("{dest:?} is reserved or empty")));
+        return Err(config
+            .error("dest", format!("{dest:?} is reserved or empty"))
+            .into());
     }
     let dimensions = match config.i64("dimensions")? {
         None => None,
         Some(n) if n > 0 => Some(n as u64),
-        Some(_) => return Err(config.error("dimensions", "must be a positive integer")),
+        Some(_) => {
+            return Err(config
+                .error("dimensions", "must be a positive integer")
+                .into())
+        }
     };
     let url = config
         .string("url")?
@@ -100,7 +108,11 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     let batch_size = match config.i64("batchSize")? {
         None => 32,
         Some(n) if n > 0 => n as usize,
-        Some(_) => return Err(config.error("batchSize", "must be a positive integer")),
+        Some(_) => {
+            return Err(config
+                .error("batchSize", "must be a positive integer")
+                .into())
+        }
     };
     let timeout = seconds(config, "timeout", 60)?;
     Ok(Box::new(OpenAIEmbed {

@@ -15,7 +15,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{client, seconds, with_retry_keys};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 use crate::http::{snippet, Auth, HttpClient};
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
@@ -55,7 +55,7 @@ struct PromptOllama {
     client: HttpClient,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let host = config.require_string("hostURL")?;
     crate::http::parse_url(&host).map_err(|e| config.error("hostURL", e.to_string()))?;
     let timeout = seconds(config, "timeout", 10)?;

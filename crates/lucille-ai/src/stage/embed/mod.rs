@@ -29,7 +29,7 @@ use std::sync::Arc;
 use lucille_embed::{shared_embedder, Embedder, Sequence};
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -56,16 +56,18 @@ struct Embed {
     embedder: Arc<Embedder>,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let source = config.require_string("source")?;
     let dest = config
         .string("dest")?
         .unwrap_or_else(|| "embedding".to_string());
     if dest.is_empty() || crate::document::is_reserved(&dest) {
-        return Err(config.error(
-            "dest",
-            format!("{dest:?} cannot be written: it is reserved or empty"),
-        ));
+        return Err(config
+            .error(
+                "dest",
+                format!("{dest:?} cannot be written: it is reserved or empty"),
+            )
+            .into());
     }
     let batch_size = match config.i64("batchSize")? {
         None => 32,

@@ -37,7 +37,7 @@ use serde_json::Value;
 
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::database::{self, resolve_target, DbError, Problems, Query, RowSource};
 use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
@@ -155,7 +155,7 @@ pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError
     }
 }
 
-fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
+fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigErrors> {
     Ok(Box::new(DatabaseConnector {
         common: common.clone(),
         settings: settings(config)?,

@@ -49,7 +49,7 @@ use serde_json::{Map, Value};
 
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::{PublishError, Publisher};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::ids::{md5_hex, with_prefix};
 use crate::document::Document;
 use crate::record::Record;
@@ -438,7 +438,7 @@ fn compile_all(config: &ComponentConfig, key: &str, errors: &mut Errors) -> Vec<
         .collect()
 }
 
-fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigError> {
+fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigErrors> {
     Ok(Box::new(FileConnector::from_config(config, common)?))
 }
 

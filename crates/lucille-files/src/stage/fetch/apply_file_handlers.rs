@@ -33,7 +33,7 @@ use serde_json::Value;
 use super::fetch_file_content::field_key;
 use super::files::{with_cloud_blocks, Files};
 use crate::accounting::PublishError;
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::connector::file::{
     build_handler, handler_keys, FileHandler, FileHandlerDescriptor, FileSource, HandlerError,
     RecordSink,
@@ -74,12 +74,14 @@ fn handler_kind(name: &str) -> Option<&'static str> {
     crate::registry::find::<FileHandlerDescriptor>(name).map(|d| d.name)
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let blocks = config
         .object("fileHandlers")?
         .ok_or_else(|| config.error("fileHandlers", "is required"))?;
     if blocks.is_empty() {
-        return Err(config.error("fileHandlers", "must name at least one file handler"));
+        return Err(config
+            .error("fileHandlers", "must name at least one file handler")
+            .into());
     }
     let mut errors = Vec::new();
     let mut handlers: Vec<(String, Arc<dyn FileHandler>)> = Vec::new();
@@ -162,7 +164,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
                 files,
             }))
         }
-        _ => Err(ConfigError::joined(config.path(), errors)),
+        _ => Err(ConfigError::joined(config.path(), errors).into()),
     }
 }
 

@@ -10,7 +10,7 @@
 //! stage's `s3` / `gcp` / `azure` block (Lucille's keys, as on the FileConnector; `files.rs`).
 
 use super::files::{with_cloud_blocks, Files};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
 
@@ -48,7 +48,7 @@ pub(crate) fn field_key(
     Ok(value)
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     Ok(Box::new(FetchFileContent {
         path_field: field_key(config, "filePathField", "file_path")?,
         content_field: field_key(config, "fileContentField", "file_content")?,

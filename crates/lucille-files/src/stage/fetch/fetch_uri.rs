@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 use crate::http::{Auth, BytesReply, HttpClient, RetryPolicy, NO_STATUS};
 use crate::stage::{Stage, StageDescriptor, StageResult};
@@ -170,7 +170,7 @@ fn header_list(config: &ComponentConfig, errors: &mut Vec<ConfigError>) -> Vec<(
     out
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let mut errors = Vec::new();
     let source = config.require_string("source")?;
     let dest = config.require_string("dest")?;
@@ -225,7 +225,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
     }
     let headers = header_list(config, &mut errors);
     if !errors.is_empty() {
-        return Err(ConfigError::joined(config.path(), errors));
+        return Err(ConfigError::joined(config.path(), errors).into());
     }
     let retry = RetryPolicy {
         max_retries: u32::try_from(max_retries).unwrap_or(u32::MAX),

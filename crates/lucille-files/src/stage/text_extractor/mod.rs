@@ -31,7 +31,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 use lucille_extract::tesseract::{SharedOcr, Tesseract};
 use lucille_extract::{self as extract, Options};
@@ -185,7 +185,7 @@ struct TextExtractor {
     ocr: Option<SharedOcr>,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     tika_config::check(config)?;
     let bytes = config.string("byteArrayField")?;
     let path = config.string("filePathField")?;
@@ -196,13 +196,13 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
             return Err(config.error(
                 "filePathField",
                 "give either filePathField or byteArrayField, not both",
-            ))
+            ).into())
         }
         (None, None) => {
             return Err(config.error(
                 "byteArrayField",
                 "is required (or filePathField): the field holding the document's bytes, e.g. \"file_content\" from the FileConnector",
-            ))
+            ).into())
         }
     };
     let hints = match config.object("metadataFields")? {

@@ -14,7 +14,7 @@
 use serde_json::Value;
 
 use super::{engine, json_answer, Engine};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::{Document, UpdateMode};
 use crate::http::{encode, snippet};
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
@@ -41,28 +41,32 @@ struct ElasticsearchLookup {
     mode: UpdateMode,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let engine = engine(config, "elasticsearch", "Elasticsearch")?;
     let source = config.strings("source")?.unwrap_or_default();
     let dest = config.strings("dest")?.unwrap_or_default();
     if source.len() != dest.len() {
-        return Err(config.error(
-            "dest",
-            format!(
-                "must name as many fields as source ({} and {})",
-                dest.len(),
-                source.len()
-            ),
-        ));
+        return Err(config
+            .error(
+                "dest",
+                format!(
+                    "must name as many fields as source ({} and {})",
+                    dest.len(),
+                    source.len()
+                ),
+            )
+            .into());
     }
     if let Some(bad) = dest
         .iter()
         .find(|d| d.is_empty() || crate::document::is_reserved(d))
     {
-        return Err(config.error(
-            "dest",
-            format!("{bad:?} cannot be written: it is reserved or empty"),
-        ));
+        return Err(config
+            .error(
+                "dest",
+                format!("{bad:?} cannot be written: it is reserved or empty"),
+            )
+            .into());
     }
     Ok(Box::new(ElasticsearchLookup {
         engine,

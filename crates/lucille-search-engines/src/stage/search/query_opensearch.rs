@@ -18,7 +18,7 @@
 use serde_json::{Map, Value};
 
 use super::{engine, json_answer, Engine};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
 use crate::document::Document;
 use crate::http::snippet;
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
@@ -54,46 +54,61 @@ struct QueryOpensearch {
     dest: String,
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigError> {
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let engine = engine(config, "opensearch", "OpenSearch")?;
-    let request = match (
-        config.string("searchTemplate")?,
-        config.string("templateName")?,
-    ) {
-        (Some(template), None) => match serde_json::from_str::<Value>(&template) {
-            Ok(Value::Object(map)) => map,
-            Ok(_) => return Err(config.error("searchTemplate", "must be a JSON object")),
-            Err(e) => return Err(config.error("searchTemplate", format!("is not valid JSON: {e}"))),
-        },
-        (None, Some(name)) => Map::from_iter([("id".to_string(), Value::String(name))]),
-        (Some(_), Some(_)) => {
-            return Err(config.error(
-                "templateName",
-                "give either templateName or searchTemplate, not both",
-            ))
-        }
-        (None, None) => {
-            return Err(config.error(
-                "searchTemplate",
-                "give searchTemplate (the template's JSON) or templateName (a stored template)",
-            ))
-        }
-    };
+    let request =
+        match (
+            config.string("searchTemplate")?,
+            config.string("templateName")?,
+        ) {
+            (Some(template), None) => match serde_json::from_str::<Value>(&template) {
+                Ok(Value::Object(map)) => map,
+                Ok(_) => {
+                    return Err(config
+                        .error("searchTemplate", "must be a JSON object")
+                        .into())
+                }
+                Err(e) => {
+                    return Err(config
+                        .error("searchTemplate", format!("is not valid JSON: {e}"))
+                        .into())
+                }
+            },
+            (None, Some(name)) => Map::from_iter([("id".to_string(), Value::String(name))]),
+            (Some(_), Some(_)) => {
+                return Err(config
+                    .error(
+                        "templateName",
+                        "give either templateName or searchTemplate, not both",
+                    )
+                    .into())
+            }
+            (None, None) => return Err(config
+                .error(
+                    "searchTemplate",
+                    "give searchTemplate (the template's JSON) or templateName (a stored template)",
+                )
+                .into()),
+        };
     let pointer = config.string("opensearchResponsePath")?.unwrap_or_default();
     if !pointer.is_empty() && !pointer.starts_with('/') {
-        return Err(config.error(
-            "opensearchResponsePath",
-            format!("{pointer:?} is not a JSON pointer: it must be empty or start with '/'"),
-        ));
+        return Err(config
+            .error(
+                "opensearchResponsePath",
+                format!("{pointer:?} is not a JSON pointer: it must be empty or start with '/'"),
+            )
+            .into());
     }
     let dest = config
         .string("destinationField")?
         .unwrap_or_else(|| "response".to_string());
     if dest.is_empty() || crate::document::is_reserved(&dest) {
-        return Err(config.error(
-            "destinationField",
-            format!("{dest:?} cannot be written: it is reserved or empty"),
-        ));
+        return Err(config
+            .error(
+                "destinationField",
+                format!("{dest:?} cannot be written: it is reserved or empty"),
+            )
+            .into());
     }
     Ok(Box::new(QueryOpensearch {
         engine,
