@@ -125,12 +125,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     doc_p = sub.add_parser(
         "doc",
-        help="describe a stage or connector's options (CLASS), or parse a document's JSON and print it back",
+        help="describe a stage, connector or indexer's options (CLASS), or parse a document's JSON and print it back",
     )
     doc_p.add_argument(
         "json",
         metavar="CLASS|JSON",
-        help="a stage or connector class (CopyFields, FileConnector), document JSON text, or - for JSON on stdin",
+        help="a stage, connector or indexer (CopyFields, FileConnector, typesense, indexer), document JSON text, or - for JSON on stdin",
     )
 
     search_p = sub.add_parser("search", help="search the embedded Tantivy index")

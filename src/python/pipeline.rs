@@ -367,7 +367,8 @@ impl PyProcessIter {
     }
 }
 
-/// `lucille doc CLASS`: a stage's or connector's options as its options type declares them.
+/// `lucille doc CLASS`: a stage's, connector's or indexer's options as its options type declares
+/// them.
 #[pyfunction]
 pub fn describe(class_name: &str) -> PyResult<String> {
     crate::catalog::describe(class_name).map_err(|e| PyValueError::new_err(e.to_string()))

@@ -65,3 +65,52 @@ fn misspelt_names_get_the_nearest_builtin() {
         .unwrap_or_default();
     assert!(err.contains("did you mean \"CopyFields\"?"), "{err}");
 }
+
+/// Every component reads its block through its options type, which checks the keys: so each
+/// stage's and connector's own build reports an unknown key (planning relies on it, and no
+/// longer checks a spec separately), and every key it declares is described for `lucille doc`.
+#[test]
+fn every_builtin_checks_its_keys_when_built_and_documents_them() {
+    use crate::config::ComponentConfig;
+    use crate::connector::{Common, ConnectorDescriptor};
+    let block = |class: &str| {
+        let v = serde_json::json!({"class": class, "name": "x", "zzUnknownKey": 1});
+        ComponentConfig::new(v.as_object().cloned().unwrap_or_default(), "c")
+    };
+    for d in all_builtins() {
+        let err = match (d.build)(&block(d.name)) {
+            Ok(_) => panic!("{} built with an unknown key", d.name),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("c.zzUnknownKey"), "{}: {err}", d.name);
+        for p in (d.spec)().properties() {
+            assert!(
+                !p.description.is_empty(),
+                "{}.{} has no description",
+                d.name,
+                p.name
+            );
+        }
+        assert!(
+            !(d.spec)().summary_text().is_empty(),
+            "{} has no summary",
+            d.name
+        );
+    }
+    for d in registry::all::<ConnectorDescriptor>() {
+        let common = Common::default();
+        let err = match (d.build)(&block(d.name), &common) {
+            Ok(_) => panic!("{} built with an unknown key", d.name),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("c.zzUnknownKey"), "{}: {err}", d.name);
+        for p in (d.spec)().properties() {
+            assert!(
+                !p.description.is_empty(),
+                "{}.{} has no description",
+                d.name,
+                p.name
+            );
+        }
+    }
+}

@@ -58,7 +58,7 @@ def test_cli_doc_describes_a_connector_with_defaults_and_ranges() -> None:
 def test_cli_doc_unknown_class_suggests_the_nearest() -> None:
     r = run_cli("doc", "TruncateFeild")
     assert r.returncode == 1
-    assert 'no stage or connector named "TruncateFeild" (did you mean "TruncateField"?)' in r.stderr
+    assert 'no stage, connector or indexer named "TruncateFeild" (did you mean "TruncateField"?)' in r.stderr
 
 
 def test_cli_version() -> None:

@@ -1,4 +1,5 @@
-"""Lucille keys that tune a run: pipelines[].threads, indexer.logRate, indexer.batchByteSize."""
+"""Lucille keys that tune a run: pipelines[].threads, indexer.logRate, indexer.batchByteSize,
+runner.metricsLoggingLevel."""
 
 import importlib
 import logging
@@ -131,3 +132,24 @@ def test_solr_url_is_needed_only_to_send_as_in_lucille() -> None:
     r = lucille.run(config=cfg)
     assert (r.status, r.published) == ("Failure", 0), r.summary
     assert "solr.url" in r.summary and "missing" in r.summary, r.summary
+
+
+def test_metrics_logging_level_sets_the_level_of_the_stage_metrics_lines(caplog: pytest.LogCaptureFixture) -> None:
+    def stage_lines(cfg: dict[str, Any]) -> list[int]:
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="lucille"):
+            r = lucille.run(config=cfg, mode="test")
+        assert r.succeeded == 2, r.summary
+        return [rec.levelno for rec in caplog.records if " stage copy: 2 docs processed" in rec.getMessage()]
+
+    cfg: dict[str, Any] = {
+        "connectors": [{"name": "a", "class": "SequenceConnector", "numDocs": 2, "pipeline": "p"}],
+        "pipelines": [{"name": "p", "stages": [{"name": "copy", "class": "CopyFields", "fieldMapping": {"id": "x"}}]}],
+    }
+    assert stage_lines(cfg) == [logging.INFO]
+    assert stage_lines({**cfg, "runner": {"metricsLoggingLevel": "WARN"}}) == [logging.WARNING]
+    assert stage_lines({**cfg, "runner": {"metricsLoggingLevel": "error"}}) == [logging.ERROR]
+    # Below the level the run logs at (INFO), the lines are not shown.
+    assert stage_lines({**cfg, "runner": {"metricsLoggingLevel": "DEBUG"}}) == []
+    (e,) = lucille.validate(config={**cfg, "runner": {"metricsLoggingLevel": "LOUD"}})
+    assert e.startswith("runner.metricsLoggingLevel") and "INFO" in e, e

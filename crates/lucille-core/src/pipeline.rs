@@ -777,9 +777,9 @@ pub fn plan_stage(
     let mut errors = Vec::new();
     let plan_class = match resolved {
         StageClass::Builtin(d) => {
-            let spec = (d.spec)();
-            spec.normalize(&mut map);
-            errors.extend(spec.validate(&map, path));
+            // Older key names become current ones; the keys themselves are checked by the
+            // stage's options type when the instance below is built.
+            (d.spec)().normalize(&mut map);
             PlanClass::Builtin(d)
         }
         StageClass::Python(class) => {
@@ -807,18 +807,21 @@ pub fn plan_stage(
             true
         }
     };
-    if !errors.is_empty() {
-        return Err(errors);
-    }
     let plan = StagePlan {
         name,
         class: plan_class,
         config,
         conditions,
     };
-    // Build one instance now so constructor-time problems are reported with the rest.
+    // One instance built now: its options type checks the block (every problem at once), and
+    // constructor-time problems are reported with the rest.
     if let PlanClass::Builtin(_) = plan.class {
-        plan.instantiate().map_err(|e| e.0)?;
+        if let Err(e) = plan.instantiate() {
+            errors.extend(e.0);
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
     }
     Ok(enabled.then_some(plan))
 }

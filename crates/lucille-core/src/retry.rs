@@ -2,11 +2,15 @@
 //! `retryRandomizationFactor`, `retryableStatusCodes`) and the waits they give: off unless
 //! `maxRetries` is set; a request that fails with a retryable status code (or with no status
 //! at all, code `-1`: refused connection, timeout) is sent again after an exponential, jittered
-//! wait. Read with the indexer's settings here; the HTTP client applies them.
+//! wait. Declared here ([`RetryOptions`]) for the indexer block and the model-server stages;
+//! the HTTP client applies the [`RetryPolicy`] they give.
 
 use std::time::Duration;
 
-use crate::config::{ComponentConfig, ConfigError};
+use serde_json::Value;
+
+use crate::config::spec::as_i64;
+use crate::config::{ComponentConfig, ConfigError, Kind, OptionValue, Options};
 
 /// The `retryableStatusCodes` entry for "no HTTP status" (connection refused, reset, timeout).
 pub const NO_STATUS: i64 = -1;
@@ -39,81 +43,154 @@ impl Default for RetryPolicy {
     }
 }
 
-impl RetryPolicy {
-    /// Reads the retry keys of the `indexer` block, pushing every problem onto `errors`.
-    pub fn from_config(c: &ComponentConfig, errors: &mut Vec<ConfigError>) -> Self {
-        let mut policy = RetryPolicy::default();
-        let dependent = [
-            "retryWaitDurationMs",
-            "retryMaxWaitDurationMs",
-            "retryRandomizationFactor",
-            "retryableStatusCodes",
-        ];
-        match c.i64("maxRetries") {
-            Ok(None) => {
-                for key in dependent.iter().filter(|k| c.has(k)) {
-                    errors.push(c.error(key, "needs indexer.maxRetries to be set"));
-                }
-                return policy;
-            }
-            Ok(Some(n)) if n <= 0 || n > u32::MAX as i64 => errors.push(c.error(
-                "maxRetries",
-                "must be a positive integer (remove it to disable retries)",
-            )),
-            Ok(Some(n)) => policy.max_retries = n as u32,
-            Err(e) => errors.push(e),
-        }
-        let mut ms = |key: &str, default: Duration| match c.i64(key) {
-            Ok(None) => default,
-            Ok(Some(v)) if v >= 0 => Duration::from_millis(v as u64),
-            Ok(Some(_)) => {
-                errors.push(c.error(key, "must not be negative"));
-                default
-            }
-            Err(e) => {
-                errors.push(e);
-                default
-            }
+/// Lucille's retry keys, declared once: the generic `indexer` block and the model-server
+/// stages flatten them into their options (`#[option(flatten)]`).
+#[derive(Debug, Clone, Options)]
+pub struct RetryOptions {
+    /// Retries of a failed request after the first attempt (default: none for the indexers,
+    /// 3 for the model-server stages).
+    max_retries: Option<RetryCount>,
+    /// Milliseconds before the first retry (default 1000; doubles each retry).
+    #[option(min = 0)]
+    retry_wait_duration_ms: Option<i64>,
+    /// The longest wait between retries, in milliseconds (default 30000).
+    #[option(min = 0)]
+    retry_max_wait_duration_ms: Option<i64>,
+    /// Each wait is drawn within this fraction of the backoff, from 0 up to 1 (default 0.5).
+    retry_randomization_factor: Option<Randomization>,
+    /// The HTTP statuses retried, -1 for a failure without one (default 429, 502, 503, 504,
+    /// -1).
+    retryable_status_codes: Option<StatusCodes>,
+}
+
+impl RetryOptions {
+    /// The policy these keys give, `default_retries` when `maxRetries` is absent; a wait key
+    /// without `maxRetries` is a problem (pushed onto `errors`; `needs`, e.g.
+    /// "indexer.maxRetries", names the key it needs).
+    pub fn policy(
+        self,
+        config: &ComponentConfig,
+        needs: &str,
+        default_retries: u32,
+        errors: &mut Vec<ConfigError>,
+    ) -> RetryPolicy {
+        let mut retry = RetryPolicy {
+            max_retries: default_retries,
+            ..RetryPolicy::default()
         };
-        policy.initial_wait = ms("retryWaitDurationMs", policy.initial_wait);
-        policy.max_wait = ms("retryMaxWaitDurationMs", policy.max_wait);
-        match c.f64("retryRandomizationFactor") {
-            Ok(None) => {}
-            Ok(Some(f)) if (0.0..1.0).contains(&f) => policy.randomization = f,
-            Ok(Some(_)) => errors.push(c.error(
-                "retryRandomizationFactor",
-                "must be at least 0 and less than 1",
-            )),
-            Err(e) => errors.push(e),
-        }
-        match c.get("retryableStatusCodes") {
-            None => {}
-            Some(serde_json::Value::Array(items)) => {
-                let codes: Option<Vec<i64>> = items
-                    .iter()
-                    .map(crate::config::spec::as_i64)
-                    .map(|c| c.filter(|c| *c == NO_STATUS || (100..600).contains(c)))
-                    .collect();
-                match codes {
-                    Some(codes) if !codes.is_empty() => policy.retryable = codes,
-                    Some(_) => errors.push(c.error(
-                        "retryableStatusCodes",
-                        "must not be empty (remove it to use the default)",
-                    )),
-                    None => errors.push(c.error(
-                        "retryableStatusCodes",
-                        "must be a list of HTTP status codes (100-599), or -1 for failures without a status",
-                    )),
-                }
+        let Some(RetryCount(n)) = self.max_retries else {
+            let dependent = [
+                ("retryWaitDurationMs", self.retry_wait_duration_ms.is_some()),
+                (
+                    "retryMaxWaitDurationMs",
+                    self.retry_max_wait_duration_ms.is_some(),
+                ),
+                (
+                    "retryRandomizationFactor",
+                    self.retry_randomization_factor.is_some(),
+                ),
+                (
+                    "retryableStatusCodes",
+                    self.retryable_status_codes.is_some(),
+                ),
+            ];
+            for (key, _) in dependent.iter().filter(|(_, set)| *set) {
+                errors.push(config.error(key, format!("needs {needs} to be set")));
             }
-            Some(_) => errors.push(c.error(
-                "retryableStatusCodes",
-                "must be a list of HTTP status codes",
-            )),
+            return retry;
+        };
+        retry.max_retries = n;
+        let ms = |v: i64| Duration::from_millis(v.unsigned_abs());
+        retry.initial_wait = self.retry_wait_duration_ms.map_or(retry.initial_wait, ms);
+        retry.max_wait = self.retry_max_wait_duration_ms.map_or(retry.max_wait, ms);
+        if let Some(Randomization(f)) = self.retry_randomization_factor {
+            retry.randomization = f;
         }
-        policy
+        if let Some(StatusCodes(codes)) = self.retryable_status_codes {
+            retry.retryable = codes;
+        }
+        retry
+    }
+}
+
+/// `maxRetries`: a positive count (absent: no retries).
+#[derive(Debug, Clone)]
+struct RetryCount(u32);
+
+impl OptionValue for RetryCount {
+    fn kind() -> Kind {
+        Kind::Integer
     }
 
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        match config.i64(key)? {
+            None => Ok(None),
+            Some(n) => u32::try_from(n)
+                .ok()
+                .filter(|n| *n > 0)
+                .map(|n| Some(RetryCount(n)))
+                .ok_or_else(|| {
+                    config.error(
+                        key,
+                        "must be a positive integer (remove it to disable retries)",
+                    )
+                }),
+        }
+    }
+}
+
+/// `retryRandomizationFactor`: from 0 up to, not including, 1.
+#[derive(Debug, Clone)]
+struct Randomization(f64);
+
+impl OptionValue for Randomization {
+    fn kind() -> Kind {
+        Kind::Number
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        match config.f64(key)? {
+            None => Ok(None),
+            Some(f) if (0.0..1.0).contains(&f) => Ok(Some(Randomization(f))),
+            Some(_) => Err(config.error(key, "must be at least 0 and less than 1")),
+        }
+    }
+}
+
+/// `retryableStatusCodes`: HTTP statuses (100-599) and -1 (no status), at least one.
+#[derive(Debug, Clone)]
+struct StatusCodes(Vec<i64>);
+
+impl OptionValue for StatusCodes {
+    fn kind() -> Kind {
+        Kind::List
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        let items = match config.get(key) {
+            None => return Ok(None),
+            Some(Value::Array(items)) => items,
+            Some(_) => return Err(config.error(key, "must be a list of HTTP status codes")),
+        };
+        let codes: Option<Vec<i64>> = items
+            .iter()
+            .map(|i| as_i64(i).filter(|c| *c == NO_STATUS || (100..600).contains(c)))
+            .collect();
+        match codes {
+            Some(codes) if !codes.is_empty() => Ok(Some(StatusCodes(codes))),
+            Some(_) => Err(config.error(
+                key,
+                "must not be empty (remove it to use the default)",
+            )),
+            None => Err(config.error(
+                key,
+                "must be a list of HTTP status codes (100-599), or -1 for failures without a status",
+            )),
+        }
+    }
+}
+
+impl RetryPolicy {
     /// Whether a failure with this status (`None`: no response at all) is retried.
     pub fn retries(&self, status: Option<u16>) -> bool {
         let code = status.map_or(NO_STATUS, i64::from);

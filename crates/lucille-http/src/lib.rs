@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use ureq::Agent;
 
-use lucille_core::config::{ComponentConfig, ConfigError};
-use lucille_core::indexer::{BackendError, IndexerSettings};
+use lucille_core::config::{ComponentConfig, ConfigError, Kind, OptionValue};
+use lucille_core::indexer::BackendError;
 pub use lucille_core::retry::{
-    RetryPolicy, DEFAULT_RANDOMIZATION, DEFAULT_RETRYABLE, DEFAULT_RETRY_MAX_WAIT_MS,
+    RetryOptions, RetryPolicy, DEFAULT_RANDOMIZATION, DEFAULT_RETRYABLE, DEFAULT_RETRY_MAX_WAIT_MS,
     DEFAULT_RETRY_WAIT_MS, NO_STATUS,
 };
 
@@ -114,19 +114,55 @@ pub fn parse_url(value: &str) -> Result<BaseUrl, UrlError> {
     })
 }
 
-/// Validates a required URL key (`url`) of a backend block.
-pub fn check_url(config: &ComponentConfig, key: &str, errors: &mut Vec<ConfigError>) {
-    match config.strings(key) {
-        Ok(Some(urls)) if urls.is_empty() => errors.push(config.error(key, "must name a URL")),
-        Ok(Some(urls)) => {
-            for u in urls {
-                if let Err(e) = parse_url(&u) {
-                    errors.push(config.error(key, e.to_string()));
-                }
+/// An option holding one base URL (a backend's `url`), checked as it is read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpUrl(pub BaseUrl);
+
+impl OptionValue for HttpUrl {
+    fn kind() -> Kind {
+        Kind::String
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        match config.string(key)? {
+            None => Ok(None),
+            Some(u) => parse_url(&u)
+                .map(|b| Some(HttpUrl(b)))
+                .map_err(|e| config.error(key, e.to_string())),
+        }
+    }
+}
+
+/// An option holding a base URL or a list of them (Solr's nodes), at least one, each checked
+/// as it is read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpUrls(pub Vec<BaseUrl>);
+
+impl OptionValue for HttpUrls {
+    fn kind() -> Kind {
+        Kind::StringOrList
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        let Some(urls) = config.strings(key)? else {
+            return Ok(None);
+        };
+        if urls.is_empty() {
+            return Err(config.error(key, "must name a URL"));
+        }
+        let mut bases = Vec::with_capacity(urls.len());
+        let mut problems = Vec::new();
+        for u in &urls {
+            match parse_url(u) {
+                Ok(b) => bases.push(b),
+                Err(e) => problems.push(e.to_string()),
             }
         }
-        Ok(None) => {} // the spec reports the missing key
-        Err(e) => errors.push(e),
+        if problems.is_empty() {
+            Ok(Some(HttpUrls(bases)))
+        } else {
+            Err(config.error(key, problems.join("; ")))
+        }
     }
 }
 
@@ -423,15 +459,13 @@ pub fn snippet(body: &str) -> String {
     }
 }
 
-/// The warning an indexer backend on this client logs once per run (by the runner, not per backend, connector or
-/// thread) when its block turns the
-/// TLS check off (`acceptInvalidCert: true`).
-pub fn insecure_warning(settings: &IndexerSettings, backend: &ComponentConfig) -> Option<String> {
-    matches!(backend.bool("acceptInvalidCert"), Ok(Some(true))).then(|| {
+/// The warning an indexer backend on this client logs once per run (by the runner, not per
+/// backend, connector or thread) when its block (at `block_path`, for the `kind` backend)
+/// turns the TLS check off (`acceptInvalidCert: true`).
+pub fn insecure_warning(accept_invalid_cert: bool, block_path: &str, kind: &str) -> Option<String> {
+    accept_invalid_cert.then(|| {
         format!(
-            "{}.acceptInvalidCert is true: TLS certificates of the {} server are NOT verified (any certificate, any host name is accepted)",
-            backend.path(),
-            settings.kind
+            "{block_path}.acceptInvalidCert is true: TLS certificates of the {kind} server are NOT verified (any certificate, any host name is accepted)"
         )
     })
 }
@@ -450,15 +484,16 @@ mod tests {
         };
         let c = ComponentConfig::new(m, "indexer");
         let mut errors = Vec::new();
-        let p = RetryPolicy::from_config(&c, &mut errors);
-        if errors.is_empty() {
-            Ok(p)
-        } else {
-            Err(errors
+        let p = <RetryOptions as lucille_core::config::Options>::read(&c, &mut errors)
+            .map(|o| o.policy(&c, "indexer.maxRetries", 0, &mut errors));
+        match p {
+            Some(p) if errors.is_empty() => Ok(p),
+            _ if errors.is_empty() => unreachable!("a failed read reports its problem"),
+            _ => Err(errors
                 .iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
-                .join("; "))
+                .join("; ")),
         }
     }
 
@@ -473,7 +508,8 @@ mod tests {
         assert!(p.retries(Some(503)) && !p.retries(Some(429)) && !p.retries(None));
         let waits: Vec<u128> = (1..=3).map(|r| p.wait(r).as_millis()).collect();
         assert_eq!(waits, [100, 200, 250]);
-        let e = policy(json!({"retryWaitDurationMs": 5, "retryableStatusCodes": [1]})).unwrap_err();
+        let e =
+            policy(json!({"retryWaitDurationMs": 5, "retryableStatusCodes": [503]})).unwrap_err();
         assert!(
             e.contains("retryWaitDurationMs: needs indexer.maxRetries"),
             "{e}"

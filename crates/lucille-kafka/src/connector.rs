@@ -21,7 +21,9 @@ use serde_json::Value;
 use crate::admin::client_config;
 use crate::KafkaSettings;
 use lucille_core::accounting::Publisher;
-use lucille_core::config::{as_i64, ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use lucille_core::config::{
+    as_i64, ComponentConfig, ConfigError, ConfigErrors, Kind, OptionValue, Options, Spec,
+};
 use lucille_core::connector::{
     connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError,
 };
@@ -30,19 +32,120 @@ use lucille_core::document::{Document, DocumentError};
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "KafkaConnector",
     aliases: &[],
-    spec,
+    spec: KafkaConnectorOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    connector_spec()
-        .required("kafka", Kind::Object)
-        .optional("idField", Kind::String)
-        .optional("offsets", Kind::Object)
-        .optional("maxMessages", Kind::Integer)
-        .optional("messageTimeout", Kind::Integer)
-        .optional("continueOnTimeout", Kind::Bool)
+/// Reads JSON objects from a Kafka topic and publishes each as a document.
+#[derive(Options)]
+#[options(base = connector_spec())]
+struct KafkaConnectorOptions {
+    /// The topic and the consumer: topic, clientId, and the run's kafka keys
+    /// (bootstrapServers, consumerGroupId and maxPollIntervalSecs required here;
+    /// securityProtocol, consumer { }, the property files).
+    kafka: KafkaBlock,
+    /// The field of a message whose value is the document's id (else the message's id, else
+    /// topic-partition-offset).
+    id_field: Option<String>,
+    /// { partition: offset } to start from instead of the committed offsets (else the
+    /// earliest).
+    offsets: Option<Offsets>,
+    /// Messages read before the connector ends (default: until the run stops).
+    #[option(min = 1)]
+    max_messages: Option<i64>,
+    /// Milliseconds each poll waits for a message.
+    #[option(default = 100, min = 1)]
+    message_timeout: i64,
+    /// true: an empty poll is retried until the run stops or maxMessages were read; false: it
+    /// ends the connector.
+    #[option(default = true)]
+    continue_on_timeout: bool,
+}
+
+/// The connector's own keys in its `kafka` block; the other keys are the run's kafka block's
+/// ([`KafkaSettings`]).
+#[derive(Options)]
+#[options(base = Spec::new().open())]
+struct OwnKafkaKeys {
+    /// The topic read.
+    topic: String,
+    /// The consumer's client id.
+    client_id: String,
+}
+
+/// The `kafka` block: the connector's keys and the kafka settings of the rest, each read once;
+/// its problems as one error (a block is one option).
+struct KafkaBlock {
+    settings: KafkaSettings,
+    topic: String,
+    client_id: String,
+}
+
+impl OptionValue for KafkaBlock {
+    fn kind() -> Kind {
+        Kind::Object
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        let Some(map) = config.object(key)? else {
+            return Ok(None);
+        };
+        let path = config.key_path(key);
+        let block =
+            ComponentConfig::new(map.clone(), path.clone()).with_paths(config.paths().clone());
+        let mut errors = Vec::new();
+        let own = OwnKafkaKeys::from_config(&block)
+            .map_err(|e| errors.extend(e))
+            .ok();
+        // Optional in the run's kafka block, required of the connector (as Lucille's).
+        for required in ["consumerGroupId", "maxPollIntervalSecs"] {
+            if !map.contains_key(required) {
+                errors.push(block.error(required, format!("missing required key {required:?}")));
+            }
+        }
+        let mut rest = map.clone();
+        rest.shift_remove("topic");
+        rest.shift_remove("clientId");
+        let rest = ComponentConfig::new(rest, path.clone()).with_paths(config.paths().clone());
+        let settings = KafkaSettings::from_config(&rest)
+            .map_err(|e| errors.extend(e))
+            .ok();
+        match (own, settings) {
+            (Some(own), Some(settings)) if errors.is_empty() => Ok(Some(KafkaBlock {
+                settings,
+                topic: own.topic,
+                client_id: own.client_id,
+            })),
+            _ => Err(ConfigError::joined(&path, errors)),
+        }
+    }
+}
+
+/// `offsets`: partition numbers to offsets.
+struct Offsets(BTreeMap<i32, i64>);
+
+impl OptionValue for Offsets {
+    fn kind() -> Kind {
+        Kind::Object
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        let Some(m) = config.object(key)? else {
+            return Ok(None);
+        };
+        let mut offsets = BTreeMap::new();
+        for (k, v) in m {
+            let (Ok(p), Some(o)) = (k.parse::<i32>(), as_i64(v)) else {
+                return Err(config.error(
+                    key,
+                    format!("{k:?}: expected partition number = offset (integers)"),
+                ));
+            };
+            offsets.insert(p, o);
+        }
+        Ok(Some(Offsets(offsets)))
+    }
 }
 
 struct KafkaConnector {
@@ -58,71 +161,18 @@ struct KafkaConnector {
 }
 
 fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigErrors> {
-    let Some(Value::Object(block)) = config.get("kafka") else {
-        return Err(config.error("kafka", "must be an object").into());
-    };
-    let mut block = block.clone();
-    let kafka_path = config.key_path("kafka");
-    // The connector's own keys inside `kafka`; the rest is the run's kafka block's.
-    let mut required = |key: &str| match block
-        .remove(key)
-        .as_ref()
-        .and_then(lucille_core::config::as_string)
-    {
-        Some(v) => Ok(v),
-        None => Err(ConfigError::new(
-            format!("{kafka_path}.{key}"),
-            format!("missing required key \"{key}\""),
-        )),
-    };
-    let topic = required("topic")?;
-    let client_id = required("clientId")?;
-    for key in ["consumerGroupId", "maxPollIntervalSecs"] {
-        if !block.contains_key(key) {
-            return Err(ConfigError::new(
-                format!("{kafka_path}.{key}"),
-                format!("missing required key \"{key}\""),
-            )
-            .into());
-        }
-    }
-    let kconf = ComponentConfig::new(block, kafka_path.clone()).with_paths(config.paths().clone());
-    let settings =
-        KafkaSettings::from_config(&kconf).map_err(|e| ConfigError::joined(&kafka_path, e))?;
-    let mut offsets = BTreeMap::new();
-    if let Some(m) = config.object("offsets")? {
-        for (k, v) in m {
-            let (Ok(p), Some(o)) = (k.parse::<i32>(), as_i64(v)) else {
-                return Err(config
-                    .error(
-                        "offsets",
-                        format!("{k:?}: expected partition number = offset (integers)"),
-                    )
-                    .into());
-            };
-            offsets.insert(p, o);
-        }
-    }
-    let max_messages = match config.i64("maxMessages")? {
-        Some(n) if n < 1 => return Err(config.error("maxMessages", "must be at least 1").into()),
-        v => v.map(|n| n as u64),
-    };
-    let message_timeout = match config.i64("messageTimeout")? {
-        Some(n) if n < 1 => {
-            return Err(config.error("messageTimeout", "must be at least 1").into())
-        }
-        v => Duration::from_millis(v.unwrap_or(100) as u64),
-    };
+    let o = KafkaConnectorOptions::from_config(config)?;
     Ok(Box::new(KafkaConnector {
         common: common.clone(),
-        settings,
-        topic,
-        client_id,
-        id_field: config.string("idField")?,
-        offsets,
-        max_messages,
-        message_timeout,
-        continue_on_timeout: config.bool_or("continueOnTimeout", true)?,
+        settings: o.kafka.settings,
+        topic: o.kafka.topic,
+        client_id: o.kafka.client_id,
+        id_field: o.id_field,
+        offsets: o.offsets.map(|o| o.0).unwrap_or_default(),
+        // At least 1: checked by their `min`.
+        max_messages: o.max_messages.map(i64::unsigned_abs),
+        message_timeout: Duration::from_millis(o.message_timeout.unsigned_abs()),
+        continue_on_timeout: o.continue_on_timeout,
     }))
 }
 
@@ -234,5 +284,57 @@ impl Connector for KafkaConnector {
             tracing::debug!("KafkaConnector: final commit: {e}");
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn options(v: Value) -> Result<KafkaConnectorOptions, String> {
+        let Value::Object(m) = v else {
+            panic!("not an object")
+        };
+        KafkaConnectorOptions::from_config(&ComponentConfig::new(m, "connectors[0]")).map_err(|e| {
+            e.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    }
+
+    #[test]
+    fn the_block_and_the_connector_keys_are_checked_together() {
+        let e = options(
+            json!({"name": "k", "class": "KafkaConnector", "maxMessages": 0,
+            "offsets": {"x": 1},
+            "kafka": {"bootstrapServers": "h:1", "consumerGroupId": "g"}}),
+        )
+        .err()
+        .unwrap_or_default();
+        for part in [
+            "connectors[0].kafka.topic: missing required key",
+            "connectors[0].kafka.clientId: missing required key",
+            "connectors[0].kafka.maxPollIntervalSecs: missing required key",
+            "connectors[0].maxMessages: must be at least 1",
+            "connectors[0].offsets: \"x\": expected partition number",
+        ] {
+            assert!(e.contains(part), "{part} missing in:\n{e}");
+        }
+        let o = options(
+            json!({"name": "k", "class": "KafkaConnector", "offsets": {"0": 5},
+            "kafka": {"bootstrapServers": "h:1", "consumerGroupId": "g", "topic": "t",
+                      "clientId": "c", "maxPollIntervalSecs": 5}}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (o.kafka.topic.as_str(), o.kafka.client_id.as_str()),
+            ("t", "c")
+        );
+        assert_eq!(o.kafka.settings.consumer_group_id, "g");
+        assert_eq!(o.offsets.map(|o| o.0), Some(BTreeMap::from([(0, 5)])));
+        assert_eq!((o.message_timeout, o.continue_on_timeout), (100, true));
     }
 }

@@ -273,12 +273,12 @@ pub fn serve(
         let mut backend = if bypass {
             Box::new(indexer::nop::NopBackend) as Box<dyn indexer::Backend>
         } else {
-            // A long-running indexer writes every run it serves, and every restart of itself,
-            // to the same output: a file sink (jsonl, csv) appends unless its block says
-            // `append: false`, so a replacement for a killed indexer keeps what the killed
-            // one wrote and acknowledged.
-            let appends = plan.backend_config.bool_or("append", true).unwrap_or(true);
-            indexer::build_backend(&plan.indexer, &plan.backend_config, appends).map_err(|e| {
+            indexer::build_backend(
+                &plan.indexer,
+                &plan.backend_config,
+                indexer::Opening::Serving,
+            )
+            .map_err(|e| {
                 ServeError::Indexer(
                     e.iter()
                         .map(ToString::to_string)
@@ -338,7 +338,7 @@ pub fn serve(
     let mut result = Ok(());
     if let Some(p) = pool {
         let metrics = p.stop();
-        lucille_core::runner::log_stage_metrics(pipeline, &metrics);
+        lucille_core::runner::log_stage_metrics(pipeline, &metrics, plan.metrics_level);
     }
     if let Some(h) = indexer_handle {
         if let Err(e) = h.terminate() {

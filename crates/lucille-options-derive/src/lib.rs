@@ -25,8 +25,10 @@
 //! unsupported Lucille keys, free-form blocks). Field attributes (`#[option(..)]`): `key =
 //! "name"` (default: the field's name in camelCase), `default` / `default = EXPR`, `one_of =
 //! ["a", "b"]` (case-insensitive; the value is kept in the listed spelling), `min = N`, `max =
-//! N`, `alias = "older"` (an older Lucille name), `kind = EXPR` (a `Kind` other than the type's).
-//! A field of type `Option<T>` is optional; any other type is required unless it has a default.
+//! N`, `alias = "older"` (an older Lucille name), `kind = EXPR` (a `Kind` other than the type's),
+//! `flatten` (the field is itself an options type for keys several components share: its keys
+//! join this spec and it reads them from the same block). Generic structs work (the bounds say
+//! what the fields need, e.g. `T: OptionValue + Bounded`). A field of type `Option<T>` is optional; any other type is required unless it has a default.
 //! Every field needs a doc comment: it is the key's description in `lucille doc`.
 
 use proc_macro::TokenStream;
@@ -55,6 +57,7 @@ struct FieldOptions {
     max: Option<Expr>,
     alias: Option<LitStr>,
     kind: Option<Expr>,
+    flatten: bool,
 }
 
 fn doc_of(attrs: &[syn::Attribute]) -> String {
@@ -115,6 +118,7 @@ fn parse_field(attrs: &[syn::Attribute]) -> syn::Result<FieldOptions> {
         max: None,
         alias: None,
         kind: None,
+        flatten: false,
     };
     for attr in attrs.iter().filter(|a| a.path().is_ident("option")) {
         attr.parse_nested_meta(|meta| {
@@ -152,9 +156,11 @@ fn parse_field(attrs: &[syn::Attribute]) -> syn::Result<FieldOptions> {
                 o.alias = Some(meta.value()?.parse()?);
             } else if meta.path.is_ident("kind") {
                 o.kind = Some(meta.value()?.parse()?);
+            } else if meta.path.is_ident("flatten") {
+                o.flatten = true;
             } else {
                 return Err(meta.error(
-                    "unknown option attribute (key, default, one_of, min, max, alias, kind)",
+                    "unknown option attribute (key, default, one_of, min, max, alias, kind, flatten)",
                 ));
             }
             Ok(())
@@ -204,6 +210,18 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 field.span(),
                 "every option needs a doc comment: it is the key's description in `lucille doc`",
             ));
+        }
+        if o.flatten {
+            // A group of keys declared by another options type (shared by several components):
+            // its keys join this spec, and it reads them from the same block.
+            let ty = &field.ty;
+            properties.push(quote!(spec = spec.with(<#ty as #c::Options>::spec());));
+            reads.push(quote! {
+                let #ident: Option<#ty> = <#ty as #c::Options>::read(config, errors);
+            });
+            finals.push(quote!(let #ident = #ident?;));
+            idents.push(ident.clone());
+            continue;
         }
         let key = o
             .key
@@ -256,25 +274,32 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         if let Some(items) = &o.one_of {
             checks.push(quote! {
                 if let Some(v) = #ident.as_mut() {
-                    #c::options::one_of(config, #key, v, &[#(#items),*], &mut errors);
+                    #c::options::one_of(config, #key, v, &[#(#items),*], errors);
                 }
             });
         }
         if o.min.is_some() || o.max.is_some() {
             checks.push(quote! {
                 if let Some(v) = #ident.as_ref() {
-                    #c::options::in_range(config, #key, v, #range, &mut errors);
+                    #c::options::in_range(config, #key, v, #range, errors);
                 }
             });
         }
         reads.push(quote! {
-            let mut #ident: Option<#inner> = #c::options::read(config, #key, #alias, &mut errors);
+            let mut #ident: Option<#inner> = #c::options::read(config, #key, #alias, errors);
             #(#checks)*
         });
         finals.push(if optional.is_some() {
             quote!(let #ident = #ident;)
         } else if let Some(default) = &o.default {
             let value = match default {
+                // An integer literal takes the field's type (`default = 3` on a usize).
+                Some(
+                    e @ Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(_),
+                        ..
+                    }),
+                ) => quote!((#e as #inner)),
                 Some(e) => quote!(::core::convert::Into::into(#e)),
                 None => quote!(::core::default::Default::default()),
             };
@@ -282,7 +307,8 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         } else {
             quote! {
                 let Some(#ident) = #ident else {
-                    return Err(vec![config.error(#key, "missing required key")]);
+                    errors.push(config.error(#key, "missing required key"));
+                    return None;
                 };
             }
         });
@@ -292,8 +318,9 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         Some(p) => quote!(spec = #p(spec);),
         None => quote!(),
     };
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     Ok(quote! {
-        impl #c::Options for #name {
+        impl #impl_generics #c::Options for #name #ty_generics #where_clause {
             fn spec() -> #c::Spec {
                 let mut spec: #c::Spec = #base;
                 spec = spec.summary(#summary);
@@ -302,16 +329,18 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 spec
             }
 
-            fn from_config(config: &#c::ComponentConfig) -> ::core::result::Result<Self, ::std::vec::Vec<#c::ConfigError>> {
-                // The keys checked against the spec first (unknown keys, kinds, required); each
-                // key then read unless it already has a problem, so none is reported twice.
-                let mut errors = <Self as #c::Options>::spec().validate(config.map(), config.path());
+            fn read(
+                config: &#c::ComponentConfig,
+                errors: &mut ::std::vec::Vec<#c::ConfigError>,
+            ) -> ::core::option::Option<Self> {
+                // Each key read unless the spec's check (or an earlier read) already has a
+                // problem with it, so none is reported twice.
                 #(#reads)*
                 if !errors.is_empty() {
-                    return Err(errors);
+                    return None;
                 }
                 #(#finals)*
-                Ok(Self { #(#idents),* })
+                Some(Self { #(#idents),* })
             }
         }
     })

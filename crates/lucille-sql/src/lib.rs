@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use lucille_core::config::{ComponentConfig, ConfigError};
+use lucille_core::config::{ComponentConfig, Options};
 
 /// Where to connect, resolved from `driver` and `connectionString`.
 #[derive(Debug, Clone)]
@@ -124,42 +124,33 @@ impl Problems<'_> {
     pub fn push(&mut self, key: &str, message: impl Into<String>) {
         self.list.push(self.config.error(key, message).to_string());
     }
-    fn take<T: Default>(&mut self, r: Result<T, ConfigError>) -> T {
-        r.unwrap_or_else(|e| {
-            self.list.push(e.to_string());
-            T::default()
-        })
-    }
-    pub fn string(&mut self, key: &str) -> Option<String> {
-        let r = self.config.string(key);
-        self.take(r)
-    }
-    pub fn list(&mut self, key: &str) -> Vec<String> {
-        let r = self.config.string_list(key);
-        self.take(r).unwrap_or_default()
-    }
-    /// A non-negative integer; 0 or absent means `default` (Lucille's rule for these keys).
-    pub fn positive_or(&mut self, key: &str, default: u64) -> u64 {
-        let r = self.config.i64(key);
-        match self.take(r) {
-            None | Some(0) => default,
-            Some(n) => u64::try_from(n).unwrap_or_else(|_| {
-                self.push(key, format!("must not be negative, found {n}"));
-                default
-            }),
-        }
-    }
 }
 
-/// Where `driver`, `connectionString`, `jdbcUser` and `jdbcPassword` point (the keys of the
-/// DatabaseConnector and the QueryDatabase stage); problems go to `p`.
-pub fn resolve_target(
-    p: &mut Problems<'_>,
-    driver_name: Option<String>,
-    connection: &str,
-    user: Option<String>,
-    password: Option<String>,
-) -> Option<Target> {
+/// The keys that say which database to use, shared by the DatabaseConnector and the
+/// QueryDatabase stage (flattened into their options).
+#[derive(Options)]
+pub struct TargetOptions {
+    /// The JDBC driver class: org.sqlite.JDBC, org.postgresql.Driver,
+    /// com.mysql.cj.jdbc.Driver or org.mariadb.jdbc.Driver (default: the one the
+    /// connectionString names).
+    pub driver: Option<String>,
+    /// The JDBC connection string (jdbc:sqlite:file.db, jdbc:postgresql://host/db, ...).
+    pub connection_string: String,
+    /// The database user.
+    pub jdbc_user: Option<String>,
+    /// The database user's password.
+    pub jdbc_password: Option<String>,
+}
+
+/// Where the [`TargetOptions`] point; problems go to `p`.
+pub fn resolve_target(p: &mut Problems<'_>, o: TargetOptions) -> Option<Target> {
+    let TargetOptions {
+        driver: driver_name,
+        connection_string,
+        jdbc_user: user,
+        jdbc_password: password,
+    } = o;
+    let connection = connection_string.as_str();
     let config = p.config;
     let from_conn = driver_from_connection(connection);
     let driver = match &driver_name {

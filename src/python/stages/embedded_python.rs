@@ -16,25 +16,30 @@
 use pyo3::types::PyString;
 
 use super::{build_python_stage, read_script};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::stage::{Stage, StageDescriptor};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "EmbeddedPython",
-    spec,
+    spec: EmbeddedPythonOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("script", Kind::String)
-        .optional("scriptPath", Kind::String)
-        .alias("script_path", "scriptPath")
+/// Runs a Python script once per document (`doc` bound to it), in this CPython interpreter.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct EmbeddedPythonOptions {
+    /// Inline Python code (give this or scriptPath).
+    script: Option<String>,
+    /// A .py file with the code (give this or script).
+    #[option(alias = "script_path")]
+    script_path: Option<String>,
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let (key, source, filename) = read_script(config)?;
+    let o = EmbeddedPythonOptions::from_config(config)?;
+    let (key, source, filename) = read_script(config, o.script, o.script_path)?;
     build_python_stage(config, "EmbeddedPython", key, move |py| {
         Ok(vec![
             PyString::new(py, &source).into_any(),

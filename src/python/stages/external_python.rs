@@ -20,23 +20,32 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use pyo3::types::PyString;
 
 use super::{build_python_stage, find_script};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::stage::{Stage, StageDescriptor};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ExternalPython",
-    spec,
+    spec: ExternalPythonOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("scriptPath", Kind::String)
-        .optional("functionName", Kind::String)
-        .optional("requirementsPath", Kind::String)
-        .optional("pythonExecutable", Kind::String)
-        .optional("port", Kind::Integer)
+/// Calls a function of a Python script once per document, with the document as a dict.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ExternalPythonOptions {
+    /// The .py file that defines the function.
+    script_path: String,
+    /// The function called per document.
+    #[option(default = "process_document".to_string())]
+    function_name: String,
+    /// A requirements.txt: each requirement must be installed in this Python.
+    requirements_path: Option<String>,
+    /// Lucille's Python for its subprocess; accepted, no effect here (the function runs in the
+    /// Python that runs lucille).
+    python_executable: Option<String>,
+    /// Lucille's Py4J gateway port; accepted, no effect here (the call is in-process).
+    port: Option<i64>,
 }
 
 /// Keys for Lucille's Py4J subprocess, with why each has no effect in-process.
@@ -51,16 +60,16 @@ const TRANSPORT_KEYS: [(&str, &str); 2] = [
 static TRANSPORT_NOTED: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let script = find_script(config, "scriptPath", &config.require_string("scriptPath")?)?;
-    let function = config
-        .string("functionName")?
-        .unwrap_or_else(|| "process_document".to_string());
-    let requirements = match config.string("requirementsPath")? {
+    let o = ExternalPythonOptions::from_config(config)?;
+    let script = find_script(config, "scriptPath", &o.script_path)?;
+    let function = o.function_name;
+    let requirements = match o.requirements_path {
         Some(p) => Some(find_script(config, "requirementsPath", &p)?),
         None => None,
     };
-    for ((key, why), noted) in TRANSPORT_KEYS.iter().zip(&TRANSPORT_NOTED) {
-        if config.has(key) && !noted.swap(true, Ordering::Relaxed) {
+    let given = [o.python_executable.is_some(), o.port.is_some()];
+    for (((key, why), noted), given) in TRANSPORT_KEYS.iter().zip(&TRANSPORT_NOTED).zip(given) {
+        if given && !noted.swap(true, Ordering::Relaxed) {
             tracing::info!(
                 "ExternalPython {}: does not apply here ({why}); accepted for Lucille configs",
                 config.key_path(key)

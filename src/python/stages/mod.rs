@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use super::stage::{config_dict, describe_py_err, PyStage};
-use crate::config::{ComponentConfig, ConfigError};
+use crate::config::{ComponentConfig, ConfigError, Options, Spec};
 use crate::stage::Stage;
 
 /// A script path from the config, resolved as every input path is (`config::paths`: the
@@ -86,8 +86,10 @@ pub fn config_error(py: Python<'_>, config: &ComponentConfig, key: &str, e: &PyE
 /// exactly one of them. Returns the key it came from, the code and a file name for tracebacks.
 pub fn read_script(
     config: &ComponentConfig,
+    script: Option<String>,
+    script_path: Option<String>,
 ) -> Result<(&'static str, String, String), ConfigError> {
-    match (config.string("script")?, config.string("scriptPath")?) {
+    match (script, script_path) {
         (Some(script), None) => Ok(("script", script, "<inline>".to_string())),
         (None, Some(path)) => {
             let file = find_script(config, "scriptPath", &path)?;
@@ -107,6 +109,19 @@ pub fn read_script(
     }
 }
 
+/// The keys of `PythonConnector` / `PythonIndexer` that say where their class is; the rest of
+/// their block is the class's own config.
+#[derive(Options)]
+#[options(base = Spec::new().open())]
+struct ScriptClassOptions {
+    /// Inline Python code that defines the class.
+    script: Option<String>,
+    /// A .py file that defines the class.
+    script_path: Option<String>,
+    /// The class to use when the code defines several.
+    class_name: Option<String>,
+}
+
 /// `PythonConnector` / `PythonIndexer`: the class (a subclass of `lucille.Connector` or
 /// `lucille.Indexer`, `kind`) that the configured script defines, named by `className` when
 /// it defines several. The code runs once per distinct script and file name.
@@ -115,8 +130,10 @@ pub fn script_class<'py>(
     config: &ComponentConfig,
     kind: &str,
 ) -> Result<Bound<'py, PyAny>, ConfigError> {
-    let (key, source, filename) = read_script(config)?;
-    let class_name = config.string("className")?;
+    let o = ScriptClassOptions::from_config(config)
+        .map_err(|e| ConfigError::joined(config.path(), e))?;
+    let (key, source, filename) = read_script(config, o.script, o.script_path)?;
+    let class_name = o.class_name;
     py.import("lucille._loader")
         .and_then(|m| {
             m.call_method1(

@@ -9,7 +9,7 @@ pub mod spec;
 pub use duration::parse_duration;
 /// `#[derive(Options)]`: see [`options`].
 pub use lucille_options_derive::Options;
-pub use options::{OptionValue, Options, Strings};
+pub use options::{Checked, OptionValue, Options, Strings};
 pub use paths::PathContext;
 
 pub use spec::{

@@ -13,10 +13,27 @@ pub trait Options: Sized {
     /// The keys: names, kinds, required, defaults, ranges, descriptions.
     fn spec() -> Spec;
 
+    /// Reads each key of a block already checked against a spec that includes this one,
+    /// checking choices and ranges; problems go to `errors` (a key that has one there already
+    /// is not read again). `None` when a key could not be read.
+    fn read(config: &ComponentConfig, errors: &mut Vec<ConfigError>) -> Option<Self>;
+
     /// The typed options of a component's block: the block validated against [`Self::spec`]
     /// (unknown keys with did-you-mean, kinds, required keys, aliases), then each key read, its
     /// choices and range checked; every problem at once, each with its key path.
-    fn from_config(config: &ComponentConfig) -> Result<Self, Vec<ConfigError>>;
+    fn from_config(config: &ComponentConfig) -> Result<Self, Vec<ConfigError>> {
+        let mut errors = Self::spec().validate(config.map(), config.path());
+        let read = Self::read(config, &mut errors);
+        match read {
+            Some(options) if errors.is_empty() => Ok(options),
+            _ if !errors.is_empty() => Err(errors),
+            // Every failed read pushes its problem, so this is not reached.
+            _ => Err(vec![ConfigError::new(
+                config.path(),
+                "the options could not be read",
+            )]),
+        }
+    }
 }
 
 /// A type an option can have: its [`Kind`] (for validation and docs) and how it is read.
@@ -79,6 +96,56 @@ option_value!(
     Kind::StringOrList,
     |c: &ComponentConfig, k: &str| c.strings(k).map(|v| v.map(Strings))
 );
+
+impl OptionValue for crate::document::UpdateMode {
+    fn kind() -> Kind {
+        Kind::OneOf(&["overwrite", "append", "skip"])
+    }
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        match config.string(key)? {
+            None => Ok(None),
+            Some(text) => crate::document::UpdateMode::parse(&text)
+                .map(Some)
+                .ok_or_else(|| {
+                    config.error(
+                        key,
+                        format!("must be one of overwrite, append, skip, found {text:?}"),
+                    )
+                }),
+        }
+    }
+}
+
+/// A value whose problem is kept with it instead of failing the block's read, so a component
+/// reports it together with its checks across keys (which need to know the key was given):
+/// every problem of a block at once.
+#[derive(Debug, Clone)]
+pub struct Checked<T>(pub Result<T, ConfigError>);
+
+impl<T: OptionValue> OptionValue for Checked<T> {
+    fn kind() -> Kind {
+        T::kind()
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        Ok(match T::read(config, key) {
+            Ok(v) => v.map(|v| Checked(Ok(v))),
+            Err(e) => Some(Checked(Err(e))),
+        })
+    }
+}
+
+impl<T> Checked<T> {
+    /// Its problem, if it has one.
+    pub fn problem(&self) -> Option<&ConfigError> {
+        self.0.as_ref().err()
+    }
+
+    /// The value, or `None` with its problem pushed onto `errors`.
+    pub fn value(self, errors: &mut Vec<ConfigError>) -> Option<T> {
+        self.0.map_err(|e| errors.push(e)).ok()
+    }
+}
 
 /// A key that takes a string or a list of strings (Lucille accepts either for field lists):
 /// the values as a list. Derefs to `Vec<String>`.

@@ -62,24 +62,6 @@ impl From<Vec<ConfigError>> for ConfigErrors {
     }
 }
 
-impl ConfigErrors {
-    /// Keeps each error once: an exact repeat, or a second type error on a key that already
-    /// has one (a spec's check and a typed read of the same key word it differently).
-    pub fn dedup(errors: Vec<ConfigError>) -> Vec<ConfigError> {
-        let mut out: Vec<ConfigError> = Vec::with_capacity(errors.len());
-        for e in errors {
-            let is_type = |m: &str| m.starts_with("must be");
-            let repeat = out.iter().any(|o| {
-                o == &e || (o.path == e.path && is_type(&o.message) && is_type(&e.message))
-            });
-            if !repeat {
-                out.push(e);
-            }
-        }
-        out
-    }
-}
-
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0.len();
@@ -259,6 +241,18 @@ impl Spec {
 
     pub fn summary_text(&self) -> &'static str {
         self.summary
+    }
+
+    /// Adds the keys, aliases and unsupported keys of `other` (the options type of a group of
+    /// keys several components share, `#[option(flatten)]`).
+    pub fn with(mut self, other: Spec) -> Self {
+        for p in other.properties {
+            self = self.property(p);
+        }
+        self.aliases.extend(other.aliases);
+        self.unsupported.extend(other.unsupported);
+        self.open |= other.open;
+        self
     }
 
     /// Accepts `old` as another spelling of `new`.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::accounting::{PublishError, Publisher};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Options, Spec};
 use crate::registry;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -87,6 +87,26 @@ impl crate::registry::Descriptor for ConnectorDescriptor {
     fn aliases(&self) -> &'static [&'static str] {
         self.aliases
     }
+}
+
+/// The keys every connector has, as the runner reads them (validation of the block as a whole
+/// is the connector's own options type's, whose base is [`connector_spec`]).
+#[derive(Options)]
+#[options(base = connector_spec())]
+struct CommonOptions {
+    /// The connector's name in logs and the run summary.
+    name: Option<String>,
+    /// The pipeline its documents go through (none: straight to the indexer).
+    pipeline: Option<String>,
+    /// Put before every document id it publishes.
+    doc_id_prefix: Option<String>,
+    /// Merge consecutive documents with the same id into one (Lucille's collapse).
+    #[option(default)]
+    collapse: bool,
+    /// A record larger than this many bytes FAILs with its position instead of being read
+    /// whole.
+    #[option(min = 1)]
+    max_document_bytes: Option<usize>,
 }
 
 /// The common keys, read.
@@ -170,9 +190,9 @@ impl ConnectorPlan {
         } else {
             match registry::find::<ConnectorDescriptor>(&class_name) {
                 Some(d) => {
-                    let spec = (d.spec)();
-                    spec.normalize(&mut map);
-                    errors.extend(spec.validate(&map, path));
+                    // Older key names become current ones; the keys themselves are checked by
+                    // the connector's options type when it is built below.
+                    (d.spec)().normalize(&mut map);
                     Class::Builtin(d)
                 }
                 None => {
@@ -188,53 +208,37 @@ impl ConnectorPlan {
             }
         };
         let config = ComponentConfig::new(map, path).with_paths(paths.clone());
-        let mut read = |key: &str| match config.string(key) {
-            Ok(v) => v,
-            Err(e) => {
-                errors.push(e);
-                None
-            }
-        };
-        let common = Common {
-            name: read("name").unwrap_or_default(),
-            pipeline: read("pipeline"),
-            doc_id_prefix: read("docIdPrefix"),
-            collapse: false,
-            max_document_bytes: None,
-        };
-        let collapse = match config.bool_or("collapse", false) {
-            Ok(b) => b,
-            Err(e) => {
-                errors.push(e);
-                false
-            }
-        };
-        let max_document_bytes = match config.usize("maxDocumentBytes") {
-            Ok(Some(0)) => {
-                errors.push(config.error("maxDocumentBytes", "must be at least 1"));
-                None
-            }
-            Ok(v) => v.map(|n| n as u64),
-            Err(e) => {
-                errors.push(e);
-                None
-            }
-        };
-        let common = Common {
-            collapse,
-            max_document_bytes,
-            ..common
-        };
-        if !errors.is_empty() {
-            return Err(errors);
-        }
+        // The keys every connector has, which the runner uses (a built-in connector's options
+        // declare them through `connector_spec`, for its key check and `lucille doc`).
+        let mut common_errors = Vec::new();
+        let common = CommonOptions::read(&config, &mut common_errors)
+            .map(|o| Common {
+                name: o.name.unwrap_or_default(),
+                pipeline: o.pipeline,
+                doc_id_prefix: o.doc_id_prefix,
+                collapse: o.collapse,
+                max_document_bytes: o.max_document_bytes.map(|n| n as u64),
+            })
+            .unwrap_or_default();
         let plan = ConnectorPlan {
             common,
             class,
             config,
         };
         if let Class::Builtin(_) = plan.class {
-            plan.instantiate().map_err(|e| e.0)?;
+            if let Err(e) = plan.instantiate() {
+                errors.extend(e.0);
+            }
+        }
+        // A built-in's options type checks the kinds of these keys too: a key it already
+        // reported is not reported again.
+        for e in common_errors {
+            if !errors.iter().any(|x| x.path == e.path) {
+                errors.push(e);
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
         }
         Ok(plan)
     }

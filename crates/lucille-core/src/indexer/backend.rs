@@ -22,7 +22,7 @@ impl BackendError {
 
 /// A search backend (or file) that documents are written to.
 pub trait Backend: Send {
-    /// Checked once before the run starts; a failure fails the connector up front.
+    /// BackendCheck once before the run starts; a failure fails the connector up front.
     fn validate_connection(&mut self) -> Result<(), BackendError> {
         Ok(())
     }

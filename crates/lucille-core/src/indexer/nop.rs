@@ -3,16 +3,27 @@
 use std::sync::Arc;
 
 use super::prepare::Encoder;
-use super::{Backend, BackendError, IndexOp};
+use super::{Backend, BackendCheck, BackendError, IndexOp};
+use crate::config::Options;
 use crate::op::{EncodeError, Encoded};
 
 inventory::submit!(super::IndexerDescriptor {
     name: "nop",
     aliases: &["none", "com.kmwllc.lucille.indexer.NopIndexer"],
-    validate: |_, _| Vec::new(),
-    build: |_, _, _| Ok(Box::new(NopBackend)),
-    warning: None,
+    spec: NopOptions::spec,
+    check: |_, config| {
+        NopOptions::from_config(config)?;
+        Ok(BackendCheck::default())
+    },
+    build: |_, config, _| {
+        NopOptions::from_config(config)?;
+        Ok(Box::new(NopBackend))
+    },
 });
+
+/// Accepts every document and writes nothing (benchmarks, dry runs); its block has no keys.
+#[derive(Options)]
+struct NopOptions {}
 
 pub struct NopBackend;
 

@@ -1,18 +1,25 @@
 //! The `indexer { ... }` block and the backend it names: the generic keys (batching, id and
-//! index overrides, field filters, deletion markers, retries and timeouts) read once into
-//! [`IndexerSettings`]; the [`IndexerDescriptor`] each backend's file registers; and the
-//! lookups by `indexer.type` / `indexer.class` (Python indexers included) that check and
-//! build the configured backend.
+//! index overrides, field filters, deletion markers, retries and timeouts), declared once in
+//! `IndexerOptions` and read into [`IndexerSettings`]; the [`IndexerDescriptor`] each
+//! backend's file registers (its block's options, a pure check and a build that read the block
+//! the same way); and the lookups by `indexer.type` / `indexer.class` that check and build the
+//! configured backend. A Python indexer is one more registered backend, `python`, checked and
+//! built through the [`PYTHON`] hook.
+
+use std::time::Duration;
+
+use serde_json::Value;
 
 use super::backend::Backend;
-use super::{version_type, watchdog, DEFAULT_BATCH_SIZE, DEFAULT_BATCH_TIMEOUT_MS};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use super::version_type::VersionType;
+use super::{watchdog, DEFAULT_BATCH_SIZE, DEFAULT_BATCH_TIMEOUT_MS};
+use crate::config::{
+    as_string, ComponentConfig, ConfigError, ConfigErrors, Kind, OptionValue, Options, Spec,
+};
 use crate::document::{is_reserved, Document};
 use crate::op::IndexOp;
 use crate::registry;
-use crate::retry::RetryPolicy;
-use serde_json::Value;
-use std::time::Duration;
+use crate::retry::{RetryOptions, RetryPolicy};
 
 /// The generic `indexer { ... }` keys.
 #[derive(Debug, Clone, Default)]
@@ -44,7 +51,7 @@ pub struct IndexerSettings {
     /// `routingField`: the document field holding the backend's routing key.
     pub routing_field: Option<String>,
     /// `versionType` (external versioning) and `versionField` (where the version is).
-    pub version_type: Option<version_type::VersionType>,
+    pub version_type: Option<VersionType>,
     pub version_field: Option<String>,
     /// `maxRetries`, `retryWaitDurationMs`, ...: how HTTP backends retry a failed request.
     pub retry: RetryPolicy,
@@ -55,82 +62,152 @@ pub struct IndexerSettings {
     pub request_timeout: Option<Duration>,
 }
 
+/// How processed documents reach the backend: which backend, batching, id and index
+/// overrides, field filters, deletion markers, retries and timeouts. The backend's own keys sit
+/// in its block (`opensearch { }`, `jsonl { }`...); a Python indexer's sit in this one.
+#[derive(Options)]
+struct IndexerOptions {
+    /// The backend by its name (nop, the default; jsonl, csv, tantivy, opensearch, solr...);
+    /// its keys go in the block of that name (`lucille doc NAME` lists them).
+    #[option(key = "type")]
+    kind: Option<String>,
+    /// Lucille's indexer class (com.kmwllc.lucille.indexer.SolrIndexer...), or a Python
+    /// indexer as "module:Class", "file.py:Class" or PythonIndexer; wins over type.
+    class: Option<String>,
+    /// The most documents in a batch (default 100; with batchByteSize alone, no limit).
+    #[option(min = 1)]
+    batch_size: Option<usize>,
+    /// A batch is also sent before the JSON size of its documents would pass this many bytes.
+    #[option(min = 1)]
+    batch_byte_size: Option<usize>,
+    /// Log the documents indexed so far and the rate every this many documents.
+    #[option(min = 1)]
+    log_rate: Option<usize>,
+    /// Milliseconds a partial batch waits for more documents before it is sent.
+    #[option(default = 100, min = 0)]
+    batch_timeout: i64,
+    /// The document field whose value is the index id (instead of the document's id).
+    id_override_field: Option<String>,
+    /// The document field naming the index (collection, class) the document goes to.
+    index_override_field: Option<String>,
+    /// The document field holding the backend's routing key.
+    routing_field: Option<String>,
+    /// External versioning: external or external_gte (the version is in versionField).
+    version_type: Option<VersionTypeValue>,
+    /// The document field holding its external version (with versionType).
+    version_field: Option<String>,
+    /// Only these fields are sent.
+    whitelist: Option<Vec<String>>,
+    /// These fields are not sent.
+    #[option(alias = "ignoreFields")]
+    blacklist: Option<Vec<String>>,
+    /// The field that marks a document for deletion (with deletionMarkerFieldValue).
+    deletion_marker_field: Option<String>,
+    /// The value of deletionMarkerField that marks a deletion.
+    deletion_marker_field_value: Option<String>,
+    /// The document field holding the name of the field a marked document deletes by (a
+    /// delete by field, not by id; with deleteByFieldValue).
+    delete_by_field_field: Option<String>,
+    /// The document field holding the value a marked document deletes by.
+    delete_by_field_value: Option<String>,
+    /// Lucille's retry keys, for the HTTP backends.
+    #[option(flatten)]
+    retry: RetryOptions,
+    /// false: documents are not sent to the backend (they still finish), as in Lucille.
+    #[option(default = true)]
+    send_enabled: bool,
+    /// HTTP backends' connect timeout, in milliseconds (default 10000).
+    indexer_connection_timeout: Option<PositiveMillis>,
+    /// HTTP backends' limit on one attempt, in milliseconds (default 120000).
+    indexer_request_timeout: Option<PositiveMillis>,
+    /// Milliseconds the indexer may make no progress while work waits before the run calls it
+    /// wedged (default 600000; 0 or less: never).
+    inactivity_timeout: Option<i64>,
+}
+
+// `batchTimeout`'s default as documented is the indexer's.
+const _: () = assert!(DEFAULT_BATCH_TIMEOUT_MS == 100);
+
+/// A positive number of milliseconds (a timeout): any other number is an error naming its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PositiveMillis(pub Duration);
+
+impl OptionValue for PositiveMillis {
+    fn kind() -> Kind {
+        Kind::Integer
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        match config.i64(key)? {
+            None => Ok(None),
+            Some(ms) if ms > 0 => Ok(Some(PositiveMillis(Duration::from_millis(ms as u64)))),
+            Some(_) => Err(config.error(key, "must be a positive number of milliseconds")),
+        }
+    }
+}
+
+/// `versionType`: `external` / `external_gte`, or the Java client's `External` / `ExternalGte`.
+struct VersionTypeValue(VersionType);
+
+impl OptionValue for VersionTypeValue {
+    fn kind() -> Kind {
+        Kind::String
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        let Some(s) = config.string(key)? else {
+            return Ok(None);
+        };
+        match s.to_ascii_lowercase().replace('_', "").as_str() {
+            "external" => Ok(Some(VersionTypeValue(VersionType::External))),
+            "externalgte" => Ok(Some(VersionTypeValue(VersionType::ExternalGte))),
+            _ => Err(config.error(
+                key,
+                format!("must be external or external_gte, found {s:?}"),
+            )),
+        }
+    }
+}
+
+/// The generic `indexer` block's keys (`lucille doc indexer`).
 pub fn indexer_spec() -> Spec {
-    Spec::new()
-        .optional("type", Kind::String)
-        .optional("class", Kind::String)
-        .optional("batchSize", Kind::Integer)
-        .optional("batchByteSize", Kind::Integer)
-        .optional("logRate", Kind::Integer)
-        .optional("batchTimeout", Kind::Integer)
-        .optional("idOverrideField", Kind::String)
-        .optional("indexOverrideField", Kind::String)
-        .optional("routingField", Kind::String)
-        .optional("versionType", Kind::String)
-        .optional("versionField", Kind::String)
-        .optional("whitelist", Kind::StringList)
-        .optional("blacklist", Kind::StringList)
-        .optional("ignoreFields", Kind::StringList)
-        .optional("deletionMarkerField", Kind::String)
-        .optional("deletionMarkerFieldValue", Kind::String)
-        .optional("deleteByFieldField", Kind::String)
-        .optional("deleteByFieldValue", Kind::String)
-        .optional("maxRetries", Kind::Integer)
-        .optional("retryWaitDurationMs", Kind::Integer)
-        .optional("retryMaxWaitDurationMs", Kind::Integer)
-        .optional("retryRandomizationFactor", Kind::Number)
-        .optional("retryableStatusCodes", Kind::List)
-        .optional("sendEnabled", Kind::Bool)
-        .optional("indexerConnectionTimeout", Kind::Integer)
-        .optional("indexerRequestTimeout", Kind::Integer)
-        .optional("inactivityTimeout", Kind::Integer)
-        .alias("ignoreFields", "blacklist")
+    IndexerOptions::spec()
+}
+
+/// `indexer.class` names a Python indexer: `module:Class`, `file.py:Class` or `PythonIndexer`.
+fn is_python_class(class: &str) -> bool {
+    registry::is_python_reference(class) || class == PYTHON_SCRIPT_INDEXER
 }
 
 impl IndexerSettings {
     /// Reads and checks the `indexer` block (`path` is `indexer`). Every error at once.
     pub fn from_config(config: &ComponentConfig) -> Result<Self, Vec<ConfigError>> {
-        let mut map = config.map().clone();
-        // A Python indexer takes its own keys from the indexer block.
-        let python_class = map
+        // Which keys are this block's depends on the class it names: a Python indexer's own
+        // keys sit beside the generic ones.
+        let python = config
             .get("class")
-            .and_then(crate::config::as_string)
-            .is_some_and(|c| registry::is_python_reference(&c) || c == PYTHON_SCRIPT_INDEXER);
-        let spec = if python_class {
-            indexer_spec().open()
+            .and_then(as_string)
+            .is_some_and(|c| is_python_class(&c));
+        let spec = if python {
+            IndexerOptions::spec().open()
         } else {
-            indexer_spec()
+            IndexerOptions::spec()
         };
-        spec.normalize(&mut map);
-        let mut errors = spec.validate(&map, config.path());
-        let c = ComponentConfig::new(map, config.path());
-        let mut take = |r: Result<Option<String>, ConfigError>| match r {
-            Ok(v) => v,
-            Err(e) => {
-                errors.push(e);
-                None
-            }
+        let mut errors = spec.validate(config.map(), config.path());
+        let o = match IndexerOptions::read(config, &mut errors) {
+            Some(o) if errors.is_empty() => o,
+            _ => return Err(errors),
         };
-        let class = take(c.string("class"));
-        let type_ = take(c.string("type"));
-        let id_override_field = take(c.string("idOverrideField"));
-        let index_override_field = take(c.string("indexOverrideField"));
-        let deletion_marker_field = take(c.string("deletionMarkerField"));
-        let deletion_marker_field_value = take(c.string("deletionMarkerFieldValue"));
-        let delete_by_field_field = take(c.string("deleteByFieldField"));
-        let delete_by_field_value = take(c.string("deleteByFieldValue"));
-        let routing_field = take(c.string("routingField"));
-        let version_field = take(c.string("versionField"));
         // As in Lucille, indexer.class wins over indexer.type when both are given.
-        let (kind, class) = match (type_, class) {
-            (type_, Some(class)) => {
-                if let Some(t) = type_.filter(|t| !t.eq_ignore_ascii_case(&class)) {
+        let (kind, class) = match (o.kind, o.class) {
+            (kind, Some(class)) => {
+                if let Some(t) = kind.filter(|t| !t.eq_ignore_ascii_case(&class)) {
                     tracing::debug!("indexer.type {t:?} is not used: indexer.class {class:?} wins, as in Lucille");
                 }
-                if let Some(kind) = lucille_indexer_type(&class) {
+                if is_python_class(&class) {
+                    (PYTHON_KIND.to_string(), Some(class))
+                } else if let Some(kind) = lucille_indexer_type(&class) {
                     (kind.to_string(), None)
-                } else if registry::is_python_reference(&class) || class == PYTHON_SCRIPT_INDEXER {
-                    ("python".to_string(), Some(class))
                 } else {
                     let known = registry::all::<IndexerDescriptor>()
                         .into_iter()
@@ -139,144 +216,81 @@ impl IndexerSettings {
                         .collect::<Vec<_>>()
                         .join(", ");
                     let message = format!("unknown indexer class {class:?}; use one of Lucille's ({known}), indexer.type, or a Python indexer as \"module:Class\" or \"file.py:Class\"");
-                    errors.push(c.error("class", message));
+                    errors.push(config.error("class", message));
                     ("nop".to_string(), None)
                 }
             }
-            // A type is kept as given when unknown: validation reports it.
+            // A type is kept as given when unknown: checking the backend reports it.
             (Some(t), None) => (lucille_indexer_type(&t).map_or(t, str::to_string), None),
             (None, None) => ("nop".into(), None),
         };
         let pairs = [
             (
                 "deletionMarkerField",
-                &deletion_marker_field,
+                &o.deletion_marker_field,
                 "deletionMarkerFieldValue",
-                &deletion_marker_field_value,
+                &o.deletion_marker_field_value,
             ),
             (
                 "deleteByFieldField",
-                &delete_by_field_field,
+                &o.delete_by_field_field,
                 "deleteByFieldValue",
-                &delete_by_field_value,
+                &o.delete_by_field_value,
             ),
         ];
         for (a, va, b, vb) in pairs {
             if va.is_some() != vb.is_some() {
-                errors.push(c.error(a, format!("{a:?} and {b:?} must be set together")));
+                errors.push(config.error(a, format!("{a:?} and {b:?} must be set together")));
             }
         }
-        if delete_by_field_field.is_some() && deletion_marker_field.is_none() {
-            errors.push(c.error("deleteByFieldField", "delete by field needs deletionMarkerField / deletionMarkerFieldValue to mark deletions"));
+        if o.delete_by_field_field.is_some() && o.deletion_marker_field.is_none() {
+            errors.push(config.error("deleteByFieldField", "delete by field needs deletionMarkerField / deletionMarkerFieldValue to mark deletions"));
         }
-        let mut positive = |key: &str| match c.usize(key) {
-            Ok(Some(0)) => {
-                errors.push(c.error(key, "must be at least 1"));
-                None
-            }
-            Ok(v) => v.map(|n| n as u64),
-            Err(e) => {
-                errors.push(e);
-                None
-            }
-        };
-        let batch_byte_size = positive("batchByteSize");
-        let log_rate = positive("logRate");
-        let batch_size = match c.usize("batchSize") {
-            Ok(Some(0)) => {
-                errors.push(c.error("batchSize", "must be at least 1"));
-                DEFAULT_BATCH_SIZE
-            }
-            // As Lucille: a byte limit alone leaves the count unlimited.
-            Ok(None) if batch_byte_size.is_some() => usize::MAX,
-            Ok(v) => v.unwrap_or(DEFAULT_BATCH_SIZE),
-            Err(e) => {
-                errors.push(e);
-                DEFAULT_BATCH_SIZE
-            }
-        };
-        let batch_timeout = match c.usize("batchTimeout") {
-            Ok(v) => Duration::from_millis(v.map_or(DEFAULT_BATCH_TIMEOUT_MS, |v| v as u64)),
-            Err(e) => {
-                errors.push(e);
-                Duration::from_millis(DEFAULT_BATCH_TIMEOUT_MS)
-            }
-        };
-        let mut list = |key: &str| match c.string_list(key) {
-            Ok(v) => v,
-            Err(e) => {
-                errors.push(e);
-                None
-            }
-        };
-        let whitelist = list("whitelist");
-        let blacklist = list("blacklist");
-        let send_enabled = match c.bool_or("sendEnabled", true) {
-            Ok(b) => b,
-            Err(e) => {
-                errors.push(e);
-                true
-            }
-        };
-        let inactivity_timeout = match c.i64("inactivityTimeout") {
-            Ok(None) => Some(watchdog::DEFAULT_INACTIVITY_TIMEOUT),
-            Ok(Some(ms)) if ms <= 0 => None,
-            Ok(Some(ms)) => Some(Duration::from_millis(ms as u64)),
-            Err(e) => {
-                errors.push(e);
-                None
-            }
-        };
-        let version_type = version_type::VersionType::from_config(&c, &mut errors);
-        if version_field.is_some() != version_type.is_some() {
-            errors.push(c.error(
+        if o.version_field.is_some() != o.version_type.is_some() {
+            errors.push(config.error(
                 "versionField",
                 "indexer.versionType and indexer.versionField must be set together",
             ));
         }
-        let retry = RetryPolicy::from_config(&c, &mut errors);
-        let mut millis = |key: &str| match c.i64(key) {
-            Ok(Some(ms)) if ms <= 0 => {
-                errors.push(c.error(key, "must be a positive number of milliseconds"));
-                None
-            }
-            Ok(v) => v.map(|ms| Duration::from_millis(ms as u64)),
-            Err(e) => {
-                errors.push(e);
-                None
-            }
-        };
-        let connection_timeout = millis("indexerConnectionTimeout");
-        let request_timeout = millis("indexerRequestTimeout");
+        let retry = o.retry.policy(config, "indexer.maxRetries", 0, &mut errors);
         if !errors.is_empty() {
-            // A key the spec found of the wrong type is reported again by its typed read: once.
-            let mut seen = std::collections::HashSet::new();
-            errors.retain(|e| seen.insert(e.path.clone()));
             return Err(errors);
         }
+        let batch_byte_size = o.batch_byte_size.map(|n| n as u64);
+        let batch_size = match o.batch_size {
+            Some(n) => n,
+            // As Lucille: a byte limit alone leaves the count unlimited.
+            None if batch_byte_size.is_some() => usize::MAX,
+            None => DEFAULT_BATCH_SIZE,
+        };
+        let inactivity_timeout = match o.inactivity_timeout {
+            None => Some(watchdog::DEFAULT_INACTIVITY_TIMEOUT),
+            Some(ms) if ms <= 0 => None,
+            Some(ms) => Some(Duration::from_millis(ms.unsigned_abs())),
+        };
         Ok(IndexerSettings {
-            routing_field,
-            version_type,
-            version_field,
-            retry,
-            connection_timeout,
-            request_timeout,
-            inactivity_timeout,
             kind: kind.to_ascii_lowercase(),
             class,
             batch_size,
             batch_byte_size,
-            log_rate,
-            batch_timeout,
-            id_override_field,
-            index_override_field,
-            whitelist,
-            blacklist,
-            deletion_marker_field,
-            deletion_marker_field_value,
-            delete_by_field_field,
-            delete_by_field_value,
-            send_enabled,
+            log_rate: o.log_rate.map(|n| n as u64),
+            batch_timeout: Duration::from_millis(o.batch_timeout.unsigned_abs()),
+            id_override_field: o.id_override_field,
+            index_override_field: o.index_override_field,
+            whitelist: o.whitelist,
+            blacklist: o.blacklist,
+            deletion_marker_field: o.deletion_marker_field,
+            deletion_marker_field_value: o.deletion_marker_field_value,
+            delete_by_field_field: o.delete_by_field_field,
+            delete_by_field_value: o.delete_by_field_value,
+            send_enabled: o.send_enabled,
+            inactivity_timeout,
+            routing_field: o.routing_field,
+            version_type: o.version_type.map(|v| v.0),
+            version_field: o.version_field,
+            retry,
+            connection_timeout: o.indexer_connection_timeout.map(|t| t.0),
+            request_timeout: o.indexer_request_timeout.map(|t| t.0),
         })
     }
 
@@ -365,25 +379,60 @@ impl IndexerSettings {
     }
 }
 
-/// An indexer backend: its `indexer.type`, Lucille's class names for it, how to check its
-/// block without opening anything, and how to build it. Each backend's file submits its
-/// descriptor to the [registry](crate::registry).
+/// An indexer backend: its `indexer.type`, Lucille's class names for it, its block's options,
+/// and how to check and build it. Each backend's file submits its descriptor to the
+/// [registry](crate::registry).
 pub struct IndexerDescriptor {
     /// The `indexer.type`.
     pub name: &'static str,
     /// Lucille's full class names for it (`indexer.class`); the last segment alone resolves
     /// too. Other spellings of the type (`none`).
     pub aliases: &'static [&'static str],
-    pub validate: fn(&IndexerSettings, &ComponentConfig) -> Vec<ConfigError>,
-    /// `continuing` is set for the second and later connectors of a run (file backends
-    /// append to what the first wrote).
+    /// The keys of its block, as its options type declares them (`lucille doc`).
+    pub spec: fn() -> Spec,
+    /// Reads and checks its block with the generic settings, opening nothing (no connection,
+    /// no file, no lock).
+    pub check: CheckBackend,
+    /// Reads its block the same way and builds the backend.
     pub build: BuildBackend,
-    /// A warning about the block to log once per run (a TLS check turned off), if any.
-    pub warning: Option<fn(&IndexerSettings, &ComponentConfig) -> Option<String>>,
 }
 
+/// What checking a backend's block gives besides its errors.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BackendCheck {
+    /// A warning about the block, logged once per run (a TLS check turned off).
+    pub warning: Option<String>,
+}
+
+pub type CheckBackend =
+    fn(&IndexerSettings, &ComponentConfig) -> Result<BackendCheck, ConfigErrors>;
+
+/// Builds a backend; [`Opening`] says whether a file backend starts its output afresh.
 pub type BuildBackend =
-    fn(&IndexerSettings, &ComponentConfig, bool) -> Result<Box<dyn Backend>, Vec<ConfigError>>;
+    fn(&IndexerSettings, &ComponentConfig, Opening) -> Result<Box<dyn Backend>, ConfigErrors>;
+
+/// How a backend that writes a file (jsonl, csv) opens it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    /// The run's first connector: the file is replaced unless the block says `append: true`.
+    Fresh,
+    /// A later connector of the same run: it appends to what the first wrote.
+    Continuing,
+    /// A long-running indexer process: every run it serves, and every restart of it, appends
+    /// (a replacement for a killed indexer keeps what that one wrote) unless `append: false`.
+    Serving,
+}
+
+impl Opening {
+    /// Whether the file is appended to, given the block's `append` key.
+    pub fn appends(self, append: Option<bool>) -> bool {
+        match self {
+            Opening::Fresh => append.unwrap_or(false),
+            Opening::Continuing => true,
+            Opening::Serving => append.unwrap_or(true),
+        }
+    }
+}
 
 inventory::collect!(IndexerDescriptor);
 
@@ -399,13 +448,6 @@ impl registry::Descriptor for IndexerDescriptor {
     }
 }
 
-/// Boxes a backend built by its `from_config`, for an [`IndexerDescriptor`]'s `build`.
-pub fn boxed<B: Backend + 'static>(
-    built: Result<B, Vec<ConfigError>>,
-) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
-    built.map(|b| Box::new(b) as Box<dyn Backend>)
-}
-
 /// The `indexer.type` a Lucille indexer class (or a type) stands for.
 pub fn lucille_indexer_type(class: &str) -> Option<&'static str> {
     registry::find::<IndexerDescriptor>(class).map(|d| d.name)
@@ -414,11 +456,18 @@ pub fn lucille_indexer_type(class: &str) -> Option<&'static str> {
 /// The backends of this build, for messages: `nop, jsonl, ...; or indexer.class for a
 /// Python indexer`.
 fn available() -> String {
+    let names: Vec<&str> = registry::names::<IndexerDescriptor>()
+        .into_iter()
+        .filter(|n| *n != PYTHON_KIND)
+        .collect();
     format!(
         "{}; or indexer.class for a Python indexer",
-        registry::names::<IndexerDescriptor>().join(", ")
+        names.join(", ")
     )
 }
+
+/// The `indexer.type` of a Python indexer (`indexer.class` names its class).
+pub const PYTHON_KIND: &str = "python";
 
 /// `indexer.class: "PythonIndexer"`: a Python indexer class defined by inline code (`script`)
 /// or a file (`scriptPath`), chosen by `className` when the code defines several.
@@ -436,65 +485,75 @@ pub trait PythonIndexerFactory: Send + Sync {
 pub static PYTHON: registry::PythonHook<dyn PythonIndexerFactory> =
     registry::PythonHook::new("Python indexers");
 
-fn python_factory(
-    settings: &IndexerSettings,
-    config: &ComponentConfig,
-) -> Result<(&'static dyn PythonIndexerFactory, String), ConfigError> {
-    let factory = PYTHON.get(config)?;
-    Ok((factory, settings.class.clone().unwrap_or_default()))
+inventory::submit!(IndexerDescriptor {
+    name: PYTHON_KIND,
+    aliases: &[],
+    spec: python_spec,
+    check: |settings, config| {
+        let (factory, class) = python_factory(settings, config)?;
+        factory.check(class, config)?;
+        Ok(BackendCheck::default())
+    },
+    build: |settings, config, _| {
+        let (factory, class) = python_factory(settings, config)?;
+        Ok(factory.build(class, config)?)
+    },
+});
+
+/// A Python indexer's block is the `indexer` block: the generic keys, and its own.
+fn python_spec() -> Spec {
+    Spec::new()
+        .summary("A Python indexer (a lucille.Indexer subclass), named by indexer.class as \"module:Class\" or \"file.py:Class\", or PythonIndexer with script / scriptPath / className; it takes its own keys from the indexer block.")
+        .open()
 }
 
-/// Checks the backend block (`jsonl { }`) without opening anything.
+/// The Python indexer factory and the class `indexer.class` names (`config` is the `indexer`
+/// block).
+fn python_factory<'a>(
+    settings: &'a IndexerSettings,
+    config: &ComponentConfig,
+) -> Result<(&'static dyn PythonIndexerFactory, &'a str), ConfigError> {
+    let class = settings.class.as_deref().ok_or_else(|| {
+        ConfigError::new(
+            "indexer.class",
+            "a Python indexer is named by indexer.class (\"module:Class\", \"file.py:Class\" or PythonIndexer), not by indexer.type",
+        )
+    })?;
+    Ok((PYTHON.get(config)?, class))
+}
+
+/// Checks the backend block (`jsonl { }`; for a Python indexer, the `indexer` block itself)
+/// without opening anything.
 pub fn validate_backend(
     settings: &IndexerSettings,
     backend_config: &ComponentConfig,
 ) -> Result<(), Vec<ConfigError>> {
-    let errors = if settings.kind == "python" {
-        match python_factory(settings, backend_config)
-            .and_then(|(f, class)| f.check(&class, backend_config))
-        {
-            Ok(()) => Vec::new(),
-            Err(e) => vec![e],
-        }
-    } else {
-        match backend_descriptor(&settings.kind) {
-            Ok(d) => (d.validate)(settings, backend_config),
-            Err(e) => vec![e],
-        }
-    };
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors)
-    }
+    let d = backend_descriptor(&settings.kind).map_err(|e| vec![e])?;
+    (d.check)(settings, backend_config)
+        .map(|_| ())
+        .map_err(|e| e.0)
 }
 
 /// Builds the backend named by `indexer.type`; `backend_config` is its own block (`jsonl { }`;
 /// for a Python indexer, the `indexer` block itself).
-/// `continuing` is set for the second and later connectors of a run, so file backends append
-/// to what the first connector wrote instead of truncating it.
+/// `opening` says whether a file backend replaces or appends to its output.
 pub fn build_backend(
     settings: &IndexerSettings,
     backend_config: &ComponentConfig,
-    continuing: bool,
+    opening: Opening,
 ) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
-    validate_backend(settings, backend_config)?;
-    if settings.kind == "python" {
-        return python_factory(settings, backend_config)
-            .and_then(|(f, class)| f.build(&class, backend_config))
-            .map_err(|e| vec![e]);
-    }
     let d = backend_descriptor(&settings.kind).map_err(|e| vec![e])?;
-    (d.build)(settings, backend_config, continuing)
+    (d.build)(settings, backend_config, opening).map_err(|e| e.0)
+}
+
+/// The warning the configured backend logs once per run about its block, if any: what its
+/// check read.
+pub fn backend_warning(settings: &IndexerSettings, backend: &ComponentConfig) -> Option<String> {
+    let d = backend_descriptor(&settings.kind).ok()?;
+    (d.check)(settings, backend).ok()?.warning
 }
 
 /// The registered backend of an `indexer.type`.
-/// The warning the configured backend logs once per run about its block, if any.
-pub fn backend_warning(settings: &IndexerSettings, backend: &ComponentConfig) -> Option<String> {
-    let warn = backend_descriptor(&settings.kind).ok()?.warning?;
-    warn(settings, backend)
-}
-
 fn backend_descriptor(kind: &str) -> Result<&'static IndexerDescriptor, ConfigError> {
     registry::find::<IndexerDescriptor>(kind).ok_or_else(|| {
         let hint = registry::suggest::<IndexerDescriptor>(kind)

@@ -4,36 +4,97 @@
 
 use std::time::Duration;
 
-use super::{Backend, BackendError, IndexOp, IndexerDescriptor};
+use super::{Backend, BackendCheck, BackendError, IndexOp, IndexerDescriptor};
+use crate::config::{ComponentConfig, ConfigErrors, Options};
+
+/// A test backend; its block has no keys.
+#[derive(Options)]
+struct NoOptions {}
 
 fn no_keys(
     _: &super::IndexerSettings,
-    _: &crate::config::ComponentConfig,
-) -> Vec<crate::config::ConfigError> {
-    Vec::new()
+    config: &ComponentConfig,
+) -> Result<BackendCheck, ConfigErrors> {
+    NoOptions::from_config(config)?;
+    Ok(BackendCheck::default())
 }
 
 inventory::submit!(IndexerDescriptor {
     name: "test-wedge",
     aliases: &[],
-    validate: no_keys,
-    build: |_, _, _| Ok(Box::new(Wedged)),
-    warning: None,
+    spec: NoOptions::spec,
+    check: no_keys,
+    build: |settings, config, _| {
+        no_keys(settings, config)?;
+        Ok(Box::new(Wedged))
+    },
 });
 inventory::submit!(IndexerDescriptor {
     name: "test-reject",
     aliases: &[],
-    validate: no_keys,
-    build: |_, _, _| Ok(Box::new(RejectSome)),
-    warning: None,
+    spec: NoOptions::spec,
+    check: no_keys,
+    build: |settings, config, _| {
+        no_keys(settings, config)?;
+        Ok(Box::new(RejectSome))
+    },
 });
 inventory::submit!(IndexerDescriptor {
     name: "test-faulty",
     aliases: &[],
-    validate: no_keys,
-    build: |_, _, _| Ok(Box::new(Faulty)),
-    warning: None,
+    spec: NoOptions::spec,
+    check: no_keys,
+    build: |settings, config, _| {
+        no_keys(settings, config)?;
+        Ok(Box::new(Faulty))
+    },
 });
+
+/// Asserts that every registered backend (those linked into the calling test binary) but the
+/// Python one, whose block is free-form, reads its block through its options type: checking and
+/// building both report an unknown key, and every key and the backend itself are described for
+/// `lucille doc`.
+pub fn assert_every_backend_checks_its_keys() {
+    for d in crate::registry::all::<IndexerDescriptor>() {
+        if d.name == super::PYTHON_KIND {
+            continue;
+        }
+        let settings = super::IndexerSettings {
+            kind: d.name.to_string(),
+            ..super::IndexerSettings::default()
+        };
+        let mut map = serde_json::Map::new();
+        map.insert("zzUnknownKey".into(), serde_json::Value::from(1));
+        let block = ComponentConfig::new(map, d.name);
+        let unknown = format!("{}.zzUnknownKey: unknown key", d.name);
+        let checked = super::validate_backend(&settings, &block)
+            .err()
+            .unwrap_or_default();
+        assert!(
+            checked.iter().any(|e| e.to_string().starts_with(&unknown)),
+            "{}: {checked:?}",
+            d.name
+        );
+        let built = super::build_backend(&settings, &block, crate::indexer::Opening::Fresh)
+            .err()
+            .unwrap_or_default();
+        assert!(
+            built.iter().any(|e| e.to_string().starts_with(&unknown)),
+            "{}: {built:?}",
+            d.name
+        );
+        let spec = (d.spec)();
+        assert!(!spec.summary_text().is_empty(), "{} has no summary", d.name);
+        for p in spec.properties() {
+            assert!(
+                !p.description.is_empty(),
+                "{}.{} has no description",
+                d.name,
+                p.name
+            );
+        }
+    }
+}
 
 /// Test backend: its first call never returns (a hung server), for the watchdog.
 pub struct Wedged;

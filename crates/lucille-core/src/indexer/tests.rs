@@ -99,14 +99,23 @@ fn settings_defaults_and_errors() {
         (s.kind.as_str(), s.batch_size, s.batch_timeout),
         ("nop", 100, Duration::from_millis(100))
     );
-    let e = settings_err(
-        json!({"batchSize": 0, "deletionMarkerField": "x", "bogus": 1, "batchTimeout": "soon"}),
-    );
+    let e = settings_err(json!({"batchSize": 0, "bogus": 1, "batchTimeout": "soon"}));
     for part in [
         "indexer.batchSize: must be at least 1",
-        "must be set together",
         "indexer.bogus: unknown key",
         "indexer.batchTimeout",
+    ] {
+        assert!(e.contains(part), "{part} missing in {e}");
+    }
+    // Keys that go together are checked once each key is right.
+    let e = settings_err(
+        json!({"deletionMarkerField": "x", "versionType": "External",
+        "retryWaitDurationMs": 5}),
+    );
+    for part in [
+        "indexer.deletionMarkerField: \"deletionMarkerField\" and \"deletionMarkerFieldValue\" must be set together",
+        "indexer.versionField: indexer.versionType and indexer.versionField must be set together",
+        "indexer.retryWaitDurationMs: needs indexer.maxRetries to be set",
     ] {
         assert!(e.contains(part), "{part} missing in {e}");
     }
@@ -115,6 +124,81 @@ fn settings_defaults_and_errors() {
         settings(json!({"ignoreFields": ["a"]})).blacklist,
         Some(vec!["a".to_string()])
     );
+}
+
+#[test]
+fn a_python_indexer_takes_its_own_keys_from_the_block() {
+    let s = settings(json!({"class": "sinks:Sink", "out": "x.jsonl", "batchSize": 5}));
+    assert_eq!(
+        (s.kind.as_str(), s.class.as_deref(), s.batch_size),
+        ("python", Some("sinks:Sink"), 5)
+    );
+    let s = settings(json!({"class": "PythonIndexer", "script": "..."}));
+    assert_eq!(s.class.as_deref(), Some("PythonIndexer"));
+    // Its generic keys are still checked; another backend's block has no room for extra keys.
+    let e = settings_err(json!({"class": "sinks:Sink", "batchSize": "many"}));
+    assert!(e.contains("indexer.batchSize: must be an integer"), "{e}");
+    let e = settings_err(json!({"type": "nop", "out": "x.jsonl"}));
+    assert!(e.contains("indexer.out: unknown key"), "{e}");
+    // The Python backend is looked up as any other: without the bindings, or without a class,
+    // checking it says what is needed.
+    let block = ComponentConfig::new(serde_json::Map::new(), "indexer");
+    let e = validate_backend(&s, &block).unwrap_err();
+    assert!(
+        e[0].to_string()
+            .contains("indexer.class: Python indexers need the lucille Python package"),
+        "{e:?}"
+    );
+    let e = validate_backend(&settings(json!({"type": "python"})), &block).unwrap_err();
+    assert!(
+        e[0].to_string()
+            .starts_with("indexer.class: a Python indexer is named by indexer.class"),
+        "{e:?}"
+    );
+    let e = validate_backend(&settings(json!({"type": "pythn"})), &block).unwrap_err();
+    assert!(
+        e[0].to_string().contains("unknown indexer type \"pythn\"")
+            && !e[0].to_string().contains("python,"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn retry_keys_and_timeouts_are_read_into_the_settings() {
+    let s = settings(json!({"maxRetries": 2, "retryWaitDurationMs": 10,
+        "retryRandomizationFactor": 0, "retryableStatusCodes": ["503", -1],
+        "indexerRequestTimeout": 1500, "inactivityTimeout": 0, "batchByteSize": 1000}));
+    assert_eq!(
+        (
+            s.retry.max_retries,
+            s.retry.initial_wait,
+            s.retry.randomization
+        ),
+        (2, Duration::from_millis(10), 0.0)
+    );
+    assert_eq!(s.retry.retryable, [503, -1]);
+    assert_eq!(s.request_timeout, Some(Duration::from_millis(1500)));
+    assert_eq!(s.inactivity_timeout, None, "0 disables the watchdog");
+    assert_eq!(
+        (s.batch_byte_size, s.batch_size),
+        (Some(1000), usize::MAX),
+        "a byte limit alone leaves the count unlimited"
+    );
+    let e = settings_err(json!({"maxRetries": 0, "retryRandomizationFactor": 1,
+        "retryableStatusCodes": [99], "indexerConnectionTimeout": -5}));
+    for part in [
+        "indexer.maxRetries: must be a positive integer",
+        "indexer.retryRandomizationFactor: must be at least 0 and less than 1",
+        "indexer.retryableStatusCodes: must be a list of HTTP status codes (100-599)",
+        "indexer.indexerConnectionTimeout: must be a positive number of milliseconds",
+    ] {
+        assert!(e.contains(part), "{part} missing in {e}");
+    }
+}
+
+#[test]
+fn every_backend_checks_its_keys() {
+    super::test_backends::assert_every_backend_checks_its_keys();
 }
 
 /// Records batches; rejects documents whose id starts with "bad"; fails whole batches holding "down".

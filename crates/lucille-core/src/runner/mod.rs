@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::accounting::EventType;
 use crate::accounting::{Event, Publisher, PublisherSettings};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, PathContext, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Options, PathContext};
 use crate::connector::{ConnectorError, ConnectorPlan};
 use crate::document::Document;
 use crate::indexer::watchdog::Watchdog;
@@ -142,59 +142,80 @@ pub struct RunPlan {
     pub transport: Option<Transport>,
     /// `worker.pipeline`: the pipeline a worker process serves by default.
     pub worker_pipeline: Option<String>,
+    /// `runner.metricsLoggingLevel`: the level of the per-stage metrics lines.
+    pub metrics_level: tracing::Level,
 }
 
-fn publisher_spec() -> Spec {
-    Spec::new()
-        .optional("queueCapacity", Kind::Integer)
-        .optional("maxPendingDocs", Kind::Integer)
+/// The `publisher { }` block.
+#[derive(Options)]
+struct PublisherOptions {
+    /// How many documents the source queue holds before `publish` blocks (backpressure).
+    #[option(min = 1)]
+    queue_capacity: Option<usize>,
+    /// The most documents published and not yet finished before `publish` blocks.
+    #[option(min = 1)]
+    max_pending_docs: Option<usize>,
 }
 
-fn runner_spec() -> Spec {
-    Spec::new()
-        .optional("connectorTimeout", Kind::Integer)
-        .optional("stallWarningSecs", Kind::Integer)
-        .optional("metricsLoggingLevel", Kind::String)
-        .optional("resourceRoots", Kind::List)
+/// The `runner { }` block.
+#[derive(Options)]
+struct RunnerOptions {
+    /// Milliseconds a connector may run before the run fails it (0 or less: no limit;
+    /// default 24 hours).
+    connector_timeout: Option<i64>,
+    /// Seconds without progress before the run logs what is pending (0: never).
+    stall_warning_secs: Option<i64>,
+    /// The log level of the per-stage metrics lines each connector logs when it ends.
+    #[option(default = "INFO", one_of = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"])]
+    metrics_logging_level: String,
+    /// The folders `classpath:` paths resolve against, in order (default:
+    /// src/main/resources, src/test/resources, conf/, then the config's folder).
+    resource_roots: Option<Vec<String>>,
+}
+
+/// The `log { }` block.
+#[derive(Options)]
+struct LogOptions {
+    /// Seconds between the progress lines a long run logs.
+    seconds: Option<usize>,
+}
+
+/// One entry of `pipelines`.
+#[derive(Options)]
+struct PipelineOptions {
+    /// The pipeline's name, which connectors name in their `pipeline` key.
+    name: String,
+    /// Its stages, in order.
+    #[option(kind = Kind::List)]
+    stages: Value,
+    /// Worker threads for this pipeline (default: worker.threads).
+    #[option(min = 1)]
+    threads: Option<usize>,
 }
 
 /// Where the config's relative paths point: the working directory, the config's folder, and the
 /// `classpath:` roots (`runner.resourceRoots`, else the defaults of `config::paths`).
-fn path_context(
-    root: &Map<String, Value>,
-    base_dir: Option<&Path>,
-    errors: &mut Vec<ConfigError>,
-) -> Arc<PathContext> {
-    let configured = root
-        .get("runner")
-        .and_then(|r| r.get("resourceRoots"))
-        .map(|v| match v {
-            Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, item)| match crate::config::as_string(item) {
-                    Some(s) => Some(PathBuf::from(s)),
-                    None => {
-                        errors.push(ConfigError::new(
-                            format!("runner.resourceRoots[{i}]"),
-                            "must be a folder path (a string)",
-                        ));
-                        None
-                    }
-                })
-                .collect::<Vec<_>>(),
-            // A non-list is reported by the runner spec.
-            _ => Vec::new(),
-        });
+fn path_context(roots: Option<Vec<String>>, base_dir: Option<&Path>) -> Arc<PathContext> {
     let dir = base_dir.map(Path::to_path_buf);
-    Arc::new(match configured {
+    Arc::new(match roots {
         None => PathContext::new(dir),
-        Some(roots) => PathContext::with(std::env::current_dir().ok(), dir, roots),
+        Some(roots) => PathContext::with(
+            std::env::current_dir().ok(),
+            dir,
+            roots.into_iter().map(PathBuf::from).collect(),
+        ),
     })
 }
 
-fn log_spec() -> Spec {
-    Spec::new().optional("seconds", Kind::Integer)
+/// A `metricsLoggingLevel` (one of its choices) as a tracing level.
+fn log_level(name: &str) -> tracing::Level {
+    match name {
+        "TRACE" => tracing::Level::TRACE,
+        "DEBUG" => tracing::Level::DEBUG,
+        "WARN" => tracing::Level::WARN,
+        "ERROR" => tracing::Level::ERROR,
+        _ => tracing::Level::INFO,
+    }
 }
 
 fn block(
@@ -223,7 +244,20 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             "the config must be an object",
         )]));
     };
-    let paths = path_context(root, base_dir, &mut errors);
+    // The runner block first: its resource roots place every `classpath:` path below.
+    let unresolved = Arc::new(PathContext::new(base_dir.map(Path::to_path_buf)));
+    let runner = match RunnerOptions::from_config(&block(root, "runner", &mut errors, &unresolved))
+    {
+        Ok(o) => Some(o),
+        Err(e) => {
+            errors.extend(e);
+            None
+        }
+    };
+    let paths = path_context(
+        runner.as_ref().and_then(|r| r.resource_roots.clone()),
+        base_dir,
+    );
 
     // Pipelines.
     let mut pipelines = HashMap::new();
@@ -238,36 +272,23 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
                     continue;
                 };
                 let pc = ComponentConfig::new(m.clone(), path.clone());
-                errors.extend(
-                    Spec::new()
-                        .required("name", Kind::String)
-                        .required("stages", Kind::List)
-                        .optional("threads", Kind::Integer)
-                        .validate(m, &path),
-                );
-                let Ok(Some(name)) = pc.string("name") else {
-                    continue;
-                };
-                match pc.usize("threads") {
-                    Ok(Some(0)) => errors.push(pc.error("threads", "must be at least 1")),
-                    Ok(Some(n)) => {
-                        pipeline_threads.insert(name.clone(), n);
-                    }
-                    Ok(None) => {}
+                let o = match PipelineOptions::from_config(&pc) {
+                    Ok(o) => o,
                     Err(e) => {
-                        // A type error the spec reported already is not repeated.
-                        if !errors.iter().any(|x| x.path == e.path) {
-                            errors.push(e);
-                        }
+                        errors.extend(e);
+                        continue;
                     }
-                }
+                };
+                let name = o.name;
                 if pipelines.contains_key(&name) {
                     errors.push(pc.error("name", format!("duplicate pipeline name {name:?}")));
                     continue;
                 }
-                let stages = match m.get("stages") {
-                    Some(Value::Array(s)) => s.clone(),
-                    _ => continue,
+                if let Some(n) = o.threads {
+                    pipeline_threads.insert(name.clone(), n);
+                }
+                let Value::Array(stages) = o.stages else {
+                    continue;
                 };
                 match PipelinePlan::from_config(&name, &stages, &format!("{path}.stages"), &paths) {
                     Ok(plan) => {
@@ -360,9 +381,11 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     };
 
     // worker, publisher, runner, log.
-    let log = block(root, "log", &mut errors, &paths);
-    errors.extend(log_spec().validate(log.map(), "log"));
-    let log_seconds = log.usize("seconds").unwrap_or(None).map(|s| s as u64);
+    let log_seconds = LogOptions::from_config(&block(root, "log", &mut errors, &paths))
+        .map_err(|e| errors.extend(e))
+        .ok()
+        .and_then(|o| o.seconds)
+        .map(|s| s as u64);
     let worker_block = block(root, "worker", &mut errors, &paths);
     let worker = match WorkerSettings::from_config(&worker_block, log_seconds) {
         Ok(w) => w,
@@ -371,31 +394,15 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             WorkerSettings::default()
         }
     };
-    let publisher = block(root, "publisher", &mut errors, &paths);
-    errors.extend(publisher_spec().validate(publisher.map(), "publisher"));
-    let queue_capacity = match publisher.usize("queueCapacity") {
-        Ok(Some(0)) => {
-            errors.push(publisher.error("queueCapacity", "must be at least 1"));
-            DEFAULT_QUEUE_CAPACITY
-        }
-        Ok(v) => v.unwrap_or(DEFAULT_QUEUE_CAPACITY),
-        Err(e) => {
-            errors.push(e);
-            DEFAULT_QUEUE_CAPACITY
-        }
-    };
-    let max_pending_docs = match publisher.usize("maxPendingDocs") {
-        Ok(Some(0)) => {
-            errors.push(publisher.error("maxPendingDocs", "must be at least 1"));
-            None
-        }
-        Ok(v) => v,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
-    let worker_pipeline = worker_block.string("pipeline").unwrap_or(None);
+    let publisher = PublisherOptions::from_config(&block(root, "publisher", &mut errors, &paths))
+        .map_err(|e| errors.extend(e))
+        .ok();
+    let queue_capacity = publisher
+        .as_ref()
+        .and_then(|p| p.queue_capacity)
+        .unwrap_or(DEFAULT_QUEUE_CAPACITY);
+    let max_pending_docs = publisher.and_then(|p| p.max_pending_docs);
+    let worker_pipeline = worker.pipeline.clone();
     if let Some(p) = &worker_pipeline {
         if !pipelines.contains_key(p) && !errors.iter().any(|e| e.path.starts_with("pipelines")) {
             errors.push(
@@ -420,28 +427,27 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
              topic {{pipeline}}_retries (docs/guide/distributed.md)"
         );
     }
-    let runner = block(root, "runner", &mut errors, &paths);
-    errors.extend(runner_spec().validate(runner.map(), "runner"));
-    let connector_timeout = match runner.i64("connectorTimeout") {
-        Ok(Some(ms)) if ms <= 0 => None,
-        Ok(Some(ms)) => Some(Duration::from_millis(ms as u64)),
-        _ => Some(DEFAULT_CONNECTOR_TIMEOUT),
+    let connector_timeout = match runner.as_ref().and_then(|r| r.connector_timeout) {
+        Some(ms) if ms <= 0 => None,
+        Some(ms) => Some(Duration::from_millis(ms.unsigned_abs())),
+        None => Some(DEFAULT_CONNECTOR_TIMEOUT),
     };
-    let stall_warning = match runner.i64("stallWarningSecs") {
-        Ok(Some(secs)) if secs < 0 => {
+    let stall_warning = match runner.as_ref().and_then(|r| r.stall_warning_secs) {
+        Some(secs) if secs < 0 => {
             errors.push(ConfigError::new(
                 "runner.stallWarningSecs",
                 "must be 0 (no warning) or a number of seconds",
             ));
             None
         }
-        Ok(Some(0)) => None,
-        Ok(Some(secs)) => Some(Duration::from_secs(secs as u64)),
-        _ => Some(stall::DEFAULT_STALL_WARNING),
+        Some(0) => None,
+        Some(secs) => Some(Duration::from_secs(secs.unsigned_abs())),
+        None => Some(stall::DEFAULT_STALL_WARNING),
     };
+    let metrics_level = runner.as_ref().map_or(tracing::Level::INFO, |r| {
+        log_level(&r.metrics_logging_level)
+    });
 
-    // A type error in a key reported by a spec may also appear from a typed read; keep one.
-    let errors = ConfigErrors::dedup(errors);
     if !errors.is_empty() {
         return Err(ConfigErrors(errors));
     }
@@ -458,6 +464,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
         stall_warning,
         transport,
         worker_pipeline,
+        metrics_level,
     })
 }
 
@@ -650,7 +657,16 @@ fn run_connector(
     let backend = if bypass {
         Ok(Box::new(indexer::nop::NopBackend) as Box<dyn indexer::Backend>)
     } else {
-        indexer::build_backend(&plan.indexer, &plan.backend_config, continuing).map_err(|e| {
+        indexer::build_backend(
+            &plan.indexer,
+            &plan.backend_config,
+            if continuing {
+                indexer::Opening::Continuing
+            } else {
+                indexer::Opening::Fresh
+            },
+        )
+        .map_err(|e| {
             e.iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
@@ -868,7 +884,7 @@ fn run_connector(
             ));
         }
     }
-    log_stage_metrics(&name, &metrics);
+    log_stage_metrics(&name, &metrics, plan.metrics_level);
     let history = test_messenger.map(|t| t.history());
     let counts = publisher.counts();
     let mut result = match error {
@@ -978,9 +994,10 @@ fn catch<T>(f: impl FnOnce() -> Result<T, ConnectorError>) -> Result<T, Connecto
     }
 }
 
-pub fn log_stage_metrics(connector: &str, metrics: &[StageMetrics]) {
+/// Logs one line per stage at `level` (`runner.metricsLoggingLevel`).
+pub fn log_stage_metrics(connector: &str, metrics: &[StageMetrics], level: tracing::Level) {
     for m in metrics {
-        tracing::info!(
+        let line = format!(
             "{connector} stage {}: {} docs processed, {} children, {} errors, mean {:.3} ms, total {:.2} s",
             m.name,
             m.processed,
@@ -989,6 +1006,14 @@ pub fn log_stage_metrics(connector: &str, metrics: &[StageMetrics]) {
             m.mean_time().as_secs_f64() * 1e3,
             m.total_time().as_secs_f64()
         );
+        // tracing's macros take their level as a constant.
+        match level {
+            tracing::Level::TRACE => tracing::trace!("{line}"),
+            tracing::Level::DEBUG => tracing::debug!("{line}"),
+            tracing::Level::WARN => tracing::warn!("{line}"),
+            tracing::Level::ERROR => tracing::error!("{line}"),
+            _ => tracing::info!("{line}"),
+        }
     }
 }
 

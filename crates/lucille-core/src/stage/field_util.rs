@@ -83,43 +83,6 @@ pub fn check_mapping(
     Ok(())
 }
 
-/// Reads and checks a required list of field names (see [`check_fields`]); for components
-/// not yet on `#[derive(Options)]`.
-pub fn field_list(
-    config: &ComponentConfig,
-    key: &str,
-    writable: bool,
-) -> Result<Vec<String>, ConfigError> {
-    let fields = config
-        .strings(key)?
-        .ok_or_else(|| config.error(key, format!("missing required key {key:?}")))?;
-    check_fields(config, key, &fields, writable)?;
-    Ok(fields)
-}
-
-/// Reads and checks a required object of `source: destination` names (see
-/// [`check_mapping`]); for components not yet on `#[derive(Options)]`.
-pub fn field_mapping(
-    config: &ComponentConfig,
-    key: &str,
-    writable_sources: bool,
-) -> Result<Vec<(String, String)>, ConfigError> {
-    let pairs = config
-        .string_map(key)?
-        .ok_or_else(|| config.error(key, format!("missing required key {key:?}")))?;
-    check_mapping(config, key, &pairs, writable_sources)?;
-    Ok(pairs)
-}
-
-/// Reads `destination` (see [`destination_or`]); for components not yet on
-/// `#[derive(Options)]`.
-pub fn destination_or_source(
-    config: &ComponentConfig,
-    source: &str,
-) -> Result<String, ConfigError> {
-    destination_or(config, config.string("destination")?, source)
-}
-
 /// A short name for a JSON value's type, for messages.
 pub fn kind_name(value: &Value) -> &'static str {
     match value {

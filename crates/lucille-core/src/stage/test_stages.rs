@@ -2,25 +2,34 @@
 //! in test builds as any stage is: they let runner and worker tests make a stage panic or hang.
 
 use super::Stage;
+use crate::config::{Options, Spec};
+use crate::document::Document;
 
 inventory::submit!(PANIC_ON);
 inventory::submit!(SLEEP_ON);
-use crate::document::Document;
 
 /// `TestPanicOn { field, value }`: panics when the document's field has that value.
 pub const PANIC_ON: super::StageDescriptor = super::StageDescriptor {
     name: "TestPanicOn",
-    spec: || {
-        crate::config::Spec::stage()
-            .required("field", crate::config::Kind::String)
-            .required("value", crate::config::Kind::String)
-    },
+    spec: PanicOnOptions::spec,
     build: |config| {
-        let field = config.require_string("field")?;
-        let value = config.require_string("value")?;
-        Ok(Box::new(PanicOn { field, value }))
+        let o = PanicOnOptions::from_config(config)?;
+        Ok(Box::new(PanicOn {
+            field: o.field,
+            value: o.value,
+        }))
     },
 };
+
+/// Test only: panics on the documents whose field has the value.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct PanicOnOptions {
+    /// The field looked at.
+    field: String,
+    /// The value that makes the stage panic.
+    value: String,
+}
 
 struct PanicOn {
     field: String,
@@ -41,26 +50,31 @@ impl Stage for PanicOn {
 /// `worker.maxProcessingSecs`).
 pub const SLEEP_ON: super::StageDescriptor = super::StageDescriptor {
     name: "TestSleepOn",
-    spec: || {
-        crate::config::Spec::stage()
-            .required("field", crate::config::Kind::String)
-            .required("value", crate::config::Kind::String)
-            .required("millis", crate::config::Kind::Integer)
-            .optional("untilFile", crate::config::Kind::String)
-    },
+    spec: SleepOnOptions::spec,
     build: |config| {
-        let field = config.require_string("field")?;
-        let value = config.require_string("value")?;
-        let millis = config.i64("millis")?.unwrap_or(0).max(0) as u64;
-        let until = config.string("untilFile")?.map(std::path::PathBuf::from);
+        let o = SleepOnOptions::from_config(config)?;
         Ok(Box::new(SleepOn {
-            field,
-            value,
-            millis,
-            until,
+            field: o.field,
+            value: o.value,
+            millis: o.millis as u64,
+            until: o.until_file.map(std::path::PathBuf::from),
         }))
     },
 };
+
+/// Test only: sleeps on the documents whose field has the value.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct SleepOnOptions {
+    /// The field looked at.
+    field: String,
+    /// The value that makes the stage sleep.
+    value: String,
+    /// How long it sleeps, in milliseconds.
+    millis: usize,
+    /// A file whose creation ends the sleep early.
+    until_file: Option<String>,
+}
 
 struct SleepOn {
     field: String,

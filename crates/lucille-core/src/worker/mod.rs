@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 
 use crate::accounting::EventType;
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, Options};
 use crate::document::Document;
 use crate::indexer::{Preparer, ToIndex};
 use crate::messaging::WorkerSide;
@@ -68,6 +68,8 @@ pub struct WorkerSettings {
     /// `MemoryError` (its document FAILs); native code that does ends its process, whose
     /// document FAILs and whose thread starts a new one. Needs `processes`.
     pub max_process_memory: Option<u64>,
+    /// `worker.pipeline`: the pipeline a worker process serves by default.
+    pub pipeline: Option<String>,
 }
 
 impl Default for WorkerSettings {
@@ -83,6 +85,7 @@ impl Default for WorkerSettings {
             exit_on_timeout: false,
             processes: None,
             max_process_memory: None,
+            pipeline: None,
         }
     }
 }
@@ -91,18 +94,36 @@ impl Default for WorkerSettings {
 /// its interpreter and the core before any stage is loaded.
 pub const MIN_PROCESS_MEMORY_BYTES: u64 = 128 << 20;
 
-pub fn worker_spec() -> Spec {
-    Spec::new()
-        .optional("threads", Kind::Integer)
-        .optional("maxRetries", Kind::Integer)
-        .optional("deadLetterPath", Kind::String)
-        .optional("enableHeartbeat", Kind::Bool)
-        .optional("heartbeatPath", Kind::String)
-        .optional("maxProcessingSecs", Kind::Integer)
-        .optional("exitOnTimeout", Kind::Bool)
-        .optional("processes", Kind::Integer)
-        .optional("maxProcessMemoryBytes", Kind::Integer)
-        .optional("pipeline", Kind::String)
+/// The `worker { }` block: worker threads (or processes), retries, dead letters, heartbeat and
+/// per-document time limits.
+#[derive(Options)]
+struct WorkerOptions {
+    /// Worker threads per pipeline (each runs its own instances of the stages).
+    #[option(min = 1)]
+    threads: Option<usize>,
+    /// Distributed mode: how many times a document is retried before it is failed.
+    max_retries: Option<usize>,
+    /// A JSON-lines file that every FAILed document is appended to, with its error.
+    dead_letter_path: Option<String>,
+    /// Write a heartbeat line to `heartbeatPath` while the worker is alive.
+    #[option(default)]
+    enable_heartbeat: bool,
+    /// The heartbeat file (default heartbeat.log).
+    heartbeat_path: Option<String>,
+    /// A document whose stages run longer than this many seconds FAILs with a timeout and its
+    /// worker is replaced.
+    #[option(min = 1)]
+    max_processing_secs: Option<usize>,
+    /// End the process (exit code 1) on such a timeout, for a supervisor to restart it.
+    #[option(default)]
+    exit_on_timeout: bool,
+    /// Run the pipeline in this many worker processes (Python stages on several cores).
+    #[option(min = 1)]
+    processes: Option<usize>,
+    /// The memory limit of each worker process, in bytes (needs processes).
+    max_process_memory_bytes: Option<usize>,
+    /// The pipeline a `lucille worker` process serves when --pipeline is not given.
+    pipeline: Option<String>,
 }
 
 impl WorkerSettings {
@@ -111,79 +132,55 @@ impl WorkerSettings {
         worker: &ComponentConfig,
         log_seconds: Option<u64>,
     ) -> Result<Self, Vec<ConfigError>> {
-        let mut errors = worker_spec().validate(worker.map(), worker.path());
-        let mut s = WorkerSettings::default();
-        match worker.usize("threads") {
-            Ok(Some(0)) => errors.push(worker.error("threads", "must be at least 1")),
-            Ok(Some(n)) => s.threads = n,
-            Ok(None) => {}
-            Err(e) => errors.push(e),
+        let o = WorkerOptions::from_config(worker)?;
+        let mut errors = Vec::new();
+        let mut s = WorkerSettings {
+            threads: o.threads.unwrap_or(1),
+            max_retries: o.max_retries.map(|v| u32::try_from(v).unwrap_or(u32::MAX)),
+            dead_letter_path: o.dead_letter_path.map(|p| worker.resolve_output_path(&p)),
+            enable_heartbeat: o.enable_heartbeat,
+            max_processing: o.max_processing_secs.map(|n| Duration::from_secs(n as u64)),
+            exit_on_timeout: o.exit_on_timeout,
+            pipeline: o.pipeline,
+            ..WorkerSettings::default()
+        };
+        if let Some(p) = o.heartbeat_path {
+            s.heartbeat_path = worker.resolve_output_path(&p);
         }
-        match worker.usize("maxRetries") {
-            Ok(v) => s.max_retries = v.map(|v| u32::try_from(v).unwrap_or(u32::MAX)),
-            Err(e) => errors.push(e),
-        }
-        match worker.string("deadLetterPath") {
-            Ok(v) => s.dead_letter_path = v.map(|p| worker.resolve_output_path(&p)),
-            Err(e) => errors.push(e),
-        }
-        match worker.bool_or("enableHeartbeat", false) {
-            Ok(b) => s.enable_heartbeat = b,
-            Err(e) => errors.push(e),
-        }
-        match worker.string("heartbeatPath") {
-            Ok(Some(p)) => s.heartbeat_path = worker.resolve_output_path(&p),
-            Ok(None) => {}
-            Err(e) => errors.push(e),
-        }
-        match worker.usize("maxProcessingSecs") {
-            Ok(Some(0)) => errors.push(worker.error("maxProcessingSecs", "must be at least 1")),
-            Ok(v) => s.max_processing = v.map(|n| Duration::from_secs(n as u64)),
-            Err(e) => errors.push(e),
-        }
-        match worker.bool_or("exitOnTimeout", false) {
-            Ok(b) => s.exit_on_timeout = b,
-            Err(e) => errors.push(e),
-        }
-        match worker.usize("processes") {
-            Ok(Some(0)) => errors.push(worker.error("processes", "must be at least 1")),
-            Ok(Some(n)) if worker.map().contains_key("threads") && s.threads != n => {
-                errors.push(worker.error(
-                    "processes",
-                    format!(
-                        "each worker thread drives one worker process, so threads ({}) and \
-                         processes ({n}) must agree: give only processes",
-                        s.threads
-                    ),
-                ))
-            }
-            Ok(Some(_)) if process::launcher().is_none() => errors.push(worker.error(
+        match o.processes {
+            Some(n) if o.threads.is_some_and(|t| t != n) => errors.push(worker.error(
+                "processes",
+                format!(
+                    "each worker thread drives one worker process, so threads ({}) and \
+                     processes ({n}) must agree: give only processes",
+                    s.threads
+                ),
+            )),
+            Some(_) if process::launcher().is_none() => errors.push(worker.error(
                 "processes",
                 "worker processes are started by the Python package: run this config with \
                  `lucille run` or lucille.run(), or remove processes",
             )),
-            Ok(Some(n)) => {
+            Some(n) => {
                 s.processes = Some(n);
                 s.threads = n;
             }
-            Ok(None) => {}
-            Err(e) => errors.push(e),
+            None => {}
         }
-        match worker.usize("maxProcessMemoryBytes") {
-            Ok(Some(n)) if (n as u64) < MIN_PROCESS_MEMORY_BYTES => errors.push(worker.error(
+        match o.max_process_memory_bytes {
+            Some(n) if (n as u64) < MIN_PROCESS_MEMORY_BYTES => errors.push(worker.error(
                 "maxProcessMemoryBytes",
                 format!(
                     "must be at least {MIN_PROCESS_MEMORY_BYTES} (128 MiB): a worker process \
                      takes about 70 MB to start before its stages are loaded"
                 ),
             )),
-            Ok(Some(_)) if !worker.map().contains_key("processes") => errors.push(worker.error(
+            Some(_) if o.processes.is_none() => errors.push(worker.error(
                 "maxProcessMemoryBytes",
                 "limits the memory of worker processes: set worker.processes too (threads \
                  share the run's process, whose memory cannot be limited per stage)",
             )),
-            Ok(v) => s.max_process_memory = v.map(|n| n as u64),
-            Err(e) => errors.push(e),
+            v => s.max_process_memory = v.map(|n| n as u64),
         }
         if let Some(secs) = log_seconds {
             s.log_interval = Duration::from_secs(secs.max(1));

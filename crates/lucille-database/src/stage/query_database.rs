@@ -21,30 +21,41 @@ use chrono::NaiveDate;
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
+use crate::connector::database::positive_or;
 use crate::database::lookup::{Lookup, Param};
-use crate::database::{resolve_target, Problems, Target};
+use crate::database::{resolve_target, Problems, Target, TargetOptions};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "QueryDatabase",
-    spec,
+    spec: QueryDatabaseOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("driver", Kind::String)
-        .required("connectionString", Kind::String)
-        .optional("jdbcUser", Kind::String)
-        .optional("jdbcPassword", Kind::String)
-        .required("sql", Kind::String)
-        .required("keyFields", Kind::StringList)
-        .required("inputTypes", Kind::StringList)
-        .required("fieldMapping", Kind::StringMap)
-        .optional("connectionRetries", Kind::Integer)
-        .optional("connectionRetryPause", Kind::Integer)
+/// Runs a prepared SQL statement per document, with values of the document's keyFields as
+/// its parameters, and adds columns of every row found to fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct QueryDatabaseOptions {
+    /// The database: driver, connectionString, jdbcUser, jdbcPassword.
+    #[option(flatten)]
+    target: TargetOptions,
+    /// The SQL statement, with one ? per key field.
+    sql: String,
+    /// The fields whose first values fill the statement's parameters, in order.
+    key_fields: Vec<String>,
+    /// The type of each key field's parameter: String, Integer, Long, Double, Boolean or Date.
+    input_types: Vec<String>,
+    /// Column label to the field its values are added to.
+    field_mapping: Vec<(String, String)>,
+    /// Attempts to connect; not negative, 0 means the default.
+    #[option(default = 1)]
+    connection_retries: i64,
+    /// Milliseconds between connection attempts; not negative, 0 means the default.
+    #[option(default = 10_000)]
+    connection_retry_pause: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -82,23 +93,17 @@ struct QueryDatabase {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = QueryDatabaseOptions::from_config(config)?;
     let mut p = Problems {
         config,
         list: Vec::new(),
     };
-    let driver = p.string("driver");
-    let connection = p.string("connectionString").unwrap_or_default();
-    let user = p.string("jdbcUser");
-    let password = p.string("jdbcPassword");
-    let target = resolve_target(&mut p, driver, &connection, user, password);
-    let sql = p.string("sql").unwrap_or_default();
-    if sql.trim().is_empty() {
+    let target = resolve_target(&mut p, o.target);
+    if o.sql.trim().is_empty() {
         p.push("sql", "must not be empty");
     }
-    let key_fields = p.list("keyFields");
-    let type_names = p.list("inputTypes");
     let mut types = Vec::new();
-    for name in &type_names {
+    for name in &o.input_types {
         match InputType::parse(name) {
             Some(t) => types.push(t),
             None => p.push(
@@ -107,34 +112,33 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
             ),
         }
     }
-    if key_fields.len() != type_names.len() {
+    if o.key_fields.len() != o.input_types.len() {
         p.push(
             "inputTypes",
             format!(
                 "needs one input type per key field ({} keyFields, {} inputTypes)",
-                key_fields.len(),
-                type_names.len()
+                o.key_fields.len(),
+                o.input_types.len()
             ),
         );
     }
-    let mapping = match config.string_map("fieldMapping") {
-        Ok(m) => m.unwrap_or_default(),
-        Err(e) => {
-            p.list.push(e.to_string());
-            Vec::new()
-        }
-    };
-    if mapping.is_empty() {
+    if o.field_mapping.is_empty() {
         p.push("fieldMapping", "must map at least one column to a field");
     }
-    let retries = p.positive_or("connectionRetries", 1);
-    let pause = p.positive_or("connectionRetryPause", 10_000);
+    let retries = positive_or(&mut p, "connectionRetries", o.connection_retries, 1);
+    let pause = positive_or(
+        &mut p,
+        "connectionRetryPause",
+        o.connection_retry_pause,
+        10_000,
+    );
     match target {
         Some(target) if p.list.is_empty() => Ok(Box::new(QueryDatabase {
             target,
-            sql,
-            keys: key_fields.into_iter().zip(types).collect(),
-            mapping: mapping
+            sql: o.sql,
+            keys: o.key_fields.into_iter().zip(types).collect(),
+            mapping: o
+                .field_mapping
                 .into_iter()
                 .map(|(column, field)| (column.to_lowercase(), field))
                 .collect(),

@@ -10,16 +10,19 @@
 //!   (`file://` URLs; other schemes are not fetched here) with `xmlRootPath`, `xmlIdPath`,
 //!   `encoding` and `outputField`, all four required as in Lucille.
 
-use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
-use super::file::{build_handler, FileConnector};
+use super::file::csv::{AsciiChar, CsvHandler, CsvOptions};
+use super::file::json::{JsonHandler, JsonOptions};
+use super::file::xml::{XmlHandler, XmlOptions};
+use super::file::{FileConnector, FileConnectorOptions, FileHandler};
 use super::{connector_spec, Common, Connector, ConnectorDescriptor};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options};
 
 pub const CSV_DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "CSVConnector",
     aliases: &[],
-    spec: csv_spec,
+    spec: CsvConnectorOptions::spec,
     build: build_csv,
 };
 inventory::submit!(CSV_DESCRIPTOR);
@@ -27,7 +30,7 @@ inventory::submit!(CSV_DESCRIPTOR);
 pub const JSON_DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "JSONConnector",
     aliases: &[],
-    spec: json_spec,
+    spec: JsonConnectorOptions::spec,
     build: build_json,
 };
 inventory::submit!(JSON_DESCRIPTOR);
@@ -35,115 +38,161 @@ inventory::submit!(JSON_DESCRIPTOR);
 pub const XML_DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "XMLConnector",
     aliases: &["com.kmwllc.lucille.connector.xml.XMLConnector"],
-    spec: xml_spec,
+    spec: XmlConnectorOptions::spec,
     build: build_xml,
 };
 inventory::submit!(XML_DESCRIPTOR);
 
-/// The keys every connector has, which stay with the connector rather than the handler.
-const CONNECTOR_KEYS: [&str; 5] = ["name", "class", "pipeline", "collapse", "docIdPrefix"];
-
-fn csv_spec() -> Spec {
-    connector_spec()
-        .required("path", Kind::String)
-        .optional("moveToAfterProcessing", Kind::String)
-        .optional("moveToErrorFolder", Kind::String)
-        .optional("lineNumberField", Kind::String)
-        .optional("filenameField", Kind::String)
-        .optional("filePathField", Kind::String)
-        .optional("idField", Kind::String)
-        .optional("docIdFormat", Kind::String)
-        .optional("separatorChar", Kind::String)
-        .optional("useTabs", Kind::Bool)
-        .optional("interpretQuotes", Kind::Bool)
-        .optional("ignoreEscapeChar", Kind::Bool)
-        .optional("lowercaseFields", Kind::Bool)
-        .optional("ignoredTerms", Kind::StringList)
+/// Lucille's deprecated CSVConnector: reads one CSV file, the first row its header, each
+/// further row a document (the FileConnector's CSV handler, with its keys at the top level).
+#[derive(Options)]
+#[options(base = connector_spec())]
+struct CsvConnectorOptions {
+    /// The CSV file to read.
+    path: String,
+    /// The folder the file is moved to once read.
+    move_to_after_processing: Option<String>,
+    /// The folder the file is moved to when it could not be read to the end.
+    move_to_error_folder: Option<String>,
+    /// The field that gets the row's line number.
+    #[option(default = "csvLineNumber")]
+    line_number_field: String,
+    /// The field that gets the file's name.
+    #[option(default = "filename")]
+    filename_field: String,
+    /// The field that gets the file's full path.
+    #[option(default = "source")]
+    file_path_field: String,
+    /// The column whose value is the id (default: the file name and the row number).
+    id_field: Option<String>,
+    /// How the id column's value makes the id: Java's String.format with %s placeholders.
+    doc_id_format: Option<String>,
+    /// The character between columns (default `,`; `\t` is a tab).
+    separator_char: Option<AsciiChar>,
+    /// Columns are separated by tabs (separatorChar is then not used).
+    #[option(default)]
+    use_tabs: bool,
+    /// Quotes are read as quotes; false reads them as text.
+    #[option(default = true)]
+    interpret_quotes: bool,
+    /// No escape character (the default has none either: quotes are doubled as in RFC 4180).
+    #[option(default)]
+    ignore_escape_char: bool,
+    /// Header names are lower-cased.
+    #[option(default)]
+    lowercase_fields: bool,
+    /// Values left out of their row's document (e.g. "NULL").
+    #[option(default)]
+    ignored_terms: Vec<String>,
 }
 
-fn json_spec() -> Spec {
-    connector_spec().required("jsonPath", Kind::String)
+/// Lucille's deprecated JSONConnector: reads one JSON-lines file, each line a document with
+/// its `id` field as the id.
+#[derive(Options)]
+#[options(base = connector_spec())]
+struct JsonConnectorOptions {
+    /// The JSON-lines file to read.
+    json_path: String,
 }
 
-fn xml_spec() -> Spec {
-    connector_spec()
-        .required("xmlRootPath", Kind::String)
-        .required("xmlIdPath", Kind::String)
-        .required("encoding", Kind::String)
-        .required("outputField", Kind::String)
-        .optional("filePaths", Kind::StringList)
-        .optional("urlFiles", Kind::StringList)
+/// Lucille's XMLConnector: reads XML files, each element at `xmlRootPath` a document.
+#[derive(Options)]
+#[options(base = connector_spec())]
+struct XmlConnectorOptions {
+    /// The absolute path of the elements that become documents, e.g. "/Company/staff".
+    xml_root_path: String,
+    /// The absolute path of the element whose text is the id, below xmlRootPath (e.g.
+    /// "/Company/staff/id").
+    xml_id_path: String,
+    /// The files' encoding: only UTF-8 is read.
+    encoding: String,
+    /// The field that gets the element's XML.
+    output_field: String,
+    /// The XML files to read (or give urlFiles).
+    file_paths: Option<Vec<String>>,
+    /// file:// URLs of the XML files to read (or give filePaths); other schemes are not
+    /// fetched here.
+    url_files: Option<Vec<String>>,
 }
 
-/// The connector's keys other than the common ones and `moved`: the handler's block.
-fn handler_block(config: &ComponentConfig, moved: &[&str]) -> Map<String, Value> {
-    config
-        .map()
-        .iter()
-        .filter(|(k, _)| !CONNECTOR_KEYS.contains(&k.as_str()) && !moved.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
-
-/// A FileConnector over `paths`, reading every file with the `kind` handler built from
-/// `handler` (errors name the connector's own keys, as the user wrote them).
+/// A FileConnector over `paths` (with the moves), reading every file with `handler`; the
+/// handler's problems and the connector's reported together.
 fn file_connector(
     config: &ComponentConfig,
     common: &Common,
-    paths: Vec<String>,
-    mut extra: Map<String, Value>,
-    kind: &str,
-    handler: Map<String, Value>,
+    options: FileConnectorOptions,
+    handler: Result<Arc<dyn FileHandler>, ConfigErrors>,
 ) -> Result<Box<dyn Connector>, ConfigErrors> {
-    let prefix = common.doc_id_prefix.clone().unwrap_or_default();
-    let handler_config =
-        ComponentConfig::new(handler, config.path()).with_paths(config.paths().clone());
-    let handler = build_handler(kind, &handler_config, &prefix)
-        .map_err(|errors| ConfigError::joined(config.path(), errors))?;
-    extra.insert("paths".into(), json!(paths));
-    let file_config = ComponentConfig::new(extra, config.path()).with_paths(config.paths().clone());
-    let connector = FileConnector::from_config(&file_config, common)?;
-    Ok(Box::new(connector.with_handler_for_every_file(handler)))
+    match (
+        handler,
+        FileConnector::from_options(config, common, options),
+    ) {
+        (Ok(handler), Ok(connector)) => {
+            Ok(Box::new(connector.with_handler_for_every_file(handler)))
+        }
+        (Err(mut a), Err(b)) => {
+            a.0.extend(b.0);
+            Err(a)
+        }
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    }
+}
+
+/// The connector's `docIdPrefix`, which the handler's ids get.
+fn prefix(common: &Common) -> String {
+    common.doc_id_prefix.clone().unwrap_or_default()
 }
 
 fn build_csv(
     config: &ComponentConfig,
     common: &Common,
 ) -> Result<Box<dyn Connector>, ConfigErrors> {
-    let moved = ["path", "moveToAfterProcessing", "moveToErrorFolder"];
-    let path = config.require_string("path")?;
-    let mut extra = Map::new();
-    for key in &moved[1..] {
-        if let Some(v) = config.map().get(*key) {
-            extra.insert((*key).to_string(), v.clone());
-        }
-    }
-    file_connector(
-        config,
-        common,
-        vec![path],
-        extra,
-        "csv",
-        handler_block(config, &moved),
-    )
+    let o = CsvConnectorOptions::from_config(config)?;
+    let handler = CsvHandler::new(
+        CsvOptions {
+            doc_id_prefix: None,
+            id_field: o.id_field,
+            id_fields: None,
+            doc_id_format: o.doc_id_format,
+            separator_char: o.separator_char,
+            use_tabs: o.use_tabs,
+            quote_char: None,
+            interpret_quotes: o.interpret_quotes,
+            escape_char: None,
+            ignore_escape_char: o.ignore_escape_char,
+            lowercase_fields: o.lowercase_fields,
+            ignored_terms: o.ignored_terms,
+            line_number_field: o.line_number_field,
+            filename_field: o.filename_field,
+            file_path_field: o.file_path_field,
+        },
+        &prefix(common),
+    );
+    let options = FileConnectorOptions::of_paths(
+        vec![o.path],
+        o.move_to_after_processing,
+        o.move_to_error_folder,
+    );
+    file_connector(config, common, options, Ok(Arc::new(handler)))
 }
 
 fn build_json(
     config: &ComponentConfig,
     common: &Common,
 ) -> Result<Box<dyn Connector>, ConfigErrors> {
-    let path = config.require_string("jsonPath")?;
-    file_connector(config, common, vec![path], Map::new(), "json", Map::new())
+    let o = JsonConnectorOptions::from_config(config)?;
+    let handler = JsonHandler::new(config, JsonOptions::default(), &prefix(common))
+        .map(|h| Arc::new(h) as Arc<dyn FileHandler>);
+    let options = FileConnectorOptions::of_paths(vec![o.json_path], None, None);
+    file_connector(config, common, options, handler)
 }
 
 fn build_xml(
     config: &ComponentConfig,
     common: &Common,
 ) -> Result<Box<dyn Connector>, ConfigErrors> {
-    let moved = ["filePaths", "urlFiles"];
-    let files = config.string_list("filePaths")?;
-    let urls = config.string_list("urlFiles")?;
-    let paths = match (urls, files) {
+    let o = XmlConnectorOptions::from_config(config)?;
+    let paths = match (o.url_files, o.file_paths) {
         // Lucille would read urlFiles and ignore filePaths.
         (Some(_), Some(_)) => {
             return Err(config.error(
@@ -161,7 +210,7 @@ fn build_xml(
                 )),
                 None => Ok(u.clone()),
             })
-            .collect::<Result<Vec<_>, _>>()?,
+            .collect::<Result<Vec<_>, ConfigError>>()?,
         (None, Some(files)) => files,
         (None, None) => {
             return Err(config.error(
@@ -170,12 +219,45 @@ fn build_xml(
             ).into())
         }
     };
-    file_connector(
+    let handler = XmlHandler::new(
         config,
-        common,
-        paths,
-        Map::new(),
-        "xml",
-        handler_block(config, &moved),
+        XmlOptions {
+            xml_root_path: o.xml_root_path,
+            xml_id_path: Some(o.xml_id_path),
+            id_field: None,
+            doc_id_prefix: None,
+            output_field: o.output_field,
+            encoding: Some(o.encoding),
+            skip_empty_id: false,
+        },
+        &prefix(common),
     )
+    .map(|h| Arc::new(h) as Arc<dyn FileHandler>);
+    let options = FileConnectorOptions::of_paths(paths, None, None);
+    file_connector(config, common, options, handler)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CSVConnector's handler keys are the CSV handler's, with the same kinds and defaults.
+    #[test]
+    fn csv_connector_keys_are_the_csv_handlers() {
+        let handler = CsvOptions::spec();
+        let mut shared = 0;
+        for p in CsvConnectorOptions::spec().properties() {
+            if let Some(h) = handler.properties().iter().find(|h| h.name == p.name) {
+                assert_eq!(
+                    (&p.kind, p.required, p.default),
+                    (&h.kind, h.required, h.default),
+                    "{}",
+                    p.name
+                );
+                shared += 1;
+            }
+        }
+        // The eleven handler keys, and docIdPrefix (the connector's, which the handler takes).
+        assert_eq!(shared, 12);
+    }
 }

@@ -42,9 +42,9 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::{Field, Row};
 use serde_json::{Map, Value};
 
-use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
+use super::{record_connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options};
 use crate::database::value;
 use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
@@ -55,21 +55,34 @@ use crate::storage::{Listed, Storage};
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "ParquetConnector",
     aliases: &["com.kmwllc.lucille.parquet.connector.ParquetConnector"],
-    spec,
+    spec: ParquetOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    connector_spec()
-        .optional("maxDocumentBytes", Kind::Integer)
-        .required("pathToStorage", Kind::String)
-        .required("idField", Kind::String)
-        .optional("fsUri", Kind::String)
-        .optional("s3Key", Kind::String)
-        .optional("s3Secret", Kind::String)
-        .optional("limit", Kind::Integer)
-        .optional("start", Kind::Integer)
+/// Publishes one document per row of each `.parquet` file under `pathToStorage`, local or in
+/// S3, its id from the `idField` column.
+#[derive(Options)]
+#[options(base = record_connector_spec())]
+struct ParquetOptions {
+    /// A .parquet file, or a folder read recursively in name order; with an s3:// fsUri, the
+    /// bucket and prefix (or a whole s3://bucket/prefix URL).
+    path_to_storage: String,
+    /// The column whose value is the id (not kept as a field).
+    id_field: String,
+    /// The file system: file:/// (the default, local files), s3:// (pathToStorage starts with
+    /// the bucket) or s3://bucket; s3a:// is the same.
+    fs_uri: Option<String>,
+    /// The S3 access key id (with s3Secret; without both, the AWS environment).
+    s3_key: Option<String>,
+    /// The S3 secret access key (with s3Key).
+    s3_secret: Option<String>,
+    /// Rows published in all, across files, FAILed rows included (absent or negative: no
+    /// limit).
+    limit: Option<i64>,
+    /// Rows skipped at the beginning of each file.
+    #[option(default = 0, min = 0)]
+    start: i64,
 }
 
 /// Where the Parquet files are.
@@ -95,12 +108,13 @@ fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>
 }
 
 /// Reads and checks the config, every problem at once.
-fn new(config: &ComponentConfig, common: &Common) -> Result<ParquetConnector, ConfigError> {
+fn new(config: &ComponentConfig, common: &Common) -> Result<ParquetConnector, ConfigErrors> {
+    let o = ParquetOptions::from_config(config)?;
     let mut problems = Vec::new();
-    let raw = config.require_string("pathToStorage")?;
-    let fs_uri = config.string("fsUri")?;
-    let key = config.string("s3Key")?;
-    let secret = config.string("s3Secret")?;
+    let raw = o.path_to_storage;
+    let fs_uri = o.fs_uri;
+    let key = o.s3_key;
+    let secret = o.s3_secret;
     if key.is_some() != secret.is_some() {
         let missing = if key.is_some() { "s3Secret" } else { "s3Key" };
         problems.push(config.error(
@@ -165,38 +179,22 @@ fn new(config: &ComponentConfig, common: &Common) -> Result<ParquetConnector, Co
             ),
         ));
     }
-    let id_field = config.require_string("idField")?;
-    if id_field.trim().is_empty() {
+    if o.id_field.trim().is_empty() {
         problems.push(config.error("idField", "must not be empty"));
     }
-    let limit = config.i64("limit")?.and_then(|n| u64::try_from(n).ok());
-    let start = match config.i64("start")? {
-        Some(n) if n < 0 => {
-            problems.push(config.error("start", format!("must not be negative, found {n}")));
-            0
+    let Some(source) = source.filter(|_| problems.is_empty()) else {
+        if problems.is_empty() {
+            problems.push(config.error("pathToStorage", "names no source"));
         }
-        Some(n) => n.unsigned_abs(),
-        None => 0,
-    };
-    if !problems.is_empty() {
-        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        return Err(ConfigError::new(
-            config.path(),
-            format!("ParquetConnector: {}", text.join("; ")),
-        ));
-    }
-    let Some(source) = source else {
-        return Err(ConfigError::new(
-            config.path(),
-            "ParquetConnector: no source".to_string(),
-        ));
+        return Err(problems.into());
     };
     Ok(ParquetConnector {
         common: common.clone(),
         source,
-        id_field,
-        limit,
-        start,
+        id_field: o.id_field,
+        limit: o.limit.and_then(|n| u64::try_from(n).ok()),
+        // Not negative: checked by its `min`.
+        start: o.start.unsigned_abs(),
     })
 }
 
@@ -801,25 +799,22 @@ mod tests {
         w.close().unwrap();
     }
 
-    fn connector(config: Value) -> Result<ParquetConnector, ConfigError> {
+    fn connector(config: Value) -> Result<ParquetConnector, ConfigErrors> {
         let mut map = match config {
             Value::Object(m) => m,
             _ => panic!("not an object"),
         };
         map.entry("name").or_insert(json!("pq"));
         map.entry("class").or_insert(json!("ParquetConnector"));
-        let spec = spec();
-        spec.normalize(&mut map);
-        let errors = spec.validate(&map, "connectors[0]");
-        if let Some(e) = errors.into_iter().next() {
-            return Err(e);
-        }
-        let config = ComponentConfig::new(map, "connectors[0]");
         let common = Common {
             name: "pq".into(),
-            doc_id_prefix: config.string("docIdPrefix")?,
+            doc_id_prefix: map
+                .get("docIdPrefix")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             ..Default::default()
         };
+        let config = ComponentConfig::new(map, "connectors[0]");
         new(&config, &common)
     }
 
@@ -981,7 +976,7 @@ mod tests {
         assert!(err.contains("missing.parquet"), "{err}");
 
         let err = match connector(json!({"pathToStorage": "/data", "idField": "id",
-            "fsUri": "hdfs://namenode", "s3Key": "k", "start": -1}))
+            "fsUri": "hdfs://namenode", "s3Key": "k"}))
         {
             Err(e) => e.to_string(),
             Ok(_) => panic!("accepted HDFS"),
@@ -994,7 +989,17 @@ mod tests {
             err.contains("s3Secret: s3Key and s3Secret go together"),
             "{err}"
         );
+        // A value out of its range is reported with the other values' problems, before the
+        // checks across keys.
+        let err = match connector(
+            json!({"pathToStorage": "/data", "idField": "id", "start": -1,
+            "limit": "many"}),
+        ) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("accepted a negative start"),
+        };
         assert!(err.contains("start: must not be negative"), "{err}");
+        assert!(err.contains("limit: must be an integer"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -30,28 +30,41 @@ use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 use serde_json::{json, Map, Value};
 
-use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
+use super::{record_connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{Checked, ComponentConfig, ConfigErrors, Options};
 use crate::document::ids::md5_hex;
 use crate::document::Document;
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "RSSConnector",
     aliases: &[],
-    spec,
+    spec: RssOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    connector_spec()
-        .optional("maxDocumentBytes", Kind::Integer)
-        .required("rssURL", Kind::String)
-        .optional("useGuidForDocID", Kind::Bool)
-        .optional("pubDateCutoff", Kind::Any)
-        .optional("runDuration", Kind::Any)
-        .optional("refreshIncrement", Kind::Any)
+/// Publishes one document per item of an RSS 2.0 / RSS 1.0 feed or entry of an Atom feed, read
+/// from an http(s) URL or a local file; polls the feed with `runDuration` and
+/// `refreshIncrement`.
+#[derive(Options)]
+#[options(base = record_connector_spec())]
+struct RssOptions {
+    /// The feed: an http(s) URL, or a local file (file:// or a path; relative to the config
+    /// file's folder).
+    #[option(key = "rssURL")]
+    rss_url: String,
+    /// An item's id is its guid (else its link, else the MD5 of its content); false: a random
+    /// UUID, as Lucille.
+    #[option(key = "useGuidForDocID", default = true)]
+    use_guid_for_doc_id: bool,
+    /// Only items published within this duration ("30s", "5m", "2d", or milliseconds); items
+    /// without a date are kept.
+    pub_date_cutoff: Option<Checked<Duration>>,
+    /// Poll the feed until this much time has passed (with refreshIncrement).
+    run_duration: Option<Checked<Duration>>,
+    /// The time between two reads of the feed when polling (with runDuration), more than zero.
+    refresh_increment: Option<Checked<Duration>>,
 }
 
 #[derive(Debug, Clone)]
@@ -79,79 +92,62 @@ struct RssConnector {
 }
 
 fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigErrors> {
-    let mut problems: Vec<String> = Vec::new();
-    let url = config.require_string("rssURL")?;
+    let o = RssOptions::from_config(config)?;
+    let mut problems = Vec::new();
+    let url = o.rss_url;
     let lower = url.to_ascii_lowercase();
     let source = if lower.starts_with("http://") || lower.starts_with("https://") {
         let host = url.split_once("://").map_or("", |(_, rest)| rest);
         if host.is_empty() || host.starts_with('/') {
-            problems.push(
-                config
-                    .error("rssURL", format!("is not a valid URL: {url:?}"))
-                    .to_string(),
-            );
+            problems.push(config.error("rssURL", format!("is not a valid URL: {url:?}")));
         }
         FeedSource::Http(url.clone())
     } else if let Some(path) = lower.strip_prefix("file://").map(|_| &url[7..]) {
         FeedSource::File(config.resolve_path(path))
     } else if url.contains("://") {
-        problems.push(
-            config
-                .error(
-                    "rssURL",
-                    format!("must be an http(s) URL or a file path, found {url:?}"),
-                )
-                .to_string(),
-        );
+        problems.push(config.error(
+            "rssURL",
+            format!("must be an http(s) URL or a file path, found {url:?}"),
+        ));
         FeedSource::File(PathBuf::new())
     } else if url.trim().is_empty() {
-        problems.push(config.error("rssURL", "must not be empty").to_string());
+        problems.push(config.error("rssURL", "must not be empty"));
         FeedSource::File(PathBuf::new())
     } else {
         FeedSource::File(config.resolve_path(&url))
     };
-    let use_guid = config.bool_or("useGuidForDocID", true)?;
-    let mut duration = |key: &str| -> Option<Duration> {
-        config.duration(key).unwrap_or_else(|e| {
-            problems.push(e.to_string());
+    let given = (o.run_duration.is_some(), o.refresh_increment.is_some());
+    let mut duration = |d: Option<Checked<Duration>>| match d {
+        Some(Checked(Ok(d))) => Some(d),
+        Some(Checked(Err(e))) => {
+            problems.push(e);
             None
-        })
+        }
+        None => None,
     };
-    let cutoff = duration("pubDateCutoff");
-    let run_duration = duration("runDuration");
-    let refresh = duration("refreshIncrement");
-    if config.has("runDuration") != config.has("refreshIncrement") {
-        problems.push(
-            config
-                .error(
-                    if config.has("runDuration") {
-                        "refreshIncrement"
-                    } else {
-                        "runDuration"
-                    },
-                    "runDuration and refreshIncrement must both be set to poll the feed",
-                )
-                .to_string(),
-        );
+    let cutoff = duration(o.pub_date_cutoff);
+    let run_duration = duration(o.run_duration);
+    let refresh = duration(o.refresh_increment);
+    if given.0 != given.1 {
+        problems.push(config.error(
+            if given.0 {
+                "refreshIncrement"
+            } else {
+                "runDuration"
+            },
+            "runDuration and refreshIncrement must both be set to poll the feed",
+        ));
     }
     if refresh.is_some_and(|r| r.is_zero()) {
-        problems.push(
-            config
-                .error("refreshIncrement", "must be more than zero")
-                .to_string(),
-        );
+        problems.push(config.error("refreshIncrement", "must be more than zero"));
     }
     if !problems.is_empty() {
-        return Err(ConfigError::new(
-            config.path(),
-            format!("RSSConnector: {}", problems.join("; ")),
-        )
-        .into());
+        return Err(problems.into());
     }
     Ok(Box::new(RssConnector {
         common: common.clone(),
         source,
-        use_guid,
+        use_guid: o.use_guid_for_doc_id,
         cutoff,
         polling: run_duration.zip(refresh),
     }))

@@ -14,20 +14,49 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::batch_file::BatchFile;
-use super::{Backend, BackendError, IndexOp, IndexerSettings};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use super::{Backend, BackendCheck, BackendError, IndexOp, IndexerSettings};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options};
 
-pub fn spec() -> Spec {
-    Spec::new()
-        .required("path", Kind::String)
-        .required("columns", Kind::StringList)
-        .optional("includeHeader", Kind::Bool)
-        .optional("append", Kind::Bool)
+inventory::submit!(super::IndexerDescriptor {
+    name: "csv",
+    aliases: &["com.kmwllc.lucille.indexer.CSVIndexer"],
+    spec: CsvOptions::spec,
+    // Checking only reads the block: the file is created (or truncated) at build.
+    check: |settings, config| {
+        read(settings, config)?;
+        Ok(BackendCheck::default())
+    },
+    build: |settings, config, opening| {
+        let o = read(settings, config)?;
+        let path = config.resolve_output_path(&o.path);
+        let append = opening.appends(o.append);
+        Ok(Box::new(
+            CsvBackend::open(path, o.columns, append, o.include_header)
+                .map_err(|e| config.error("path", e.message))?,
+        ))
+    },
+});
+
+/// Writes one CSV row per document, the configured fields as columns in order (`id` is the
+/// index id; lists and objects as JSON text).
+#[derive(Options)]
+struct CsvOptions {
+    /// The file written (its folder is created if missing).
+    path: String,
+    /// The fields written, one column each, in order.
+    columns: Vec<String>,
+    /// true: the first row names the columns (written when the file is created or empty).
+    #[option(default = true)]
+    include_header: bool,
+    /// true: rows are added to an existing file instead of replacing it (default false; a
+    /// long-running `lucille indexer` appends unless this is false).
+    append: Option<bool>,
 }
 
-/// Checks the `csv` block and the indexer settings it cannot honour.
-pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
-    let mut errors = spec().validate(config.map(), config.path());
+/// The block, read once for checking and building, with the indexer settings a CSV file
+/// cannot honour: every problem at once.
+fn read(settings: &IndexerSettings, config: &ComponentConfig) -> Result<CsvOptions, ConfigErrors> {
+    let mut errors = Vec::new();
     if settings.index_override_field.is_some() {
         errors.push(ConfigError::new(
             "indexer.indexOverrideField",
@@ -40,21 +69,19 @@ pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<Con
             "is not supported by the csv indexer (a CSV file cannot delete rows)",
         ));
     }
-    if let Ok(Some(columns)) = config.string_list("columns") {
-        if columns.is_empty() {
-            errors.push(config.error("columns", "must name at least one field"));
+    match CsvOptions::from_config(config) {
+        Ok(o) => {
+            if o.columns.is_empty() {
+                errors.push(config.error("columns", "must name at least one field"));
+            }
+            if errors.is_empty() {
+                return Ok(o);
+            }
         }
+        Err(e) => errors.extend(e),
     }
-    errors
+    Err(errors.into())
 }
-
-inventory::submit!(super::IndexerDescriptor {
-    name: "csv",
-    aliases: &["com.kmwllc.lucille.indexer.CSVIndexer"],
-    validate,
-    build: |_, config, continuing| super::boxed(CsvBackend::from_config(config, continuing)),
-    warning: None,
-});
 
 pub struct CsvBackend {
     columns: Vec<String>,
@@ -63,21 +90,6 @@ pub struct CsvBackend {
 }
 
 impl CsvBackend {
-    pub fn from_config(
-        config: &ComponentConfig,
-        continuing: bool,
-    ) -> Result<Self, Vec<ConfigError>> {
-        let one = |e: ConfigError| vec![e];
-        let path = config.resolve_output_path(&config.require_string("path").map_err(one)?);
-        let columns = config
-            .string_list("columns")
-            .map_err(one)?
-            .unwrap_or_default();
-        let append = continuing || config.bool_or("append", false).map_err(one)?;
-        let header = config.bool_or("includeHeader", true).map_err(one)?;
-        Self::open(path, columns, append, header).map_err(|e| vec![config.error("path", e.message)])
-    }
-
     pub fn open(
         path: PathBuf,
         columns: Vec<String>,
@@ -227,10 +239,10 @@ mod tests {
         let Value::Object(m) = json!({"path": "x.csv", "columns": []}) else {
             unreachable!()
         };
-        let errors: Vec<String> = validate(&settings, &ComponentConfig::new(m, "csv"))
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let errors: Vec<String> = match read(&settings, &ComponentConfig::new(m, "csv")) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.0.iter().map(ToString::to_string).collect(),
+        };
         assert_eq!(errors.len(), 3, "{errors:?}");
         assert!(errors[0].contains("indexOverrideField"), "{errors:?}");
         assert!(errors[1].contains("deletionMarkerField"), "{errors:?}");

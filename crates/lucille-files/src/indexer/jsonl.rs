@@ -16,23 +16,34 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::batch_file::BatchFile;
-use super::{take_encoded, Backend, BackendError, EncodeError, Encoded, Encoder, IndexOp};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use super::{
+    take_encoded, Backend, BackendCheck, BackendError, EncodeError, Encoded, Encoder, IndexOp,
+    Opening,
+};
+use crate::config::{ComponentConfig, ConfigErrors, Options};
 use crate::document::write::{write_str, write_value};
-
-pub fn spec() -> Spec {
-    Spec::new()
-        .required("path", Kind::String)
-        .optional("append", Kind::Bool)
-}
 
 inventory::submit!(super::IndexerDescriptor {
     name: "jsonl",
     aliases: &[],
-    validate: |_, config| spec().validate(config.map(), config.path()),
-    build: |_, config, continuing| super::boxed(JsonlBackend::from_config(config, continuing)),
-    warning: None,
+    spec: JsonlOptions::spec,
+    // Checking only reads the block: the file is created (or truncated) at build.
+    check: |_, config| {
+        JsonlOptions::from_config(config)?;
+        Ok(BackendCheck::default())
+    },
+    build: |_, config, opening| Ok(Box::new(JsonlBackend::from_config(config, opening)?)),
 });
+
+/// Writes one JSON object per line to a file (deletes as intent lines a consumer can apply).
+#[derive(Options)]
+struct JsonlOptions {
+    /// The file written (its folder is created if missing).
+    path: String,
+    /// true: lines are added to an existing file instead of replacing it (default false; a
+    /// long-running `lucille indexer` appends unless this is false).
+    append: Option<bool>,
+}
 
 pub struct JsonlBackend {
     out: BatchFile,
@@ -41,18 +52,12 @@ pub struct JsonlBackend {
 }
 
 impl JsonlBackend {
-    pub fn from_config(
-        config: &ComponentConfig,
-        continuing: bool,
-    ) -> Result<Self, Vec<ConfigError>> {
-        let errors = spec().validate(config.map(), config.path());
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        let one = |e: ConfigError| vec![e];
-        let path = config.resolve_output_path(&config.require_string("path").map_err(one)?);
-        let append = continuing || config.bool_or("append", false).map_err(one)?;
-        Self::open(path, append).map_err(|e| vec![config.error("path", e.message)])
+    /// Opens the `jsonl` block's file (replaced or appended to: see [`Opening`]).
+    pub fn from_config(config: &ComponentConfig, opening: Opening) -> Result<Self, ConfigErrors> {
+        let o = JsonlOptions::from_config(config)?;
+        let path = config.resolve_output_path(&o.path);
+        Ok(Self::open(path, opening.appends(o.append))
+            .map_err(|e| config.error("path", e.message))?)
     }
 
     pub fn open(path: PathBuf, append: bool) -> Result<Self, BackendError> {
@@ -176,5 +181,52 @@ impl Backend for JsonlBackend {
 
     fn close(&mut self) -> Result<(), BackendError> {
         self.out.sync()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::config::ComponentConfig;
+    use crate::indexer::{build_backend, validate_backend, IndexerSettings};
+
+    #[test]
+    fn checking_creates_no_file_and_building_does() {
+        let dir = std::env::temp_dir().join(format!(
+            "lucille-jsonl-{}",
+            crate::document::ids::random_id()
+        ));
+        let path = dir.join("out.jsonl");
+        let settings = IndexerSettings {
+            kind: "jsonl".into(),
+            ..IndexerSettings::default()
+        };
+        let block = |v: Value| match v {
+            Value::Object(m) => ComponentConfig::new(m, "jsonl"),
+            _ => unreachable!(),
+        };
+        let ok = block(json!({"path": path.to_str(), "append": "yes"}));
+        validate_backend(&settings, &ok).unwrap();
+        assert!(!path.exists() && !dir.exists());
+        let e = validate_backend(&settings, &block(json!({"pth": "x"}))).unwrap_err();
+        let text: Vec<String> = e.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "jsonl.pth: unknown key \"pth\" (did you mean \"path\"?)",
+                "jsonl.path: missing required key \"path\" (a string)"
+            ]
+        );
+        build_backend(&settings, &ok, crate::indexer::Opening::Fresh).unwrap();
+        assert!(path.exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Every backend linked here (jsonl, csv and the core's) reads its block through its
+    /// options.
+    #[test]
+    fn every_backend_checks_its_keys() {
+        crate::indexer::test_backends::assert_every_backend_checks_its_keys();
     }
 }

@@ -21,29 +21,41 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
 use crate::document::Document;
 use lucille_extract::tesseract::{Rect, Tesseract};
 use lucille_extract::{detect, Format, PageImage};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ApplyOCR",
-    spec,
+    spec: ApplyOcrOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("lang", Kind::String)
-        .required("pathField", Kind::String)
-        .optional("extractAllDest", Kind::String)
-        .optional("extractionTemplates", Kind::ObjectList)
-        .optional("pages", Kind::Object)
-        .optional("pagesField", Kind::String)
+/// Recognises the text of an image file, or of each page of a PDF, with Tesseract: the whole
+/// text, and the text of template regions into fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ApplyOcrOptions {
+    /// Tesseract's language code, e.g. eng or deu+eng.
+    lang: String,
+    /// The field holding the file's path; a document without it is left alone.
+    path_field: String,
+    /// The field that gets the whole image's text (for a PDF one value per page).
+    extract_all_dest: Option<String>,
+    /// Named templates: [{ name, regions: [{ x, y, width, height, dest }] }], rectangles in
+    /// pixels whose text goes to dest (appended when it has a value).
+    extraction_templates: Option<Vec<Map<String, Value>>>,
+    /// { pageNumber: templateName }: the template applied to each page (page 0 is an image's
+    /// only page); needs extractionTemplates.
+    pages: Option<Map<String, Value>>,
+    /// A field holding a pages map as JSON, taking precedence per page; needs
+    /// extractionTemplates.
+    pages_field: Option<String>,
 }
 
 struct Region {
@@ -60,11 +72,12 @@ struct ApplyOcr {
     pages_field: Option<String>,
 }
 
-fn templates(config: &ComponentConfig) -> Result<HashMap<String, Vec<Region>>, ConfigError> {
+/// The `extractionTemplates` list (`config` names its entries' keys in errors).
+fn templates(
+    config: &ComponentConfig,
+    list: &[Map<String, Value>],
+) -> Result<HashMap<String, Vec<Region>>, ConfigError> {
     let mut out = HashMap::new();
-    let Some(Value::Array(list)) = config.get("extractionTemplates") else {
-        return Ok(out);
-    };
     for (i, t) in list.iter().enumerate() {
         let at = |k: &str| format!("extractionTemplates[{i}].{k}");
         let name = t
@@ -111,7 +124,7 @@ fn templates(config: &ComponentConfig) -> Result<HashMap<String, Vec<Region>>, C
 }
 
 fn page_map(
-    map: &serde_json::Map<String, Value>,
+    map: &Map<String, Value>,
     err: impl Fn(String) -> String,
 ) -> Result<HashMap<u32, String>, String> {
     map.iter()
@@ -129,39 +142,44 @@ fn page_map(
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let lang = config.require_string("lang")?;
-    let templates = templates(config)?;
-    let pages = match config.object("pages")? {
-        Some(map) => page_map(map, |m| m).map_err(|m| config.error("pages", m))?,
+    let o = ApplyOcrOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    let templates = match &o.extraction_templates {
+        Some(list) => templates(config, list).unwrap_or_else(|e| {
+            errors.push(e);
+            HashMap::new()
+        }),
         None => HashMap::new(),
     };
-    let pages_field = config.string("pagesField")?;
-    if (config.has("pages") || pages_field.is_some()) && !config.has("extractionTemplates") {
-        return Err(config
-            .error(
-                "extractionTemplates",
-                "must be given when pages or pagesField is",
-            )
-            .into());
+    let pages = match &o.pages {
+        Some(map) => page_map(map, |m| m).unwrap_or_else(|m| {
+            errors.push(config.error("pages", m));
+            HashMap::new()
+        }),
+        None => HashMap::new(),
+    };
+    if (o.pages.is_some() || o.pages_field.is_some()) && o.extraction_templates.is_none() {
+        errors.push(config.error(
+            "extractionTemplates",
+            "must be given when pages or pagesField is",
+        ));
+    } else if let Some(name) = pages.values().find(|n| !templates.contains_key(*n)) {
+        errors.push(config.error(
+            "pages",
+            format!("names template {name:?}, which extractionTemplates does not define"),
+        ));
     }
-    for name in pages.values() {
-        if !templates.contains_key(name) {
-            return Err(config
-                .error(
-                    "pages",
-                    format!("names template {name:?}, which extractionTemplates does not define"),
-                )
-                .into());
-        }
+    if !errors.is_empty() {
+        return Err(errors.into());
     }
-    let engine = Tesseract::new(&lang).map_err(|e| config.error("lang", e.to_string()))?;
+    let engine = Tesseract::new(&o.lang).map_err(|e| config.error("lang", e.to_string()))?;
     Ok(Box::new(ApplyOcr {
         engine,
-        path_field: config.require_string("pathField")?,
-        extract_all: config.string("extractAllDest")?,
+        path_field: o.path_field,
+        extract_all: o.extract_all_dest,
         templates,
         pages,
-        pages_field,
+        pages_field: o.pages_field,
     }))
 }
 
@@ -241,10 +259,9 @@ impl Stage for ApplyOcr {
         let dynamic = match &self.pages_field {
             Some(f) => match doc.get_string(f)? {
                 Some(json) => {
-                    let map: serde_json::Map<String, Value> =
-                        serde_json::from_str(&json).map_err(|e| {
-                            StageFailure::msg(format!("field {f:?} is not a JSON object: {e}"))
-                        })?;
+                    let map: Map<String, Value> = serde_json::from_str(&json).map_err(|e| {
+                        StageFailure::msg(format!("field {f:?} is not a JSON object: {e}"))
+                    })?;
                     page_map(&map, |m| format!("field {f:?}: {m}")).map_err(StageFailure::msg)?
                 }
                 None => HashMap::new(),

@@ -27,41 +27,70 @@ use serde_json::{Map, Value};
 
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{Checked, ComponentConfig, ConfigError, ConfigErrors, Options};
 use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
-use crate::http::{encode, parse_url, snippet, Auth, HttpClient, RetryPolicy};
-use crate::indexer::solr_cloud::{self, ZkHosts};
+use crate::http::{encode, snippet, Auth, HttpClient, HttpUrls, RetryPolicy};
+use crate::indexer::solr_cloud::{self, ZkChroot, ZkHostList, ZkHosts};
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "SolrConnector",
     aliases: &[],
-    spec,
+    spec: SolrOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    connector_spec()
-        .required("solr", Kind::Object)
-        .optional("preActions", Kind::StringList)
-        .optional("postActions", Kind::StringList)
-        .optional("solrParams", Kind::Object)
-        .optional("useXml", Kind::Bool)
-        .optional("idField", Kind::String)
+/// Sends preActions / postActions to Solr's update handler and, when the connector has a
+/// pipeline, reads a core's documents with solrParams and cursorMark paging.
+#[derive(Options)]
+#[options(base = connector_spec())]
+struct SolrOptions {
+    /// The Solr connection: url (or useCloudClient with zkHosts and zkChroot),
+    /// defaultCollection, userName, password, acceptInvalidCert.
+    solr: Map<String, Value>,
+    /// Request bodies sent to the update handler before reading ({runId} is replaced by the
+    /// run id).
+    pre_actions: Option<Vec<String>>,
+    /// Request bodies sent to the update handler after reading ({runId} is replaced by the run
+    /// id).
+    post_actions: Option<Vec<String>>,
+    /// Query parameters of /select, each a string, a number or a list of them (not start or
+    /// cursorMark; a sort gets the id field added as its tie-breaker).
+    solr_params: Option<Map<String, Value>>,
+    /// true: the actions are XML (else JSON).
+    #[option(default = false)]
+    use_xml: bool,
+    /// The field of the results that holds each document's id (the core's uniqueKey).
+    #[option(default = "id")]
+    id_field: String,
 }
 
-fn solr_spec() -> Spec {
-    Spec::new()
-        .optional("url", Kind::StringOrList)
-        .optional("userName", Kind::String)
-        .optional("password", Kind::String)
-        .optional("acceptInvalidCert", Kind::Bool)
-        .optional("defaultCollection", Kind::String)
-        .optional("useCloudClient", Kind::Bool)
-        .optional("zkHosts", Kind::StringOrList)
-        .optional("zkChroot", Kind::String)
-        .alias("username", "userName")
+/// SolrConnector's `solr` block.
+#[derive(Options)]
+struct SolrBlockOptions {
+    /// The Solr URL, naming the core or, with defaultCollection, Solr's base; of a list, the
+    /// first is used.
+    url: Option<Checked<HttpUrls>>,
+    /// The user for basic authentication (with password).
+    #[option(alias = "username")]
+    user_name: Option<String>,
+    /// The password of userName.
+    password: Option<String>,
+    /// true: Solr's TLS certificate is not verified.
+    #[option(default = false)]
+    accept_invalid_cert: bool,
+    /// The collection (core) read; required with zkHosts.
+    default_collection: Option<String>,
+    /// true with zkHosts: the node is found in SolrCloud's ZooKeeper when the connector starts
+    /// (url is then not used).
+    #[option(default = false)]
+    use_cloud_client: bool,
+    /// ZooKeeper's host:port entries (a string of them, comma-separated, or a list; a /chroot
+    /// may follow the last).
+    zk_hosts: Option<Checked<ZkHostList>>,
+    /// The ZooKeeper path SolrCloud lives under (/solr).
+    zk_chroot: Option<Checked<ZkChroot>>,
 }
 
 struct SolrConnector {
@@ -111,39 +140,40 @@ fn param_values(v: &Value) -> Option<Vec<String>> {
     }
 }
 
-fn new(config: &ComponentConfig, common: &Common) -> Result<SolrConnector, ConfigError> {
-    let mut errors: Vec<ConfigError> = Vec::new();
-    let mut solr_map = config.object("solr")?.cloned().unwrap_or_default();
-    let s_spec = solr_spec();
-    s_spec.normalize(&mut solr_map);
-    let solr = ComponentConfig::new(solr_map, config.key_path("solr"));
-    errors.extend(s_spec.validate(solr.map(), solr.path()));
-    let zk = match ZkHosts::from_config(&solr) {
-        Ok(z) => z.filter(|_| solr_cloud::wanted(&solr)),
-        Err(e) => {
-            errors.extend(e);
-            None
-        }
-    };
-    let cloud = solr_cloud::wanted(&solr);
-    let collection = solr.string("defaultCollection").ok().flatten();
+/// Where the `solr` block points, and how to authenticate there.
+struct Connection {
+    target: Target,
+    auth: Auth,
+    accept_invalid_cert: bool,
+}
+
+/// Reads and checks the `solr` block, pushing every problem onto `errors`.
+fn connection(solr: &ComponentConfig, errors: &mut Vec<ConfigError>) -> Option<Connection> {
+    let s = SolrBlockOptions::from_config(solr)
+        .map_err(|e| errors.extend(e))
+        .ok()?;
+    let cloud = s.use_cloud_client && s.zk_hosts.is_some();
+    // zkHosts is checked without useCloudClient too, but then not used (as Lucille).
+    let chroot = s.zk_chroot.and_then(|c| c.value(errors));
+    let zk = s
+        .zk_hosts
+        .and_then(|hosts| hosts.value(errors))
+        .map(|hosts| ZkHosts::new(hosts, chroot))
+        .filter(|_| cloud);
+    let collection = s.default_collection;
     if cloud && collection.as_deref().is_none_or(str::is_empty) {
         errors.push(solr.error(
             "defaultCollection",
             "is needed with zkHosts: it names the collection to read",
         ));
     }
-    let urls = solr.strings("url").ok().flatten().unwrap_or_default();
-    let base = match urls.first().map(|u| parse_url(u)) {
-        Some(Ok(b)) => Some(b),
-        Some(Err(e)) => {
-            errors.push(solr.error("url", e.to_string()));
-            None
-        }
+    // Of several URLs, the first is used (as Lucille's HTTP client).
+    let base = match s.url {
+        Some(urls) => urls
+            .value(errors)
+            .and_then(|urls| urls.0.into_iter().next()),
         None => {
-            if solr.has("url") {
-                errors.push(solr.error("url", "must name a URL"));
-            } else if !cloud {
+            if !cloud {
                 errors.push(solr.error(
                     "url",
                     "missing: the Solr URL, or useCloudClient: true with zkHosts",
@@ -152,72 +182,14 @@ fn new(config: &ComponentConfig, common: &Common) -> Result<SolrConnector, Confi
             None
         }
     };
-    let user = solr.string("userName").ok().flatten();
-    let password = solr.string("password").ok().flatten();
-    if user.is_some() != password.is_some() {
+    if s.user_name.is_some() != s.password.is_some() {
         errors.push(solr.error("userName", "userName and password must be set together"));
     }
-
-    let id_field = config
-        .string("idField")?
-        .unwrap_or_else(|| "id".to_string());
-    if id_field.trim().is_empty() {
-        errors.push(config.error("idField", "must not be empty"));
-    }
-    let mut params = Vec::new();
-    let mut user_sort = None;
-    if let Some(map) = config.object("solrParams")? {
-        for (name, v) in map {
-            let key = format!("solrParams.{name}");
-            let Some(values) = param_values(v) else {
-                errors.push(config.error(&key, "must be a string, a number or a list of them"));
-                continue;
-            };
-            match name.as_str() {
-                "cursorMark" => errors.push(
-                    config.error(&key, "is set by the connector, which pages with cursorMark"),
-                ),
-                "start" => errors.push(config.error(
-                    &key,
-                    "cannot be used with cursorMark paging (Solr rejects it); use fq to select",
-                )),
-                "wt" if values.iter().any(|w| w != "json") => {
-                    errors.push(config.error(&key, "must be json (the connector reads JSON)"))
-                }
-                "wt" => {}
-                "sort" => user_sort = Some(values.join(",")),
-                _ => params.extend(values.into_iter().map(|v| (name.clone(), v))),
-            }
-        }
-    }
-    let id_sort = format!("{id_field} asc");
-    let sort = match user_sort.filter(|s| !s.trim().is_empty()) {
-        Some(s)
-            if s.split(',')
-                .any(|c| c.split_whitespace().next() == Some(id_field.as_str())) =>
-        {
-            s
-        }
-        Some(s) => format!("{s},{id_sort}"),
-        None => id_sort,
-    };
-    let pre_actions = config.string_list("preActions")?.unwrap_or_default();
-    let post_actions = config.string_list("postActions")?.unwrap_or_default();
-    let xml = config.bool_or("useXml", false)?;
-    let accept_invalid = solr
-        .bool("acceptInvalidCert")
-        .ok()
-        .flatten()
-        .unwrap_or(false);
     if !errors.is_empty() {
-        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        return Err(ConfigError::new(
-            config.path(),
-            format!("SolrConnector: {}", text.join("; ")),
-        ));
+        return None;
     }
     let credentials = base.as_ref().and_then(|b| b.credentials.clone());
-    let auth = match (user, password, credentials) {
+    let auth = match (s.user_name, s.password, credentials) {
         (Some(u), Some(p), _) | (None, None, Some((u, p))) => Auth::Basic(u, p),
         _ => Auth::None,
     };
@@ -241,22 +213,90 @@ fn new(config: &ComponentConfig, common: &Common) -> Result<SolrConnector, Confi
         }
         (_, Some(base), _) => Target::Core(base.url),
         (_, None, _) => {
-            return Err(ConfigError::new(
-                config.path(),
-                "SolrConnector: solr.url: missing",
-            ))
+            errors.push(solr.error("url", "missing"));
+            return None;
         }
+    };
+    Some(Connection {
+        target,
+        auth,
+        accept_invalid_cert: s.accept_invalid_cert,
+    })
+}
+
+/// `solrParams` as (name, value) pairs, and the `sort` given there; problems go to `errors`.
+fn params(
+    config: &ComponentConfig,
+    solr_params: Option<Map<String, Value>>,
+    errors: &mut Vec<ConfigError>,
+) -> (Vec<(String, String)>, Option<String>) {
+    let mut params = Vec::new();
+    let mut user_sort = None;
+    for (name, v) in solr_params.unwrap_or_default() {
+        let key = format!("solrParams.{name}");
+        let Some(values) = param_values(&v) else {
+            errors.push(config.error(&key, "must be a string, a number or a list of them"));
+            continue;
+        };
+        match name.as_str() {
+            "cursorMark" => errors
+                .push(config.error(&key, "is set by the connector, which pages with cursorMark")),
+            "start" => errors.push(config.error(
+                &key,
+                "cannot be used with cursorMark paging (Solr rejects it); use fq to select",
+            )),
+            "wt" if values.iter().any(|w| w != "json") => {
+                errors.push(config.error(&key, "must be json (the connector reads JSON)"))
+            }
+            "wt" => {}
+            "sort" => user_sort = Some(values.join(",")),
+            _ => params.extend(values.into_iter().map(|v| (name.clone(), v))),
+        }
+    }
+    (params, user_sort)
+}
+
+fn new(config: &ComponentConfig, common: &Common) -> Result<SolrConnector, ConfigErrors> {
+    let o = SolrOptions::from_config(config)?;
+    let mut errors: Vec<ConfigError> = Vec::new();
+    let solr =
+        ComponentConfig::new(o.solr, config.key_path("solr")).with_paths(config.paths().clone());
+    let connection = connection(&solr, &mut errors);
+    let id_field = o.id_field;
+    if id_field.trim().is_empty() {
+        errors.push(config.error("idField", "must not be empty"));
+    }
+    let (params, user_sort) = params(config, o.solr_params, &mut errors);
+    let id_sort = format!("{id_field} asc");
+    let sort = match user_sort.filter(|s| !s.trim().is_empty()) {
+        Some(s)
+            if s.split(',')
+                .any(|c| c.split_whitespace().next() == Some(id_field.as_str())) =>
+        {
+            s
+        }
+        Some(s) => format!("{s},{id_sort}"),
+        None => id_sort,
+    };
+    let Some(connection) = connection.filter(|_| errors.is_empty()) else {
+        return Err(ConfigErrors(errors));
     };
     Ok(SolrConnector {
         common: common.clone(),
-        client: HttpClient::new("Solr", RetryPolicy::default(), None, accept_invalid, auth),
-        target,
-        pre_actions,
-        post_actions,
+        client: HttpClient::new(
+            "Solr",
+            RetryPolicy::default(),
+            None,
+            connection.accept_invalid_cert,
+            connection.auth,
+        ),
+        target: connection.target,
+        pre_actions: o.pre_actions.unwrap_or_default(),
+        post_actions: o.post_actions.unwrap_or_default(),
         params,
         sort,
         id_field,
-        xml,
+        xml: o.use_xml,
     })
 }
 
@@ -561,14 +601,15 @@ mod tests {
         }))
     }
 
-    fn connector(config: Value) -> Result<SolrConnector, ConfigError> {
+    fn connector(config: Value) -> Result<SolrConnector, ConfigErrors> {
         let mut map = obj(config);
         map.entry("name").or_insert(json!("solr"));
         map.entry("class").or_insert(json!("SolrConnector"));
-        let spec = spec();
+        let spec = SolrOptions::spec();
         spec.normalize(&mut map);
-        if let Some(e) = spec.validate(&map, "connectors[0]").into_iter().next() {
-            return Err(e);
+        let errors = spec.validate(&map, "connectors[0]");
+        if !errors.is_empty() {
+            return Err(ConfigErrors(errors));
         }
         let config = ComponentConfig::new(map, "connectors[0]");
         let common = Common {

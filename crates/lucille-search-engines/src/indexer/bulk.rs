@@ -16,47 +16,76 @@ use serde_json::{json, Map, Value};
 
 use super::version_type::VersionType;
 use super::{
-    take_encoded, Backend, BackendError, EncodeError, Encoded, Encoder, IndexOp, IndexerSettings,
+    take_encoded, Backend, BackendCheck, BackendError, EncodeError, Encoded, Encoder, IndexOp,
+    IndexerSettings,
 };
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::http::{self, Auth, HttpClient};
+use crate::config::{ComponentConfig, ConfigErrors, Options};
+use crate::http::{self, Auth, HttpClient, HttpUrl};
 
-/// The block's keys (`opensearch { }` / `elasticsearch { }`); Elasticsearch adds `apiKey`.
-pub fn spec(api_key: bool) -> Spec {
-    let s = Spec::new()
-        .required("url", Kind::String)
-        .required("index", Kind::String)
-        .optional("update", Kind::Bool)
-        .optional("acceptInvalidCert", Kind::Bool)
-        .optional("username", Kind::String)
-        .optional("password", Kind::String);
-    if api_key {
-        s.optional("apiKey", Kind::String)
-    } else {
-        s
-    }
+/// The keys OpenSearch's and Elasticsearch's blocks share.
+#[derive(Options)]
+pub struct BulkOptions {
+    /// The cluster's URL (http://host:9200); credentials may sit in it as user:pass@.
+    url: HttpUrl,
+    /// The index documents go to (indexer.indexOverrideField names another per document).
+    index: String,
+    /// true: documents are partial updates (the update action), not whole documents.
+    #[option(default = false)]
+    update: bool,
+    /// true: the server's TLS certificate is not verified (a warning is logged).
+    #[option(default = false)]
+    accept_invalid_cert: bool,
+    /// The user of basic authentication (with password).
+    username: Option<String>,
+    /// The password of basic authentication (with username).
+    password: Option<String>,
 }
 
-pub fn validate(
-    settings: &IndexerSettings,
-    config: &ComponentConfig,
-    api_key: bool,
-) -> Vec<ConfigError> {
-    let mut errors = spec(api_key).validate(config.map(), config.path());
-    http::check_url(config, "url", &mut errors);
-    if config.has("username") != config.has("password") {
-        errors.push(config.error("username", "username and password must be set together"));
+/// An `opensearch { }` / `elasticsearch { }` block as read: the shared keys, and
+/// Elasticsearch's `apiKey`.
+pub struct BulkBlock {
+    pub options: BulkOptions,
+    pub api_key: Option<String>,
+}
+
+impl BulkBlock {
+    /// The block, once its keys that go together (and with the generic settings) agree.
+    pub fn checked(
+        self,
+        settings: &IndexerSettings,
+        config: &ComponentConfig,
+    ) -> Result<Self, ConfigErrors> {
+        let o = &self.options;
+        let mut errors = Vec::new();
+        if o.username.is_some() != o.password.is_some() {
+            errors.push(config.error("username", "username and password must be set together"));
+        }
+        if self.api_key.is_some() && o.username.is_some() {
+            errors.push(config.error("apiKey", "give apiKey or username / password, not both"));
+        }
+        if o.update && settings.version_type.is_some() {
+            errors.push(config.error(
+                "update",
+                "partial updates cannot carry an external version (indexer.versionType)",
+            ));
+        }
+        if errors.is_empty() {
+            Ok(self)
+        } else {
+            Err(errors.into())
+        }
     }
-    if config.has("apiKey") && config.has("username") {
-        errors.push(config.error("apiKey", "give apiKey or username / password, not both"));
+
+    /// What checking the block gives: the warning when it turns the TLS check off.
+    pub fn check(&self, settings: &IndexerSettings, config: &ComponentConfig) -> BackendCheck {
+        BackendCheck {
+            warning: http::insecure_warning(
+                self.options.accept_invalid_cert,
+                config.path(),
+                &settings.kind,
+            ),
+        }
     }
-    if matches!(config.bool("update"), Ok(Some(true))) && settings.version_type.is_some() {
-        errors.push(config.error(
-            "update",
-            "partial updates cannot carry an external version (indexer.versionType)",
-        ));
-    }
-    errors
 }
 
 pub struct BulkBackend {
@@ -150,23 +179,13 @@ impl Encoder for Actions {
 }
 
 impl BulkBackend {
-    pub fn from_config(
-        name: &'static str,
-        settings: &IndexerSettings,
-        config: &ComponentConfig,
-    ) -> Result<Self, Vec<ConfigError>> {
-        let one = |e: ConfigError| vec![e];
-        let url = config.require_string("url").map_err(one)?;
-        let base = http::parse_url(&url).map_err(|e| vec![config.error("url", e.to_string())])?;
-        let index = config.require_string("index").map_err(one)?;
-        let auth = match (
-            config.string("username").map_err(one)?,
-            config.string("password").map_err(one)?,
-            config.string("apiKey").map_err(one)?,
-        ) {
+    /// A backend (`name`: the server, for messages) on the block as read; opens nothing.
+    pub fn new(name: &'static str, settings: &IndexerSettings, block: BulkBlock) -> Self {
+        let o = block.options;
+        let auth = match (o.username, o.password, block.api_key) {
             (_, _, Some(key)) => Auth::Header("Authorization", format!("ApiKey {key}")),
             (Some(u), Some(p), None) => Auth::Basic(u, p),
-            _ => match base.credentials {
+            _ => match o.url.0.credentials {
                 Some((u, p)) => Auth::Basic(u, p),
                 None => Auth::None,
             },
@@ -175,7 +194,7 @@ impl BulkBackend {
             name,
             settings.retry.clone(),
             settings.connection_timeout,
-            config.bool_or("acceptInvalidCert", false).map_err(one)?,
+            o.accept_invalid_cert,
             auth,
         )
         .with_timeout(
@@ -183,16 +202,16 @@ impl BulkBackend {
                 .request_timeout
                 .unwrap_or(http::DEFAULT_REQUEST_TIMEOUT),
         );
-        Ok(BulkBackend {
+        BulkBackend {
             client,
-            base: base.url,
+            base: o.url.0.url,
             actions: Arc::new(Actions {
-                index,
-                update: config.bool_or("update", false).map_err(one)?,
+                index: o.index,
+                update: o.update,
                 include_id: settings.keeps_field("id"),
                 version_type: settings.version_type,
             }),
-        })
+        }
     }
 
     /// The `(index, id)` an action touches, for ordering retries.

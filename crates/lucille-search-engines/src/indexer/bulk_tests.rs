@@ -440,7 +440,7 @@ fn a_cluster_down_for_a_while_is_retried_until_it_answers() {
         let backend = build_backend(
             &settings,
             &ComponentConfig::new(obj(json!({"url": mock.url, "index": "i"})), kind),
-            false,
+            crate::indexer::Opening::Fresh,
         )
         .unwrap();
         c.lock().unavailable = 3;
@@ -466,7 +466,7 @@ fn a_cluster_down_for_a_while_is_retried_until_it_answers() {
         let backend = build_backend(
             &settings,
             &ComponentConfig::new(obj(json!({"url": url, "index": "i"})), kind),
-            false,
+            crate::indexer::Opening::Fresh,
         )
         .unwrap();
         let late: Shared = Arc::default();
@@ -522,7 +522,7 @@ fn run_docs_unchecked(kind: &str, url: &str, extra: Value) -> Outcomes {
     let backend = build_backend(
         &settings,
         &ComponentConfig::new(obj(json!({"url": url, "index": "i"})), kind),
-        false,
+        crate::indexer::Opening::Fresh,
     )
     .unwrap();
     run_with(
@@ -575,9 +575,49 @@ fn bad_blocks_are_rejected_up_front_with_every_error() {
     for part in [
         "opensearch.index: missing required key",
         "opensearch.url: \"localhost:9200\" is not a URL",
-        "username and password must be set together",
         "opensearch.bogus: unknown key",
-        "partial updates cannot carry an external version",
+    ] {
+        assert!(e.contains(part), "{part} missing in {e}");
+    }
+    let e = config_errors(
+        json!({"type": "opensearch"}),
+        json!({"url": "http://localhost:9200", "index": "i", "apiKey": "k"}),
+    );
+    assert!(e.contains("opensearch.apiKey: unknown key"), "{e}");
+    let e = config_errors(
+        json!({"type": "elasticsearch"}),
+        json!({"url": "http://localhost:9200", "index": "i", "apiKey": "k", "username": "u",
+            "password": "p"}),
+    );
+    assert!(
+        e.contains("elasticsearch.apiKey: give apiKey or username / password, not both"),
+        "{e}"
+    );
+    // Both blocks document the keys they share; only Elasticsearch's has apiKey.
+    let os = lucille_core::catalog::describe("OpenSearchIndexer").unwrap();
+    let es = lucille_core::catalog::describe("elasticsearch").unwrap();
+    for (doc, server) in [(&os, "OpenSearch"), (&es, "Elasticsearch")] {
+        assert!(doc.contains(&format!(
+            "  Sends documents to {server} with its `_bulk` API"
+        )));
+        assert!(
+            doc.contains("  url (a string), required: The cluster's URL"),
+            "{doc}"
+        );
+        assert!(
+            doc.contains("  acceptInvalidCert (a boolean), default false: "),
+            "{doc}"
+        );
+    }
+    assert!(es.contains("  apiKey (a string): ") && !os.contains("apiKey"));
+    // Keys that go together are checked once each key is right.
+    let e = config_errors(
+        json!({"type": "opensearch", "versionType": "external", "versionField": "v"}),
+        json!({"url": "http://localhost:9200", "index": "i", "username": "u", "update": true}),
+    );
+    for part in [
+        "opensearch.username: username and password must be set together",
+        "opensearch.update: partial updates cannot carry an external version",
     ] {
         assert!(e.contains(part), "{part} missing in {e}");
     }
@@ -654,4 +694,10 @@ fn generic_indexer_keys_are_read_into_the_settings() {
             && e.contains("maxRetries: must be a positive"),
         "{e}"
     );
+}
+
+/// Every backend linked here (this crate's and the core's) reads its block through its options.
+#[test]
+fn every_backend_checks_its_keys() {
+    super::test_backends::assert_every_backend_checks_its_keys();
 }

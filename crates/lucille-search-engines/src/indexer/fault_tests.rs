@@ -84,7 +84,12 @@ fn settings(kind: &str, extra: Value) -> IndexerSettings {
 }
 
 fn backend(kind: &str, url: &str, s: &IndexerSettings) -> Box<dyn Backend> {
-    build_backend(s, &ComponentConfig::new(obj(block(kind, url)), kind), false).unwrap()
+    build_backend(
+        s,
+        &ComponentConfig::new(obj(block(kind, url)), kind),
+        crate::indexer::Opening::Fresh,
+    )
+    .unwrap()
 }
 
 fn docs(n: usize) -> Vec<Value> {

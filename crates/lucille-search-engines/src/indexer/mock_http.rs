@@ -17,13 +17,14 @@ use crate::messaging::{LocalMessenger, PublisherSide, WorkerSide};
 /// Each document's terminal event: (type, message).
 pub type Outcomes = BTreeMap<String, (EventType, Option<String>)>;
 
-/// Builds the backend from `indexer` and its block as the runner does (validation first),
-/// checks the connection, then runs `docs` through the indexer loop in one batch.
+/// Builds the backend from `indexer` and its block as the runner does (the block read and
+/// checked), checks the connection, then runs `docs` through the indexer loop in one batch.
 pub fn run_docs(indexer: Value, block: Value, docs: Vec<Value>) -> Outcomes {
     let settings = IndexerSettings::from_config(&ComponentConfig::new(obj(indexer), "indexer"))
         .unwrap_or_else(|e| panic!("{e:?}"));
     let config = ComponentConfig::new(obj(block), settings.kind.clone());
-    let mut backend = build_backend(&settings, &config, false).unwrap_or_else(|e| panic!("{e:?}"));
+    let mut backend = build_backend(&settings, &config, crate::indexer::Opening::Fresh)
+        .unwrap_or_else(|e| panic!("{e:?}"));
     backend.validate_connection().unwrap();
     run_with(settings, backend, docs)
 }

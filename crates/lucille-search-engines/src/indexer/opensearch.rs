@@ -2,26 +2,35 @@
 //! username, password }` (Lucille's keys; credentials may also sit in the URL as
 //! `https://user:pass@host:9200`). Speaks the `_bulk` protocol (see `bulk`).
 
-use super::bulk::{self, BulkBackend};
-use super::{Backend, IndexerSettings};
-use crate::config::{ComponentConfig, ConfigError};
+use super::bulk::{BulkBackend, BulkBlock, BulkOptions};
+use super::IndexerSettings;
+use crate::config::{ComponentConfig, ConfigErrors, Options};
 
 inventory::submit!(super::IndexerDescriptor {
     name: "opensearch",
     aliases: &["com.kmwllc.lucille.indexer.OpenSearchIndexer"],
-    validate,
-    build: |settings, config, _| build(settings, config),
-    warning: Some(crate::http::insecure_warning),
+    spec: OpenSearchOptions::spec,
+    check: |settings, config| Ok(read(settings, config)?.check(settings, config)),
+    build: |settings, config, _| {
+        let block = read(settings, config)?;
+        Ok(Box::new(BulkBackend::new("OpenSearch", settings, block)))
+    },
 });
 
-pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
-    bulk::validate(settings, config, false)
+/// Sends documents to OpenSearch with its `_bulk` API (index, update and delete actions).
+#[derive(Options)]
+struct OpenSearchOptions {
+    /// The keys OpenSearch and Elasticsearch share.
+    #[option(flatten)]
+    bulk: BulkOptions,
 }
 
-pub fn build(
-    settings: &IndexerSettings,
-    config: &ComponentConfig,
-) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
-    BulkBackend::from_config("OpenSearch", settings, config)
-        .map(|b| Box::new(b) as Box<dyn Backend>)
+/// The block, read once for checking and building.
+fn read(settings: &IndexerSettings, config: &ComponentConfig) -> Result<BulkBlock, ConfigErrors> {
+    let o = OpenSearchOptions::from_config(config)?;
+    BulkBlock {
+        options: o.bulk,
+        api_key: None,
+    }
+    .checked(settings, config)
 }

@@ -34,8 +34,8 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::{Backend, BackendError, IndexOp, IndexerSettings};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use super::{Backend, BackendCheck, BackendError, IndexOp, IndexerSettings, PositiveMillis};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, OptionValue, Options};
 use crate::http::{self, Auth, HttpClient, RetryPolicy};
 
 /// Lucille's class name.
@@ -47,19 +47,34 @@ const MAX_REQUEST_BYTES: usize = 2_000_000;
 /// The namespace Lucille writes to without `namespaces`.
 pub const DEFAULT_NAMESPACE: &str = "default";
 pub const CONTROL_PLANE: &str = "https://api.pinecone.io";
-const DEFAULT_TIMEOUT_MS: i64 = 30_000;
+const DEFAULT_TIMEOUT: Duration = Duration::from_millis(30_000);
 
-pub fn spec() -> Spec {
-    Spec::new()
-        .required("index", Kind::String)
-        .required("apiKey", Kind::String)
-        .optional("namespaces", Kind::StringMap)
-        .optional("metadataFields", Kind::StringList)
-        .optional("mode", Kind::OneOf(&["upsert", "update"]))
-        .optional("defaultEmbeddingField", Kind::String)
-        .optional("host", Kind::String)
-        .optional("controlPlaneUrl", Kind::String)
-        .optional("requestTimeout", Kind::Integer)
+/// Stores each document's vector (and its metadata fields) in a Pinecone index, through
+/// Pinecone's REST data plane.
+#[derive(Options)]
+struct PineconeOptions {
+    /// The Pinecone index.
+    index: String,
+    /// The API key, sent as Api-Key.
+    api_key: String,
+    /// Each namespace with the field holding the document's vector for it ({ ns: field }); the
+    /// document goes to every namespace.
+    namespaces: Option<Vec<(String, String)>>,
+    /// Fields sent as metadata, their values as text.
+    metadata_fields: Option<Vec<String>>,
+    /// upsert: vectors with their metadata; update: the vectors (and metadata) of existing ids.
+    #[option(default = "upsert", one_of = ["upsert", "update"])]
+    mode: String,
+    /// The field holding each document's vector, written to the namespace "default" (without
+    /// namespaces).
+    default_embedding_field: Option<String>,
+    /// The index's data-plane URL (https://my-index-abc.svc.pinecone.io, or any http://
+    /// address); without it, the control plane is asked for it.
+    host: Option<HostUrl>,
+    /// The control plane's URL (default https://api.pinecone.io).
+    control_plane_url: Option<HostUrl>,
+    /// Milliseconds one request may take (default 30000).
+    request_timeout: Option<PositiveMillis>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,9 +83,9 @@ enum Mode {
     Update,
 }
 
-/// The checked `pinecone` block.
+/// The `pinecone` block as read and checked.
 #[derive(Debug, Clone)]
-struct Options {
+struct Block {
     index: String,
     api_key: String,
     /// (namespace, vector field), in config order; empty when neither `namespaces` nor
@@ -102,6 +117,23 @@ pub(crate) fn host_url(
         }
         Ok(b) => Ok(b.url),
         Err(e) => Err(config.error(key, e.to_string())),
+    }
+}
+
+/// An option holding a host name (https assumed) or a base URL, checked as it is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HostUrl(pub(crate) String);
+
+impl OptionValue for HostUrl {
+    fn kind() -> Kind {
+        Kind::String
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        match config.string(key)? {
+            None => Ok(None),
+            Some(v) => host_url(config, key, &v).map(|u| Some(HostUrl(u))),
+        }
     }
 }
 
@@ -150,27 +182,9 @@ pub(crate) fn retry_policy(settings: &IndexerSettings) -> RetryPolicy {
     }
 }
 
-/// `requestTimeout` in ms, positive.
-pub(crate) fn request_timeout(
-    config: &ComponentConfig,
-    default_ms: i64,
-) -> Result<Duration, ConfigError> {
-    match config.i64("requestTimeout")? {
-        None => Ok(Duration::from_millis(default_ms as u64)),
-        Some(ms) if ms > 0 => Ok(Duration::from_millis(ms as u64)),
-        Some(_) => Err(config.error(
-            "requestTimeout",
-            "must be a positive number of milliseconds",
-        )),
-    }
-}
-
-fn options(
-    settings: &IndexerSettings,
-    config: &ComponentConfig,
-) -> Result<Options, Vec<ConfigError>> {
-    let mut errors = spec().validate(config.map(), config.path());
-    errors.extend(unsupported_indexer_keys(settings, "pinecone", false));
+/// The block, read once for checking and building: every problem at once.
+fn read(settings: &IndexerSettings, config: &ComponentConfig) -> Result<Block, ConfigErrors> {
+    let mut errors = unsupported_indexer_keys(settings, "pinecone", false);
     if settings.batch_size > MAX_BATCH {
         let hint = if settings.batch_byte_size.is_some() && settings.batch_size == usize::MAX {
             " (with batchByteSize alone the count is unlimited: set batchSize too)"
@@ -182,87 +196,40 @@ fn options(
             format!("Pinecone takes at most {MAX_BATCH} vectors a request (fewer for large vectors): set indexer.batchSize to {MAX_BATCH} or less{hint}"),
         ));
     }
-    let mut take = |r: Result<Option<String>, ConfigError>| match r {
-        Ok(v) => v,
+    let o = match PineconeOptions::from_config(config) {
+        Ok(o) => o,
         Err(e) => {
-            errors.push(e);
-            None
+            errors.extend(e);
+            return Err(errors.into());
         }
     };
-    let index = take(config.string("index"));
-    let api_key = take(config.string("apiKey"));
-    let default_field = take(config.string("defaultEmbeddingField"));
-    let host = take(config.string("host"));
-    let control_plane = take(config.string("controlPlaneUrl"));
-    let mode = take(config.string("mode"));
-    let namespaces = match config.string_map("namespaces") {
-        Ok(Some(m)) if m.is_empty() => {
-            errors.push(config.error(
-                "namespaces",
-                "must map at least one namespace to its vector field (or remove it and set defaultEmbeddingField)",
-            ));
-            None
-        }
-        Ok(m) => m,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
-    let metadata_fields = match config.string_list("metadataFields") {
-        Ok(v) => v.unwrap_or_default(),
-        Err(e) => {
-            errors.push(e);
-            Vec::new()
-        }
-    };
-    if namespaces.is_none()
-        && default_field.is_none()
+    if o.namespaces.as_ref().is_some_and(Vec::is_empty) {
+        errors.push(config.error(
+            "namespaces",
+            "must map at least one namespace to its vector field (or remove it and set defaultEmbeddingField)",
+        ));
+    }
+    if o.namespaces.is_none()
+        && o.default_embedding_field.is_none()
         && settings.deletion_marker_field.is_none()
-        && !config.has("namespaces")
     {
         errors.push(config.error(
             "defaultEmbeddingField",
             "Pinecone needs the field holding each document's vector: set defaultEmbeddingField, or namespaces { namespace: field }",
         ));
     }
-    if namespaces.is_some() && default_field.is_some() {
+    if o.namespaces.is_some() && o.default_embedding_field.is_some() {
         tracing::debug!("pinecone.defaultEmbeddingField is not used: pinecone.namespaces names the vector fields, as in Lucille");
     }
-    let host = host.and_then(|h| match host_url(config, "host", &h) {
-        Ok(u) => Some(u),
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    });
-    let control_plane = match control_plane {
-        Some(c) => match host_url(config, "controlPlaneUrl", &c) {
-            Ok(u) => u,
-            Err(e) => {
-                errors.push(e);
-                String::new()
-            }
-        },
-        None => CONTROL_PLANE.to_string(),
-    };
-    let timeout = request_timeout(config, DEFAULT_TIMEOUT_MS).unwrap_or_else(|e| {
-        errors.push(e);
-        Duration::from_millis(DEFAULT_TIMEOUT_MS as u64)
-    });
-    let mode = match mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        Some("update") => Mode::Update,
-        _ => Mode::Upsert,
-    };
-    for (key, v) in [("index", &index), ("apiKey", &api_key)] {
-        if v.as_deref() == Some("") {
+    for (key, v) in [("index", &o.index), ("apiKey", &o.api_key)] {
+        if v.is_empty() {
             errors.push(config.error(key, "must not be empty"));
         }
     }
     if !errors.is_empty() {
-        return Err(crate::config::spec::ConfigErrors::dedup(errors));
+        return Err(errors.into());
     }
-    let (targets, delete_namespaces) = match (namespaces, default_field) {
+    let (targets, delete_namespaces) = match (o.namespaces, o.default_embedding_field) {
         (Some(ns), _) => {
             let names = ns.iter().map(|(n, _)| n.clone()).collect();
             (ns, names)
@@ -273,36 +240,37 @@ fn options(
         ),
         (None, None) => (Vec::new(), vec![DEFAULT_NAMESPACE.to_string()]),
     };
-    Ok(Options {
-        index: index.unwrap_or_default(),
-        api_key: api_key.unwrap_or_default(),
+    Ok(Block {
+        index: o.index,
+        api_key: o.api_key,
         targets,
         delete_namespaces,
-        metadata_fields,
-        mode,
-        host,
-        control_plane,
-        timeout,
+        metadata_fields: o.metadata_fields.unwrap_or_default(),
+        mode: if o.mode == "update" {
+            Mode::Update
+        } else {
+            Mode::Upsert
+        },
+        host: o.host.map(|h| h.0),
+        control_plane: o
+            .control_plane_url
+            .map_or_else(|| CONTROL_PLANE.to_string(), |c| c.0),
+        timeout: o.request_timeout.map_or(DEFAULT_TIMEOUT, |t| t.0),
     })
 }
 
 inventory::submit!(super::IndexerDescriptor {
     name: "pinecone",
     aliases: &[CLASS],
-    validate,
-    build: |settings, config, _| build(settings, config),
-    warning: None,
+    spec: PineconeOptions::spec,
+    check: |settings, config| {
+        read(settings, config)?;
+        Ok(BackendCheck::default())
+    },
+    build: |settings, config, _| build(settings, read(settings, config)?),
 });
 
-pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
-    options(settings, config).err().unwrap_or_default()
-}
-
-pub fn build(
-    settings: &IndexerSettings,
-    config: &ComponentConfig,
-) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
-    let o = options(settings, config)?;
+fn build(settings: &IndexerSettings, o: Block) -> Result<Box<dyn Backend>, ConfigErrors> {
     let client = HttpClient::new(
         "Pinecone",
         retry_policy(settings),
@@ -321,7 +289,7 @@ pub fn build(
 
 pub struct PineconeBackend {
     client: HttpClient,
-    o: Options,
+    o: Block,
     /// The data-plane URL, once known.
     host: Option<String>,
     /// The index's dimension, once known: vectors of another length FAIL before sending.

@@ -379,7 +379,8 @@ fn without_a_host_the_control_plane_names_it() {
             ),
             "pinecone",
         );
-        let mut backend = super::build_backend(&settings, &config, false).unwrap();
+        let mut backend =
+            super::build_backend(&settings, &config, crate::indexer::Opening::Fresh).unwrap();
         let e = backend.validate_connection().unwrap_err();
         assert!(e.message.contains(expected), "{e}");
     }
@@ -399,7 +400,8 @@ fn a_wrong_api_key_fails_the_connection_check() {
         ),
         "pinecone",
     );
-    let mut backend = super::build_backend(&settings, &config, false).unwrap();
+    let mut backend =
+        super::build_backend(&settings, &config, crate::indexer::Opening::Fresh).unwrap();
     let e = backend.validate_connection().unwrap_err();
     assert!(
         e.message.contains("HTTP 401") && e.message.contains("Invalid API Key"),

@@ -20,79 +20,109 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use super::solr_cloud::{self, ZkHosts};
-use super::{Backend, BackendError, IndexOp, IndexerSettings};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::http::{self, Auth, HttpClient, Reply};
-
-pub fn spec() -> Spec {
-    Spec::new()
-        .optional("url", Kind::StringOrList)
-        .optional("defaultCollection", Kind::String)
-        .optional("commitWithin", Kind::Integer)
-        .optional("userName", Kind::String)
-        .optional("password", Kind::String)
-        .optional("acceptInvalidCert", Kind::Bool)
-        .optional("useCloudClient", Kind::Bool)
-        .optional("zkHosts", Kind::StringOrList)
-        .optional("zkChroot", Kind::String)
-        .alias("username", "userName")
-}
+use super::solr_cloud::{ZkChroot, ZkHostList, ZkHosts};
+use super::{Backend, BackendCheck, BackendError, IndexOp, IndexerSettings, PositiveMillis};
+use crate::config::{Checked, ComponentConfig, ConfigError, ConfigErrors, Options};
+use crate::http::{self, Auth, HttpClient, HttpUrls, Reply};
 
 inventory::submit!(super::IndexerDescriptor {
     name: "solr",
     aliases: &["com.kmwllc.lucille.indexer.SolrIndexer"],
-    validate,
-    build: |settings, config, _| build(settings, config),
-    warning: Some(crate::http::insecure_warning),
+    spec: SolrOptions::spec,
+    check: |settings, config| {
+        let o = read(settings, config)?;
+        Ok(BackendCheck {
+            warning: http::insecure_warning(o.accept_invalid_cert, config.path(), &settings.kind),
+        })
+    },
+    build: |settings, config, _| {
+        let o = read(settings, config)?;
+        Ok(Box::new(SolrBackend::new(settings, config, o)?))
+    },
 });
 
-pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
-    let mut map = config.map().clone();
-    spec().normalize(&mut map);
-    let c = ComponentConfig::new(map, config.path());
-    let mut errors = spec().validate(c.map(), c.path());
-    http::check_url(&c, "url", &mut errors);
-    if let Err(e) = ZkHosts::from_config(&c) {
-        errors.extend(e);
+/// Sends documents to Solr's JSON update handler: on the first node of `url` that answers, or
+/// on SolrCloud's live nodes read from ZooKeeper (`useCloudClient` with `zkHosts`).
+#[derive(Options)]
+struct SolrOptions {
+    /// Solr's base URL (http://host:8983/solr) or a list of them, the first that answers used;
+    /// needed to send, unless useCloudClient with zkHosts.
+    url: Option<Checked<HttpUrls>>,
+    /// The collection documents go to (without it, the URL names the core;
+    /// indexer.indexOverrideField names another per document).
+    default_collection: Option<String>,
+    /// Milliseconds within which Solr commits what it received (it also commits at the end).
+    commit_within: Option<Checked<PositiveMillis>>,
+    /// The user of basic authentication (with password).
+    #[option(alias = "username")]
+    user_name: Option<String>,
+    /// The password of basic authentication (with userName).
+    password: Option<String>,
+    /// true: the server's TLS certificate is not verified (a warning is logged).
+    #[option(default = false)]
+    accept_invalid_cert: bool,
+    /// true, with zkHosts: the Solr nodes are SolrCloud's live nodes, read from ZooKeeper.
+    #[option(default = false)]
+    use_cloud_client: bool,
+    /// ZooKeeper's host:port entries (a list, or one comma-separated string; a /chroot may
+    /// follow the last).
+    zk_hosts: Option<Checked<ZkHostList>>,
+    /// SolrCloud's path under ZooKeeper's root (/solr).
+    zk_chroot: Option<Checked<ZkChroot>>,
+}
+
+/// The block, read once for checking and building: every problem at once.
+fn read(settings: &IndexerSettings, config: &ComponentConfig) -> Result<SolrOptions, ConfigErrors> {
+    let mut errors = Vec::new();
+    for (set, key) in [
+        (settings.routing_field.is_some(), "indexer.routingField"),
+        (settings.version_type.is_some(), "indexer.versionType"),
+    ] {
+        if set {
+            errors.push(ConfigError::new(
+                key,
+                "is not supported by the solr indexer",
+            ));
+        }
     }
-    if solr_cloud::wanted(&c)
-        && !c.has("defaultCollection")
-        && settings.index_override_field.is_none()
-    {
-        errors.push(c.error(
+    let o = match SolrOptions::from_config(config) {
+        Ok(o) => o,
+        Err(e) => {
+            errors.extend(e);
+            return Err(errors.into());
+        }
+    };
+    // The values that can be malformed are reported with the checks that depend on their
+    // being given (every problem of the block at once).
+    let problems = [
+        o.url.as_ref().and_then(Checked::problem),
+        o.commit_within.as_ref().and_then(Checked::problem),
+        o.zk_hosts.as_ref().and_then(Checked::problem),
+        o.zk_chroot.as_ref().and_then(Checked::problem),
+    ];
+    errors.extend(problems.into_iter().flatten().cloned());
+    if o.cloud() && o.default_collection.is_none() && settings.index_override_field.is_none() {
+        errors.push(config.error(
             "defaultCollection",
             "is needed with zkHosts (or indexer.indexOverrideField): SolrCloud nodes serve collections",
         ));
     }
-    if c.has("userName") != c.has("password") {
-        errors.push(c.error("userName", "userName and password must be set together"));
+    if o.user_name.is_some() != o.password.is_some() {
+        errors.push(config.error("userName", "userName and password must be set together"));
     }
-    if let Ok(Some(ms)) = c.i64("commitWithin") {
-        if ms <= 0 {
-            errors.push(c.error("commitWithin", "must be a positive number of milliseconds"));
-        }
+    if errors.is_empty() {
+        Ok(o)
+    } else {
+        Err(errors.into())
     }
-    if settings.routing_field.is_some() {
-        errors.push(ConfigError::new(
-            "indexer.routingField",
-            "is not supported by the solr indexer",
-        ));
-    }
-    if settings.version_type.is_some() {
-        errors.push(ConfigError::new(
-            "indexer.versionType",
-            "is not supported by the solr indexer",
-        ));
-    }
-    errors
 }
 
-pub fn build(
-    settings: &IndexerSettings,
-    config: &ComponentConfig,
-) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
-    SolrBackend::from_config(settings, config).map(|b| Box::new(b) as Box<dyn Backend>)
+impl SolrOptions {
+    /// ZooKeeper discovery: `useCloudClient: true` with `zkHosts` (without `useCloudClient`,
+    /// Lucille reads `url` and leaves `zkHosts` unused).
+    fn cloud(&self) -> bool {
+        self.use_cloud_client && self.zk_hosts.is_some()
+    }
 }
 
 pub struct SolrBackend {
@@ -103,57 +133,61 @@ pub struct SolrBackend {
     /// SolrCloud's ZooKeeper, when the nodes are discovered there.
     zk: Option<ZkHosts>,
     default_collection: Option<String>,
-    commit_within: Option<i64>,
+    commit_within: Option<u128>,
     /// Collections written to, committed at close (`None`: the core in the URL).
     touched: BTreeSet<Option<String>>,
 }
 
 impl SolrBackend {
-    pub fn from_config(
+    /// A backend on the block as read; opens nothing. Without ZooKeeper, a backend needs `url`
+    /// (only to send: checking the block does not ask for it).
+    fn new(
         settings: &IndexerSettings,
         config: &ComponentConfig,
-    ) -> Result<Self, Vec<ConfigError>> {
-        let mut map = config.map().clone();
-        spec().normalize(&mut map);
-        let c = ComponentConfig::new(map, config.path());
-        let one = |e: ConfigError| vec![e];
-        let mut urls = Vec::new();
-        let mut credentials = None;
-        let zk = if solr_cloud::wanted(&c) {
-            ZkHosts::from_config(&c)?
-        } else {
-            if c.has("zkHosts") {
+        o: SolrOptions,
+    ) -> Result<Self, ConfigError> {
+        let cloud = o.cloud();
+        // Both read cleanly: `read` returns no options otherwise.
+        let chroot = o.zk_chroot.and_then(|c| c.0.ok());
+        let zk = match o.zk_hosts.and_then(|c| c.0.ok()) {
+            Some(hosts) if cloud => Some(ZkHosts::new(hosts, chroot)),
+            Some(_) => {
                 tracing::warn!(
                     "{}.zkHosts is read only with useCloudClient: true (as in Lucille); the nodes in url are used",
-                    c.path()
+                    config.path()
                 );
+                None
             }
-            None
+            None => None,
         };
-        let given = c.strings("url").map_err(one)?.unwrap_or_default();
-        if let Some(z) = &zk {
-            if !given.is_empty() {
-                tracing::warn!(
-                    "{}: url is not used: the Solr nodes are read from ZooKeeper {} (zkHosts, as in Lucille)",
-                    c.path(),
-                    z.connect_string()
-                );
+        let given = o
+            .url
+            .and_then(|u| u.0.ok())
+            .map(|u| u.0)
+            .unwrap_or_default();
+        let mut urls = Vec::new();
+        let mut credentials = None;
+        match &zk {
+            Some(z) if !given.is_empty() => tracing::warn!(
+                "{}: url is not used: the Solr nodes are read from ZooKeeper {} (zkHosts, as in Lucille)",
+                config.path(),
+                z.connect_string()
+            ),
+            Some(_) => {}
+            None if given.is_empty() => {
+                return Err(config.error(
+                    "url",
+                    "missing: the Solr base URL(s) documents are sent to, or useCloudClient: true with zkHosts (a run in test mode or with indexer.sendEnabled: false needs none)",
+                ))
             }
-        } else if given.is_empty() {
-            return Err(vec![c.error(
-                "url",
-                "missing: the Solr base URL(s) documents are sent to, or useCloudClient: true with zkHosts (a run in test mode or with indexer.sendEnabled: false needs none)",
-            )]);
+            None => {
+                for base in given {
+                    credentials = credentials.or(base.credentials);
+                    urls.push(base.url);
+                }
+            }
         }
-        for u in given.iter().filter(|_| zk.is_none()) {
-            let base = http::parse_url(u).map_err(|e| vec![c.error("url", e.to_string())])?;
-            credentials = credentials.or(base.credentials);
-            urls.push(base.url);
-        }
-        let auth = match (
-            c.string("userName").map_err(one)?,
-            c.string("password").map_err(one)?,
-        ) {
+        let auth = match (o.user_name, o.password) {
             (Some(u), Some(p)) => Auth::Basic(u, p),
             _ => credentials.map_or(Auth::None, |(u, p)| Auth::Basic(u, p)),
         };
@@ -161,7 +195,7 @@ impl SolrBackend {
             "Solr",
             settings.retry.clone(),
             settings.connection_timeout,
-            c.bool_or("acceptInvalidCert", false).map_err(one)?,
+            o.accept_invalid_cert,
             auth,
         )
         .with_timeout(
@@ -174,8 +208,11 @@ impl SolrBackend {
             urls,
             current: 0,
             zk,
-            default_collection: c.string("defaultCollection").map_err(one)?,
-            commit_within: c.i64("commitWithin").map_err(one)?,
+            default_collection: o.default_collection,
+            commit_within: o
+                .commit_within
+                .and_then(|t| t.0.ok())
+                .map(|t| t.0.as_millis()),
             touched: BTreeSet::new(),
         })
     }
@@ -202,7 +239,7 @@ impl SolrBackend {
             self.urls = zk
                 .discover(
                     self.default_collection.as_deref(),
-                    solr_cloud::DISCOVERY_TIMEOUT,
+                    super::solr_cloud::DISCOVERY_TIMEOUT,
                 )
                 .map_err(|e| BackendError::new(e.to_string()))?;
             self.current = 0;

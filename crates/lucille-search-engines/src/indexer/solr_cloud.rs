@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::{ComponentConfig, ConfigError};
+use crate::config::{ComponentConfig, ConfigError, Kind, OptionValue};
 
 /// ZooKeeper's default client port, for a host given without one.
 pub const DEFAULT_ZK_PORT: u16 = 2181;
@@ -71,12 +71,6 @@ pub enum DiscoveryError {
         collection: String,
         known: String,
     },
-}
-
-/// True when a `solr` block asks for ZooKeeper discovery: `useCloudClient: true` with
-/// `zkHosts` (without `useCloudClient`, Lucille reads `url` and leaves `zkHosts` unused).
-pub fn wanted(c: &ComponentConfig) -> bool {
-    c.has("zkHosts") && c.bool("useCloudClient").ok().flatten() == Some(true)
 }
 
 /// One `host[:port]` entry, checked as ZooKeeper's client does; `host:port` back.
@@ -132,16 +126,20 @@ fn chroot_path(path: &str) -> Result<Option<String>, String> {
     Ok(Some(trimmed.to_string()))
 }
 
-impl ZkHosts {
-    /// Reads `zkHosts` and `zkChroot` of a `solr` block; `Ok(None)` without `zkHosts`. Errors
-    /// name the key.
-    pub fn from_config(c: &ComponentConfig) -> Result<Option<ZkHosts>, Vec<ConfigError>> {
-        let mut errors = Vec::new();
-        let entries = match c.strings("zkHosts") {
-            Ok(Some(v)) => v,
-            Ok(None) => return Ok(None),
-            Err(e) => return Err(vec![e]),
-        };
+/// `zkHosts`: ZooKeeper's `host[:port]` entries (a list, or one comma-separated string), the
+/// last one optionally followed by a `/chroot`; checked as the option is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZkHostList {
+    /// `host:port` (IPv6 hosts bracketed), in config order.
+    hosts: Vec<String>,
+    /// The `/path` after the last host.
+    suffix: Option<String>,
+}
+
+impl ZkHostList {
+    /// Every problem with the entries, each as a message.
+    fn parse(entries: &[String]) -> Result<Self, Vec<String>> {
+        let mut problems = Vec::new();
         let parts: Vec<&str> = entries
             .iter()
             .flat_map(|e| e.split(','))
@@ -156,69 +154,103 @@ impl ZkHosts {
                 None => (*part, ""),
             };
             if entry.is_empty() {
-                errors.push(c.error(
-                    "zkHosts",
-                    format!("{part:?}: an empty entry (expected host:port)"),
-                ));
+                problems.push(format!("{part:?}: an empty entry (expected host:port)"));
                 continue;
             }
             match host_port(entry) {
                 Ok(h) => hosts.push(h),
-                Err(e) => errors.push(c.error("zkHosts", e)),
+                Err(e) => problems.push(e),
             }
             if !path.is_empty() {
                 if i != last {
-                    errors.push(c.error(
-                        "zkHosts",
-                        format!("{part:?}: a chroot suffix (/path) may follow only the last host"),
+                    problems.push(format!(
+                        "{part:?}: a chroot suffix (/path) may follow only the last host"
                     ));
                 } else {
                     match chroot_path(path) {
                         Ok(p) => suffix = p,
-                        Err(e) => errors.push(c.error("zkHosts", e)),
+                        Err(e) => problems.push(e),
                     }
                 }
             }
         }
         if parts.is_empty() {
-            errors.push(c.error("zkHosts", "must name at least one ZooKeeper host:port"));
+            problems.push("must name at least one ZooKeeper host:port".to_string());
         }
-        let chroot = match c.string("zkChroot") {
-            Ok(Some(p)) => match chroot_path(&p) {
-                Ok(p) => p,
-                Err(e) => {
-                    errors.push(c.error("zkChroot", e));
-                    None
-                }
-            },
-            Ok(None) => None,
-            Err(e) => {
-                errors.push(e);
-                None
-            }
-        };
-        if !errors.is_empty() {
-            return Err(errors);
+        if problems.is_empty() {
+            Ok(ZkHostList { hosts, suffix })
+        } else {
+            Err(problems)
         }
-        let chroot = match (suffix, chroot) {
+    }
+}
+
+impl OptionValue for ZkHostList {
+    fn kind() -> Kind {
+        Kind::StringOrList
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        match config.strings(key)? {
+            None => Ok(None),
+            Some(entries) => ZkHostList::parse(&entries)
+                .map(Some)
+                .map_err(|problems| config.error(key, problems.join("; "))),
+        }
+    }
+}
+
+/// `zkChroot`: a ZooKeeper path (`/solr`; `/` is the root), checked as it is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZkChroot(Option<String>);
+
+impl OptionValue for ZkChroot {
+    fn kind() -> Kind {
+        Kind::String
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        match config.string(key)? {
+            None => Ok(None),
+            Some(p) => chroot_path(&p)
+                .map(|p| Some(ZkChroot(p)))
+                .map_err(|e| config.error(key, e)),
+        }
+    }
+}
+
+impl ZkHosts {
+    /// The hosts of `zkHosts` under their chroot: the suffix on the last host, then
+    /// `zkChroot`, joined as SolrJ joins them.
+    pub fn new(hosts: ZkHostList, chroot: Option<ZkChroot>) -> ZkHosts {
+        let chroot = match (hosts.suffix, chroot.and_then(|c| c.0)) {
             (Some(a), Some(b)) => Some(format!("{a}{b}")),
             (a, b) => a.or(b),
         };
-        Ok(Some(ZkHosts { hosts, chroot }))
+        ZkHosts {
+            hosts: hosts.hosts,
+            chroot,
+        }
+    }
+
+    /// Reads `zkHosts` and `zkChroot` of a `solr` block as the options types do; `Ok(None)`
+    /// without `zkHosts`. Errors name the key.
+    #[cfg(test)]
+    pub fn from_config(c: &ComponentConfig) -> Result<Option<ZkHosts>, Vec<ConfigError>> {
+        let hosts = ZkHostList::read(c, "zkHosts");
+        let chroot = ZkChroot::read(c, "zkChroot");
+        match (hosts, chroot) {
+            (Ok(None), _) => Ok(None),
+            (Ok(Some(hosts)), Ok(chroot)) => Ok(Some(ZkHosts::new(hosts, chroot))),
+            (hosts, chroot) => Err(hosts.err().into_iter().chain(chroot.err()).collect()),
+        }
     }
 
     /// From a ZooKeeper connect string (`h1:2181,h2:2181/solr`), as `zkHosts` is read.
     pub fn parse(connect: &str) -> Result<ZkHosts, String> {
-        let map = serde_json::Map::from_iter([("zkHosts".to_string(), Value::from(connect))]);
-        match Self::from_config(&ComponentConfig::new(map, "solr")) {
-            Ok(Some(z)) => Ok(z),
-            Ok(None) => Err("no hosts".to_string()),
-            Err(e) => Err(e
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ")),
-        }
+        ZkHostList::parse(&[connect.to_string()])
+            .map(|hosts| ZkHosts::new(hosts, None))
+            .map_err(|problems| problems.join("; "))
     }
 
     /// The connect string: `h1:2181,h2:2181/chroot`.

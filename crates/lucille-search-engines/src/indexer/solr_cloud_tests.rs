@@ -390,7 +390,7 @@ fn the_solr_indexer_sends_to_the_live_nodes_and_reads_them_again_when_all_fail()
     let mut backend = build_backend(
         &settings,
         &ComponentConfig::new(obj(cloud_block(&cloud)), "solr"),
-        false,
+        crate::indexer::Opening::Fresh,
     )
     .unwrap();
     backend.validate_connection().unwrap();
@@ -416,8 +416,12 @@ fn the_solr_indexer_fails_at_start_without_live_nodes_or_zookeeper() {
     ))
     .unwrap();
     let start = |block: Value| {
-        let mut b =
-            build_backend(&settings, &ComponentConfig::new(obj(block), "solr"), false).unwrap();
+        let mut b = build_backend(
+            &settings,
+            &ComponentConfig::new(obj(block), "solr"),
+            crate::indexer::Opening::Fresh,
+        )
+        .unwrap();
         b.validate_connection().unwrap_err().message
     };
     let port = free_port();

@@ -274,7 +274,7 @@ fn an_unavailable_node_is_retried_then_exhausted_retries_fail_every_document() {
     let mut backend = build_backend(
         &settings,
         &ComponentConfig::new(obj(block.clone()), "solr"),
-        false,
+        crate::indexer::Opening::Fresh,
     )
     .unwrap();
     backend.validate_connection().unwrap();
@@ -288,8 +288,12 @@ fn an_unavailable_node_is_retried_then_exhausted_retries_fail_every_document() {
         "indexer",
     ))
     .unwrap();
-    let backend =
-        build_backend(&settings, &ComponentConfig::new(obj(block), "solr"), false).unwrap();
+    let backend = build_backend(
+        &settings,
+        &ComponentConfig::new(obj(block), "solr"),
+        crate::indexer::Opening::Fresh,
+    )
+    .unwrap();
     s.lock().unavailable = 3; // the batch's three attempts; the commit at close then succeeds
     let out = run_with(
         settings,
@@ -314,8 +318,12 @@ fn an_unavailable_node_is_retried_then_exhausted_retries_fail_every_document() {
     ))
     .unwrap();
     let block = json!({"url": format!("http://127.0.0.1:{port}/solr"), "defaultCollection": "c"});
-    let backend =
-        build_backend(&settings, &ComponentConfig::new(obj(block), "solr"), false).unwrap();
+    let backend = build_backend(
+        &settings,
+        &ComponentConfig::new(obj(block), "solr"),
+        crate::indexer::Opening::Fresh,
+    )
+    .unwrap();
     let late: Shared = Arc::default();
     let l2 = late.clone();
     let starter = std::thread::spawn(move || {
@@ -338,13 +346,18 @@ fn solr_config_errors_are_reported_together() {
         "solr.url: \"nope\" is not a URL",
         "solr.zkHosts: \"zk:x\" has no valid port",
         "solr.zkChroot: \"solr\" must start with /",
-        "userName and password must be set together",
         "solr.commitWithin: must be a positive",
         "indexer.routingField: is not supported by the solr indexer",
         "indexer.versionType: is not supported by the solr indexer",
     ] {
         assert!(e.contains(part), "{part} missing in {e}");
     }
+    // Keys that go together are checked once each key is right.
+    assert!(config_errors(
+        indexer(json!({})),
+        json!({"url": "http://ok:8983/solr", "userName": "u"})
+    )
+    .contains("solr.userName: userName and password must be set together"));
     assert_eq!(
         config_errors(
             indexer(json!({})),

@@ -17,56 +17,82 @@ use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
 
-use super::{Backend, BackendError, IndexOp, IndexerSettings};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::http::{self, Auth, HttpClient};
-
-pub fn spec() -> Spec {
-    Spec::new()
-        .required("url", Kind::String)
-        .required("apiKey", Kind::String)
-        .required("collection", Kind::String)
-        .optional("createCollection", Kind::Bool)
-        .optional("batchSize", Kind::Integer)
-        .optional("acceptInvalidCert", Kind::Bool)
-        .optional("vectorFields", Kind::Object)
-}
-
-/// `vectorFields { name: dimensions }`, checked.
-fn vector_fields(config: &ComponentConfig) -> Result<Vec<(String, u64)>, ConfigError> {
-    let Some(Value::Object(m)) = config.get("vectorFields") else {
-        return Ok(Vec::new());
-    };
-    m.iter()
-        .map(|(name, v)| match crate::config::spec::as_i64(v) {
-            Some(n) if n > 0 && !name.is_empty() => Ok((name.clone(), n as u64)),
-            _ => Err(ConfigError::new(
-                config.key_path(&format!("vectorFields.{name}")),
-                "must be the vector's number of dimensions (a positive integer)",
-            )),
-        })
-        .collect()
-}
+use super::{Backend, BackendCheck, BackendError, IndexOp, IndexerSettings};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, OptionValue, Options};
+use crate::http::{self, Auth, HttpClient, HttpUrl};
 
 inventory::submit!(super::IndexerDescriptor {
     name: "typesense",
     aliases: &[],
-    validate,
-    build: |settings, config, _| build(settings, config),
-    warning: Some(crate::http::insecure_warning),
+    spec: TypesenseOptions::spec,
+    check: |settings, config| {
+        let o = read(settings, config)?;
+        Ok(BackendCheck {
+            warning: http::insecure_warning(o.accept_invalid_cert, config.path(), &settings.kind),
+        })
+    },
+    build: |settings, config, _| {
+        let o = read(settings, config)?;
+        Ok(Box::new(TypesenseBackend::new(settings, o)))
+    },
 });
 
-pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
-    let mut errors = spec().validate(config.map(), config.path());
-    http::check_url(config, "url", &mut errors);
-    if let Err(e) = vector_fields(config) {
-        errors.push(e);
+/// Sends documents to Typesense: upserts through its import endpoint, deletes by id and by
+/// filter; a missing collection can be created with an automatic schema.
+#[derive(Options)]
+struct TypesenseOptions {
+    /// The server's URL (http://host:8108).
+    url: HttpUrl,
+    /// The API key, sent as X-TYPESENSE-API-KEY.
+    api_key: String,
+    /// The collection documents go to (indexer.indexOverrideField names another per document).
+    collection: String,
+    /// true: a missing collection is created (automatic schema, nested fields on).
+    #[option(default = true)]
+    create_collection: bool,
+    /// The most documents per import request (default: the whole batch).
+    #[option(min = 1)]
+    batch_size: Option<i64>,
+    /// true: the server's TLS certificate is not verified (a warning is logged).
+    #[option(default = false)]
+    accept_invalid_cert: bool,
+    /// Vector fields of a collection created here, each with its number of dimensions
+    /// ({ embedding: 384 }).
+    vector_fields: Option<VectorFields>,
+}
+
+/// `vectorFields { name: dimensions }`, checked as the option is read.
+struct VectorFields(Vec<(String, u64)>);
+
+impl OptionValue for VectorFields {
+    fn kind() -> Kind {
+        Kind::Object
     }
-    if let Ok(Some(n)) = config.i64("batchSize") {
-        if n <= 0 {
-            errors.push(config.error("batchSize", "must be at least 1"));
-        }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        let Some(fields) = config.object(key)? else {
+            return Ok(None);
+        };
+        fields
+            .iter()
+            .map(|(name, v)| match crate::config::as_i64(v) {
+                Some(n) if n > 0 && !name.is_empty() => Ok((name.clone(), n.unsigned_abs())),
+                _ => Err(ConfigError::new(
+                    config.key_path(&format!("{key}.{name}")),
+                    "must be the vector's number of dimensions (a positive integer)",
+                )),
+            })
+            .collect::<Result<_, _>>()
+            .map(|v| Some(VectorFields(v)))
     }
+}
+
+/// The block, read once for checking and building: every problem at once.
+fn read(
+    settings: &IndexerSettings,
+    config: &ComponentConfig,
+) -> Result<TypesenseOptions, ConfigErrors> {
+    let mut errors = Vec::new();
     for (set, key) in [
         (settings.routing_field.is_some(), "indexer.routingField"),
         (settings.version_type.is_some(), "indexer.versionType"),
@@ -78,14 +104,14 @@ pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<Con
             ));
         }
     }
-    errors
-}
-
-pub fn build(
-    settings: &IndexerSettings,
-    config: &ComponentConfig,
-) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
-    TypesenseBackend::from_config(settings, config).map(|b| Box::new(b) as Box<dyn Backend>)
+    match TypesenseOptions::from_config(config) {
+        Ok(o) if errors.is_empty() => Ok(o),
+        Ok(_) => Err(errors.into()),
+        Err(e) => {
+            errors.extend(e);
+            Err(errors.into())
+        }
+    }
 }
 
 pub struct TypesenseBackend {
@@ -101,35 +127,29 @@ pub struct TypesenseBackend {
 }
 
 impl TypesenseBackend {
-    pub fn from_config(
-        settings: &IndexerSettings,
-        config: &ComponentConfig,
-    ) -> Result<Self, Vec<ConfigError>> {
-        let one = |e: ConfigError| vec![e];
-        let url = config.require_string("url").map_err(one)?;
-        let base = http::parse_url(&url).map_err(|e| vec![config.error("url", e.to_string())])?;
-        let key = config.require_string("apiKey").map_err(one)?;
+    /// A backend on the block as read; opens nothing.
+    fn new(settings: &IndexerSettings, o: TypesenseOptions) -> Self {
         let client = HttpClient::new(
             "Typesense",
             settings.retry.clone(),
             settings.connection_timeout,
-            config.bool_or("acceptInvalidCert", false).map_err(one)?,
-            Auth::Header("X-TYPESENSE-API-KEY", key),
+            o.accept_invalid_cert,
+            Auth::Header("X-TYPESENSE-API-KEY", o.api_key),
         )
         .with_timeout(
             settings
                 .request_timeout
                 .unwrap_or(http::DEFAULT_REQUEST_TIMEOUT),
         );
-        Ok(TypesenseBackend {
+        TypesenseBackend {
             client,
-            base: base.url,
-            collection: config.require_string("collection").map_err(one)?,
-            create: config.bool_or("createCollection", true).map_err(one)?,
-            batch_size: config.i64("batchSize").map_err(one)?,
-            vectors: vector_fields(config).map_err(one)?,
+            base: o.url.0.url,
+            collection: o.collection,
+            create: o.create_collection,
+            batch_size: o.batch_size,
+            vectors: o.vector_fields.map(|v| v.0).unwrap_or_default(),
             ready: HashSet::new(),
-        })
+        }
     }
 
     fn documents_url(&self, collection: &str) -> String {

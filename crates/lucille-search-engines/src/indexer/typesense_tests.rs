@@ -126,7 +126,7 @@ fn typesense_without_create_collection_fails_the_connection_check() {
     let mut backend = super::build_backend(
         &settings,
         &crate::config::ComponentConfig::new(obj(block), "typesense"),
-        false,
+        crate::indexer::Opening::Fresh,
     )
     .unwrap();
     let e = backend.validate_connection().unwrap_err();
@@ -135,7 +135,7 @@ fn typesense_without_create_collection_fails_the_connection_check() {
     let mut backend = super::build_backend(
         &settings,
         &crate::config::ComponentConfig::new(obj(wrong_key), "typesense"),
-        false,
+        crate::indexer::Opening::Fresh,
     )
     .unwrap();
     assert!(
@@ -202,4 +202,53 @@ fn typesense_vector_fields_answer_nearest_neighbour_queries() {
         .map(|h| h["document"]["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["east", "ne", "north"], "{found}");
+}
+
+/// The block's options, checked without a server: `lucille doc typesense` lists its keys, every
+/// problem is reported at once, and the TLS warning comes from what the check read.
+#[test]
+fn the_typesense_block_is_documented_checked_and_warned_about() {
+    let doc = lucille_core::catalog::describe("typesense").unwrap();
+    assert!(
+        doc.starts_with("typesense (indexer)\n  Sends documents to Typesense"),
+        "{doc}"
+    );
+    for line in [
+        "  url (a string), required: The server's URL",
+        "  createCollection (a boolean), default true: ",
+        "  batchSize (an integer), at least 1: ",
+        "  vectorFields (an object): ",
+    ] {
+        assert!(doc.contains(line), "{line} missing in:\n{doc}");
+    }
+    let e = config_errors(
+        json!({"type": "typesense", "routingField": "r"}),
+        json!({"url": "localhost:8108", "batchSize": 0, "vectorFields": {"v": "wide"},
+            "colection": "c"}),
+    );
+    for part in [
+        "indexer.routingField: is not supported by the typesense indexer",
+        "typesense.url: \"localhost:8108\" is not a URL",
+        "typesense.apiKey: missing required key",
+        "typesense.batchSize: must be at least 1",
+        "typesense.vectorFields.v: must be the vector's number of dimensions",
+        "typesense.colection: unknown key \"colection\" (did you mean \"collection\"?)",
+    ] {
+        assert!(e.contains(part), "{part} missing in {e}");
+    }
+    let settings = super::IndexerSettings::from_config(&crate::config::ComponentConfig::new(
+        obj(json!({"type": "typesense"})),
+        "indexer",
+    ))
+    .unwrap();
+    let block = |v: Value| crate::config::ComponentConfig::new(obj(v), "typesense");
+    let ok = json!({"url": "https://h:8108", "apiKey": "k", "collection": "c"});
+    assert_eq!(super::backend_warning(&settings, &block(ok.clone())), None);
+    let mut insecure = ok;
+    insecure["acceptInvalidCert"] = json!("true");
+    let w = super::backend_warning(&settings, &block(insecure)).unwrap_or_default();
+    assert!(
+        w.starts_with("typesense.acceptInvalidCert is true: TLS certificates of the typesense server are NOT verified"),
+        "{w}"
+    );
 }

@@ -24,32 +24,40 @@
 
 use serde_json::{json, Map, Value};
 
-use super::pinecone::{host_url, request_timeout, retry_policy, unsupported_indexer_keys};
-use super::{Backend, BackendError, IndexOp, IndexerSettings};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use super::pinecone::{retry_policy, unsupported_indexer_keys, HostUrl};
+use super::{Backend, BackendCheck, BackendError, IndexOp, IndexerSettings, PositiveMillis};
+use crate::config::{ComponentConfig, ConfigErrors, Options};
 use crate::http::{self, Auth, HttpClient};
 
 /// Lucille's class name.
 pub const CLASS: &str = "com.kmwllc.lucille.weaviate.indexer.WeaviateIndexer";
-pub const DEFAULT_CLASS_NAME: &str = "Document";
-pub const DEFAULT_ID_DESTINATION: &str = "id_original";
 /// Lucille's fixed Weaviate client timeouts.
-const DEFAULT_TIMEOUT_MS: i64 = 6000;
+const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(6000);
 /// Rounds of a batch delete by field (each removes up to Weaviate's query limit).
 const MAX_DELETE_ROUNDS: usize = 1000;
 
-pub fn spec() -> Spec {
-    Spec::new()
-        .required("host", Kind::String)
-        .required("apiKey", Kind::String)
-        .optional("className", Kind::String)
-        .optional("idDestinationName", Kind::String)
-        .optional("vectorField", Kind::String)
-        .optional("requestTimeout", Kind::Integer)
+/// Stores documents as Weaviate objects (a UUID from each id, the fields as properties, an
+/// optional vector), through Weaviate's REST API.
+#[derive(Options)]
+struct WeaviateOptions {
+    /// Weaviate's host name (reached over https), or a full http:// or https:// URL.
+    host: HostUrl,
+    /// The API key, sent as Authorization: Bearer (an empty key sends none).
+    api_key: String,
+    /// The class objects go to (indexer.indexOverrideField names another per document).
+    #[option(default = "Document")]
+    class_name: String,
+    /// The property that keeps the document's id (objects' ids are UUIDs made from it).
+    #[option(default = "id_original")]
+    id_destination_name: String,
+    /// The field sent as the object's vector (without it, Weaviate vectorizes).
+    vector_field: Option<String>,
+    /// Milliseconds one request may take (default 6000).
+    request_timeout: Option<PositiveMillis>,
 }
 
 #[derive(Debug, Clone)]
-struct Options {
+struct Block {
     base: String,
     api_key: String,
     class_name: String,
@@ -58,77 +66,53 @@ struct Options {
     timeout: std::time::Duration,
 }
 
-fn options(
-    settings: &IndexerSettings,
-    config: &ComponentConfig,
-) -> Result<Options, Vec<ConfigError>> {
-    let mut errors = spec().validate(config.map(), config.path());
-    errors.extend(unsupported_indexer_keys(settings, "weaviate", true));
-    let mut take = |r: Result<Option<String>, ConfigError>| match r {
-        Ok(v) => v,
+/// The block, read once for checking and building: every problem at once.
+fn read(settings: &IndexerSettings, config: &ComponentConfig) -> Result<Block, ConfigErrors> {
+    let mut errors = unsupported_indexer_keys(settings, "weaviate", true);
+    let o = match WeaviateOptions::from_config(config) {
+        Ok(o) => o,
         Err(e) => {
-            errors.push(e);
-            None
+            errors.extend(e);
+            return Err(errors.into());
         }
     };
-    let host = take(config.string("host"));
-    let api_key = take(config.string("apiKey"));
-    let class_name = take(config.string("className"));
-    let id_destination = take(config.string("idDestinationName"));
-    let vector_field = take(config.string("vectorField"));
-    let base = host.and_then(|h| match host_url(config, "host", &h) {
-        Ok(u) => Some(u),
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    });
     for (key, v) in [
-        ("className", &class_name),
-        ("idDestinationName", &id_destination),
-        ("vectorField", &vector_field),
+        ("className", Some(&o.class_name)),
+        ("idDestinationName", Some(&o.id_destination_name)),
+        ("vectorField", o.vector_field.as_ref()),
     ] {
-        if v.as_deref() == Some("") {
+        if v.is_some_and(String::is_empty) {
             errors.push(config.error(key, "must not be empty"));
         }
     }
-    if id_destination.is_some() && id_destination == vector_field {
+    if o.vector_field.as_ref() == Some(&o.id_destination_name) {
         errors.push(config.error("idDestinationName", "must differ from vectorField"));
     }
-    let timeout = request_timeout(config, DEFAULT_TIMEOUT_MS).unwrap_or_else(|e| {
-        errors.push(e);
-        std::time::Duration::from_millis(DEFAULT_TIMEOUT_MS as u64)
-    });
     if !errors.is_empty() {
-        return Err(crate::config::spec::ConfigErrors::dedup(errors));
+        return Err(errors.into());
     }
-    Ok(Options {
-        base: base.unwrap_or_default(),
-        api_key: api_key.unwrap_or_default(),
-        class_name: class_name.unwrap_or_else(|| DEFAULT_CLASS_NAME.to_string()),
-        id_destination: id_destination.unwrap_or_else(|| DEFAULT_ID_DESTINATION.to_string()),
-        vector_field,
-        timeout,
+    Ok(Block {
+        base: o.host.0,
+        api_key: o.api_key,
+        class_name: o.class_name,
+        id_destination: o.id_destination_name,
+        vector_field: o.vector_field,
+        timeout: o.request_timeout.map_or(DEFAULT_TIMEOUT, |t| t.0),
     })
 }
 
 inventory::submit!(super::IndexerDescriptor {
     name: "weaviate",
     aliases: &[CLASS],
-    validate,
-    build: |settings, config, _| build(settings, config),
-    warning: None,
+    spec: WeaviateOptions::spec,
+    check: |settings, config| {
+        read(settings, config)?;
+        Ok(BackendCheck::default())
+    },
+    build: |settings, config, _| build(settings, read(settings, config)?),
 });
 
-pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
-    options(settings, config).err().unwrap_or_default()
-}
-
-pub fn build(
-    settings: &IndexerSettings,
-    config: &ComponentConfig,
-) -> Result<Box<dyn Backend>, Vec<ConfigError>> {
-    let o = options(settings, config)?;
+fn build(settings: &IndexerSettings, o: Block) -> Result<Box<dyn Backend>, ConfigErrors> {
     let auth = if o.api_key.is_empty() {
         Auth::None
     } else {
@@ -157,7 +141,7 @@ pub fn document_uuid(id: &str) -> String {
 
 pub struct WeaviateBackend {
     client: HttpClient,
-    o: Options,
+    o: Block,
 }
 
 /// Weaviate's error text (`{"error": [{"message": ...}]}`), else the body.

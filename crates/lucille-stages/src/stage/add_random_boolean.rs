@@ -4,22 +4,28 @@
 
 use rand::RngExt;
 
-use super::random_value::field_name;
+use super::random_value::check_field_name;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "AddRandomBoolean",
-    spec,
+    spec: AddRandomBooleanOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("fieldName", Kind::String)
-        .optional("percentTrue", Kind::Integer)
+/// Test data: sets a field to a random boolean.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct AddRandomBooleanOptions {
+    /// The field written (an existing value is replaced).
+    #[option(default = "data")]
+    field_name: String,
+    /// The chance of true, in percent.
+    #[option(default = 50, min = 0, max = 100)]
+    percent_true: i64,
 }
 
 struct AddRandomBoolean {
@@ -28,18 +34,12 @@ struct AddRandomBoolean {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let percent = config.i64("percentTrue")?.unwrap_or(50);
-    let percent_true = u32::try_from(percent)
-        .ok()
-        .filter(|p| *p <= 100)
-        .ok_or_else(|| {
-            config.error(
-                "percentTrue",
-                format!("must be between 0 and 100, found {percent}"),
-            )
-        })?;
+    let o = AddRandomBooleanOptions::from_config(config)?;
+    check_field_name(config, &o.field_name)?;
+    let percent_true = u32::try_from(o.percent_true)
+        .map_err(|_| config.error("percentTrue", "must be between 0 and 100"))?;
     Ok(Box::new(AddRandomBoolean {
-        field: field_name(config)?,
+        field: o.field_name,
         percent_true,
     }))
 }

@@ -9,24 +9,50 @@
 
 use rand::RngExt;
 
-use super::random_value::field_name;
+use super::random_value::check_field_name;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, OptionValue, Options, Spec};
 use crate::document::Document;
 use lucille_calendar::{civil_from_days, days_from_civil, is_leap};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "AddRandomDate",
-    spec,
+    spec: AddRandomDateOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("fieldName", Kind::String)
-        .optional("rangeStartDate", Kind::String)
-        .optional("rangeEndDate", Kind::String)
+/// Test data: sets a field to a random instant between two dates, as ISO-8601 UTC text.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct AddRandomDateOptions {
+    /// The field written (an existing value is replaced).
+    #[option(default = "data")]
+    field_name: String,
+    /// The first day of the range, as YYYY-MM-DD (UTC; default 1970-01-01).
+    range_start_date: Option<Day>,
+    /// The day the range ends before, as YYYY-MM-DD (UTC; default now); equal dates give an
+    /// instant within that day.
+    range_end_date: Option<Day>,
+}
+
+/// A `YYYY-MM-DD` date, as milliseconds since the epoch at the start of that day (UTC).
+struct Day(i64);
+
+impl OptionValue for Day {
+    fn kind() -> Kind {
+        Kind::String
+    }
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Day>, ConfigError> {
+        match config.string(key)? {
+            None => Ok(None),
+            Some(text) => parse_date(text.trim())
+                .map(|ms| Some(Day(ms)))
+                .ok_or_else(|| {
+                    config.error(key, format!("must be a date as YYYY-MM-DD, found {text:?}"))
+                }),
+        }
+    }
 }
 
 const DAY_MS: i64 = 86_400_000;
@@ -86,36 +112,34 @@ pub(crate) fn format_instant(ms: i64) -> String {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let read = |key: &str| -> Result<Option<i64>, ConfigError> {
-        match config.string(key)? {
-            None => Ok(None),
-            Some(text) => parse_date(text.trim()).map(Some).ok_or_else(|| {
-                config.error(key, format!("must be a date as YYYY-MM-DD, found {text:?}"))
-            }),
-        }
-    };
-    let start = read("rangeStartDate")?.unwrap_or(0);
-    let end = match read("rangeEndDate")? {
-        Some(end) => end,
+    let o = AddRandomDateOptions::from_config(config)?;
+    let start = o.range_start_date.map_or(0, |d| d.0);
+    let end = match o.range_end_date {
+        Some(end) => end.0,
         None => std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
     };
+    let mut errors = Vec::new();
+    if let Err(e) = check_field_name(config, &o.field_name) {
+        errors.push(e);
+    }
     if start > end {
-        return Err(config
-            .error(
-                "rangeStartDate",
-                format!(
-                    "is after rangeEndDate ({} > {})",
-                    format_instant(start),
-                    format_instant(end)
-                ),
-            )
-            .into());
+        errors.push(config.error(
+            "rangeStartDate",
+            format!(
+                "is after rangeEndDate ({} > {})",
+                format_instant(start),
+                format_instant(end)
+            ),
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(errors.into());
     }
     let end = if start == end { start + DAY_MS } else { end };
     Ok(Box::new(AddRandomDate {
-        field: field_name(config)?,
+        field: o.field_name,
         start,
         end,
     }))

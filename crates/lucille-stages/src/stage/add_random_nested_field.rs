@@ -21,25 +21,40 @@
 use rand::RngExt;
 use serde_json::{Map, Value};
 
+use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
 use crate::document::{Document, FieldPath, Segment};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "AddRandomNestedField",
-    spec,
+    spec: AddRandomNestedFieldOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("targetField", Kind::String)
-        .required("entries", Kind::Object)
-        .optional("numObjects", Kind::Integer)
-        .optional("minNumObjects", Kind::Integer)
-        .optional("maxNumObjects", Kind::Integer)
-        .optional("generators", Kind::Object)
+/// Test data: writes a list of objects to a field, each built from document fields or
+/// generator stages.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct AddRandomNestedFieldOptions {
+    /// The field the list of objects is written to.
+    target_field: String,
+    /// A destination path inside each object to its source: a document field, else a
+    /// generator's name (`"user.name" = "name"`; all-digit segments are list indexes).
+    entries: Map<String, Value>,
+    /// How many objects (default 1; or give minNumObjects with maxNumObjects).
+    #[option(min = 1)]
+    num_objects: Option<usize>,
+    /// The fewest objects, for a random count (with maxNumObjects).
+    #[option(min = 1)]
+    min_num_objects: Option<usize>,
+    /// The most objects, for a random count (with minNumObjects).
+    #[option(min = 1)]
+    max_num_objects: Option<usize>,
+    /// Named stage configs whose output (their `fieldName`) is a value, e.g.
+    /// `intGen { class: "AddRandomInt", rangeEnd: 10 }`.
+    generators: Option<Map<String, Value>>,
 }
 
 /// The field generators write to on their scratch document.
@@ -82,18 +97,12 @@ fn flatten(prefix: &str, map: &Map<String, Value>, out: &mut Vec<(String, Value)
     }
 }
 
-fn positive(config: &ComponentConfig, key: &str) -> Result<Option<usize>, ConfigError> {
-    match config.i64(key)? {
-        None => Ok(None),
-        Some(n) if n > 0 => Ok(Some(n as usize)),
-        Some(_) => Err(config.error(key, "must be a positive integer")),
-    }
-}
-
-fn count(config: &ComponentConfig) -> Result<Count, ConfigError> {
-    let fixed = positive(config, "numObjects")?;
-    let min = positive(config, "minNumObjects")?;
-    let max = positive(config, "maxNumObjects")?;
+fn count(
+    config: &ComponentConfig,
+    fixed: Option<usize>,
+    min: Option<usize>,
+    max: Option<usize>,
+) -> Result<Count, ConfigError> {
     match (fixed, min, max) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => Err(config.error(
             "numObjects",
@@ -115,12 +124,13 @@ fn count(config: &ComponentConfig) -> Result<Count, ConfigError> {
     }
 }
 
-fn generators(config: &ComponentConfig) -> Result<Vec<Generator>, ConfigError> {
-    let Some(blocks) = config.object("generators")? else {
-        return Ok(Vec::new());
-    };
+/// The stages of `generators`, built; their problems are pushed onto `errors`.
+fn generators(
+    config: &ComponentConfig,
+    blocks: &Map<String, Value>,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<Generator> {
     let mut out = Vec::new();
-    let mut errors = Vec::new();
     for (key, block) in blocks {
         let path = config.key_path(&format!("generators.{key}"));
         let Value::Object(block) = block else {
@@ -149,29 +159,30 @@ fn generators(config: &ComponentConfig) -> Result<Vec<Generator>, ConfigError> {
             Err(e) => errors.extend(e),
         }
     }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(ConfigError::joined(config.path(), errors))
-    }
+    out
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let target = config.require_string("targetField")?;
-    if target.is_empty() || crate::document::is_reserved(&target) {
-        return Err(config
-            .error(
-                "targetField",
-                format!("{target:?} cannot be written: it is reserved or empty"),
-            )
-            .into());
+    let o = AddRandomNestedFieldOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    if let Err(e) = check_writable(config, "targetField", &o.target_field) {
+        errors.push(e);
     }
-    let count = count(config)?;
-    let generators = generators(config)?;
+    let count =
+        count(config, o.num_objects, o.min_num_objects, o.max_num_objects).unwrap_or_else(|e| {
+            errors.push(e);
+            Count::Fixed(1)
+        });
+    let generators = match &o.generators {
+        Some(blocks) => generators(config, blocks, &mut errors),
+        None => Vec::new(),
+    };
+    if !errors.is_empty() {
+        return Err(errors.into());
+    }
+    let target = o.target_field;
     let mut flat = Vec::new();
-    if let Some(map) = config.object("entries")? {
-        flatten("", map, &mut flat);
-    }
+    flatten("", &o.entries, &mut flat);
     if flat.is_empty() {
         return Err(config
             .error(

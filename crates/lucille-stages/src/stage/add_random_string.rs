@@ -16,27 +16,42 @@ use rand::seq::SliceRandom;
 use rand::RngExt;
 use serde_json::{json, Value};
 
-use super::random_value::field_name;
+use super::random_value::check_field_name;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "AddRandomString",
-    spec,
+    spec: AddRandomStringOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("fieldName", Kind::String)
-        .optional("inputDataPath", Kind::String)
-        .optional("rangeSize", Kind::Integer)
-        .optional("minNumOfTerms", Kind::Integer)
-        .optional("maxNumOfTerms", Kind::Integer)
-        .optional("concatenate", Kind::Bool)
-        .optional("isNested", Kind::Bool)
+/// Test data: adds random terms (numbers, or lines of a file) to a field.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct AddRandomStringOptions {
+    /// The field the terms are added to.
+    #[option(default = "data")]
+    field_name: String,
+    /// A text file of terms, one a line (without it, the terms are the numbers 0 to
+    /// rangeSize - 1).
+    input_data_path: Option<String>,
+    /// How many numbers to draw from (required without inputDataPath); with it, use only a
+    /// random subset of that many lines, chosen once per stage instance.
+    #[option(min = 1)]
+    range_size: Option<usize>,
+    /// The fewest terms a document gets (give with maxNumOfTerms; default 1).
+    min_num_of_terms: Option<usize>,
+    /// The most terms a document gets (give with minNumOfTerms; default 1).
+    max_num_of_terms: Option<usize>,
+    /// Join a document's terms with spaces into one value.
+    #[option(default)]
+    concatenate: bool,
+    /// Write a list of objects `{"data": term}`, replacing the field.
+    #[option(default)]
+    is_nested: bool,
 }
 
 enum Pool {
@@ -54,92 +69,97 @@ struct AddRandomString {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let (min, max) = match (
-        config.usize("minNumOfTerms")?,
-        config.usize("maxNumOfTerms")?,
-    ) {
+    let o = AddRandomStringOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    if let Err(e) = check_field_name(config, &o.field_name) {
+        errors.push(e);
+    }
+    let (min, max) = match (o.min_num_of_terms, o.max_num_of_terms) {
         (Some(min), Some(max)) => (min, max),
         (None, None) => (1, 1),
         (Some(_), None) => {
-            return Err(config
-                .error("maxNumOfTerms", "must be given with minNumOfTerms")
-                .into())
+            errors.push(config.error("maxNumOfTerms", "must be given with minNumOfTerms"));
+            (1, 1)
         }
         (None, Some(_)) => {
-            return Err(config
-                .error("minNumOfTerms", "must be given with maxNumOfTerms")
-                .into())
+            errors.push(config.error("minNumOfTerms", "must be given with maxNumOfTerms"));
+            (1, 1)
         }
     };
     if min > max {
-        return Err(config
-            .error(
-                "minNumOfTerms",
-                format!("must not be greater than maxNumOfTerms ({min} > {max})"),
-            )
-            .into());
+        errors.push(config.error(
+            "minNumOfTerms",
+            format!("must not be greater than maxNumOfTerms ({min} > {max})"),
+        ));
     }
-    let concatenate = config.bool_or("concatenate", false)?;
-    let nested = config.bool_or("isNested", false)?;
+    let (concatenate, nested) = (o.concatenate, o.is_nested);
     if concatenate && nested {
-        return Err(config
-            .error("concatenate", "cannot be used together with isNested")
-            .into());
+        errors.push(config.error("concatenate", "cannot be used together with isNested"));
     }
-    let range_size = config.usize("rangeSize")?;
-    if range_size == Some(0) {
-        return Err(config.error("rangeSize", "must be at least 1").into());
-    }
-    let pool = match config.string("inputDataPath")? {
-        None => Pool::Numbers(range_size.ok_or_else(|| {
-            config.error("rangeSize", "is required when there is no inputDataPath")
-        })?),
-        Some(path) => {
-            let resolved = config.resolve_path(&path);
-            let text = std::fs::read_to_string(&resolved).map_err(|e| {
-                config.error(
-                    "inputDataPath",
-                    format!("cannot read {:?}: {e}", resolved.display()),
-                )
-            })?;
-            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-            if lines.is_empty() {
-                return Err(config
-                    .error(
-                        "inputDataPath",
-                        format!("{:?} has no lines", resolved.display()),
-                    )
-                    .into());
-            }
-            if let Some(n) = range_size {
-                if n > lines.len() {
-                    return Err(config
-                        .error(
-                            "rangeSize",
-                            format!(
-                                "is larger than the {} lines of {:?}",
-                                lines.len(),
-                                resolved.display()
-                            ),
-                        )
-                        .into());
-                }
-                if n < lines.len() {
-                    lines.shuffle(&mut rand::rng());
-                    lines.truncate(n);
-                }
-            }
-            Pool::Lines(lines)
+    let pool = match (o.input_data_path, o.range_size) {
+        (None, Some(n)) => Some(Pool::Numbers(n)),
+        (None, None) => {
+            errors.push(config.error("rangeSize", "is required when there is no inputDataPath"));
+            None
         }
+        (Some(path), n) => match read_lines(config, &path, n) {
+            Ok(lines) => Some(Pool::Lines(lines)),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        },
+    };
+    let (Some(pool), true) = (pool, errors.is_empty()) else {
+        return Err(errors.into());
     };
     Ok(Box::new(AddRandomString {
-        field: field_name(config)?,
+        field: o.field_name,
         pool,
         min,
         max,
         concatenate,
         nested,
     }))
+}
+
+/// The lines of `inputDataPath`; with `rangeSize`, a random subset of that many.
+fn read_lines(
+    config: &ComponentConfig,
+    path: &str,
+    range_size: Option<usize>,
+) -> Result<Vec<String>, ConfigError> {
+    let resolved = config.resolve_path(path);
+    let text = std::fs::read_to_string(&resolved).map_err(|e| {
+        config.error(
+            "inputDataPath",
+            format!("cannot read {:?}: {e}", resolved.display()),
+        )
+    })?;
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    if lines.is_empty() {
+        return Err(config.error(
+            "inputDataPath",
+            format!("{:?} has no lines", resolved.display()),
+        ));
+    }
+    if let Some(n) = range_size {
+        if n > lines.len() {
+            return Err(config.error(
+                "rangeSize",
+                format!(
+                    "is larger than the {} lines of {:?}",
+                    lines.len(),
+                    resolved.display()
+                ),
+            ));
+        }
+        if n < lines.len() {
+            lines.shuffle(&mut rand::rng());
+            lines.truncate(n);
+        }
+    }
+    Ok(lines)
 }
 
 impl Stage for AddRandomString {

@@ -25,21 +25,29 @@ use serde_json::{Map, Value};
 
 use super::CLOUD_STORAGE;
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ApplyJavascript",
-    spec,
+    spec: ApplyJavascriptOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("script", Kind::String)
-        .optional("scriptPath", Kind::String)
-        .unsupported("s3", CLOUD_STORAGE)
+/// Runs a JavaScript program (QuickJS) on each document, bound as `doc`.
+#[derive(Options)]
+#[options(base = Spec::stage(), extend = cloud_storage)]
+struct ApplyJavascriptOptions {
+    /// The script's source (give this or scriptPath).
+    script: Option<String>,
+    /// A file holding the script (give this or script).
+    script_path: Option<String>,
+}
+
+/// Lucille's cloud-storage blocks, rejected with what to do instead.
+fn cloud_storage(spec: Spec) -> Spec {
+    spec.unsupported("s3", CLOUD_STORAGE)
         .unsupported("gcp", CLOUD_STORAGE)
         .unsupported("azure", CLOUD_STORAGE)
 }
@@ -59,7 +67,8 @@ struct ApplyJavascript {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let (source, origin, key) = match (config.string("script")?, config.string("scriptPath")?) {
+    let o = ApplyJavascriptOptions::from_config(config)?;
+    let (source, origin, key) = match (o.script, o.script_path) {
         (Some(s), None) => (s, "<inline>".to_string(), "script"),
         (None, Some(p)) => {
             let path = config.resolve_path(&p);

@@ -21,22 +21,29 @@
 //! misspelt function name.
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::{Document, FieldPath};
 use lucille_jsonata::Expression;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ApplyJSONata",
-    spec,
+    spec: ApplyJsonataOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("expression", Kind::String)
-        .optional("source", Kind::String)
-        .optional("destination", Kind::String)
+/// Applies a JSONata expression to one field, or transforms the whole document.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ApplyJsonataOptions {
+    /// The JSONata expression (compiled when the config is checked).
+    expression: String,
+    /// The field (or nested path, such as `a.b[0]`) the expression is applied to; without it,
+    /// the expression transforms the whole document and must return an object.
+    source: Option<String>,
+    /// Where the result goes (default: source; a nested path is created as needed); needs
+    /// source.
+    destination: Option<String>,
 }
 
 struct ApplyJsonata {
@@ -46,23 +53,31 @@ struct ApplyJsonata {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let text = config.require_string("expression")?;
-    let expression =
-        Expression::compile(&text).map_err(|e| config.error("expression", e.to_string()))?;
-    let path =
-        |key: &str, p: &str| FieldPath::parse(p).map_err(|e| config.error(key, e.to_string()));
-    let fields = match config.string("source")? {
+    let o = ApplyJsonataOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    let expression = Expression::compile(&o.expression)
+        .map_err(|e| errors.push(config.error("expression", e.to_string())))
+        .ok();
+    let mut path = |key: &str, p: &str| {
+        FieldPath::parse(p)
+            .map_err(|e| errors.push(config.error(key, e.to_string())))
+            .ok()
+    };
+    let fields = match &o.source {
         None => None,
         Some(source) => {
-            let src = path("source", &source)?;
-            let dest = match config.string("destination")? {
-                Some(d) => path("destination", &d)?,
+            let src = path("source", source);
+            let dest = match &o.destination {
+                Some(d) => path("destination", d),
                 None => src.clone(),
             };
-            Some((src, dest))
+            src.zip(dest)
         }
     };
-    Ok(Box::new(ApplyJsonata { expression, fields }))
+    match expression {
+        Some(expression) if errors.is_empty() => Ok(Box::new(ApplyJsonata { expression, fields })),
+        _ => Err(errors.into()),
+    }
 }
 
 impl Stage for ApplyJsonata {

@@ -31,26 +31,37 @@ use std::collections::HashSet;
 
 use encoding_rs::Encoding;
 use scraper::{ElementRef, Html, Node, Selector};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ApplyJSoup",
-    spec,
+    spec: ApplyJSoupOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("filePathField", Kind::String)
-        .optional("byteArrayField", Kind::String)
-        .optional("stringField", Kind::String)
-        .optional("charset", Kind::String)
-        .required("destinationFields", Kind::Object)
+/// Selects elements of an HTML page with CSS selectors and writes their text, an attribute,
+/// or their HTML to fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ApplyJSoupOptions {
+    /// A field holding the path of an HTML file (give exactly one of filePathField,
+    /// byteArrayField and stringField).
+    file_path_field: Option<String>,
+    /// A field holding the page as bytes (base64 text).
+    byte_array_field: Option<String>,
+    /// A field holding the page as text.
+    string_field: Option<String>,
+    /// The page's encoding for files and bytes, such as ISO-8859-1 (default: a file's
+    /// byte-order mark or `<meta charset>`, else UTF-8).
+    charset: Option<String>,
+    /// Each destination field to `{ selector: "css", type: "text" | "attribute" | "html" |
+    /// "outerHtml", attribute: "href" }` (attribute is required for type attribute).
+    destination_fields: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,58 +92,72 @@ struct ApplyJSoup {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = ApplyJSoupOptions::from_config(config)?;
+    let mut errors = Vec::new();
     let sources: Vec<(Input, String)> = [
-        (Input::File, "filePathField"),
-        (Input::Bytes, "byteArrayField"),
-        (Input::Text, "stringField"),
+        (Input::File, o.file_path_field),
+        (Input::Bytes, o.byte_array_field),
+        (Input::Text, o.string_field),
     ]
     .into_iter()
-    .filter_map(|(input, key)| match config.string(key) {
-        Ok(Some(f)) => Some(Ok((input, f))),
-        Ok(None) => None,
-        Err(e) => Some(Err(e)),
-    })
-    .collect::<Result<_, _>>()?;
-    let (input, field) =
-        match sources.as_slice() {
-            [(input, field)] => (*input, field.clone()),
-            _ => return Err(config
-                .error(
-                    "filePathField",
-                    "give exactly one of \"filePathField\", \"byteArrayField\" or \"stringField\"",
-                )
-                .into()),
-        };
-    let charset =
-        match config.string("charset")? {
-            None => None,
-            Some(label) => Some(Encoding::for_label(label.trim().as_bytes()).ok_or_else(|| {
-                config.error("charset", format!("unknown character set {label:?}"))
-            })?),
-        };
-    let map = config.object("destinationFields")?.ok_or_else(|| {
-        config.error(
-            "destinationFields",
-            "missing required key \"destinationFields\"",
-        )
-    })?;
+    .filter_map(|(input, field)| field.map(|f| (input, f)))
+    .collect();
+    let source = match sources.as_slice() {
+        [(input, field)] => Some((*input, field.clone())),
+        _ => {
+            errors.push(config.error(
+                "filePathField",
+                "give exactly one of \"filePathField\", \"byteArrayField\" or \"stringField\"",
+            ));
+            None
+        }
+    };
+    let charset = match &o.charset {
+        None => None,
+        Some(label) => {
+            let encoding = Encoding::for_label(label.trim().as_bytes());
+            if encoding.is_none() {
+                errors.push(config.error("charset", format!("unknown character set {label:?}")));
+            }
+            encoding
+        }
+    };
+    let destinations = destinations(config, &o.destination_fields).unwrap_or_else(|e| {
+        errors.push(e);
+        Vec::new()
+    });
+    let (Some((input, field)), true) = (source, errors.is_empty()) else {
+        return Err(errors.into());
+    };
+    Ok(Box::new(ApplyJSoup {
+        input,
+        field,
+        charset,
+        destinations,
+    }))
+}
+
+/// The `destinationFields` entries, their selectors parsed.
+fn destinations(
+    config: &ComponentConfig,
+    map: &Map<String, Value>,
+) -> Result<Vec<Destination>, ConfigError> {
     if map.is_empty() {
-        return Err(config
-            .error("destinationFields", "needs at least one destination")
-            .into());
+        return Err(config.error("destinationFields", "needs at least one destination"));
     }
     let mut destinations = Vec::new();
     for (field, spec) in map {
         let err = |m: String| config.error("destinationFields", format!("{field:?}: {m}"));
         let Value::Object(spec) = spec else {
-            return Err(err("must be an object with \"selector\" and \"type\"".into()).into());
+            return Err(err(
+                "must be an object with \"selector\" and \"type\"".into()
+            ));
         };
         let allowed: HashSet<&str> = ["selector", "type", "attribute"].into();
         if let Some(k) = spec.keys().find(|k| !allowed.contains(k.as_str())) {
             return Err(err(format!(
                 "unknown key {k:?} (expected selector, type, attribute)"
-            ))
-            .into());
+            )));
         }
         let text = |k: &str| match spec.get(k) {
             None => Ok(None),
@@ -154,8 +179,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
             other => {
                 return Err(err(format!(
                     "type must be text, attribute, html or outerHtml, found {other:?}"
-                ))
-                .into())
+                )))
             }
         };
         destinations.push(Destination {
@@ -164,12 +188,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
             extract,
         });
     }
-    Ok(Box::new(ApplyJSoup {
-        input,
-        field,
-        charset,
-        destinations,
-    }))
+    Ok(destinations)
 }
 
 /// Elements jsoup's `text()` also treats as word boundaries, besides the block elements text

@@ -21,55 +21,55 @@
 use regex::{Regex, RegexBuilder};
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec, Strings};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ApplyRegex",
-    spec,
+    spec: ApplyRegexOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    flag_keys(
-        Spec::stage()
-            .required("source", Kind::StringOrList)
-            .required("dest", Kind::StringOrList)
-            .required("regex", Kind::String)
-            .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
-            .optional("captureGroup", Kind::Integer),
-    )
+/// Extracts the matches of a regular expression from source fields into destination fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ApplyRegexOptions {
+    /// The fields searched.
+    source: Strings,
+    /// The fields the matches go to: one per source, or one for every source.
+    dest: Strings,
+    /// The pattern (Rust `regex` syntax: Java's without look-around or back-references).
+    regex: String,
+    /// How a destination that already has values is written.
+    #[option(default)]
+    update_mode: UpdateMode,
+    /// The group written (0: the whole match; default the first group if the pattern has
+    /// one, else the whole match).
+    capture_group: Option<i64>,
+    /// Lucille's pattern flags.
+    #[option(flatten)]
+    flags: RegexFlags,
 }
 
-/// Adds Lucille's four pattern flags (shared with ReplacePatterns).
-pub(crate) fn flag_keys(spec: Spec) -> Spec {
-    spec.optional("ignoreCase", Kind::Bool)
-        .optional("multiline", Kind::Bool)
-        .optional("dotall", Kind::Bool)
-        .optional("literal", Kind::Bool)
-        .alias("dotAll", "dotall")
-}
-
-/// Lucille's pattern flags.
-#[derive(Debug, Clone, Copy, Default)]
+/// Lucille's four pattern flags (ApplyRegex and ReplacePatterns), all default false.
+#[derive(Debug, Clone, Copy, Default, Options)]
 pub(crate) struct RegexFlags {
+    /// Letters match in either case (Unicode-aware).
+    #[option(default)]
     pub ignore_case: bool,
+    /// `^` and `$` also match at line breaks, not only at the text's ends.
+    #[option(default)]
     pub multiline: bool,
+    /// `.` also matches a line break.
+    #[option(default, alias = "dotAll")]
     pub dotall: bool,
+    /// The pattern is matched as plain text, not as a regular expression.
+    #[option(default)]
     pub literal: bool,
 }
 
 impl RegexFlags {
-    pub(crate) fn from_config(config: &ComponentConfig) -> Result<Self, ConfigError> {
-        Ok(RegexFlags {
-            ignore_case: config.bool_or("ignoreCase", false)?,
-            multiline: config.bool_or("multiline", false)?,
-            dotall: config.bool_or("dotall", false)?,
-            literal: config.bool_or("literal", false)?,
-        })
-    }
-
     /// Compiles a pattern with these flags; the error names `key`.
     pub(crate) fn compile(
         &self,
@@ -91,13 +91,13 @@ impl RegexFlags {
     }
 }
 
-/// Lucille's `source` / `dest` lists: both non-empty, and either one destination or as many
-/// destinations as sources. Returns the (source, destination) pairs in order.
+/// Lucille's `source` / `dest` lists, as read: both non-empty, and either one destination or as
+/// many destinations as sources. Returns the (source, destination) pairs in order.
 pub(crate) fn source_dest_pairs(
     config: &ComponentConfig,
+    sources: &[String],
+    dests: &[String],
 ) -> Result<Vec<(String, String)>, ConfigError> {
-    let sources = config.strings("source")?.unwrap_or_default();
-    let dests = config.strings("dest")?.unwrap_or_default();
     if sources.is_empty() {
         return Err(config.error("source", "needs at least one field"));
     }
@@ -136,11 +136,21 @@ struct ApplyRegex {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let pairs = source_dest_pairs(config)?;
-    let flags = RegexFlags::from_config(config)?;
-    let regex = flags.compile(config, "regex", &config.require_string("regex")?)?;
+    let o = ApplyRegexOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    let pairs = source_dest_pairs(config, &o.source, &o.dest)
+        .map_err(|e| errors.push(e))
+        .ok();
+    let regex = o
+        .flags
+        .compile(config, "regex", &o.regex)
+        .map_err(|e| errors.push(e))
+        .ok();
+    let (Some(pairs), Some(regex)) = (pairs, regex) else {
+        return Err(errors.into());
+    };
     let groups = regex.captures_len() - 1;
-    let group = match config.i64("captureGroup")? {
+    let group = match o.capture_group {
         None => usize::from(groups > 0),
         Some(g) => match usize::try_from(g) {
             Ok(g) if g <= groups => g,
@@ -160,7 +170,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
         pairs,
         regex,
         group,
-        mode: config.update_mode("updateMode")?,
+        mode: o.update_mode,
     }))
 }
 
@@ -331,5 +341,23 @@ mod tests {
             json!({"class": "ApplyRegex", "source": ["a"], "dest": ["x"], "regex": "a", "ignoreCase": "maybe"})
         )
         .contains("ignoreCase"));
+        let err =
+            build_err(json!({"class": "ApplyRegex", "source": [], "dest": ["x"], "regex": "(a"}));
+        assert!(
+            err.contains("source") && err.contains("invalid regex"),
+            "every problem at once: {err}"
+        );
+    }
+
+    #[test]
+    fn the_flags_are_declared_keys() {
+        use crate::config::Options;
+        let spec = super::ApplyRegexOptions::spec();
+        let names: Vec<&str> = spec.properties().iter().map(|p| p.name).collect();
+        assert!(
+            names.ends_with(&["ignoreCase", "multiline", "dotall", "literal"]),
+            "{names:?}"
+        );
+        assert!(spec.properties().iter().all(|p| !p.description.is_empty()));
     }
 }

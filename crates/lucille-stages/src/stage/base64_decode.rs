@@ -23,21 +23,27 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "Base64Decode",
-    spec,
+    spec: Base64DecodeOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("inputField", Kind::String)
-        .required("outputField", Kind::String)
-        .optional("asText", Kind::Bool)
+/// Decodes base64 text from one field into bytes (or text) in another.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct Base64DecodeOptions {
+    /// The field holding base64 text (standard or URL-safe, padded or not).
+    input_field: String,
+    /// The field the decoded bytes are written to (as canonical base64 text).
+    output_field: String,
+    /// Write the decoded bytes as UTF-8 text instead of as bytes (not in Lucille).
+    #[option(default)]
+    as_text: bool,
 }
 
 struct Base64Decode {
@@ -47,10 +53,11 @@ struct Base64Decode {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = Base64DecodeOptions::from_config(config)?;
     Ok(Box::new(Base64Decode {
-        input: config.require_string("inputField")?,
-        output: config.require_string("outputField")?,
-        as_text: config.bool_or("asText", false)?,
+        input: o.input_field,
+        output: o.output_field,
+        as_text: o.as_text,
     }))
 }
 

@@ -62,14 +62,14 @@ use regex::Regex;
 use unicode_segmentation::UnicodeSegmentation;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
 use crate::document::ids::child_id;
 use crate::document::Document;
 use crate::pipeline::{PlanRule, StagePlan};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ChunkText",
-    spec,
+    spec: ChunkTextOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
@@ -78,26 +78,49 @@ inventory::submit!(PlanRule {
     apply: attach_chunks_before_emit,
 });
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::String)
-        .optional("dest", Kind::String)
-        .optional(
-            "chunkingMethod",
-            Kind::OneOf(&["sentence", "paragraph", "fixed", "custom"]),
-        )
-        .optional("lengthToSplit", Kind::Integer)
-        .optional("regex", Kind::String)
-        .alias("regEx", "regex")
-        .optional("cleanChunks", Kind::Bool)
-        .optional("preMergeMinChunkLen", Kind::Integer)
-        .optional("preMergeMaxChunkLen", Kind::Integer)
-        .optional("chunksToMerge", Kind::Integer)
-        .optional("chunksToOverlap", Kind::Integer)
-        .optional("overlapPercentage", Kind::Integer)
-        .optional("characterLimit", Kind::Integer)
-        .optional("dropParent", Kind::Bool)
-        .optional("attachChildren", Kind::Bool)
+/// Splits a field's text into chunks and emits one child document per chunk, lazily.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ChunkTextOptions {
+    /// The field whose text (first value) is chunked.
+    source: String,
+    /// The children's text field.
+    #[option(default = "text")]
+    dest: String,
+    /// How the text is split: at sentences, at paragraphs (blank lines), every lengthToSplit
+    /// characters, or at each match of regex.
+    #[option(default = "sentence", one_of = ["sentence", "paragraph", "fixed", "custom"])]
+    chunking_method: String,
+    /// Characters per chunk (required, and positive, for fixed).
+    length_to_split: Option<i64>,
+    /// The separator pattern (required for custom; Rust regex syntax).
+    #[option(alias = "regEx")]
+    regex: Option<String>,
+    /// Replace every run of whitespace holding a line break by one space, then trim.
+    #[option(default)]
+    clean_chunks: bool,
+    /// Join a chunk shorter than this many characters with the ones after it (0 or less: off).
+    pre_merge_min_chunk_len: Option<i64>,
+    /// Cut chunks longer than this many characters before merging (0 or less: off).
+    pre_merge_max_chunk_len: Option<i64>,
+    /// Join this many consecutive chunks into one.
+    #[option(default = 1, min = 1)]
+    chunks_to_merge: i64,
+    /// With chunksToMerge: how many chunks consecutive merged chunks share (smaller than
+    /// chunksToMerge).
+    chunks_to_overlap: Option<usize>,
+    /// Instead of chunksToOverlap: each chunk also takes this percentage of its own length
+    /// from the chunk before it and the chunk after it.
+    #[option(default = 0, min = 0)]
+    overlap_percentage: i64,
+    /// Cut final chunks to this many characters (0 or -1: off).
+    character_limit: Option<i64>,
+    /// Mark the parent dropped when it has chunks (not with attached chunks).
+    #[option(default)]
+    drop_parent: bool,
+    /// Attach the chunks to the parent (`___children`) rather than emit them (default: true
+    /// when an EmitNestedChildren comes later in the same pipeline, else false).
+    attach_children: Option<bool>,
 }
 
 enum Method {
@@ -126,126 +149,98 @@ struct ChunkText {
     chunking: Arc<Chunking>,
 }
 
-/// A positive integer, or `None` when the key is absent or not positive (Lucille's "off").
-fn positive_or_off(config: &ComponentConfig, key: &str) -> Result<Option<usize>, ConfigError> {
-    Ok(config
-        .i64(key)?
-        .and_then(|n| usize::try_from(n).ok())
-        .filter(|n| *n > 0))
+/// A positive length, or `None` when absent or not positive (Lucille's "off").
+fn positive_or_off(n: Option<i64>) -> Option<usize> {
+    n.and_then(|n| usize::try_from(n).ok()).filter(|n| *n > 0)
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let source = config.require_string("source")?;
-    let dest = config.string("dest")?.unwrap_or_else(|| "text".to_string());
-    if dest.is_empty() || crate::document::is_reserved(&dest) {
-        return Err(config
-            .error(
-                "dest",
-                format!("{dest:?} cannot be written: it is reserved or empty"),
-            )
-            .into());
+    let o = ChunkTextOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    let mut push = |e: ConfigError| errors.push(e);
+    if o.dest.is_empty() || crate::document::is_reserved(&o.dest) {
+        push(config.error(
+            "dest",
+            format!("{:?} cannot be written: it is reserved or empty", o.dest),
+        ));
     }
-    let method_name = config
-        .string("chunkingMethod")?
-        .unwrap_or_else(|| "sentence".to_string())
-        .to_ascii_lowercase();
-    let method = match method_name.as_str() {
-        "paragraph" => Method::Paragraph,
-        "fixed" => match config.i64("lengthToSplit")? {
-            Some(n) if n > 0 => Method::Fixed(usize::try_from(n).unwrap_or(usize::MAX)),
+    let method = match o.chunking_method.as_str() {
+        "paragraph" => Some(Method::Paragraph),
+        "fixed" => match o.length_to_split {
+            Some(n) if n > 0 => Some(Method::Fixed(usize::try_from(n).unwrap_or(usize::MAX))),
             _ => {
-                return Err(config
-                    .error(
-                        "lengthToSplit",
-                        "must be a positive integer for fixed chunking",
-                    )
-                    .into())
+                push(config.error(
+                    "lengthToSplit",
+                    "must be a positive integer for fixed chunking",
+                ));
+                None
             }
         },
-        "custom" => {
-            let pattern = config.string("regex")?.unwrap_or_default();
-            if pattern.is_empty() {
-                return Err(config
-                    .error("regex", "must be a non-empty pattern for custom chunking")
-                    .into());
+        "custom" => match o.regex.as_deref().unwrap_or_default() {
+            "" => {
+                push(config.error("regex", "must be a non-empty pattern for custom chunking"));
+                None
             }
-            Method::Custom(
-                Regex::new(&pattern)
-                    .map_err(|e| config.error("regex", format!("invalid pattern: {e}")))?,
-            )
-        }
-        _ => Method::Sentence,
+            pattern => match Regex::new(pattern) {
+                Ok(r) => Some(Method::Custom(r)),
+                Err(e) => {
+                    push(config.error("regex", format!("invalid pattern: {e}")));
+                    None
+                }
+            },
+        },
+        _ => Some(Method::Sentence),
     };
-    let merge = match config.i64("chunksToMerge")? {
-        None => 1,
-        Some(n) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
-        Some(n) => {
-            return Err(config
-                .error("chunksToMerge", format!("must be at least 1, found {n}"))
-                .into())
-        }
-    };
-    let overlap_chunks = config.usize("chunksToOverlap")?;
-    let overlap_percent = match config.i64("overlapPercentage")? {
-        None => 0,
-        Some(n) => usize::try_from(n).map_err(|_| {
-            config.error(
-                "overlapPercentage",
-                format!("must not be negative, found {n}"),
-            )
-        })?,
-    };
-    if let Some(o) = overlap_chunks {
+    // At least 1 (checked by the options).
+    let merge = usize::try_from(o.chunks_to_merge).unwrap_or(usize::MAX);
+    // Not negative (checked by the options).
+    let overlap_percent = usize::try_from(o.overlap_percentage).unwrap_or(0);
+    let overlap_chunks = o.chunks_to_overlap;
+    if let Some(overlap) = overlap_chunks {
         if overlap_percent > 0 {
-            return Err(config
-                .error(
-                    "chunksToOverlap",
-                    "give either chunksToOverlap or overlapPercentage, not both",
-                )
-                .into());
-        }
-        if o >= merge {
-            return Err(config
-                .error(
-                    "chunksToOverlap",
-                    format!("must be smaller than chunksToMerge ({o} >= {merge})"),
-                )
-                .into());
+            push(config.error(
+                "chunksToOverlap",
+                "give either chunksToOverlap or overlapPercentage, not both",
+            ));
+        } else if overlap >= merge {
+            push(config.error(
+                "chunksToOverlap",
+                format!("must be smaller than chunksToMerge ({overlap} >= {merge})"),
+            ));
         }
     }
-    let limit = match config.i64("characterLimit")? {
+    let limit = match o.character_limit {
         None | Some(-1) | Some(0) => None,
         Some(n) if n > 0 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
         Some(n) => {
-            return Err(config
-                .error(
-                    "characterLimit",
-                    format!("must be a positive integer (or -1 for none), found {n}"),
-                )
-                .into())
+            push(config.error(
+                "characterLimit",
+                format!("must be a positive integer (or -1 for none), found {n}"),
+            ));
+            None
         }
     };
-    let drop_parent = config.bool_or("dropParent", false)?;
-    let attach = config.bool_or("attachChildren", false)?;
-    if attach && drop_parent {
-        return Err(config
-            .error(
-                "dropParent",
-                "cannot be combined with attached chunks (attachChildren, or a later \
+    let attach = o.attach_children.unwrap_or(false);
+    if attach && o.drop_parent {
+        push(config.error(
+            "dropParent",
+            "cannot be combined with attached chunks (attachChildren, or a later \
              EmitNestedChildren): set dropParent on the EmitNestedChildren, as in Lucille",
-            )
-            .into());
+        ));
     }
+    let (Some(method), true) = (method, errors.is_empty()) else {
+        return Err(errors.into());
+    };
     Ok(Box::new(ChunkText {
-        source,
-        dest,
-        drop_parent,
+        source: o.source,
+        dest: o.dest,
+        drop_parent: o.drop_parent,
         attach,
         chunking: Arc::new(Chunking {
             method,
-            clean: config.bool_or("cleanChunks", false)?,
-            pre_min: positive_or_off(config, "preMergeMinChunkLen")?,
-            pre_max: positive_or_off(config, "preMergeMaxChunkLen")?,
+            clean: o.clean_chunks,
+            pre_min: positive_or_off(o.pre_merge_min_chunk_len),
+            pre_max: positive_or_off(o.pre_merge_max_chunk_len),
             merge,
             overlap_chunks,
             overlap_percent,
@@ -750,7 +745,15 @@ fn attach_chunks_before_emit(plans: &mut [StagePlan]) -> Vec<ConfigError> {
     let is = |plan: &StagePlan, name: &str| plan.builtin() == Some(name);
     let mut errors = Vec::new();
     for i in 0..plans.len() {
-        if !is(&plans[i], "ChunkText") || plans[i].config().map().contains_key("attachChildren") {
+        if !is(&plans[i], "ChunkText") {
+            continue;
+        }
+        // The stage's options as it reads them (a block with problems is left for its build
+        // to report).
+        let Ok(options) = ChunkTextOptions::from_config(plans[i].config()) else {
+            continue;
+        };
+        if options.attach_children.is_some() {
             continue;
         }
         let Some(emit) = plans[i + 1..].iter().find(|p| is(p, "EmitNestedChildren")) else {
@@ -762,7 +765,7 @@ fn attach_chunks_before_emit(plans: &mut [StagePlan]) -> Vec<ConfigError> {
         map.insert("attachChildren".into(), serde_json::Value::Bool(true));
         let config = ComponentConfig::new(map, plan.config().path())
             .with_paths(plan.config().paths().clone());
-        if config.bool_or("dropParent", false).unwrap_or(false) {
+        if options.drop_parent {
             errors.push(config.error(
                 "dropParent",
                 format!(

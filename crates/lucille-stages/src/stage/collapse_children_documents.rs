@@ -5,21 +5,27 @@
 //! Keys: `fieldsToCopy` (a field or a list), `dropChildren` (required: detach the children
 //! afterwards). A field a child lacks is skipped; a document without children is left alone.
 
+use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "CollapseChildrenDocuments",
-    spec,
+    spec: CollapseChildrenDocumentsOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("fieldsToCopy", Kind::StringOrList)
-        .required("dropChildren", Kind::Bool)
+/// Copies fields of a document's attached children (`___children`) up to the document, as
+/// multi-valued fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct CollapseChildrenDocumentsOptions {
+    /// The fields copied from each child (set if absent, else appended, in child order).
+    fields_to_copy: Strings,
+    /// Detach the children afterwards.
+    drop_children: bool,
 }
 
 struct CollapseChildrenDocuments {
@@ -28,24 +34,18 @@ struct CollapseChildrenDocuments {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let fields = config.strings("fieldsToCopy")?.unwrap_or_default();
-    if let Some(bad) = fields
+    let o = CollapseChildrenDocumentsOptions::from_config(config)?;
+    let errors: Vec<_> = o
+        .fields_to_copy
         .iter()
-        .find(|f| f.is_empty() || crate::document::is_reserved(f))
-    {
-        return Err(config
-            .error(
-                "fieldsToCopy",
-                format!("{bad:?} cannot be copied: it is reserved or empty"),
-            )
-            .into());
+        .filter_map(|f| check_writable(config, "fieldsToCopy", f).err())
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors.into());
     }
-    let drop_children = config
-        .bool("dropChildren")?
-        .ok_or_else(|| config.error("dropChildren", "missing required key \"dropChildren\""))?;
     Ok(Box::new(CollapseChildrenDocuments {
-        fields,
-        drop_children,
+        fields: o.fields_to_copy.into(),
+        drop_children: o.drop_children,
     }))
 }
 

@@ -9,21 +9,25 @@
 
 use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ComputeFieldSize",
-    spec,
+    spec: ComputeFieldSizeOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::String)
-        .required("dest", Kind::String)
-        .alias("destination", "dest")
+/// Writes the size in bytes of a binary field.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ComputeFieldSizeOptions {
+    /// The field holding bytes (base64 text); its first value is measured.
+    source: String,
+    /// The field the byte count is written to, overwriting (`destination` is accepted too).
+    #[option(alias = "destination")]
+    dest: String,
 }
 
 struct ComputeFieldSize {
@@ -32,11 +36,11 @@ struct ComputeFieldSize {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let dest = config.require_string("dest")?;
-    check_writable(config, "dest", &dest)?;
+    let o = ComputeFieldSizeOptions::from_config(config)?;
+    check_writable(config, "dest", &o.dest)?;
     Ok(Box::new(ComputeFieldSize {
-        source: config.require_string("source")?,
-        dest,
+        source: o.source,
+        dest: o.dest,
     }))
 }
 

@@ -16,22 +16,32 @@ use std::collections::HashMap;
 
 use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "Concatenate",
-    spec,
+    spec: ConcatenateOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("dest", Kind::String)
-        .required("formatString", Kind::String)
-        .optional("defaultInputs", Kind::StringMap)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
+/// Fills a format string's `{field}` placeholders with field values and writes the result to
+/// one field.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ConcatenateOptions {
+    /// The field written.
+    dest: String,
+    /// The text with `{field}` placeholders, e.g. `"{city}, {state}"`; each takes the field's
+    /// first value.
+    format_string: String,
+    /// Text for a placeholder whose field is absent (`{ field: text }`); without one, the
+    /// placeholder is left in place.
+    default_inputs: Option<Vec<(String, String)>>,
+    /// How `dest` is written when it already has values.
+    #[option(default)]
+    update_mode: UpdateMode,
 }
 
 #[derive(Debug, PartialEq)]
@@ -77,17 +87,14 @@ struct Concatenate {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let dest = config.require_string("dest")?;
-    check_writable(config, "dest", &dest)?;
+    let o = ConcatenateOptions::from_config(config)?;
+    check_writable(config, "dest", &o.dest)?;
+    let mode = o.update_mode;
     Ok(Box::new(Concatenate {
-        dest,
-        parts: parse_format(&config.require_string("formatString")?),
-        defaults: config
-            .string_map("defaultInputs")?
-            .unwrap_or_default()
-            .into_iter()
-            .collect(),
-        mode: config.update_mode("updateMode")?,
+        dest: o.dest,
+        parts: parse_format(&o.format_string),
+        defaults: o.default_inputs.unwrap_or_default().into_iter().collect(),
+        mode,
     }))
 }
 

@@ -11,24 +11,34 @@
 //! Lucille ignores an empty term; here an empty string in `contains` is a config error.
 
 use super::extract_entities::{Boundaries, TermMatcher};
+use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "Contains",
-    spec,
+    spec: ContainsOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("contains", Kind::StringOrList)
-        .required("fields", Kind::StringOrList)
-        .required("output", Kind::String)
-        .required("value", Kind::String)
-        .optional("ignoreCase", Kind::Bool)
+/// Tags a document when any of the given fields contains any of the given terms as a whole
+/// word.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ContainsOptions {
+    /// The terms looked for (not empty).
+    contains: Strings,
+    /// The fields searched.
+    fields: Strings,
+    /// The field tagged.
+    output: String,
+    /// The tag written to `output` (overwriting it).
+    value: String,
+    /// Match terms in either case.
+    #[option(default = true)]
+    ignore_case: bool,
 }
 
 struct Contains {
@@ -39,29 +49,25 @@ struct Contains {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let terms = config.strings("contains")?.unwrap_or_default();
-    if terms.is_empty() {
-        return Err(config.error("contains", "needs at least one term").into());
+    let o = ContainsOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    if o.contains.is_empty() {
+        errors.push(config.error("contains", "needs at least one term"));
+    } else if o.contains.iter().any(String::is_empty) {
+        errors.push(config.error("contains", "terms must not be empty"));
     }
-    if terms.iter().any(String::is_empty) {
-        return Err(config.error("contains", "terms must not be empty").into());
+    if o.fields.is_empty() {
+        errors.push(config.error("fields", "needs at least one field"));
     }
-    let fields = config.strings("fields")?.unwrap_or_default();
-    if fields.is_empty() {
-        return Err(config.error("fields", "needs at least one field").into());
+    if let Err(e) = check_writable(config, "output", &o.output) {
+        errors.push(e);
     }
-    let output = config.require_string("output")?;
-    if output.is_empty() || crate::document::is_reserved(&output) {
-        return Err(config
-            .error(
-                "output",
-                format!("{output:?} cannot be written: it is reserved or empty"),
-            )
-            .into());
+    if !errors.is_empty() {
+        return Err(errors.into());
     }
     let matcher = TermMatcher::new(
-        terms.into_iter().map(|t| (t.clone(), t)),
-        config.bool_or("ignoreCase", true)?,
+        o.contains.iter().map(|t| (t.clone(), t.clone())),
+        o.ignore_case,
         Boundaries {
             whole_words: true,
             whitespace: false,
@@ -70,9 +76,9 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     .map_err(|e| config.error("contains", format!("cannot build the matcher: {e}")))?;
     Ok(Box::new(Contains {
         matcher,
-        fields,
-        output,
-        value: config.require_string("value")?,
+        fields: o.fields.into(),
+        output: o.output,
+        value: o.value,
     }))
 }
 

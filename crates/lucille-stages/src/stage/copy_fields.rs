@@ -7,26 +7,36 @@
 //!
 //! Values keep their JSON types (Lucille copies them as text); a missing source is skipped.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{as_string, ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{as_string, ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
 use crate::document::{Document, FieldPath, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "CopyFields",
-    spec,
+    spec: CopyFieldsOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("fieldMapping", Kind::Object)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
-        .optional("isNested", Kind::Bool)
-        .optional("source", Kind::StringList)
-        .optional("dest", Kind::StringList)
+/// Copies each source field's values to one or more destination fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct CopyFieldsOptions {
+    /// Each source field to its destination, or a list of destinations (`{ a: b, n: [n1, n2] }`).
+    field_mapping: Option<Map<String, Value>>,
+    /// How a destination that already has values is written (with isNested, always
+    /// overwritten).
+    #[option(default)]
+    update_mode: UpdateMode,
+    /// Sources and destinations are nested paths such as `a.b[0]`.
+    #[option(default)]
+    is_nested: bool,
+    /// The older form: the source fields, with dest (instead of fieldMapping).
+    source: Option<Vec<String>>,
+    /// The older form: the destination of each source field, in the same order.
+    dest: Option<Vec<String>>,
 }
 
 enum Pairs {
@@ -39,16 +49,13 @@ struct CopyFields {
     mode: UpdateMode,
 }
 
-/// Reads `fieldMapping` (or the older `source` / `dest` lists) as ordered (source, dest) pairs.
-pub(crate) fn mapping_pairs(
+/// `fieldMapping` (or the older `source` / `dest` lists) as ordered (source, dest) pairs.
+fn mapping_pairs(
     config: &ComponentConfig,
+    o: &CopyFieldsOptions,
 ) -> Result<Vec<(String, String)>, ConfigError> {
     let mut pairs = Vec::new();
-    match (
-        config.object("fieldMapping")?,
-        config.string_list("source")?,
-        config.string_list("dest")?,
-    ) {
+    match (&o.field_mapping, &o.source, &o.dest) {
         (Some(map), None, None) => {
             for (source, dest) in map {
                 match dest {
@@ -86,7 +93,7 @@ pub(crate) fn mapping_pairs(
                     ),
                 ));
             }
-            pairs.extend(sources.into_iter().zip(dests));
+            pairs.extend(sources.iter().cloned().zip(dests.iter().cloned()));
         }
         (None, None, None) => {
             return Err(config.error("fieldMapping", "missing required key \"fieldMapping\""))
@@ -105,17 +112,24 @@ pub(crate) fn mapping_pairs(
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let pairs = mapping_pairs(config)?;
-    let mode = config.update_mode("updateMode")?;
-    let pairs = if config.bool_or("isNested", false)? {
-        let parse =
-            |p: &str| FieldPath::parse(p).map_err(|e| config.error("fieldMapping", e.to_string()));
-        Pairs::Nested(
-            pairs
-                .iter()
-                .map(|(s, d)| Ok((parse(s)?, parse(d)?)))
-                .collect::<Result<_, ConfigError>>()?,
-        )
+    let o = CopyFieldsOptions::from_config(config)?;
+    let pairs = mapping_pairs(config, &o)?;
+    let mode = o.update_mode;
+    let pairs = if o.is_nested {
+        let mut errors = Vec::new();
+        let mut parse = |p: &str| {
+            FieldPath::parse(p)
+                .map_err(|e| errors.push(config.error("fieldMapping", e.to_string())))
+                .ok()
+        };
+        let nested: Vec<_> = pairs
+            .iter()
+            .filter_map(|(s, d)| parse(s).zip(parse(d)))
+            .collect();
+        if !errors.is_empty() {
+            return Err(errors.into());
+        }
+        Pairs::Nested(nested)
     } else {
         Pairs::Flat(pairs)
     };

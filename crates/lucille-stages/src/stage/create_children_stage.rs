@@ -7,22 +7,31 @@
 //! as in Lucille, where the stage lives in the main source tree for manual tests.
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "CreateChildrenStage",
-    spec,
+    spec: CreateChildrenStageOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("numChildren", Kind::Integer)
-        .optional("dropParent", Kind::Bool)
-        .optional("dropChild", Kind::Integer)
-        .optional("failAfter", Kind::Integer)
+/// A testing stage that generates empty children (`<parentId>_child<N>`), lazily.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct CreateChildrenStageOptions {
+    /// How many children each document gets.
+    #[option(default = 3, min = 0)]
+    num_children: i64,
+    /// Mark the parent dropped.
+    #[option(default)]
+    drop_parent: bool,
+    /// The number (from 1) of one child to mark dropped.
+    drop_child: Option<usize>,
+    /// Fail the parent once this many children have been generated (the children so far are
+    /// kept, and the generator stops).
+    fail_after: Option<usize>,
 }
 
 struct CreateChildrenStage {
@@ -33,11 +42,13 @@ struct CreateChildrenStage {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = CreateChildrenStageOptions::from_config(config)?;
     Ok(Box::new(CreateChildrenStage {
-        num_children: config.usize("numChildren")?.unwrap_or(3),
-        drop_parent: config.bool_or("dropParent", false)?,
-        drop_child: config.usize("dropChild")?,
-        fail_after: config.usize("failAfter")?,
+        // Not negative (checked by the options).
+        num_children: usize::try_from(o.num_children).unwrap_or(0),
+        drop_parent: o.drop_parent,
+        drop_child: o.drop_child,
+        fail_after: o.fail_after,
     }))
 }
 

@@ -14,22 +14,31 @@
 
 use super::apply_regex::source_dest_pairs;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "CreateStaticTeaser",
-    spec,
+    spec: CreateStaticTeaserOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::StringOrList)
-        .required("dest", Kind::StringOrList)
-        .required("maxLength", Kind::Integer)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
+/// Writes a teaser of at most `maxLength` characters of each source field into its
+/// destination, cut at a word break.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct CreateStaticTeaserOptions {
+    /// The fields read (only their first value).
+    source: Strings,
+    /// The fields the teasers go to: one per source, or one for every source.
+    dest: Strings,
+    /// The most characters in a teaser.
+    #[option(min = 1)]
+    max_length: usize,
+    /// How a destination that already has values is written.
+    #[option(default)]
+    update_mode: UpdateMode,
 }
 
 struct CreateStaticTeaser {
@@ -39,20 +48,11 @@ struct CreateStaticTeaser {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let pairs = source_dest_pairs(config)?;
-    let max = config.require_i64("maxLength")?;
-    let max_length = match usize::try_from(max) {
-        Ok(m) if m >= 1 => m,
-        _ => {
-            return Err(config
-                .error("maxLength", format!("must be at least 1, found {max}"))
-                .into())
-        }
-    };
+    let o = CreateStaticTeaserOptions::from_config(config)?;
     Ok(Box::new(CreateStaticTeaser {
-        pairs,
-        max_length,
-        mode: config.update_mode("updateMode")?,
+        pairs: source_dest_pairs(config, &o.source, &o.dest)?,
+        max_length: o.max_length,
+        mode: o.update_mode,
     }))
 }
 

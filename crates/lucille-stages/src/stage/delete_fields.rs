@@ -3,20 +3,24 @@
 //! Keys: `fields` (the names to remove; a list, or a single name). Missing fields are ignored.
 //! Reserved fields (`id`, `run_id`, ...) cannot be removed: naming one is a config error.
 
-use super::field_util::field_list;
+use super::field_util::check_fields;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "DeleteFields",
-    spec,
+    spec: DeleteFieldsOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage().required("fields", Kind::StringOrList)
+/// Removes fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct DeleteFieldsOptions {
+    /// The fields removed (missing ones are ignored; reserved ones cannot be named).
+    fields: Strings,
 }
 
 struct DeleteFields {
@@ -24,8 +28,10 @@ struct DeleteFields {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = DeleteFieldsOptions::from_config(config)?;
+    check_fields(config, "fields", &o.fields, true)?;
     Ok(Box::new(DeleteFields {
-        fields: field_list(config, "fields", true)?,
+        fields: o.fields.into(),
     }))
 }
 

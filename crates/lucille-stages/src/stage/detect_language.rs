@@ -27,26 +27,42 @@
 
 use whatlang::Lang;
 
+use super::field_util::check_fields;
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::{f64_to_value, Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "DetectLanguage",
-    spec,
+    spec: DetectLanguageOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::StringOrList)
-        .required("languageField", Kind::String)
-        .optional("languageConfidenceField", Kind::String)
-        .optional("minLength", Kind::Integer)
-        .optional("maxLength", Kind::Integer)
-        .optional("minProbability", Kind::Number)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
+/// Detects the language of the text in the source fields and writes its code and the
+/// detector's confidence.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct DetectLanguageOptions {
+    /// The fields whose values are joined (with spaces) into the text examined.
+    source: Strings,
+    /// The field the language code (ISO 639-1, as Lucille's) is written to.
+    language_field: String,
+    /// The field the confidence (0 to 1, two decimals) is written to.
+    #[option(default = "languageConfidence")]
+    language_confidence_field: String,
+    /// Texts shorter than this many characters are not examined.
+    #[option(default = 50, min = 0)]
+    min_length: i64,
+    /// Longer texts are cut to this many characters (at least 1 and at least minLength).
+    #[option(default = 10_000, min = 0)]
+    max_length: i64,
+    /// Less confident results are not written.
+    #[option(default = 0.95, min = 0, max = 1)]
+    min_probability: f64,
+    /// How the two fields are written when they already have values.
+    #[option(default)]
+    update_mode: UpdateMode,
 }
 
 struct DetectLanguage {
@@ -60,41 +76,32 @@ struct DetectLanguage {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let sources = config.strings("source")?.unwrap_or_default();
-    if sources.is_empty() {
-        return Err(config.error("source", "needs at least one field").into());
+    let o = DetectLanguageOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    if let Err(e) = check_fields(config, "source", &o.source, false) {
+        errors.push(e);
     }
-    let min_length = config.usize("minLength")?.unwrap_or(50);
-    let max_length = config.usize("maxLength")?.unwrap_or(10_000);
+    // Not negative (checked by the options).
+    let min_length = usize::try_from(o.min_length).unwrap_or(0);
+    let max_length = usize::try_from(o.max_length).unwrap_or(0);
     if max_length == 0 || max_length < min_length {
-        return Err(config
-            .error(
-                "maxLength",
-                format!(
-                    "must be at least 1 and at least minLength ({min_length}), found {max_length}"
-                ),
-            )
-            .into());
+        errors.push(config.error(
+            "maxLength",
+            format!("must be at least 1 and at least minLength ({min_length}), found {max_length}"),
+        ));
     }
-    let min_probability = config.f64("minProbability")?.unwrap_or(0.95);
-    if !(0.0..=1.0).contains(&min_probability) {
-        return Err(config
-            .error(
-                "minProbability",
-                format!("must be between 0 and 1, found {min_probability}"),
-            )
-            .into());
+    if !errors.is_empty() {
+        return Err(errors.into());
     }
+    let mode = o.update_mode;
     Ok(Box::new(DetectLanguage {
-        sources,
-        language_field: config.require_string("languageField")?,
-        confidence_field: config
-            .string("languageConfidenceField")?
-            .unwrap_or_else(|| "languageConfidence".to_string()),
+        sources: o.source.into(),
+        language_field: o.language_field,
+        confidence_field: o.language_confidence_field,
         min_length,
         max_length,
-        min_probability,
-        mode: config.update_mode("updateMode")?,
+        min_probability: o.min_probability,
+        mode,
     }))
 }
 

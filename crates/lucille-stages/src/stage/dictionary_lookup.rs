@@ -40,28 +40,51 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+use super::apply_regex::source_dest_pairs;
+use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec, Strings};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "DictionaryLookup",
-    spec,
+    spec: DictionaryLookupOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::StringOrList)
-        .required("dest", Kind::StringOrList)
-        .required("dictPath", Kind::String)
-        .optional("usePayloads", Kind::Bool)
-        .optional("ignoreCase", Kind::Bool)
-        .optional("setOnly", Kind::Bool)
-        .optional("useAnyMatch", Kind::Bool)
-        .optional("ignoreMissingSource", Kind::Bool)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
+/// Looks each whole value of the source fields up in a dictionary file and writes the entry's
+/// payloads (or the value itself) to the destinations; with `setOnly`, whether the values are
+/// in the dictionary.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct DictionaryLookupOptions {
+    /// The fields looked up.
+    source: Strings,
+    /// The fields written: one per source, or one for every source.
+    dest: Strings,
+    /// The dictionary file (`term[,payload...]` per line), resolved against the config file's
+    /// folder; `classpath:` paths are searched in the resource roots.
+    dict_path: String,
+    /// Write the entry's payloads; false writes the value found.
+    #[option(default = true)]
+    use_payloads: bool,
+    /// Compare terms and values lower-cased.
+    #[option(default)]
+    ignore_case: bool,
+    /// Write a boolean: whether every value of the sources is in the dictionary (a dictionary
+    /// without payloads; needs `updateMode` overwrite).
+    #[option(default)]
+    set_only: bool,
+    /// With `setOnly`: true as soon as any value of any source is in the dictionary.
+    #[option(default)]
+    use_any_match: bool,
+    /// With `setOnly`: what a missing source counts as.
+    #[option(default)]
+    ignore_missing_source: bool,
+    /// How a destination that already has values is written.
+    #[option(default)]
+    update_mode: UpdateMode,
 }
 
 /// Term (lower-cased when ignoring case) to its payloads (empty with `setOnly`).
@@ -80,29 +103,31 @@ struct DictionaryLookup {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let (pairs, one_dest) = source_dest_pairs(config)?;
-    let ignore_case = config.bool_or("ignoreCase", false)?;
-    let set_only = config.bool_or("setOnly", false)?;
-    let mode = config.update_mode("updateMode")?;
+    let o = DictionaryLookupOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    let pairs = writable_pairs(config, &o.source, &o.dest).unwrap_or_else(|e| {
+        errors.push(e);
+        Vec::new()
+    });
+    let (ignore_case, set_only) = (o.ignore_case, o.set_only);
+    let mode = o.update_mode;
     if set_only && mode != UpdateMode::Overwrite {
-        return Err(config
-            .error(
-                "updateMode",
-                "must be overwrite (or left out) when setOnly is true",
-            )
-            .into());
+        errors.push(config.error(
+            "updateMode",
+            "must be overwrite (or left out) when setOnly is true",
+        ));
     }
-    let dict_path = config.require_string("dictPath")?;
+    let dict_path = &o.dict_path;
     let key = format!("DictionaryLookup|{ignore_case}|{set_only}");
-    let dict = shared_by_files(config, &key, std::slice::from_ref(&dict_path), || {
+    let dict = shared_by_files(config, &key, std::slice::from_ref(dict_path), || {
         let mut dict = Dictionary::new();
-        read_dictionary(config, "dictPath", &dict_path, |line, term, payloads| {
+        read_dictionary(config, "dictPath", dict_path, |line, term, payloads| {
             let value = if set_only {
                 if !payloads.is_empty() {
                     return Err(dictionary_error(
                         config,
                         "dictPath",
-                        &dict_path,
+                        dict_path,
                         line,
                         "has payloads after the term, which setOnly does not allow",
                     ));
@@ -118,17 +143,23 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
             Ok(())
         })?;
         Ok(dict)
-    })?;
+    })
+    .map_err(|e| errors.push(e))
+    .ok();
+    let Some(dict) = dict.filter(|_| errors.is_empty()) else {
+        return Err(errors.into());
+    };
+    let one_dest = o.dest.len() == 1;
     Ok(Box::new(DictionaryLookup {
         pairs,
         one_dest,
         dict,
-        use_payloads: config.bool_or("usePayloads", true)?,
+        use_payloads: o.use_payloads,
         ignore_case,
         mode,
         set_only,
-        use_any_match: config.bool_or("useAnyMatch", false)?,
-        ignore_missing_source: config.bool_or("ignoreMissingSource", false)?,
+        use_any_match: o.use_any_match,
+        ignore_missing_source: o.ignore_missing_source,
     }))
 }
 
@@ -202,51 +233,18 @@ fn lower(s: &str) -> String {
     s.to_lowercase()
 }
 
-/// Reads `source` and `dest` as (source, dest) pairs: one destination for all sources, or one
-/// per source. Returns whether a single destination is shared.
-pub(crate) fn source_dest_pairs(
+/// The (source, destination) pairs of `source` and `dest` as read (see
+/// [`source_dest_pairs`]), every destination checked writable. Shared with ExtractEntities and
+/// ExtractEntitiesFST.
+pub(crate) fn writable_pairs(
     config: &ComponentConfig,
-) -> Result<(Vec<(String, String)>, bool), ConfigError> {
-    let sources = config.strings("source")?.unwrap_or_default();
-    let dests = config.strings("dest")?.unwrap_or_default();
-    if sources.is_empty() {
-        return Err(config.error("source", "needs at least one field"));
+    sources: &[String],
+    dests: &[String],
+) -> Result<Vec<(String, String)>, ConfigError> {
+    for d in dests {
+        check_writable(config, "dest", d)?;
     }
-    if dests.is_empty() {
-        return Err(config.error("dest", "needs at least one field"));
-    }
-    for d in &dests {
-        if d.is_empty() || crate::document::is_reserved(d) {
-            return Err(config.error(
-                "dest",
-                format!("{d:?} cannot be written: it is reserved or empty"),
-            ));
-        }
-    }
-    if dests.len() != 1 && dests.len() != sources.len() {
-        return Err(config.error(
-            "dest",
-            format!(
-                "needs one field or as many as \"source\" ({} vs {})",
-                dests.len(),
-                sources.len()
-            ),
-        ));
-    }
-    let one = dests.len() == 1;
-    let pairs = sources
-        .into_iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let d = if one {
-                dests[0].clone()
-            } else {
-                dests[i].clone()
-            };
-            (s, d)
-        })
-        .collect();
-    Ok((pairs, one))
+    source_dest_pairs(config, sources, dests)
 }
 
 pub(crate) fn dictionary_error(

@@ -12,22 +12,26 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::field_util::field_list;
+use super::field_util::check_fields;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "DropValues",
-    spec,
+    spec: DropValuesOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::StringOrList)
-        .required("values", Kind::StringOrList)
+/// Removes listed values from fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct DropValuesOptions {
+    /// The fields values are removed from (a field left with none is removed).
+    source: Strings,
+    /// The exact values removed (numbers and booleans match by their JSON text).
+    values: Strings,
 }
 
 struct DropValues {
@@ -36,12 +40,11 @@ struct DropValues {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let values = config
-        .strings("values")?
-        .ok_or_else(|| config.error("values", "missing required key \"values\""))?;
+    let o = DropValuesOptions::from_config(config)?;
+    check_fields(config, "source", &o.source, true)?;
     Ok(Box::new(DropValues {
-        fields: field_list(config, "source", true)?,
-        values: values.into_iter().collect(),
+        fields: o.source.into(),
+        values: o.values.0.into_iter().collect(),
     }))
 }
 

@@ -13,21 +13,30 @@
 use serde_json::Value;
 
 use super::{children_from, Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "EmitNestedChildren",
-    spec,
+    spec: EmitNestedChildrenOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("dropParent", Kind::Bool)
-        .optional("fieldsToCopy", Kind::StringMap)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
+/// Detaches a document's attached children (`___children`) and emits them as documents of
+/// their own, which flow through the later stages.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct EmitNestedChildrenOptions {
+    /// Mark the parent dropped once it has children to emit.
+    #[option(default)]
+    drop_parent: bool,
+    /// Parent fields copied to every child (`{ parentField: childField }`; a field the parent
+    /// lacks is skipped).
+    fields_to_copy: Option<Vec<(String, String)>>,
+    /// How copied fields are written to the children.
+    #[option(default)]
+    update_mode: UpdateMode,
 }
 
 struct EmitNestedChildren {
@@ -37,21 +46,26 @@ struct EmitNestedChildren {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let fields = config.string_map("fieldsToCopy")?.unwrap_or_default();
-    for (source, dest) in &fields {
-        if dest.is_empty() || crate::document::is_reserved(dest) {
-            return Err(config
-                .error(
-                    "fieldsToCopy",
-                    format!("{source:?} cannot be copied to {dest:?}: it is reserved or empty"),
-                )
-                .into());
-        }
+    let o = EmitNestedChildrenOptions::from_config(config)?;
+    let fields = o.fields_to_copy.unwrap_or_default();
+    let errors: Vec<_> = fields
+        .iter()
+        .filter(|(_, dest)| dest.is_empty() || crate::document::is_reserved(dest))
+        .map(|(source, dest)| {
+            config.error(
+                "fieldsToCopy",
+                format!("{source:?} cannot be copied to {dest:?}: it is reserved or empty"),
+            )
+        })
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors.into());
     }
+    let mode = o.update_mode;
     Ok(Box::new(EmitNestedChildren {
-        drop_parent: config.bool_or("dropParent", false)?,
+        drop_parent: o.drop_parent,
         fields,
-        mode: config.update_mode("updateMode")?,
+        mode,
     }))
 }
 

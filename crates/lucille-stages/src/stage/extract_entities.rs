@@ -30,31 +30,62 @@ use std::sync::Arc;
 
 use aho_corasick::AhoCorasick;
 
-use super::dictionary_lookup::{read_dictionary, shared_by_files, source_dest_pairs};
+use super::dictionary_lookup::{read_dictionary, shared_by_files, writable_pairs};
+use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec, Strings};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ExtractEntities",
-    spec,
+    spec: ExtractEntitiesOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::StringOrList)
-        .required("dest", Kind::StringOrList)
-        .required("dictionaries", Kind::StringOrList)
-        .optional("usePayloads", Kind::Bool)
-        .optional("entityField", Kind::String)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
-        .optional("ignoreCase", Kind::Bool)
-        .optional("onlyWholeWords", Kind::Bool)
-        .optional("onlyWhitespaceSeparated", Kind::Bool)
-        .optional("stopOnHit", Kind::Bool)
-        .optional("ignoreOverlaps", Kind::Bool)
+/// Finds dictionary terms inside the text of the source fields and writes the payloads of the
+/// terms found to the destination fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ExtractEntitiesOptions {
+    /// The keys both entity stages have.
+    #[option(flatten)]
+    common: EntityOptions,
+    /// Match terms in either case.
+    #[option(default)]
+    ignore_case: bool,
+    /// A match may not have a letter right before or after it.
+    #[option(default = true)]
+    only_whole_words: bool,
+    /// A match must have whitespace or the text's edge on both sides.
+    #[option(default)]
+    only_whitespace_separated: bool,
+    /// Only the first match of each value.
+    #[option(default)]
+    stop_on_hit: bool,
+    /// Of overlapping matches keep the longest, then the earliest.
+    #[option(default)]
+    ignore_overlaps: bool,
+}
+
+/// The keys ExtractEntities and ExtractEntitiesFST share.
+#[derive(Options)]
+pub(crate) struct EntityOptions {
+    /// The fields searched.
+    pub source: Strings,
+    /// The fields written: one per source, or one for every source.
+    pub dest: Strings,
+    /// The dictionary files (`term[,payload]` per line), resolved against the config file's
+    /// folder.
+    pub dictionaries: Strings,
+    /// Write the payloads of the terms found; false writes the terms themselves.
+    #[option(default = true)]
+    pub use_payloads: bool,
+    /// With payloads, also write the terms found to this field.
+    pub entity_field: Option<String>,
+    /// How a destination that already has values is written.
+    #[option(default)]
+    pub update_mode: UpdateMode,
 }
 
 /// One term of a [`TermMatcher`].
@@ -96,18 +127,27 @@ impl Boundaries {
     }
 }
 
-/// `entityField`, checked to be writable. Shared with ExtractEntitiesFST.
-pub(crate) fn entity_field(config: &ComponentConfig) -> Result<Option<String>, ConfigError> {
-    let entity_field = config.string("entityField")?;
-    if let Some(f) = &entity_field {
-        if f.is_empty() || crate::document::is_reserved(f) {
-            return Err(config.error(
-                "entityField",
-                format!("{f:?} cannot be written: it is reserved or empty"),
-            ));
-        }
+/// The checks shared with ExtractEntitiesFST, every problem at once: the (source,
+/// destination) pairs, at least one dictionary, and a writable `entityField`.
+pub(crate) fn check_shared(
+    config: &ComponentConfig,
+    sources: &[String],
+    dests: &[String],
+    dictionaries: &[String],
+    entity_field: Option<&str>,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<(String, String)> {
+    let pairs = writable_pairs(config, sources, dests).unwrap_or_else(|e| {
+        errors.push(e);
+        Vec::new()
+    });
+    if dictionaries.is_empty() {
+        errors.push(config.error("dictionaries", "needs at least one dictionary file"));
     }
-    Ok(entity_field)
+    if let Some(Err(e)) = entity_field.map(|f| check_writable(config, "entityField", f)) {
+        errors.push(e);
+    }
+    pairs
 }
 
 /// A set of terms found inside text in one pass, with Lucille's trie options.
@@ -254,23 +294,28 @@ struct ExtractEntities {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let (pairs, _) = source_dest_pairs(config)?;
-    let dictionaries = config.strings("dictionaries")?.unwrap_or_default();
-    if dictionaries.is_empty() {
-        return Err(config
-            .error("dictionaries", "needs at least one dictionary file")
-            .into());
+    let o = ExtractEntitiesOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    let pairs = check_shared(
+        config,
+        &o.common.source,
+        &o.common.dest,
+        &o.common.dictionaries,
+        o.common.entity_field.as_deref(),
+        &mut errors,
+    );
+    if !errors.is_empty() {
+        return Err(errors.into());
     }
-    let entity_field = entity_field(config)?;
-    let ignore_case = config.bool_or("ignoreCase", false)?;
+    let ignore_case = o.ignore_case;
     let boundaries = Boundaries {
-        whole_words: config.bool_or("onlyWholeWords", true)?,
-        whitespace: config.bool_or("onlyWhitespaceSeparated", false)?,
+        whole_words: o.only_whole_words,
+        whitespace: o.only_whitespace_separated,
     };
     let key = format!("ExtractEntities|{ignore_case}|{boundaries:?}");
-    let matcher = shared_by_files(config, &key, &dictionaries, || {
+    let matcher = shared_by_files(config, &key, &o.common.dictionaries, || {
         let mut entries = Vec::new();
-        for path in &dictionaries {
+        for path in o.common.dictionaries.iter() {
             read_dictionary(config, "dictionaries", path, |_, term, payloads| {
                 let payload = payloads.into_iter().next().unwrap_or_else(|| term.clone());
                 entries.push((term, payload));
@@ -283,11 +328,11 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     Ok(Box::new(ExtractEntities {
         pairs,
         matcher,
-        use_payloads: config.bool_or("usePayloads", true)?,
-        entity_field,
-        mode: config.update_mode("updateMode")?,
-        stop_on_hit: config.bool_or("stopOnHit", false)?,
-        ignore_overlaps: config.bool_or("ignoreOverlaps", false)?,
+        use_payloads: o.common.use_payloads,
+        entity_field: o.common.entity_field,
+        mode: o.common.update_mode,
+        stop_on_hit: o.stop_on_hit,
+        ignore_overlaps: o.ignore_overlaps,
     }))
 }
 

@@ -26,34 +26,49 @@ use std::sync::Arc;
 
 use fst::raw::Output;
 
-use super::dictionary_lookup::{read_dictionary, shared_by_files, source_dest_pairs};
-use super::extract_entities::{entity_field, fold, Boundaries};
+use super::dictionary_lookup::{read_dictionary, shared_by_files};
+use super::extract_entities::{check_shared, fold, Boundaries, EntityOptions};
 use super::CLOUD_STORAGE;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ExtractEntitiesFST",
-    spec,
+    spec: ExtractEntitiesFstOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::StringOrList)
-        .required("dest", Kind::StringOrList)
-        .required("dictionaries", Kind::StringOrList)
-        .optional("usePayloads", Kind::Bool)
-        .optional("entityField", Kind::String)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
-        .optional("ignoreCase", Kind::Bool)
-        .optional("onlyWholeWords", Kind::Bool)
-        .optional("ignoreOverlaps", Kind::Bool)
-        .optional("stopOnHit", Kind::Bool)
-        .optional("dictsSorted", Kind::Bool)
-        .unsupported("s3", CLOUD_STORAGE)
+/// Lucille's finite-state-transducer twin of ExtractEntities: finds dictionary terms inside
+/// the text of the source fields and writes their payloads to the destination fields.
+#[derive(Options)]
+#[options(base = Spec::stage(), extend = cloud_storage)]
+struct ExtractEntitiesFstOptions {
+    /// The keys both entity stages have.
+    #[option(flatten)]
+    common: EntityOptions,
+    /// Match terms in either case (terms are then reported lower-cased).
+    #[option(default)]
+    ignore_case: bool,
+    /// A match may not have a letter right before or after it.
+    #[option(default = true)]
+    only_whole_words: bool,
+    /// Keep the longest match starting at a position and go on after it.
+    #[option(default)]
+    ignore_overlaps: bool,
+    /// Stop after the first position that gave matches.
+    #[option(default)]
+    stop_on_hit: bool,
+    /// The dictionaries' terms are already in byte order (not sorted here; an unsorted term is
+    /// a config error).
+    #[option(default)]
+    dicts_sorted: bool,
+}
+
+/// Lucille's cloud-storage blocks, rejected: dictionaries are local files here.
+fn cloud_storage(spec: Spec) -> Spec {
+    spec.unsupported("s3", CLOUD_STORAGE)
         .unsupported("gcp", CLOUD_STORAGE)
         .unsupported("azure", CLOUD_STORAGE)
 }
@@ -135,21 +150,25 @@ struct ExtractEntitiesFst {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let (pairs, _) = source_dest_pairs(config)?;
-    let dictionaries = config.strings("dictionaries")?.unwrap_or_default();
-    if dictionaries.is_empty() {
-        return Err(config
-            .error("dictionaries", "needs at least one dictionary file")
-            .into());
+    let o = ExtractEntitiesFstOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    let pairs = check_shared(
+        config,
+        &o.common.source,
+        &o.common.dest,
+        &o.common.dictionaries,
+        o.common.entity_field.as_deref(),
+        &mut errors,
+    );
+    if !errors.is_empty() {
+        return Err(errors.into());
     }
-    let entity_field = entity_field(config)?;
-    let ignore_case = config.bool_or("ignoreCase", false)?;
-    let sorted = config.bool_or("dictsSorted", false)?;
+    let (ignore_case, sorted) = (o.ignore_case, o.dicts_sorted);
     let key = format!("ExtractEntitiesFST|{ignore_case}|{sorted}");
-    let dictionary = shared_by_files(config, &key, &dictionaries, || {
+    let dictionary = shared_by_files(config, &key, &o.common.dictionaries, || {
         let mut seen = std::collections::HashSet::new();
         let mut entries = Vec::new();
-        for path in &dictionaries {
+        for path in o.common.dictionaries.iter() {
             read_dictionary(config, "dictionaries", path, |_, term, payloads| {
                 let key = if ignore_case { fold(&term) } else { term };
                 if seen.insert(key.clone()) {
@@ -164,16 +183,16 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     Ok(Box::new(ExtractEntitiesFst {
         pairs,
         dictionary,
-        use_payloads: config.bool_or("usePayloads", true)?,
-        entity_field,
-        mode: config.update_mode("updateMode")?,
+        use_payloads: o.common.use_payloads,
+        entity_field: o.common.entity_field,
+        mode: o.common.update_mode,
         ignore_case,
         boundaries: Boundaries {
-            whole_words: config.bool_or("onlyWholeWords", true)?,
+            whole_words: o.only_whole_words,
             whitespace: false,
         },
-        stop_on_hit: config.bool_or("stopOnHit", false)?,
-        ignore_overlaps: config.bool_or("ignoreOverlaps", false)?,
+        stop_on_hit: o.stop_on_hit,
+        ignore_overlaps: o.ignore_overlaps,
     }))
 }
 

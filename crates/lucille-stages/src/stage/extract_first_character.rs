@@ -12,22 +12,27 @@
 //! letters (Lucille's documentation says "alphanumeric" but its code tests for letters).
 //! A character is a Unicode scalar value, where Java takes one UTF-16 unit.
 
-use super::field_util::field_mapping;
+use super::field_util::check_mapping;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ExtractFirstCharacter",
-    spec,
+    spec: ExtractFirstCharacterOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("fieldMapping", Kind::StringMap)
-        .optional("replacement", Kind::String)
+/// Writes the first character of a field's value, or a replacement when it is not a letter.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ExtractFirstCharacterOptions {
+    /// Each source field to the field its first character is written to (overwritten).
+    field_mapping: Vec<(String, String)>,
+    /// Written when the first character is not a letter; `SKIP` writes nothing then.
+    #[option(default = "nonalpha")]
+    replacement: String,
 }
 
 struct ExtractFirstCharacter {
@@ -37,12 +42,11 @@ struct ExtractFirstCharacter {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let replacement = config
-        .string("replacement")?
-        .unwrap_or_else(|| "nonalpha".to_string());
+    let o = ExtractFirstCharacterOptions::from_config(config)?;
+    check_mapping(config, "fieldMapping", &o.field_mapping, false)?;
     Ok(Box::new(ExtractFirstCharacter {
-        pairs: field_mapping(config, "fieldMapping", false)?,
-        replacement: (replacement != "SKIP").then_some(replacement),
+        pairs: o.field_mapping,
+        replacement: (o.replacement != "SKIP").then_some(o.replacement),
     }))
 }
 

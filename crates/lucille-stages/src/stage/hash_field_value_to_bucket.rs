@@ -16,21 +16,27 @@
 
 use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "HashFieldValueToBucket",
-    spec,
+    spec: HashFieldValueToBucketOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("fieldName", Kind::String)
-        .required("dest", Kind::String)
-        .required("buckets", Kind::StringList)
+/// Assigns each document to one of a fixed list of buckets by hashing a field's value
+/// (Java's String.hashCode, as Lucille).
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct HashFieldValueToBucketOptions {
+    /// The field whose first value is hashed.
+    field_name: String,
+    /// The field the bucket's label is written to, overwriting.
+    dest: String,
+    /// The bucket labels (at least one).
+    buckets: Vec<String>,
 }
 
 struct HashFieldValueToBucket {
@@ -41,22 +47,29 @@ struct HashFieldValueToBucket {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let field = config.require_string("fieldName")?;
-    if field.is_empty() {
-        return Err(config.error("fieldName", "must not be empty").into());
+    let o = HashFieldValueToBucketOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    if o.field_name.is_empty() {
+        errors.push(config.error("fieldName", "must not be empty"));
     }
-    let dest = config.require_string("dest")?;
-    check_writable(config, "dest", &dest)?;
-    let buckets = config.require_string_list("buckets")?;
-    if buckets.is_empty() {
-        return Err(config.error("buckets", "needs at least one bucket").into());
+    if let Err(e) = check_writable(config, "dest", &o.dest) {
+        errors.push(e);
     }
-    let count = i32::try_from(buckets.len())
-        .map_err(|_| config.error("buckets", "has too many buckets"))?;
+    let count = if o.buckets.is_empty() {
+        errors.push(config.error("buckets", "needs at least one bucket"));
+        None
+    } else {
+        i32::try_from(o.buckets.len())
+            .map_err(|_| errors.push(config.error("buckets", "has too many buckets")))
+            .ok()
+    };
+    let (Some(count), true) = (count, errors.is_empty()) else {
+        return Err(errors.into());
+    };
     Ok(Box::new(HashFieldValueToBucket {
-        field,
-        dest,
-        buckets,
+        field: o.field_name,
+        dest: o.dest,
+        buckets: o.buckets,
         count,
     }))
 }

@@ -5,20 +5,24 @@
 //! It is written as an integer, overwriting `dest`. It counts values, not characters: for text
 //! length, see TruncateField or a script stage.
 
-use super::field_util::field_mapping;
+use super::field_util::check_mapping;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "Length",
-    spec,
+    spec: LengthOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage().required("fieldMapping", Kind::StringMap)
+/// Writes the number of values a field holds (0 when missing).
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct LengthOptions {
+    /// Each source field to the field its count is written to (overwritten).
+    field_mapping: Vec<(String, String)>,
 }
 
 struct Length {
@@ -26,8 +30,10 @@ struct Length {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = LengthOptions::from_config(config)?;
+    check_mapping(config, "fieldMapping", &o.field_mapping, false)?;
     Ok(Box::new(Length {
-        pairs: field_mapping(config, "fieldMapping", false)?,
+        pairs: o.field_mapping,
     }))
 }
 

@@ -13,22 +13,27 @@
 //! `run_id`) is left unchanged. Reserved fields are never renamed.
 
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::{is_reserved, Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "NormalizeFieldNames",
-    spec,
+    spec: NormalizeFieldNamesOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("delimiter", Kind::String)
-        .optional("nonAlphanumReplacement", Kind::String)
-        .alias("delimeter", "delimiter")
-        .alias("nonAlphaNumReplacement", "nonAlphanumReplacement")
+/// Rewrites every field name to letters, digits, `_` and `.`.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct NormalizeFieldNamesOptions {
+    /// What replaces each space.
+    #[option(default = "_", alias = "delimeter")]
+    delimiter: String,
+    /// What replaces every other character that is not an ASCII letter, digit, `_` or `.`
+    /// (default: nothing, so they are removed).
+    #[option(default, alias = "nonAlphaNumReplacement")]
+    non_alphanum_replacement: String,
 }
 
 struct NormalizeFieldNames {
@@ -37,9 +42,10 @@ struct NormalizeFieldNames {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = NormalizeFieldNamesOptions::from_config(config)?;
     Ok(Box::new(NormalizeFieldNames {
-        delimiter: config.string("delimiter")?.unwrap_or_else(|| "_".into()),
-        replacement: config.string("nonAlphanumReplacement")?.unwrap_or_default(),
+        delimiter: o.delimiter,
+        replacement: o.non_alphanum_replacement,
     }))
 }
 

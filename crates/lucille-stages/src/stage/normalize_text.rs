@@ -17,26 +17,36 @@
 //! Only strings are changed: numbers, booleans and nulls are written unchanged (Lucille turns
 //! them into strings) and an object value fails the document.
 
-use super::field_util::{field_list, map_text_values};
+use super::apply_regex::source_dest_pairs;
+use super::field_util::{check_fields, map_text_values};
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{
+    ComponentConfig, ConfigError, ConfigErrors, Kind, OptionValue, Options, Spec, Strings,
+};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "NormalizeText",
-    spec,
+    spec: NormalizeTextOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
 const MODES: &[&str] = &["lowercase", "uppercase", "title_case", "sentence_case"];
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::StringOrList)
-        .required("dest", Kind::StringOrList)
-        .required("mode", Kind::OneOf(MODES))
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
+/// Changes the letter case of text: lowercase, uppercase, title case or sentence case.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct NormalizeTextOptions {
+    /// The fields read.
+    source: Strings,
+    /// The fields written: one per source, or one for every source.
+    dest: Strings,
+    /// The case: lowercase, uppercase, title_case or sentence_case (any case).
+    mode: Mode,
+    /// How a destination that already has values is written.
+    #[option(default)]
+    update_mode: UpdateMode,
 }
 
 #[derive(Clone, Copy)]
@@ -47,6 +57,28 @@ enum Mode {
     Sentence,
 }
 
+impl OptionValue for Mode {
+    fn kind() -> Kind {
+        Kind::OneOf(MODES)
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        let Some(text) = config.string(key)? else {
+            return Ok(None);
+        };
+        match text.to_ascii_lowercase().as_str() {
+            "lowercase" => Ok(Some(Mode::Lower)),
+            "uppercase" => Ok(Some(Mode::Upper)),
+            "title_case" => Ok(Some(Mode::Title)),
+            "sentence_case" => Ok(Some(Mode::Sentence)),
+            other => Err(config.error(
+                key,
+                format!("must be one of {}, found {other:?}", MODES.join(", ")),
+            )),
+        }
+    }
+}
+
 struct NormalizeText {
     pairs: Vec<(String, String)>,
     mode: Mode,
@@ -54,42 +86,19 @@ struct NormalizeText {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let sources = field_list(config, "source", false)?;
-    let dests = field_list(config, "dest", true)?;
-    let pairs = if dests.len() == 1 {
-        sources.into_iter().map(|s| (s, dests[0].clone())).collect()
-    } else if dests.len() == sources.len() {
-        sources.into_iter().zip(dests).collect()
-    } else {
-        return Err(config
-            .error(
-                "dest",
-                format!(
-                    "needs one field, or as many fields as \"source\" ({} vs {})",
-                    dests.len(),
-                    sources.len()
-                ),
-            )
-            .into());
-    };
-    let mode = match config.require_string("mode")?.to_ascii_lowercase().as_str() {
-        "lowercase" => Mode::Lower,
-        "uppercase" => Mode::Upper,
-        "title_case" => Mode::Title,
-        "sentence_case" => Mode::Sentence,
-        other => {
-            return Err(config
-                .error(
-                    "mode",
-                    format!("must be one of {}, found {other:?}", MODES.join(", ")),
-                )
-                .into())
-        }
-    };
+    let o = NormalizeTextOptions::from_config(config)?;
+    let checks = [
+        check_fields(config, "source", &o.source, false),
+        check_fields(config, "dest", &o.dest, true),
+    ];
+    let errors: Vec<ConfigError> = checks.into_iter().filter_map(Result::err).collect();
+    if !errors.is_empty() {
+        return Err(errors.into());
+    }
     Ok(Box::new(NormalizeText {
-        pairs,
-        mode,
-        update: config.update_mode("updateMode")?,
+        pairs: source_dest_pairs(config, &o.source, &o.dest)?,
+        mode: o.mode,
+        update: o.update_mode,
     }))
 }
 

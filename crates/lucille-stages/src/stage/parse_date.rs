@@ -68,27 +68,40 @@ use chrono::{
 };
 use chrono_tz::Tz;
 use regex::Regex;
+use serde_json::{Map, Value};
 
 use super::apply_regex::source_dest_pairs;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ParseDate",
-    spec,
+    spec: ParseDateOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::StringOrList)
-        .required("dest", Kind::StringOrList)
-        .optional("formatStrs", Kind::StringOrList)
-        .optional("formatters", Kind::ObjectList)
-        .optional("timeZoneId", Kind::String)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
+/// Parses dates in source fields into ISO-8601 UTC instants (`2021-02-02T00:00:00Z`).
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ParseDateOptions {
+    /// The fields read.
+    source: Strings,
+    /// The fields the instants go to: one per source, or one for every source.
+    dest: Strings,
+    /// Java `DateTimeFormatter` patterns, tried in order (at least one of `formatStrs` and
+    /// `formatters` is required).
+    format_strs: Option<Strings>,
+    /// Lucille's built-in formatters (`{class: DatePipeFormatter}`...), tried after
+    /// `formatStrs`.
+    formatters: Option<Vec<Map<String, Value>>>,
+    /// The zone of dates that carry none: an IANA id (`Europe/Rome`), `UTC`, `Z` or an offset
+    /// (`+05:30`); default UTC.
+    time_zone_id: Option<String>,
+    /// How a destination that already has values is written.
+    #[option(default)]
+    update_mode: UpdateMode,
 }
 
 // ---------- zones ----------
@@ -640,60 +653,66 @@ struct ParseDate {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let pairs = source_dest_pairs(config)?;
-    let mut patterns: Vec<String> = Vec::new();
-    for p in config.strings("formatStrs")?.unwrap_or_default() {
+    let o = ParseDateOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    let pairs = source_dest_pairs(config, &o.source, &o.dest).unwrap_or_else(|e| {
+        errors.push(e);
+        Vec::new()
+    });
+    let mut patterns: Vec<&String> = Vec::new();
+    for p in o.format_strs.iter().flat_map(|f| f.iter()) {
         if !patterns.contains(&p) {
             patterns.push(p);
         }
     }
-    let formats = patterns
-        .iter()
-        .map(|p| {
-            compile_pattern(p).map_err(|e| config.error("formatStrs", format!("pattern {p:?} {e}")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut formatters = Vec::new();
-    if let Some(serde_json::Value::Array(items)) = config.get("formatters") {
-        for item in items {
-            let class = item
-                .get("class")
-                .and_then(serde_json::Value::as_str)
-                .ok_or_else(|| {
-                    config.error(
-                        "formatters",
-                        "each formatter must be an object with a \"class\"",
-                    )
-                })?;
-            formatters.push(
-                Formatter::from_class(class)
-                    .map_err(|e| config.error("formatters", e.to_string()))?,
-            );
+    let mut formats = Vec::new();
+    for p in patterns {
+        match compile_pattern(p) {
+            Ok(layouts) => formats.push(layouts),
+            Err(e) => errors.push(config.error("formatStrs", format!("pattern {p:?} {e}"))),
         }
     }
-    if formats.is_empty() && formatters.is_empty() {
-        return Err(config
-            .error(
-                "formatStrs",
-                "give at least one pattern in \"formatStrs\" or one of \"formatters\"",
-            )
-            .into());
+    let mut formatters = Vec::new();
+    for item in o.formatters.iter().flatten() {
+        let Some(class) = item.get("class").and_then(Value::as_str) else {
+            errors.push(config.error(
+                "formatters",
+                "each formatter must be an object with a \"class\"",
+            ));
+            continue;
+        };
+        match Formatter::from_class(class) {
+            Ok(f) => formatters.push(f),
+            Err(e) => errors.push(config.error("formatters", e.to_string())),
+        }
     }
-    let zone = match config.string("timeZoneId")? {
-        None => Zone::Fixed(FixedOffset::east_opt(0).ok_or_else(|| config.error("timeZoneId", "UTC"))?),
-        Some(id) => parse_zone_id(&id).ok_or_else(|| {
-            config.error(
+    let no_format_given = o.format_strs.as_ref().is_none_or(|f| f.is_empty())
+        && o.formatters.as_ref().is_none_or(|f| f.is_empty());
+    if no_format_given {
+        errors.push(config.error(
+            "formatStrs",
+            "give at least one pattern in \"formatStrs\" or one of \"formatters\"",
+        ));
+    }
+    let zone = match &o.time_zone_id {
+        None => Some(Zone::Fixed(Utc.fix())),
+        Some(id) => parse_zone_id(id).or_else(|| {
+            errors.push(config.error(
                 "timeZoneId",
                 format!("unknown time zone {id:?} (use an IANA id such as \"Europe/Rome\", \"UTC\" or an offset such as \"+05:30\")"),
-            )
-        })?,
+            ));
+            None
+        }),
+    };
+    let Some(zone) = zone.filter(|_| errors.is_empty()) else {
+        return Err(errors.into());
     };
     Ok(Box::new(ParseDate {
         pairs,
         formats,
         formatters,
         zone,
-        mode: config.update_mode("updateMode")?,
+        mode: o.update_mode,
     }))
 }
 

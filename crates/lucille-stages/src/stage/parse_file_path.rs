@@ -26,22 +26,32 @@
 //! (`/a`, `/a/b`; Lucille writes `a`, `a/b`).
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ParseFilePath",
-    spec,
+    spec: ParseFilePathOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("filePathField", Kind::String)
-        .optional("fileSep", Kind::String)
-        .optional("uppercaseExtension", Kind::Bool)
-        .optional("includeHierarchy", Kind::Bool)
+/// Splits a file path held in a field into its parts: `filename`, `folder`, `path`,
+/// `file_extension` and `file_paths`.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ParseFilePathOptions {
+    /// The field holding the path.
+    #[option(default = "file_path")]
+    file_path_field: String,
+    /// The separator used in the output, `/` or `\` (default: the platform's); both are read.
+    file_sep: Option<String>,
+    /// Uppercase `file_extension`.
+    #[option(default = true)]
+    uppercase_extension: bool,
+    /// Also write every ancestor path to `file_paths`.
+    #[option(default = true)]
+    include_hierarchy: bool,
 }
 
 struct ParseFilePath {
@@ -52,10 +62,11 @@ struct ParseFilePath {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let sep = match config.string("fileSep")? {
+    let o = ParseFilePathOptions::from_config(config)?;
+    let sep = match o.file_sep.as_deref() {
         None => std::path::MAIN_SEPARATOR,
-        Some(s) if s == "/" => '/',
-        Some(s) if s == "\\" => '\\',
+        Some("/") => '/',
+        Some("\\") => '\\',
         Some(s) => {
             return Err(config
                 .error(
@@ -68,12 +79,10 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
         }
     };
     Ok(Box::new(ParseFilePath {
-        field: config
-            .string("filePathField")?
-            .unwrap_or_else(|| "file_path".to_string()),
+        field: o.file_path_field,
         sep,
-        uppercase: config.bool_or("uppercaseExtension", true)?,
-        hierarchy: config.bool_or("includeHierarchy", true)?,
+        uppercase: o.uppercase_extension,
+        hierarchy: o.include_hierarchy,
     }))
 }
 

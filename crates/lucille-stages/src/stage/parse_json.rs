@@ -26,26 +26,35 @@
 //! Difference from Lucille: an indefinite path with no match writes nothing (Lucille writes an
 //! empty list); JSON Pointers are accepted.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use serde_json_path::JsonPath;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ParseJson",
-    spec,
+    spec: ParseJsonOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("src", Kind::String)
-        .optional("sourceIsBase64", Kind::Bool)
-        .optional("jsonFieldPaths", Kind::Object)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
+/// Parses JSON text held in a field and writes parts of it (or all of it) to document fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ParseJsonOptions {
+    /// The field holding the JSON text.
+    src: String,
+    /// The field holds base64 of the JSON's UTF-8 bytes.
+    #[option(default)]
+    source_is_base64: bool,
+    /// `{ destinationField: path }`, each path a JSONPath (`$.menu.id`) or a JSON Pointer
+    /// (`/items/0`); without it every key of the JSON object is written.
+    json_field_paths: Option<Map<String, Value>>,
+    /// How a destination that already has values is written.
+    #[option(default)]
+    update_mode: UpdateMode,
 }
 
 enum Query {
@@ -137,39 +146,43 @@ struct ParseJson {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let paths = match config.object("jsonFieldPaths")? {
+    let o = ParseJsonOptions::from_config(config)?;
+    let paths = match &o.json_field_paths {
         None => None,
         Some(map) => {
             let mut paths = Vec::new();
+            let mut errors = Vec::new();
             for (field, path) in map {
                 let path = match path {
                     Value::String(p) if !p.trim().is_empty() => p,
                     _ => {
-                        return Err(config
-                            .error(
-                                "jsonFieldPaths",
-                                format!("the path for {field:?} must be a non-blank string"),
-                            )
-                            .into())
+                        errors.push(config.error(
+                            "jsonFieldPaths",
+                            format!("the path for {field:?} must be a non-blank string"),
+                        ));
+                        continue;
                     }
                 };
                 if field.trim().is_empty() {
-                    return Err(config
-                        .error("jsonFieldPaths", "has a blank destination field")
-                        .into());
+                    errors.push(config.error("jsonFieldPaths", "has a blank destination field"));
+                    continue;
                 }
-                let query = compile_query(path)
-                    .map_err(|e| config.error("jsonFieldPaths", e.to_string()))?;
-                paths.push((field.clone(), query));
+                match compile_query(path) {
+                    Ok(query) => paths.push((field.clone(), query)),
+                    Err(e) => errors.push(config.error("jsonFieldPaths", e.to_string())),
+                }
+            }
+            if !errors.is_empty() {
+                return Err(errors.into());
             }
             Some(paths)
         }
     };
     Ok(Box::new(ParseJson {
-        src: config.require_string("src")?,
-        base64: config.bool_or("sourceIsBase64", false)?,
+        src: o.src,
+        base64: o.source_is_base64,
         paths,
-        mode: config.update_mode("updateMode")?,
+        mode: o.update_mode,
     }))
 }
 

@@ -21,24 +21,37 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::{Document, ID_FIELD};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "Print",
-    spec,
+    spec: PrintOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("shouldLog", Kind::Bool)
-        .optional("outputFile", Kind::String)
-        .optional("overwriteFile", Kind::Bool)
-        .optional("appendThreadName", Kind::Bool)
-        .optional("whitelist", Kind::StringOrList)
-        .optional("blacklist", Kind::StringOrList)
+/// Writes each document as one line of JSON, to standard output and/or a file; for debugging
+/// pipelines.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct PrintOptions {
+    /// Print to standard output.
+    #[option(default = true)]
+    should_log: bool,
+    /// Also append each document to this file, resolved against the config file's folder.
+    output_file: Option<String>,
+    /// Truncate the file when the stage first writes to it; false appends to what is there.
+    #[option(default = true)]
+    overwrite_file: bool,
+    /// Add the worker thread's name to the file name (`out.json` → `out-<thread>.json`), so
+    /// workers never share a file.
+    #[option(default = true)]
+    append_thread_name: bool,
+    /// Print only these fields (and `id`).
+    whitelist: Option<Strings>,
+    /// Print every field but these (`id` is always printed).
+    blacklist: Option<Strings>,
 }
 
 struct Print {
@@ -52,20 +65,21 @@ struct Print {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let output = match config.string("outputFile")? {
-        Some(p) if p.is_empty() => {
+    let o = PrintOptions::from_config(config)?;
+    let output = match o.output_file.as_deref() {
+        Some("") => {
             return Err(config.error("outputFile", "must not be empty").into());
         }
-        Some(p) => Some(config.resolve_output_path(&p)),
+        Some(p) => Some(config.resolve_output_path(p)),
         None => None,
     };
     Ok(Box::new(Print {
-        to_stdout: config.bool_or("shouldLog", true)?,
+        to_stdout: o.should_log,
         output,
-        overwrite: config.bool_or("overwriteFile", true)?,
-        append_thread_name: config.bool_or("appendThreadName", true)?,
-        whitelist: config.strings("whitelist")?.unwrap_or_default(),
-        blacklist: config.strings("blacklist")?.unwrap_or_default(),
+        overwrite: o.overwrite_file,
+        append_thread_name: o.append_thread_name,
+        whitelist: o.whitelist.map(Vec::from).unwrap_or_default(),
+        blacklist: o.blacklist.map(Vec::from).unwrap_or_default(),
         writer: None,
     }))
 }

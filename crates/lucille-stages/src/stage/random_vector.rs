@@ -7,22 +7,32 @@
 
 use rand::RngExt;
 
+use super::field_util::check_fields;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::{f32_to_value, Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "RandomVector",
-    spec,
+    spec: RandomVectorOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("fields", Kind::StringOrList)
-        .required("dimensions", Kind::Integer)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
+/// Test data: writes a random float vector (each component in `[-1, 1)`) to each of the given
+/// fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct RandomVectorOptions {
+    /// The fields written.
+    fields: Strings,
+    /// The vector's length.
+    #[option(min = 1)]
+    dimensions: usize,
+    /// How a field that already has values is written (overwrite stores the vector as a list
+    /// even of one component; append adds the components).
+    #[option(default)]
+    update_mode: UpdateMode,
 }
 
 struct RandomVector {
@@ -32,30 +42,12 @@ struct RandomVector {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let fields = config.strings("fields")?.unwrap_or_default();
-    if fields.is_empty() {
-        return Err(config.error("fields", "needs at least one field").into());
-    }
-    if let Some(bad) = fields
-        .iter()
-        .find(|f| f.is_empty() || crate::document::is_reserved(f))
-    {
-        return Err(config
-            .error(
-                "fields",
-                format!("{bad:?} cannot be written: it is reserved or empty"),
-            )
-            .into());
-    }
-    let dimensions = config
-        .i64("dimensions")?
-        .and_then(|d| usize::try_from(d).ok())
-        .filter(|d| *d >= 1)
-        .ok_or_else(|| config.error("dimensions", "must be a positive integer"))?;
+    let o = RandomVectorOptions::from_config(config)?;
+    check_fields(config, "fields", &o.fields, true)?;
     Ok(Box::new(RandomVector {
-        fields,
-        dimensions,
-        mode: config.update_mode("updateMode")?,
+        fields: o.fields.into(),
+        dimensions: o.dimensions,
+        mode: o.update_mode,
     }))
 }
 

@@ -15,22 +15,26 @@
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
-use super::field_util::{destination_or_source, map_text_field};
+use super::field_util::{destination_or, map_text_field};
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "RemoveDiacritics",
-    spec,
+    spec: RemoveDiacriticsOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::String)
-        .optional("destination", Kind::String)
+/// Strips accents and other combining marks from text (`"Crème Brûlée"` → `"Creme Brulee"`).
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct RemoveDiacriticsOptions {
+    /// The field whose text is changed.
+    source: String,
+    /// The field the result goes to (default: the source field, in place; overwritten).
+    destination: Option<String>,
 }
 
 struct RemoveDiacritics {
@@ -39,10 +43,10 @@ struct RemoveDiacritics {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let source = config.require_string("source")?;
-    let destination = destination_or_source(config, &source)?;
+    let o = RemoveDiacriticsOptions::from_config(config)?;
+    let destination = destination_or(config, o.destination, &o.source)?;
     Ok(Box::new(RemoveDiacritics {
-        source,
+        source: o.source,
         destination,
     }))
 }

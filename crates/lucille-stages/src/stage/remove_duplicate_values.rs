@@ -8,20 +8,25 @@
 //! and a single-valued source is copied to it unchanged (Lucille then writes nothing), so the
 //! target always ends up holding the source's distinct values.
 
-use super::field_util::field_mapping;
+use super::field_util::check_mapping;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "RemoveDuplicateValues",
-    spec,
+    spec: RemoveDuplicateValuesOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage().required("fieldMapping", Kind::StringMap)
+/// Removes repeated values from multi-valued fields, keeping the first of each.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct RemoveDuplicateValuesOptions {
+    /// `{ source: target }`: the source's distinct values go to the target (replaced), which
+    /// may be the source itself.
+    field_mapping: Vec<(String, String)>,
 }
 
 struct RemoveDuplicateValues {
@@ -29,8 +34,10 @@ struct RemoveDuplicateValues {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = RemoveDuplicateValuesOptions::from_config(config)?;
+    check_mapping(config, "fieldMapping", &o.field_mapping, false)?;
     Ok(Box::new(RemoveDuplicateValues {
-        pairs: field_mapping(config, "fieldMapping", false)?,
+        pairs: o.field_mapping,
     }))
 }
 

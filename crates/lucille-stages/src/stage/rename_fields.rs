@@ -9,23 +9,31 @@
 //! moves `a` to `c`. Reserved fields (`id`, `run_id`, ...) cannot be renamed or be renamed to:
 //! a config error, where Lucille fails each document.
 
-use super::field_util::field_mapping;
+use super::field_util::check_mapping;
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "RenameFields",
-    spec,
+    spec: RenameFieldsOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("fieldMapping", Kind::StringMap)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
-        .optional("applyToChildren", Kind::Bool)
+/// Renames fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct RenameFieldsOptions {
+    /// `{ old: new }`, applied in order.
+    field_mapping: Vec<(String, String)>,
+    /// When `new` already exists: overwrite replaces it, append adds the old field's values,
+    /// skip keeps it and drops the old field.
+    #[option(default)]
+    update_mode: UpdateMode,
+    /// Also rename in the attached children, recursively.
+    #[option(default)]
+    apply_to_children: bool,
 }
 
 struct RenameFields {
@@ -35,10 +43,12 @@ struct RenameFields {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = RenameFieldsOptions::from_config(config)?;
+    check_mapping(config, "fieldMapping", &o.field_mapping, true)?;
     Ok(Box::new(RenameFields {
-        pairs: field_mapping(config, "fieldMapping", true)?,
-        mode: config.update_mode("updateMode")?,
-        apply_to_children: config.bool_or("applyToChildren", false)?,
+        pairs: o.field_mapping,
+        mode: o.update_mode,
+        apply_to_children: o.apply_to_children,
     }))
 }
 

@@ -22,28 +22,42 @@ use std::borrow::Cow;
 
 use regex::{Captures, NoExpand, Regex};
 
-use super::apply_regex::{flag_keys, source_dest_pairs, RegexFlags};
+use super::apply_regex::{source_dest_pairs, RegexFlags};
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ReplacePatterns",
-    spec,
+    spec: ReplacePatternsOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    flag_keys(
-        Spec::stage()
-            .required("source", Kind::StringOrList)
-            .required("dest", Kind::StringOrList)
-            .required("regex", Kind::StringOrList)
-            .optional("replacement", Kind::String)
-            .optional("replacementField", Kind::String)
-            .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"])),
-    )
+/// Replaces every match of one or more regular expressions in source fields and writes the
+/// result to destination fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ReplacePatternsOptions {
+    /// The fields read.
+    source: Strings,
+    /// The fields written: one per source, or one for every source.
+    dest: Strings,
+    /// The patterns, applied in order, each to the previous one's output (Rust `regex`
+    /// syntax: Java's without look-around or back-references).
+    regex: Strings,
+    /// The replacement text, in Java's syntax (`$1`, `${name}`, `\$`); one of
+    /// `replacement` and `replacementField` is required.
+    replacement: Option<String>,
+    /// A field whose first value, when the document has it, is used instead of
+    /// `replacement`.
+    replacement_field: Option<String>,
+    /// How a destination that already has values is written.
+    #[option(default)]
+    update_mode: UpdateMode,
+    /// Lucille's pattern flags.
+    #[option(flatten)]
+    flags: RegexFlags,
 }
 
 /// A piece of a parsed Java replacement string.
@@ -152,43 +166,57 @@ struct ReplacePatterns {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let pairs = source_dest_pairs(config)?;
-    let flags = RegexFlags::from_config(config)?;
-    let patterns = config.strings("regex")?.unwrap_or_default();
-    if patterns.is_empty() {
-        return Err(config.error("regex", "needs at least one pattern").into());
+    let o = ReplacePatternsOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    let pairs = source_dest_pairs(config, &o.source, &o.dest).unwrap_or_else(|e| {
+        errors.push(e);
+        Vec::new()
+    });
+    if o.regex.is_empty() {
+        errors.push(config.error("regex", "needs at least one pattern"));
     }
-    let regexes = patterns
-        .iter()
-        .map(|p| flags.compile(config, "regex", p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let replacement_field = config.string("replacementField")?;
-    let replacement = match config.string("replacement")? {
-        None if replacement_field.is_none() => {
-            return Err(config
-                .error(
-                    "replacement",
-                    "give \"replacement\" or \"replacementField\" (or both)",
-                )
-                .into())
+    let flags = o.flags;
+    let mut regexes = Vec::new();
+    for p in o.regex.iter() {
+        match flags.compile(config, "regex", p) {
+            Ok(re) => regexes.push(re),
+            Err(e) => errors.push(e),
+        }
+    }
+    let replacement = match &o.replacement {
+        None if o.replacement_field.is_none() => {
+            errors.push(config.error(
+                "replacement",
+                "give \"replacement\" or \"replacementField\" (or both)",
+            ));
+            None
         }
         None => None,
-        Some(r) => Some(
-            regexes
-                .iter()
-                .map(|re| {
-                    parse_replacement(&r, re)
-                        .map_err(|e| config.error("replacement", format!("replacement {r:?} {e}")))
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
+        // Parsed against each pattern's groups, once they all compile.
+        Some(r) if regexes.len() == o.regex.len() => {
+            let mut parsed = Vec::with_capacity(regexes.len());
+            for re in &regexes {
+                match parse_replacement(r, re) {
+                    Ok(parts) => parsed.push(parts),
+                    Err(e) => {
+                        errors.push(config.error("replacement", format!("replacement {r:?} {e}")));
+                        break;
+                    }
+                }
+            }
+            Some(parsed)
+        }
+        Some(_) => None,
     };
+    if !errors.is_empty() {
+        return Err(errors.into());
+    }
     Ok(Box::new(ReplacePatterns {
         pairs,
         regexes,
         replacement,
-        replacement_field,
-        mode: config.update_mode("updateMode")?,
+        replacement_field: o.replacement_field,
+        mode: o.update_mode,
     }))
 }
 

@@ -4,24 +4,33 @@
 //! `updateMode` (overwrite, append, skip; default overwrite), `skipDocument` (also mark the
 //! document skipped, so it bypasses the remaining stages but is still indexed).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "SetStaticValues",
-    spec,
+    spec: SetStaticValuesOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("staticValues", Kind::Object)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
-        .optional("skipDocument", Kind::Bool)
+/// Writes fixed values to fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct SetStaticValuesOptions {
+    /// `{ field: value }`: any JSON value; a list writes several values.
+    static_values: Map<String, Value>,
+    /// How a field that already has values is written.
+    #[option(default)]
+    update_mode: UpdateMode,
+    /// Also mark the document skipped, so it bypasses the remaining stages but is still
+    /// indexed.
+    #[option(default)]
+    skip_document: bool,
 }
 
 struct SetStaticValues {
@@ -31,29 +40,27 @@ struct SetStaticValues {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let map = config
-        .object("staticValues")?
-        .ok_or_else(|| config.error("staticValues", "missing required key \"staticValues\""))?;
+    let o = SetStaticValuesOptions::from_config(config)?;
     let mut values = Vec::new();
-    for (field, value) in map {
-        if crate::document::is_reserved(field) || field.is_empty() {
-            return Err(config
-                .error(
-                    "staticValues",
-                    format!("{field:?} cannot be written: it is reserved or empty"),
-                )
-                .into());
+    let mut errors = Vec::new();
+    for (field, value) in o.static_values {
+        if let Err(e) = check_writable(config, "staticValues", &field) {
+            errors.push(e);
+            continue;
         }
         let vs = match value {
-            Value::Array(items) => items.clone(),
-            v => vec![v.clone()],
+            Value::Array(items) => items,
+            v => vec![v],
         };
-        values.push((field.clone(), vs));
+        values.push((field, vs));
+    }
+    if !errors.is_empty() {
+        return Err(errors.into());
     }
     Ok(Box::new(SetStaticValues {
         values,
-        mode: config.update_mode("updateMode")?,
-        skip_document: config.bool_or("skipDocument", false)?,
+        mode: o.update_mode,
+        skip_document: o.skip_document,
     }))
 }
 

@@ -14,22 +14,29 @@
 
 use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "SplitFieldValues",
-    spec,
+    spec: SplitFieldValuesOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("inputField", Kind::String)
-        .required("outputField", Kind::String)
-        .required("delimiter", Kind::String)
-        .optional("trimWhitespace", Kind::Bool)
+/// Splits each value of a field on a delimiter into separate values.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct SplitFieldValuesOptions {
+    /// The field read.
+    input_field: String,
+    /// The field the pieces go to (may be the input field, which is then replaced).
+    output_field: String,
+    /// The text split on, matched literally (not empty).
+    delimiter: String,
+    /// Trim whitespace from each piece.
+    #[option(default = true)]
+    trim_whitespace: bool,
 }
 
 struct SplitFieldValues {
@@ -40,23 +47,25 @@ struct SplitFieldValues {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let input = config.require_string("inputField")?;
-    if input.is_empty() {
-        return Err(config
-            .error("inputField", "field names must not be empty")
-            .into());
+    let o = SplitFieldValuesOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    if o.input_field.is_empty() {
+        errors.push(config.error("inputField", "field names must not be empty"));
     }
-    let output = config.require_string("outputField")?;
-    check_writable(config, "outputField", &output)?;
-    let delimiter = config.require_string("delimiter")?;
-    if delimiter.is_empty() {
-        return Err(config.error("delimiter", "must not be empty").into());
+    if let Err(e) = check_writable(config, "outputField", &o.output_field) {
+        errors.push(e);
+    }
+    if o.delimiter.is_empty() {
+        errors.push(config.error("delimiter", "must not be empty"));
+    }
+    if !errors.is_empty() {
+        return Err(errors.into());
     }
     Ok(Box::new(SplitFieldValues {
-        input,
-        output,
-        delimiter,
-        trim: config.bool_or("trimWhitespace", true)?,
+        input: o.input_field,
+        output: o.output_field,
+        delimiter: o.delimiter,
+        trim: o.trim_whitespace,
     }))
 }
 

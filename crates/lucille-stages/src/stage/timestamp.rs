@@ -8,18 +8,22 @@ use chrono::{SecondsFormat, Utc};
 
 use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "Timestamp",
-    spec,
+    spec: TimestampOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage().required("destField", Kind::String)
+/// Writes the current time, as an ISO-8601 UTC instant, to a field.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct TimestampOptions {
+    /// The field written (overwritten).
+    dest_field: String,
 }
 
 struct Timestamp {
@@ -27,9 +31,9 @@ struct Timestamp {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let dest = config.require_string("destField")?;
-    check_writable(config, "destField", &dest)?;
-    Ok(Box::new(Timestamp { dest }))
+    let o = TimestampOptions::from_config(config)?;
+    check_writable(config, "destField", &o.dest_field)?;
+    Ok(Box::new(Timestamp { dest: o.dest_field }))
 }
 
 fn now_iso() -> String {

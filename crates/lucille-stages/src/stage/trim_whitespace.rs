@@ -7,20 +7,24 @@
 //! object value fails the document. Whitespace is Unicode whitespace (so a no-break space is
 //! trimmed too), where Java's `trim` removes only ASCII control characters and spaces.
 
-use super::field_util::{field_list, map_text_field};
+use super::field_util::{check_fields, map_text_field};
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "TrimWhitespace",
-    spec,
+    spec: TrimWhitespaceOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage().required("fields", Kind::StringOrList)
+/// Removes leading and trailing whitespace from every value of some fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct TrimWhitespaceOptions {
+    /// The fields trimmed.
+    fields: Strings,
 }
 
 struct TrimWhitespace {
@@ -28,8 +32,10 @@ struct TrimWhitespace {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = TrimWhitespaceOptions::from_config(config)?;
+    check_fields(config, "fields", &o.fields, true)?;
     Ok(Box::new(TrimWhitespace {
-        fields: field_list(config, "fields", true)?,
+        fields: o.fields.into(),
     }))
 }
 

@@ -17,24 +17,31 @@
 //! `sxd-xpath` expressions cannot move between threads (parsing one costs microseconds, far
 //! less than parsing the XML).
 
-use serde_json::Value as Json;
+use serde_json::{Map, Value as Json};
 use sxd_xpath::{Context, Factory, Value, XPath};
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{as_string, ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{as_string, ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "XPathExtractor",
-    spec,
+    spec: XPathExtractorOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("fieldMapping", Kind::Object)
-        .optional("xmlField", Kind::String)
+/// Evaluates XPath 1.0 expressions over XML held in a field and writes the results to document
+/// fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct XPathExtractorOptions {
+    /// `{ "xpath": [field, ...] }`: each expression's results go to its fields (a single field
+    /// name is accepted too).
+    field_mapping: Map<String, Json>,
+    /// The field holding the XML.
+    #[option(default = "xml")]
+    xml_field: String,
 }
 
 struct XPathExtractor {
@@ -66,36 +73,39 @@ fn compile(expr: &str) -> Result<XPath, BadXPath> {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let map = config
-        .object("fieldMapping")?
-        .ok_or_else(|| config.error("fieldMapping", "missing required key \"fieldMapping\""))?;
-    let mut mapping = Vec::new();
-    for (expr, fields) in map {
-        compile(expr).map_err(|e| config.error("fieldMapping", e.to_string()))?;
-        let fields: Option<Vec<String>> = match fields {
-            Json::Array(items) => items.iter().map(as_string).collect(),
-            other => as_string(other).map(|f| vec![f]),
-        };
-        let fields = fields.filter(|f| !f.is_empty()).ok_or_else(|| {
-            config.error(
-                "fieldMapping",
-                format!(
-                    "the fields for {expr:?} must be a field name or a non-empty list of names"
-                ),
-            )
-        })?;
-        mapping.push((expr.clone(), fields));
-    }
-    if mapping.is_empty() {
+    let o = XPathExtractorOptions::from_config(config)?;
+    if o.field_mapping.is_empty() {
         return Err(config
             .error("fieldMapping", "needs at least one expression")
             .into());
     }
+    let mut mapping = Vec::new();
+    let mut errors = Vec::new();
+    for (expr, fields) in o.field_mapping {
+        if let Err(e) = compile(&expr) {
+            errors.push(config.error("fieldMapping", e.to_string()));
+            continue;
+        }
+        let fields: Option<Vec<String>> = match &fields {
+            Json::Array(items) => items.iter().map(as_string).collect(),
+            other => as_string(other).map(|f| vec![f]),
+        };
+        match fields.filter(|f| !f.is_empty()) {
+            Some(fields) => mapping.push((expr, fields)),
+            None => errors.push(config.error(
+                "fieldMapping",
+                format!(
+                    "the fields for {expr:?} must be a field name or a non-empty list of names"
+                ),
+            )),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors.into());
+    }
     Ok(Box::new(XPathExtractor {
         mapping,
-        xml_field: config
-            .string("xmlField")?
-            .unwrap_or_else(|| "xml".to_string()),
+        xml_field: o.xml_field,
     }))
 }
 

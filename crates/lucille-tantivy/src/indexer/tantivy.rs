@@ -35,35 +35,52 @@ use tantivy::schema::{
 use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
 
 use super::{
-    take_encoded, Backend, BackendError, EncodeError, Encoded, Encoder, IndexOp, IndexerSettings,
+    take_encoded, Backend, BackendCheck, BackendError, EncodeError, Encoded, Encoder, IndexOp,
 };
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, OptionValue, Options};
 
 pub const ID_FIELD: &str = "id";
 pub const ALL_FIELD: &str = "_all";
 pub const JSON_FIELD: &str = "_fields";
 pub const SOURCE_FIELD: &str = "_source";
 const RESERVED: [&str; 4] = [ID_FIELD, ALL_FIELD, JSON_FIELD, SOURCE_FIELD];
-const TYPES: &[&str] = &[
-    "text", "string", "i64", "f64", "bool", "date", "json", "vector",
-];
+/// The index writer's memory without `writerMemoryMb` (the options type's default).
 pub const DEFAULT_WRITER_MEMORY_MB: usize = 128;
 /// Tantivy's floor per indexing thread.
 const MIN_MB_PER_THREAD: usize = 15;
 
-pub fn spec() -> Spec {
-    Spec::new()
-        .required("path", Kind::String)
-        .optional("fields", Kind::Object)
-        .optional("commitEverySecs", Kind::Integer)
-        .optional("writerMemoryMb", Kind::Integer)
+/// Writes documents to an embedded Tantivy index (a folder), searched with `lucille search`.
+#[derive(Options)]
+struct TantivyOptions {
+    /// The index's folder (created if missing; an existing index is reopened with its schema).
+    path: String,
+    /// Typed fields ({ title: { type: text, stored: true } }); type is one of text, string,
+    /// i64, f64, bool, date, json, vector; stored defaults to true, fast to false. Other fields
+    /// are indexed as JSON.
+    fields: Option<FieldDefs>,
+    /// Seconds between commits while documents arrive (default: commit when the indexer asks).
+    #[option(min = 0)]
+    commit_every_secs: Option<i64>,
+    /// The index writer's memory in MB (at least 15, Tantivy's minimum per indexing thread).
+    #[option(default = 128, min = 15)]
+    writer_memory_mb: i64,
 }
 
-fn field_spec() -> Spec {
-    Spec::new()
-        .required("type", Kind::OneOf(TYPES))
-        .optional("stored", Kind::Bool)
-        .optional("fast", Kind::Bool)
+// `writerMemoryMb`'s documented default and minimum are these.
+const _: () = assert!(DEFAULT_WRITER_MEMORY_MB == 128 && MIN_MB_PER_THREAD == 15);
+
+/// One configured field of the index: `fields { title: { type: text, stored: true } }`.
+#[derive(Options)]
+struct FieldOptions {
+    /// The field's Tantivy type (vector: a list of numbers, searched by similarity).
+    #[option(key = "type", one_of = ["text", "string", "i64", "f64", "bool", "date", "json", "vector"])]
+    kind: String,
+    /// Whether the value is stored (returned with hits).
+    #[option(default = true)]
+    stored: bool,
+    /// Whether the field is a fast (columnar) field, for sorting and ranges.
+    #[option(default = false)]
+    fast: bool,
 }
 
 /// A configured field: `fields { title: { type: text, stored: true } }`.
@@ -75,42 +92,35 @@ pub struct FieldDef {
     pub fast: bool,
 }
 
-/// Checks the `tantivy` block; every error at once.
-pub fn validate(settings: &IndexerSettings, config: &ComponentConfig) -> Vec<ConfigError> {
-    let _ = settings;
-    let mut errors = spec().validate(config.map(), config.path());
-    if let Err(mut e) = field_defs(config) {
-        errors.append(&mut e);
+/// The `fields` block, checked as the option is read; its problems (one per field) are
+/// reported as one error on `fields`.
+struct FieldDefs(Vec<FieldDef>);
+
+impl OptionValue for FieldDefs {
+    fn kind() -> Kind {
+        Kind::Object
     }
-    for key in ["commitEverySecs", "writerMemoryMb"] {
-        if let Ok(Some(n)) = config.i64(key) {
-            if n < 0 {
-                errors.push(config.error(key, "must not be negative"));
-            }
-        }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        let Some(fields) = config.object(key)? else {
+            return Ok(None);
+        };
+        field_defs(config, key, fields)
+            .map(|d| Some(FieldDefs(d)))
+            .map_err(|e| ConfigError::joined(&config.key_path(key), e))
     }
-    if let Ok(Some(mb)) = config.i64("writerMemoryMb") {
-        if (0..MIN_MB_PER_THREAD as i64).contains(&mb) {
-            errors.push(config.error(
-                "writerMemoryMb",
-                format!(
-                    "must be at least {MIN_MB_PER_THREAD} (Tantivy's minimum per indexing thread)"
-                ),
-            ));
-        }
-    }
-    errors
 }
 
-/// The `fields` block, checked.
-pub fn field_defs(config: &ComponentConfig) -> Result<Vec<FieldDef>, Vec<ConfigError>> {
-    let Some(Value::Object(fields)) = config.get("fields") else {
-        return Ok(Vec::new());
-    };
+/// Every field of a `fields` block, or every problem with them.
+fn field_defs(
+    config: &ComponentConfig,
+    key: &str,
+    fields: &Map<String, Value>,
+) -> Result<Vec<FieldDef>, Vec<ConfigError>> {
     let mut errors = Vec::new();
     let mut defs = Vec::new();
     for (name, v) in fields {
-        let path = config.key_path(&format!("fields.{name}"));
+        let path = config.key_path(&format!("{key}.{name}"));
         if name.is_empty() || RESERVED.contains(&name.as_str()) {
             errors.push(ConfigError::new(
                 path,
@@ -125,24 +135,15 @@ pub fn field_defs(config: &ComponentConfig) -> Result<Vec<FieldDef>, Vec<ConfigE
             ));
             continue;
         };
-        let e = field_spec().validate(m, &path);
-        if !e.is_empty() {
-            errors.extend(e);
-            continue;
+        match FieldOptions::from_config(&ComponentConfig::new(m.clone(), path)) {
+            Ok(f) => defs.push(FieldDef {
+                name: name.clone(),
+                kind: f.kind,
+                stored: f.stored,
+                fast: f.fast,
+            }),
+            Err(e) => errors.extend(e),
         }
-        let c = ComponentConfig::new(m.clone(), path);
-        let kind = c
-            .string("type")
-            .ok()
-            .flatten()
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        defs.push(FieldDef {
-            name: name.clone(),
-            stored: c.bool_or("stored", true).unwrap_or(true),
-            fast: c.bool_or("fast", false).unwrap_or(false),
-            kind,
-        });
     }
     if errors.is_empty() {
         Ok(defs)
@@ -652,9 +653,14 @@ struct Target {
 inventory::submit!(super::IndexerDescriptor {
     name: "tantivy",
     aliases: &[],
-    validate,
-    build: |_, config, _| super::boxed(TantivyBackend::from_config(config)),
-    warning: None,
+    spec: TantivyOptions::spec,
+    check: |_, config| {
+        TantivyOptions::from_config(config)?;
+        Ok(BackendCheck::default())
+    },
+    // Opens nothing: the index (and its lock) is taken at `validate_connection` or the first
+    // `send`.
+    build: |_, config, _| Ok(Box::new(TantivyBackend::from_config(config)?)),
 });
 
 pub struct TantivyBackend {
@@ -670,19 +676,17 @@ pub struct TantivyBackend {
 }
 
 impl TantivyBackend {
-    pub fn from_config(config: &ComponentConfig) -> Result<Self, Vec<ConfigError>> {
-        let one = |e: ConfigError| vec![e];
-        let path = config.resolve_output_path(&config.require_string("path").map_err(one)?);
-        let defs = field_defs(config)?;
-        let commit = config.i64("commitEverySecs").map_err(one)?;
-        let memory = config.i64("writerMemoryMb").map_err(one)?;
+    /// A backend on the `tantivy` block; opens nothing.
+    pub fn from_config(config: &ComponentConfig) -> Result<Self, ConfigErrors> {
+        let o = TantivyOptions::from_config(config)?;
         Ok(Self::new(
-            path,
-            defs,
-            memory.map_or(DEFAULT_WRITER_MEMORY_MB, |m| m.max(0) as usize),
-            commit
+            config.resolve_output_path(&o.path),
+            o.fields.map(|f| f.0).unwrap_or_default(),
+            // At least 15: checked by its `min`.
+            o.writer_memory_mb.unsigned_abs() as usize,
+            o.commit_every_secs
                 .filter(|s| *s > 0)
-                .map(|s| Duration::from_secs(s as u64)),
+                .map(|s| Duration::from_secs(s.unsigned_abs())),
         ))
     }
 

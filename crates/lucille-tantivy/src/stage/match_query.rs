@@ -20,22 +20,33 @@ use tantivy::query_grammar::{
 };
 use tantivy::tokenizer::{LowerCaser, SimpleTokenizer, TextAnalyzer};
 
+use serde_json::{Map, Value};
+
+use super::field_util::{check_fields, check_writable};
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "MatchQuery",
-    spec,
+    spec: MatchQueryOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("fields", Kind::StringList)
-        .required("queries", Kind::ObjectList)
-        .required("matchedQueriesField", Kind::String)
+/// Matches each document against a set of stored Lucene-syntax queries and adds the names of
+/// those that match to a field.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct MatchQueryOptions {
+    /// The text fields matched against; the first is the default field of queries that name
+    /// none.
+    fields: Vec<String>,
+    /// The queries, as a list of { name: "query" } objects; a name given again replaces the
+    /// earlier query.
+    queries: Vec<Map<String, Value>>,
+    /// The field each matching query's name is added to, in config order.
+    matched_queries_field: String,
 }
 
 struct MatchQuery {
@@ -51,56 +62,58 @@ fn analyzer() -> TextAnalyzer {
         .build()
 }
 
-fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let fields = config.require_string_list("fields")?;
-    if fields.is_empty() {
-        return Err(config.error("fields", "needs at least one field").into());
-    }
-    let dest = config.require_string("matchedQueriesField")?;
-    if dest.trim().is_empty() {
-        return Err(config
-            .error("matchedQueriesField", "must not be blank")
-            .into());
-    }
-    super::field_util::check_writable(config, "matchedQueriesField", &dest)?;
-    let Some(serde_json::Value::Array(list)) = config.get("queries") else {
-        return Err(config
-            .error("queries", "must be a list of { name: \"query\" } objects")
-            .into());
-    };
+/// The queries parsed, in config order (a name given again replaces the earlier query), or
+/// what is wrong with them.
+fn parse_queries(list: &[Map<String, Value>]) -> Result<Vec<(String, UserInputAst)>, String> {
     let mut queries: Vec<(String, UserInputAst)> = Vec::new();
     let mut errors = Vec::new();
-    for (i, item) in list.iter().enumerate() {
-        let Some(map) = item.as_object() else {
-            errors.push(format!("queries[{i}] must be an object of name: \"query\""));
-            continue;
+    for (name, text) in list.iter().flatten() {
+        let text = match text {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
         };
-        for (name, text) in map {
-            let text = match text {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            match parse_query(&text) {
-                Ok(ast) => match queries.iter_mut().find(|(n, _)| n == name) {
-                    Some(slot) => slot.1 = ast,
-                    None => queries.push((name.clone(), ast)),
-                },
-                Err(_) => errors.push(format!("query {name:?} ({text:?}) does not parse")),
-            }
+        match parse_query(&text) {
+            Ok(ast) => match queries.iter_mut().find(|(n, _)| n == name) {
+                Some(slot) => slot.1 = ast,
+                None => queries.push((name.clone(), ast)),
+            },
+            Err(_) => errors.push(format!("query {name:?} ({text:?}) does not parse")),
         }
     }
     if queries.is_empty() && errors.is_empty() {
         errors.push("needs at least one query".into());
     }
-    if !errors.is_empty() {
-        return Err(config.error("queries", errors.join("; ")).into());
+    if errors.is_empty() {
+        Ok(queries)
+    } else {
+        Err(errors.join("; "))
     }
-    Ok(Box::new(MatchQuery {
-        fields,
-        queries,
-        dest,
-        analyzer: analyzer(),
-    }))
+}
+
+fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = MatchQueryOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    if let Err(e) = check_fields(config, "fields", &o.fields, false) {
+        errors.push(e);
+    }
+    let dest = o.matched_queries_field;
+    if dest.trim().is_empty() {
+        errors.push(config.error("matchedQueriesField", "must not be blank"));
+    } else if let Err(e) = check_writable(config, "matchedQueriesField", &dest) {
+        errors.push(e);
+    }
+    let queries = parse_queries(&o.queries)
+        .map_err(|e| errors.push(config.error("queries", e)))
+        .ok();
+    match queries {
+        Some(queries) if errors.is_empty() => Ok(Box::new(MatchQuery {
+            fields: o.fields,
+            queries,
+            dest,
+            analyzer: analyzer(),
+        })),
+        _ => Err(ConfigErrors(errors)),
+    }
 }
 
 /// The document as the queries see it: each configured field's tokens (lower-cased).

@@ -23,38 +23,59 @@
 
 use serde_json::{json, Value};
 
-use super::{client, seconds, with_retry_keys};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use super::{client, seconds, RetryOptions};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 use crate::http::{snippet, Auth, HttpClient};
+use crate::stage::field_util::check_writable;
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "OpenAIEmbed",
-    spec,
+    spec: OpenAIEmbedOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    with_retry_keys(
-        Spec::stage()
-            .required("source", Kind::String)
-            .required("embedDocument", Kind::Bool)
-            .required("embedChildren", Kind::Bool)
-            .required("apiKey", Kind::String)
-            .optional("dest", Kind::String)
-            .optional("modelName", Kind::String)
-            .optional("dimensions", Kind::Integer)
-            .optional("url", Kind::String)
-            .optional("batchSize", Kind::Integer)
-            .optional("timeout", Kind::Integer)
-            // Older Lucille versions' names.
-            .alias("embed_document", "embedDocument")
-            .alias("embed_children", "embedChildren")
-            .alias("api_key", "apiKey")
-            .alias("model_name", "modelName"),
-    )
+/// Embeds the text of a field through an OpenAI-compatible embeddings endpoint and stores the
+/// vector on the document (or on its attached children).
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct OpenAIEmbedOptions {
+    /// The field whose text is embedded (a document without it, or with blank text, is not
+    /// sent).
+    source: String,
+    /// true: the document itself is embedded.
+    #[option(alias = "embed_document")]
+    embed_document: bool,
+    /// true: the children attached to the document are embedded.
+    #[option(alias = "embed_children")]
+    embed_children: bool,
+    /// The API key, sent as Authorization: Bearer.
+    #[option(alias = "api_key")]
+    api_key: String,
+    /// The field the vector is written to (float32 numbers).
+    #[option(default = "embeddings")]
+    dest: String,
+    /// The embedding model the server knows.
+    #[option(default = "text-embedding-3-small", alias = "model_name")]
+    model_name: String,
+    /// The vectors' size, sent to the server (default: the model's).
+    #[option(min = 1)]
+    dimensions: Option<i64>,
+    /// The API's base URL (e.g. http://localhost:11434/v1 for Ollama).
+    #[option(default = "https://api.openai.com/v1")]
+    url: String,
+    /// Documents whose texts go in one request.
+    #[option(default = 32, min = 1)]
+    batch_size: usize,
+    /// Seconds a request may take.
+    #[option(default = 60, min = 1)]
+    timeout: i64,
+    /// The retry keys (maxRetries, retryWaitDurationMs, retryMaxWaitDurationMs,
+    /// retryRandomizationFactor, retryableStatusCodes).
+    #[option(flatten)]
+    retry: RetryOptions,
 }
 
 struct OpenAIEmbed {
@@ -70,69 +91,47 @@ struct OpenAIEmbed {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let embed_document = config.bool_or("embedDocument", false)?;
-    let embed_children = config.bool_or("embedChildren", false)?;
-    if !embed_document && !embed_children {
-        return Err(config
-            .error(
-                "embedDocument",
-                "embedDocument and embedChildren are both false: nothing would be embedded",
-            )
-            .into());
+    let o = OpenAIEmbedOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    if !o.embed_document && !o.embed_children {
+        errors.push(config.error(
+            "embedDocument",
+            "embedDocument and embedChildren are both false: nothing would be embedded",
+        ));
     }
-    let api_key = config.require_string("apiKey")?;
-    if api_key.trim().is_empty() {
-        return Err(config.error("apiKey", "is empty").into());
+    if o.api_key.trim().is_empty() {
+        errors.push(config.error("apiKey", "is empty"));
     }
-    let dest = config
-        .string("dest")?
-        .unwrap_or_else(|| "embeddings".into());
-    if dest.is_empty() || crate::document::is_reserved(&dest) {
-        return Err(config
-            .error("dest", format!("{dest:?} is reserved or empty"))
-            .into());
+    if let Err(e) = check_writable(config, "dest", &o.dest) {
+        errors.push(e);
     }
-    let dimensions = match config.i64("dimensions")? {
-        None => None,
-        Some(n) if n > 0 => Some(n as u64),
-        Some(_) => {
-            return Err(config
-                .error("dimensions", "must be a positive integer")
-                .into())
-        }
-    };
-    let url = config
-        .string("url")?
-        .unwrap_or_else(|| "https://api.openai.com/v1".into());
-    crate::http::parse_url(&url).map_err(|e| config.error("url", e.to_string()))?;
-    let batch_size = match config.i64("batchSize")? {
-        None => 32,
-        Some(n) if n > 0 => n as usize,
-        Some(_) => {
-            return Err(config
-                .error("batchSize", "must be a positive integer")
-                .into())
-        }
-    };
-    let timeout = seconds(config, "timeout", 60)?;
-    Ok(Box::new(OpenAIEmbed {
-        source: config.require_string("source")?,
-        dest,
-        embed_document,
-        embed_children,
-        model: config
-            .string("modelName")?
-            .unwrap_or_else(|| "text-embedding-3-small".into()),
-        dimensions,
-        endpoint: format!("{}/embeddings", url.trim_end_matches('/')),
-        batch_size,
-        client: client(
-            "OpenAIEmbed",
-            config,
-            timeout,
-            Auth::Header("Authorization", format!("Bearer {api_key}")),
-        )?,
-    }))
+    if let Err(e) = crate::http::parse_url(&o.url) {
+        errors.push(config.error("url", e.to_string()));
+    }
+    let client = client(
+        "OpenAIEmbed",
+        config,
+        o.retry,
+        seconds(o.timeout),
+        Auth::Header("Authorization", format!("Bearer {}", o.api_key)),
+    )
+    .map_err(|e| errors.extend(e))
+    .ok();
+    match client {
+        Some(client) if errors.is_empty() => Ok(Box::new(OpenAIEmbed {
+            source: o.source,
+            dest: o.dest,
+            embed_document: o.embed_document,
+            embed_children: o.embed_children,
+            model: o.model_name,
+            // Positive: checked by its `min`.
+            dimensions: o.dimensions.map(i64::unsigned_abs),
+            endpoint: format!("{}/embeddings", o.url.trim_end_matches('/')),
+            batch_size: o.batch_size,
+            client,
+        })),
+        _ => Err(ConfigErrors(errors)),
+    }
 }
 
 impl OpenAIEmbed {

@@ -14,15 +14,15 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{client, seconds, with_retry_keys};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use super::{client, seconds, RetryOptions};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::{Document, UpdateMode};
 use crate::http::{snippet, Auth, HttpClient};
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "PromptOllama",
-    spec,
+    spec: PromptOllamaOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
@@ -30,19 +30,34 @@ inventory::submit!(DESCRIPTOR);
 /// Where a non-JSON answer goes (Lucille's field name).
 pub const RESPONSE_FIELD: &str = "ollamaResponse";
 
-fn spec() -> Spec {
-    with_retry_keys(
-        Spec::stage()
-            .required("hostURL", Kind::String)
-            .required("modelName", Kind::String)
-            .optional("systemPrompt", Kind::String)
-            .optional("timeout", Kind::Integer)
-            .optional("fields", Kind::StringList)
-            .optional("requireJSON", Kind::Bool)
-            .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
-            // Older Lucille versions' name.
-            .alias("update_mode", "updateMode"),
-    )
+/// Sends the document (or some of its fields) to an Ollama server's chat API and puts the
+/// answer on the document: a JSON object's fields, else the text in ollamaResponse.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct PromptOllamaOptions {
+    /// The Ollama server's URL (http://host:11434).
+    #[option(key = "hostURL")]
+    host_url: String,
+    /// The model asked.
+    model_name: String,
+    /// The system prompt sent before the document.
+    system_prompt: Option<String>,
+    /// Seconds a request may take.
+    #[option(default = 10, min = 1)]
+    timeout: i64,
+    /// The fields sent, as a JSON object (default: the whole document as JSON).
+    fields: Option<Vec<String>>,
+    /// true: an answer that is not a JSON object fails the document (and the server is asked
+    /// for "format": "json").
+    #[option(key = "requireJSON", default = false)]
+    require_json: bool,
+    /// How the answer's fields are written to fields that already have values.
+    #[option(default = "overwrite", one_of = ["overwrite", "append", "skip"], alias = "update_mode")]
+    update_mode: String,
+    /// The retry keys (maxRetries, retryWaitDurationMs, retryMaxWaitDurationMs,
+    /// retryRandomizationFactor, retryableStatusCodes).
+    #[option(flatten)]
+    retry: RetryOptions,
 }
 
 struct PromptOllama {
@@ -56,18 +71,32 @@ struct PromptOllama {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let host = config.require_string("hostURL")?;
-    crate::http::parse_url(&host).map_err(|e| config.error("hostURL", e.to_string()))?;
-    let timeout = seconds(config, "timeout", 10)?;
-    Ok(Box::new(PromptOllama {
-        endpoint: format!("{}/api/chat", host.trim_end_matches('/')),
-        model: config.require_string("modelName")?,
-        system_prompt: config.string("systemPrompt")?,
-        fields: config.string_list("fields")?.unwrap_or_default(),
-        require_json: config.bool_or("requireJSON", false)?,
-        mode: config.update_mode("updateMode")?,
-        client: client("PromptOllama", config, timeout, Auth::None)?,
-    }))
+    let o = PromptOllamaOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    if let Err(e) = crate::http::parse_url(&o.host_url) {
+        errors.push(config.error("hostURL", e.to_string()));
+    }
+    let client = client(
+        "PromptOllama",
+        config,
+        o.retry,
+        seconds(o.timeout),
+        Auth::None,
+    )
+    .map_err(|e| errors.extend(e))
+    .ok();
+    match client {
+        Some(client) if errors.is_empty() => Ok(Box::new(PromptOllama {
+            endpoint: format!("{}/api/chat", o.host_url.trim_end_matches('/')),
+            model: o.model_name,
+            system_prompt: o.system_prompt,
+            fields: o.fields.unwrap_or_default(),
+            require_json: o.require_json,
+            mode: UpdateMode::parse(&o.update_mode).unwrap_or_default(),
+            client,
+        })),
+        _ => Err(ConfigErrors(errors)),
+    }
 }
 
 impl PromptOllama {

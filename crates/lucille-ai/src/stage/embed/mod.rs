@@ -28,24 +28,38 @@ use std::sync::Arc;
 
 use lucille_embed::{shared_embedder, Embedder, Sequence};
 
+use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "Embed",
-    spec,
+    spec: EmbedOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::String)
-        .optional("dest", Kind::String)
-        .required("model", Kind::String)
-        .optional("batchSize", Kind::Integer)
-        .optional("normalize", Kind::Bool)
+/// Sentence embeddings computed in-process from a local model folder (BERT, mean pooled,
+/// L2-normalised), stored on the document as float32 numbers.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct EmbedOptions {
+    /// The field whose text is embedded (several values are joined with a line break; a
+    /// document without it passes unchanged).
+    source: String,
+    /// The field the vector is written to.
+    #[option(default = "embedding")]
+    dest: String,
+    /// The model folder (model.safetensors, tokenizer.json, config.json), resolved like every
+    /// input path.
+    model: String,
+    /// Documents embedded in one forward pass.
+    #[option(default = 32, min = 1)]
+    batch_size: usize,
+    /// false keeps the raw mean-pooled vector (not L2-normalised).
+    #[option(default = true)]
+    normalize: bool,
 }
 
 struct Embed {
@@ -57,43 +71,34 @@ struct Embed {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let source = config.require_string("source")?;
-    let dest = config
-        .string("dest")?
-        .unwrap_or_else(|| "embedding".to_string());
-    if dest.is_empty() || crate::document::is_reserved(&dest) {
-        return Err(config
-            .error(
-                "dest",
-                format!("{dest:?} cannot be written: it is reserved or empty"),
-            )
-            .into());
+    let o = EmbedOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    if let Err(e) = check_writable(config, "dest", &o.dest) {
+        errors.push(e);
     }
-    let batch_size = match config.i64("batchSize")? {
-        None => 32,
-        Some(n) => usize::try_from(n)
-            .ok()
-            .filter(|n| *n >= 1)
-            .ok_or_else(|| config.error("batchSize", "must be a positive integer"))?,
-    };
-    let folder = config.require_string("model")?;
-    let resolved = config.resolve_path(&folder);
-    let embedder = shared_embedder(&resolved).map_err(|e| {
-        config.error(
-            "model",
-            format!(
-                "cannot load the model folder {folder:?}: {e} (it needs model.safetensors and \
-                 tokenizer.json, and config.json for the sizes)"
-            ),
-        )
-    })?;
-    Ok(Box::new(Embed {
-        source,
-        dest,
-        batch_size,
-        normalize: config.bool_or("normalize", true)?,
-        embedder,
-    }))
+    let resolved = config.resolve_path(&o.model);
+    let embedder = shared_embedder(&resolved)
+        .map_err(|e| {
+            errors.push(config.error(
+                "model",
+                format!(
+                    "cannot load the model folder {:?}: {e} (it needs model.safetensors and \
+                     tokenizer.json, and config.json for the sizes)",
+                    o.model
+                ),
+            ))
+        })
+        .ok();
+    match embedder {
+        Some(embedder) if errors.is_empty() => Ok(Box::new(Embed {
+            source: o.source,
+            dest: o.dest,
+            batch_size: o.batch_size,
+            normalize: o.normalize,
+            embedder,
+        })),
+        _ => Err(ConfigErrors(errors)),
+    }
 }
 
 impl Embed {

@@ -37,15 +37,15 @@ use serde_json::Value;
 
 use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::Publisher;
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
-use crate::database::{self, resolve_target, DbError, Problems, Query, RowSource};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Options, Spec};
+use crate::database::{self, resolve_target, DbError, Problems, Query, RowSource, TargetOptions};
 use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "DatabaseConnector",
     aliases: &["com.kmwllc.lucille.connector.jdbc.DatabaseConnector"],
-    spec,
+    spec: DatabaseOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
@@ -53,25 +53,49 @@ inventory::submit!(DESCRIPTOR);
 /// Rows fetched per round trip when `fetchSize` is not set (PostgreSQL).
 const DEFAULT_FETCH_SIZE: usize = 1000;
 
-fn spec() -> Spec {
+/// The connector keys, with `maxDocumentBytes`: the runner reads it (`Common`) for the
+/// connectors that hand over whole records.
+fn base_spec() -> Spec {
     connector_spec()
         .optional("maxDocumentBytes", Kind::Integer)
-        .optional("driver", Kind::String)
-        .required("connectionString", Kind::String)
-        .optional("jdbcUser", Kind::String)
-        .optional("jdbcPassword", Kind::String)
-        .required("sql", Kind::String)
-        .required("idField", Kind::String)
-        .optional("preSQL", Kind::String)
-        .optional("postSQL", Kind::String)
-        .optional("fetchSize", Kind::Integer)
-        .optional("otherSQLs", Kind::StringList)
-        .optional("otherJoinFields", Kind::StringList)
-        .optional("ignoreColumns", Kind::StringList)
-        .optional("connectionRetries", Kind::Integer)
-        .optional("connectionRetryPause", Kind::Integer)
-        .alias("preSql", "preSQL")
-        .alias("postSql", "postSQL")
+        .doc("a row larger than this, as JSON, FAILs instead of being published")
+}
+
+/// Runs an SQL statement and publishes one document per row, its id from the idField column;
+/// rows of other SQLs joined on it become child documents.
+#[derive(Options)]
+#[options(base = base_spec())]
+struct DatabaseOptions {
+    /// The database: driver, connectionString, jdbcUser, jdbcPassword.
+    #[option(flatten)]
+    target: TargetOptions,
+    /// The SQL whose rows become documents (ordered by idField when otherSQLs are given).
+    sql: String,
+    /// The column holding each row's id.
+    id_field: String,
+    /// SQL run before the main one.
+    #[option(key = "preSQL", alias = "preSql")]
+    pre_sql: Option<String>,
+    /// SQL run after every row was read.
+    #[option(key = "postSQL", alias = "postSql")]
+    post_sql: Option<String>,
+    /// Rows fetched per round trip (PostgreSQL); not negative, 0 means the default.
+    #[option(default = 1000)]
+    fetch_size: i64,
+    /// More SQLs, each ordered by its join field, whose rows become children of the row with
+    /// the same id.
+    #[option(key = "otherSQLs")]
+    other_sqls: Option<Vec<String>>,
+    /// The join field (column) of each of otherSQLs, in the same order.
+    other_join_fields: Option<Vec<String>>,
+    /// Columns left out of the documents.
+    ignore_columns: Option<Vec<String>>,
+    /// Attempts to connect; not negative, 0 means the default.
+    #[option(default = 1)]
+    connection_retries: i64,
+    /// Milliseconds between connection attempts; not negative, 0 means the default.
+    #[option(default = 10_000)]
+    connection_retry_pause: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -84,37 +108,52 @@ pub(crate) struct Settings {
     /// Lower-cased.
     pub ignore_columns: Vec<String>,
 }
+
+/// A count where 0 means `default`, as Lucille; a negative one is a problem (pushed onto `p`
+/// with the rest rather than checked by a `min`, which would stop the other checks).
+pub(crate) fn positive_or(p: &mut Problems<'_>, key: &str, n: i64, default: u64) -> u64 {
+    match u64::try_from(n) {
+        Ok(0) => default,
+        Ok(n) => n,
+        Err(_) => {
+            p.push(key, format!("must not be negative, found {n}"));
+            default
+        }
+    }
+}
+
 /// Reads and checks the whole config, collecting every problem.
-pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError> {
+pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigErrors> {
+    let o = DatabaseOptions::from_config(config)?;
     let mut p = Problems {
         config,
         list: Vec::new(),
     };
-    let driver_name = p.string("driver");
-    let connection = p.string("connectionString").unwrap_or_default();
-    let user = p.string("jdbcUser");
-    let password = p.string("jdbcPassword");
-    let sql = p.string("sql").unwrap_or_default();
-    let id_field = p.string("idField").unwrap_or_default();
-    let pre_sql = p.string("preSQL").filter(|s| !s.trim().is_empty());
-    let post_sql = p.string("postSQL").filter(|s| !s.trim().is_empty());
+    let pre_sql = o.pre_sql.filter(|s| !s.trim().is_empty());
+    let post_sql = o.post_sql.filter(|s| !s.trim().is_empty());
 
-    if sql.trim().is_empty() {
+    if o.sql.trim().is_empty() {
         p.push("sql", "must not be empty");
     }
-    if id_field.trim().is_empty() {
+    if o.id_field.trim().is_empty() {
         p.push("idField", "must not be empty");
     }
-    let target = resolve_target(&mut p, driver_name, &connection, user, password);
+    let target = resolve_target(&mut p, o.target);
 
-    let fetch_size = p.positive_or("fetchSize", DEFAULT_FETCH_SIZE as u64);
-    let connection_retries = p.positive_or("connectionRetries", 1);
-    let retry_pause = p.positive_or("connectionRetryPause", 10_000);
+    let fetch_size = positive_or(&mut p, "fetchSize", o.fetch_size, DEFAULT_FETCH_SIZE as u64);
+    let connection_retries = positive_or(&mut p, "connectionRetries", o.connection_retries, 1);
+    let retry_pause = positive_or(
+        &mut p,
+        "connectionRetryPause",
+        o.connection_retry_pause,
+        10_000,
+    );
 
-    let other_sqls = p.list("otherSQLs");
-    let join_fields = p.list("otherJoinFields");
-    let ignore_columns: Vec<String> = p
-        .list("ignoreColumns")
+    let other_sqls = o.other_sqls.unwrap_or_default();
+    let join_fields = o.other_join_fields.unwrap_or_default();
+    let ignore_columns: Vec<String> = o
+        .ignore_columns
+        .unwrap_or_default()
         .iter()
         .map(|c| c.to_lowercase())
         .collect();
@@ -136,7 +175,7 @@ pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError
         Some(target) if p.list.is_empty() => Ok(Settings {
             query: Query {
                 target,
-                sql,
+                sql: o.sql,
                 pre_sql,
                 post_sql,
                 fetch_size: usize::try_from(fetch_size).unwrap_or(usize::MAX),
@@ -144,14 +183,15 @@ pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError
                 connection_retries: u32::try_from(connection_retries).unwrap_or(u32::MAX),
                 retry_pause: Duration::from_millis(retry_pause),
             },
-            id_field,
+            id_field: o.id_field,
             join_fields,
             ignore_columns,
         }),
         _ => Err(ConfigError::new(
             config.path(),
             format!("DatabaseConnector: {}", p.list.join("; ")),
-        )),
+        )
+        .into()),
     }
 }
 

@@ -28,11 +28,11 @@ fn object(v: Value) -> Map<String, Value> {
     }
 }
 
-fn connector(config: Value, base: Option<&Path>) -> Result<DatabaseConnector, ConfigError> {
+fn connector(config: Value, base: Option<&Path>) -> Result<DatabaseConnector, ConfigErrors> {
     let mut map = object(config);
     map.entry("name").or_insert(json!("db"));
     map.entry("class").or_insert(json!("DatabaseConnector"));
-    let spec = spec();
+    let spec = DatabaseOptions::spec();
     spec.normalize(&mut map);
     let errors = spec.validate(&map, "connectors[0]");
     assert!(errors.is_empty(), "{errors:?}");

@@ -12,11 +12,8 @@ use std::io::BufRead;
 
 use serde_json::{Map, Value};
 
-use super::{
-    format_id, handler_prefix, insert_field, prefixed, take, FileHandler, FileSource, HandlerError,
-    RecordSink,
-};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use super::{format_id, insert_field, prefixed, FileHandler, FileSource, HandlerError, RecordSink};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, OptionValue, Options};
 use crate::document::Document;
 
 inventory::submit!(super::FileHandlerDescriptor {
@@ -27,23 +24,68 @@ inventory::submit!(super::FileHandlerDescriptor {
     },
 });
 
-fn spec() -> Spec {
-    Spec::new()
-        .optional("docIdPrefix", Kind::String)
-        .optional("idField", Kind::String)
-        .optional("idFields", Kind::StringList)
-        .optional("docIdFormat", Kind::String)
-        .optional("separatorChar", Kind::String)
-        .optional("useTabs", Kind::Bool)
-        .optional("quoteChar", Kind::String)
-        .optional("interpretQuotes", Kind::Bool)
-        .optional("escapeChar", Kind::String)
-        .optional("ignoreEscapeChar", Kind::Bool)
-        .optional("lowercaseFields", Kind::Bool)
-        .optional("ignoredTerms", Kind::StringList)
-        .optional("lineNumberField", Kind::String)
-        .optional("filenameField", Kind::String)
-        .optional("filePathField", Kind::String)
+/// Reads a CSV file whose first row is the header: each further row is a document.
+#[derive(Options, Debug, Clone, PartialEq)]
+pub(crate) struct CsvOptions {
+    /// Put before every id (default: the connector's docIdPrefix).
+    pub doc_id_prefix: Option<String>,
+    /// The column whose value is the id (default: the file name and the row number).
+    pub id_field: Option<String>,
+    /// Columns whose values, joined by `_` (or docIdFormat), are the id; idField wins.
+    pub id_fields: Option<Vec<String>>,
+    /// How the id columns' values make the id: Java's String.format with %s placeholders.
+    pub doc_id_format: Option<String>,
+    /// The character between columns (default `,`; `\t` is a tab).
+    pub separator_char: Option<AsciiChar>,
+    /// Columns are separated by tabs (separatorChar is then not used).
+    #[option(default)]
+    pub use_tabs: bool,
+    /// The character that quotes a value (default `"`).
+    pub quote_char: Option<AsciiChar>,
+    /// Quotes are read as quotes; false reads them as text.
+    #[option(default = true)]
+    pub interpret_quotes: bool,
+    /// The character that escapes the next one (default: none, quotes are doubled as in RFC 4180).
+    pub escape_char: Option<AsciiChar>,
+    /// No escape character, even with escapeChar.
+    #[option(default)]
+    pub ignore_escape_char: bool,
+    /// Header names are lower-cased.
+    #[option(default)]
+    pub lowercase_fields: bool,
+    /// Values left out of their row's document (e.g. "NULL").
+    #[option(default)]
+    pub ignored_terms: Vec<String>,
+    /// The field that gets the row's line number.
+    #[option(default = "csvLineNumber")]
+    pub line_number_field: String,
+    /// The field that gets the file's name.
+    #[option(default = "filename")]
+    pub filename_field: String,
+    /// The field that gets the file's full path.
+    #[option(default = "source")]
+    pub file_path_field: String,
+}
+
+/// One ASCII character (`separatorChar`, `quoteChar`, `escapeChar`); `\t` is a tab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AsciiChar(pub u8);
+
+impl OptionValue for AsciiChar {
+    fn kind() -> Kind {
+        Kind::String
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        let Some(s) = config.string(key)? else {
+            return Ok(None);
+        };
+        let s = if s == "\\t" { "\t".to_string() } else { s };
+        match s.as_bytes() {
+            [b] if b.is_ascii() => Ok(Some(AsciiChar(*b))),
+            _ => Err(config.error(key, format!("must be one ASCII character, found {s:?}"))),
+        }
+    }
 }
 
 pub struct CsvHandler {
@@ -60,69 +102,43 @@ pub struct CsvHandler {
     file_path_field: String,
 }
 
-/// One ASCII character from a config string.
-fn one_char(config: &ComponentConfig, key: &str) -> Result<Option<u8>, ConfigError> {
-    match config.string(key)? {
-        None => Ok(None),
-        Some(s) => {
-            let s = if s == "\\t" { "\t".to_string() } else { s };
-            match s.as_bytes() {
-                [b] if b.is_ascii() => Ok(Some(*b)),
-                _ => Err(config.error(key, format!("must be one ASCII character, found {s:?}"))),
-            }
-        }
-    }
-}
-
 impl CsvHandler {
-    pub fn from_config(config: &ComponentConfig, prefix: &str) -> Result<Self, Vec<ConfigError>> {
-        let mut errors = spec().validate(config.map(), config.path());
-        let prefix =
-            take(&mut errors, handler_prefix(config, prefix).map(Some)).unwrap_or_default();
-        let id_fields = match take(&mut errors, config.string("idField")) {
+    pub fn from_config(config: &ComponentConfig, prefix: &str) -> Result<Self, ConfigErrors> {
+        Ok(Self::new(CsvOptions::from_config(config)?, prefix))
+    }
+
+    /// The handler of read options (the CSVConnector's keys are the same ones at its top
+    /// level); `prefix` is the connector's `docIdPrefix`.
+    pub(crate) fn new(o: CsvOptions, prefix: &str) -> Self {
+        let id_fields = match o.id_field {
             Some(f) => vec![f],
-            None => take(&mut errors, config.string_list("idFields")).unwrap_or_default(),
+            None => o.id_fields.unwrap_or_default(),
         };
-        let id_format = take(&mut errors, config.string("docIdFormat"));
-        let use_tabs = take(&mut errors, config.bool("useTabs")).unwrap_or(false);
-        let separator = if use_tabs {
+        let separator = if o.use_tabs {
             b'\t'
         } else {
-            take(&mut errors, one_char(config, "separatorChar")).unwrap_or(b',')
+            o.separator_char.map_or(b',', |c| c.0)
         };
-        let interpret_quotes = take(&mut errors, config.bool("interpretQuotes")).unwrap_or(true);
-        let quote = if interpret_quotes {
-            Some(take(&mut errors, one_char(config, "quoteChar")).unwrap_or(b'"'))
-        } else {
-            None
-        };
-        let ignore_escape = take(&mut errors, config.bool("ignoreEscapeChar")).unwrap_or(false);
-        let escape = if ignore_escape {
+        let quote = o
+            .interpret_quotes
+            .then(|| o.quote_char.map_or(b'"', |c| c.0));
+        let escape = if o.ignore_escape_char {
             None
         } else {
-            take(&mut errors, one_char(config, "escapeChar"))
+            o.escape_char.map(|c| c.0)
         };
-        let handler = CsvHandler {
-            prefix,
+        CsvHandler {
+            prefix: o.doc_id_prefix.unwrap_or_else(|| prefix.to_string()),
             id_fields,
-            id_format,
+            id_format: o.doc_id_format,
             separator,
             quote,
             escape,
-            lowercase_fields: take(&mut errors, config.bool("lowercaseFields")).unwrap_or(false),
-            ignored_terms: take(&mut errors, config.string_list("ignoredTerms"))
-                .unwrap_or_default(),
-            line_number_field: take(&mut errors, config.string("lineNumberField"))
-                .unwrap_or_else(|| "csvLineNumber".into()),
-            filename_field: take(&mut errors, config.string("filenameField"))
-                .unwrap_or_else(|| "filename".into()),
-            file_path_field: take(&mut errors, config.string("filePathField"))
-                .unwrap_or_else(|| "source".into()),
-        };
-        if errors.is_empty() {
-            Ok(handler)
-        } else {
-            Err(errors)
+            lowercase_fields: o.lowercase_fields,
+            ignored_terms: o.ignored_terms,
+            line_number_field: o.line_number_field,
+            filename_field: o.filename_field,
+            file_path_field: o.file_path_field,
         }
     }
 

@@ -20,23 +20,25 @@
 use std::collections::HashSet;
 use std::io::Read;
 
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options};
 use crate::document::Document;
-use crate::stage::text_extractor::{ocr_from_config, OutputSettings};
+use crate::stage::text_extractor::{ocr, OutputOptions, OutputSettings};
+use lucille_extract as extract;
 use lucille_extract::tesseract::SharedOcr;
-use lucille_extract::{self as extract, Options};
 
-fn spec() -> Spec {
-    Spec::new()
-        .optional("textField", Kind::String)
-        .optional("metadataPrefix", Kind::String)
-        .optional("fieldNamesField", Kind::String)
-        .optional("whitelist", Kind::StringList)
-        .optional("blacklist", Kind::StringList)
-        .optional("textContentLimit", Kind::Integer)
-        .alias("maxLength", "textContentLimit")
-        .optional("extensions", Kind::StringList)
-        .optional("ocrLang", Kind::String)
+/// Extracts the text and metadata of each file as the FileConnector reads it (TextExtractor's
+/// keys): one document per file.
+#[derive(Options)]
+struct DocumentsOptions {
+    /// Where the text and metadata go.
+    #[option(flatten)]
+    output: OutputOptions,
+    /// The file extensions (without the dot) it extracts; default: every file no other handler
+    /// takes.
+    extensions: Option<Vec<String>>,
+    /// Tesseract's language for images and PDF pages without a text layer (e.g. eng); default:
+    /// no OCR.
+    ocr_lang: Option<String>,
 }
 
 pub struct DocumentsHandler {
@@ -47,29 +49,17 @@ pub struct DocumentsHandler {
 }
 
 impl DocumentsHandler {
-    pub fn from_config(config: &ComponentConfig) -> Result<Self, Vec<ConfigError>> {
-        let spec = spec();
-        let mut map = config.map().clone();
-        spec.normalize(&mut map);
-        let errors = spec.validate(&map, config.path());
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        let config = ComponentConfig::new(map, config.path().to_string());
-        let output = OutputSettings::from_config(&config).map_err(|e| vec![e])?;
-        let extensions = config
-            .string_list("extensions")
-            .map_err(|e| vec![e])?
-            .map(|list| {
+    /// The handler of its block (`fileHandlers.documents`, aliases normalised).
+    pub fn from_config(config: &ComponentConfig) -> Result<Self, ConfigErrors> {
+        let o = DocumentsOptions::from_config(config)?;
+        Ok(DocumentsHandler {
+            output: o.output.settings(),
+            extensions: o.extensions.map(|list| {
                 list.iter()
                     .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
                     .collect()
-            });
-        let ocr = ocr_from_config(&config).map_err(|e| vec![e])?;
-        Ok(DocumentsHandler {
-            output,
-            extensions,
-            ocr,
+            }),
+            ocr: ocr(config, o.ocr_lang.as_deref())?,
         })
     }
 
@@ -101,7 +91,7 @@ impl DocumentsHandler {
                 "the file is larger than maxDocumentBytes ({limit}); not read"
             ));
         }
-        let options = Options {
+        let options = extract::Options {
             limit: self.output.limit,
             ocr: self.ocr.as_ref().map(|o| o as &dyn extract::PageOcr),
             depth: 0,

@@ -15,10 +15,9 @@ use serde::de::{IgnoredAny, MapAccess};
 use serde_json::Value;
 
 use super::{
-    format_id, handler_prefix, prefixed, read_line_max, take, FileHandler, FileSource,
-    HandlerError, Line, RecordSink,
+    format_id, prefixed, read_line_max, FileHandler, FileSource, HandlerError, Line, RecordSink,
 };
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options};
 use crate::document::ids::id_text;
 use crate::document::{read_object, Document, ObjectParser, ObjectReader, ParseError};
 use crate::record::{BuildError, Record, RecordBuilder};
@@ -34,13 +33,20 @@ inventory::submit!(super::FileHandlerDescriptor {
     },
 });
 
-fn spec() -> Spec {
-    Spec::new()
-        .optional("docIdPrefix", Kind::String)
-        .optional("idField", Kind::String)
-        .optional("idFields", Kind::StringList)
-        .optional("docIdFormat", Kind::String)
-        .optional("ignoreFields", Kind::StringList)
+/// Reads a JSON-lines file: one object per line, each a document.
+#[derive(Options, Debug, Clone, Default, PartialEq)]
+pub(crate) struct JsonOptions {
+    /// Put before every id (default: the connector's docIdPrefix).
+    pub doc_id_prefix: Option<String>,
+    /// The field whose value is the id (default `id`).
+    pub id_field: Option<String>,
+    /// Fields whose values, joined by `_` (or docIdFormat), are the id; idField wins.
+    pub id_fields: Option<Vec<String>>,
+    /// How the id fields' values make the id: Java's String.format with %s placeholders.
+    pub doc_id_format: Option<String>,
+    /// Fields removed from every document (not an id field).
+    #[option(default)]
+    pub ignore_fields: Vec<String>,
 }
 
 pub struct JsonHandler {
@@ -142,28 +148,36 @@ impl RecordBuilder for JsonBuilder {
 }
 
 impl JsonHandler {
-    pub fn from_config(config: &ComponentConfig, prefix: &str) -> Result<Self, Vec<ConfigError>> {
-        let mut errors = spec().validate(config.map(), config.path());
-        let prefix =
-            take(&mut errors, handler_prefix(config, prefix).map(Some)).unwrap_or_default();
-        let id_fields = match take(&mut errors, config.string("idField")) {
+    pub fn from_config(config: &ComponentConfig, prefix: &str) -> Result<Self, ConfigErrors> {
+        Self::new(config, JsonOptions::from_config(config)?, prefix)
+    }
+
+    /// The handler of read options; `prefix` is the connector's `docIdPrefix`; `config` (the
+    /// block they were read from) names a key in an error.
+    pub(crate) fn new(
+        config: &ComponentConfig,
+        o: JsonOptions,
+        prefix: &str,
+    ) -> Result<Self, ConfigErrors> {
+        let prefix = o.doc_id_prefix.unwrap_or_else(|| prefix.to_string());
+        let id_fields = match o.id_field {
             Some(f) => vec![f],
-            None => take(&mut errors, config.string_list("idFields"))
-                .unwrap_or_else(|| vec!["id".into()]),
+            None => o.id_fields.unwrap_or_else(|| vec!["id".into()]),
         };
-        let ignore_fields: Vec<String> =
-            take(&mut errors, config.string_list("ignoreFields")).unwrap_or_default();
+        let ignore_fields = o.ignore_fields;
         let clash: Vec<&String> = id_fields
             .iter()
             .filter(|f| ignore_fields.contains(f))
             .collect();
         if !clash.is_empty() {
-            errors.push(config.error(
-                "ignoreFields",
-                format!("must not contain the id field(s) {clash:?}"),
-            ));
+            return Err(config
+                .error(
+                    "ignoreFields",
+                    format!("must not contain the id field(s) {clash:?}"),
+                )
+                .into());
         }
-        let handler = JsonHandler {
+        Ok(JsonHandler {
             prefix: prefix.clone(),
             builder: Arc::new(JsonBuilder {
                 ids: IdRule {
@@ -175,17 +189,12 @@ impl JsonHandler {
                         _ => None,
                     },
                     fields: id_fields,
-                    format: take(&mut errors, config.string("docIdFormat")),
+                    format: o.doc_id_format,
                 },
                 ignore_fields,
                 parser: ObjectParser::new(),
             }),
-        };
-        if errors.is_empty() {
-            Ok(handler)
-        } else {
-            Err(errors)
-        }
+        })
     }
 
     /// The line as text, checked UTF-8 here once (the worker then parses it as a `&str`

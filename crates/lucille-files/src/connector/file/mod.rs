@@ -27,13 +27,13 @@
 //! Lucille's do.
 
 mod compressed;
-mod csv;
+pub(crate) mod csv;
 pub mod documents;
-mod json;
+pub(crate) mod json;
 mod resume;
 mod state;
 
-mod xml;
+pub(crate) mod xml;
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -47,9 +47,9 @@ use parking_lot::Mutex;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use super::{connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
+use super::{record_connector_spec, Common, Connector, ConnectorDescriptor, ConnectorError};
 use crate::accounting::{PublishError, Publisher};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Options, Spec, Strings};
 use crate::document::ids::{md5_hex, with_prefix};
 use crate::document::Document;
 use crate::record::Record;
@@ -59,7 +59,7 @@ pub use crate::storage::FileMetadata;
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "FileConnector",
     aliases: &[],
-    spec,
+    spec: FileConnectorOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
@@ -74,58 +74,166 @@ pub const CONTENT: &str = "file_content";
 /// Separates an archive's path from an entry's name in `file_path`, as Lucille does.
 pub const ARCHIVE_SEPARATOR: &str = "!";
 
-const DEFAULT_READER_THREADS: usize = 2;
+/// Publishes each file under `paths` (local files, folders, globs; S3, GCS and Azure URLs) as a
+/// document, or the records its `fileHandlers` handler reads from it (CSV rows, JSON lines, XML
+/// elements, extracted documents).
+#[derive(Options, Debug, Clone, PartialEq)]
+#[options(base = record_connector_spec(), extend = with_cloud_blocks)]
+pub(crate) struct FileConnectorOptions {
+    /// Files, folders (read recursively) and globs to read, local or s3://bucket/prefix,
+    /// gs://bucket/prefix, https://ACCOUNT.blob.core.windows.net/container/prefix.
+    #[option(alias = "pathToStorage")]
+    paths: Strings,
+    /// Regexes on a file's full path (each matching the whole path): only files matching one
+    /// are read.
+    includes: Option<Vec<String>>,
+    /// Regexes on a file's full path (each matching the whole path): files matching one are
+    /// left out.
+    excludes: Option<Vec<String>>,
+    /// Only files modified within this duration ("2d", "6h", or milliseconds).
+    #[option(alias = "modificationCutoff")]
+    modified_cutoff: Option<Duration>,
+    /// Lucille's nested filters: { includes, excludes, modificationCutoff (or
+    /// lastModifiedCutoff), lastPublishedCutoff, publishMode, sendTombstones }; a key given
+    /// here and at the top level is an error.
+    filter_options: Option<Map<String, Value>>,
+    /// Lucille's nested file keys: { getFileContent, contentFormat, handleArchivedFiles,
+    /// handleCompressedFiles, moveToAfterProcessing, moveToErrorFolder }; a key given here and
+    /// at the top level is an error.
+    file_options: Option<Map<String, Value>>,
+    /// A file read whole gets its bytes in file_content (default true).
+    get_file_content: Option<bool>,
+    /// How file_content is written: auto (text when the bytes are UTF-8, else base64), text
+    /// (invalid UTF-8 replaced) or base64 (default auto).
+    #[option(one_of = ["auto", "text", "base64"])]
+    content_format: Option<String>,
+    /// Each file of a .zip archive is read as archive.zip!entry (default true).
+    handle_archived_files: Option<bool>,
+    /// A .gz file is decompressed and read by its inner name (default true).
+    handle_compressed_files: Option<bool>,
+    /// The folder a file is moved to once read (in the paths' bucket for an object store).
+    move_to_after_processing: Option<String>,
+    /// The folder a file that could not be read to the end is moved to.
+    move_to_error_folder: Option<String>,
+    /// Handlers by file extension, each with its block: csv { }, json { } / jsonl { }, xml { },
+    /// documents { } (text extraction, for every other file).
+    file_handlers: Option<Map<String, Value>>,
+    /// Threads reading files at once (each file is read by one, in order).
+    #[option(default = 2, min = 1)]
+    reader_threads: i64,
+    /// A resumable traversal: { path } of the SQLite checkpoint file.
+    checkpoint: Option<Map<String, Value>>,
+    /// Files whose size, modification time and content are unchanged since the last finished
+    /// run are skipped (needs the checkpoint).
+    incremental: Option<bool>,
+    /// A delete marker is published for each file that vanished since it was read (needs the
+    /// checkpoint).
+    emit_deletes: Option<bool>,
+    /// The field a delete marker gets.
+    #[option(default = "is_deleted")]
+    deletion_marker_field: String,
+    /// The value of a delete marker's field.
+    #[option(default = "true")]
+    deletion_marker_field_value: String,
+    /// Lucille's JDBC state block, kept as the checkpoint: { connectionString, tableName,
+    /// performDeletions, enabled, runsBeforeExpiration; driver, jdbcUser, jdbcPassword,
+    /// pathLength (not used) }.
+    state: Option<Map<String, Value>>,
+}
 
-fn spec() -> Spec {
-    connector_spec()
-        .optional("maxDocumentBytes", Kind::Integer)
-        .required("paths", Kind::StringOrList)
-        .alias("pathToStorage", "paths")
-        .optional("includes", Kind::StringList)
-        .optional("excludes", Kind::StringList)
-        .optional("modifiedCutoff", Kind::Any)
-        .alias("modificationCutoff", "modifiedCutoff")
-        .optional("filterOptions", Kind::Object)
-        .optional("fileOptions", Kind::Object)
-        .optional("getFileContent", Kind::Bool)
-        .optional("contentFormat", Kind::OneOf(&["auto", "text", "base64"]))
-        .optional("handleArchivedFiles", Kind::Bool)
-        .optional("handleCompressedFiles", Kind::Bool)
-        .optional("moveToAfterProcessing", Kind::String)
-        .optional("moveToErrorFolder", Kind::String)
-        .optional("fileHandlers", Kind::Object)
-        .optional("readerThreads", Kind::Integer)
-        .optional("checkpoint", Kind::Object)
-        .optional("incremental", Kind::Bool)
-        .optional("emitDeletes", Kind::Bool)
-        .optional("deletionMarkerField", Kind::String)
-        .optional("deletionMarkerFieldValue", Kind::String)
-        .optional("s3", Kind::Object)
+impl FileConnectorOptions {
+    /// The options of a FileConnector over `paths` with every other key at its default (as
+    /// `from_config` gives them: a test compares), for Lucille's single-format connectors.
+    pub(crate) fn of_paths(
+        paths: Vec<String>,
+        move_to_after_processing: Option<String>,
+        move_to_error_folder: Option<String>,
+    ) -> Self {
+        FileConnectorOptions {
+            paths: Strings(paths),
+            includes: None,
+            excludes: None,
+            modified_cutoff: None,
+            filter_options: None,
+            file_options: None,
+            get_file_content: None,
+            content_format: None,
+            handle_archived_files: None,
+            handle_compressed_files: None,
+            move_to_after_processing,
+            move_to_error_folder,
+            file_handlers: None,
+            reader_threads: 2,
+            checkpoint: None,
+            incremental: None,
+            emit_deletes: None,
+            deletion_marker_field: "is_deleted".into(),
+            deletion_marker_field_value: "true".into(),
+            state: None,
+        }
+    }
+}
+
+/// Adds the cloud blocks of Lucille's keys to a spec: the storage layer
+/// (`storage::cloud_config`) reads and checks them from the component's config.
+pub(crate) fn with_cloud_blocks(spec: Spec) -> Spec {
+    spec.optional("s3", Kind::Object)
+        .doc("S3 for s3:// paths: { accessKeyId, secretAccessKey (both, or neither for the AWS environment), region, endpoint, maxNumOfPages }")
         .optional("gcp", Kind::Object)
+        .doc("Google Cloud Storage for gs:// paths: { pathToServiceKey, maxNumOfPages }")
         .optional("azure", Kind::Object)
-        .optional("state", Kind::Object)
+        .doc("Azure Blob Storage for https://ACCOUNT.blob.core.windows.net/ paths: { connectionString, or accountName and accountKey; maxNumOfPages }")
 }
 
-fn filter_options_spec() -> Spec {
-    Spec::new()
-        .optional("includes", Kind::StringList)
-        .optional("excludes", Kind::StringList)
-        .optional("lastPublishedCutoff", Kind::Any)
-        .optional("publishMode", Kind::String)
-        .optional("sendTombstones", Kind::Bool)
-        .optional("modificationCutoff", Kind::Any)
-        .alias("lastModifiedCutoff", "modificationCutoff")
-        .alias("modifiedCutoff", "modificationCutoff")
+/// Lucille's `filterOptions { }`: the filters, nested, and the state's publishing keys.
+#[derive(Options)]
+#[options(extend = modified_cutoff_alias)]
+struct FilterOptions {
+    /// Regexes on a file's full path: only files matching one are read.
+    includes: Option<Vec<String>>,
+    /// Regexes on a file's full path: files matching one are left out.
+    excludes: Option<Vec<String>>,
+    /// Files published less than this long ago are skipped (needs state or checkpoint).
+    last_published_cutoff: Option<Duration>,
+    /// incremental: unchanged files are skipped (needs state or checkpoint); full: all are read.
+    #[option(one_of = ["incremental", "full"])]
+    publish_mode: Option<String>,
+    /// A delete marker is published for each vanished file (needs state or checkpoint).
+    send_tombstones: Option<bool>,
+    /// Only files modified within this duration.
+    #[option(alias = "lastModifiedCutoff")]
+    modification_cutoff: Option<Duration>,
 }
 
-fn file_options_spec() -> Spec {
-    Spec::new()
-        .optional("getFileContent", Kind::Bool)
-        .optional("contentFormat", Kind::OneOf(&["auto", "text", "base64"]))
-        .optional("handleArchivedFiles", Kind::Bool)
-        .optional("handleCompressedFiles", Kind::Bool)
-        .optional("moveToAfterProcessing", Kind::String)
-        .optional("moveToErrorFolder", Kind::String)
+/// `filterOptions.modifiedCutoff`, a third name of `modificationCutoff` (aliases are
+/// normalised before the block is read).
+fn modified_cutoff_alias(spec: Spec) -> Spec {
+    spec.alias("modifiedCutoff", "modificationCutoff")
+}
+
+/// Lucille's `fileOptions { }`: the file keys, nested.
+#[derive(Options)]
+struct FileOptions {
+    /// A file read whole gets its bytes in file_content.
+    get_file_content: Option<bool>,
+    /// How file_content is written: auto, text or base64.
+    #[option(one_of = ["auto", "text", "base64"])]
+    content_format: Option<String>,
+    /// Each file of a .zip archive is read.
+    handle_archived_files: Option<bool>,
+    /// A .gz file is decompressed and read by its inner name.
+    handle_compressed_files: Option<bool>,
+    /// The folder a file is moved to once read.
+    move_to_after_processing: Option<String>,
+    /// The folder a file that could not be read to the end is moved to.
+    move_to_error_folder: Option<String>,
+}
+
+/// `checkpoint { }`: where the resumable traversal is kept.
+#[derive(Options)]
+struct CheckpointOptions {
+    /// The SQLite checkpoint file (from the working directory).
+    path: String,
 }
 
 /// How `file_content` is written.
@@ -197,7 +305,7 @@ pub struct FileHandlerDescriptor {
 }
 
 pub type BuildFileHandler =
-    fn(&ComponentConfig, &str) -> Result<Arc<dyn FileHandler>, Vec<ConfigError>>;
+    fn(&ComponentConfig, &str) -> Result<Arc<dyn FileHandler>, ConfigErrors>;
 
 inventory::collect!(FileHandlerDescriptor);
 
@@ -368,72 +476,83 @@ struct Job {
     skip: u64,
 }
 
-/// The value of a config read, or `None` with its error collected.
-pub(crate) fn take<T>(
+/// A nested block (`filterOptions`, `checkpoint`, `state`, a handler's) as a config of its
+/// own: its errors carry the full key path (`connectors[0].filterOptions.includes`), its
+/// relative paths resolve as the connector's.
+pub(crate) fn block_config(
+    config: &ComponentConfig,
+    path: String,
+    map: Map<String, Value>,
+) -> ComponentConfig {
+    ComponentConfig::new(map, path).with_paths(config.paths().clone())
+}
+
+/// The options of the nested block `key` (its aliases normalised), with its config for
+/// messages; its problems go to `errors`.
+fn block_options<T: Options>(
+    config: &ComponentConfig,
+    key: &str,
+    map: Option<Map<String, Value>>,
     errors: &mut Vec<ConfigError>,
-    r: Result<Option<T>, ConfigError>,
-) -> Option<T> {
-    match r {
-        Ok(v) => v,
+) -> Option<(ComponentConfig, T)> {
+    let mut map = map?;
+    T::spec().normalize(&mut map);
+    let block = block_config(config, config.key_path(key), map);
+    match T::from_config(&block) {
+        Ok(o) => Some((block, o)),
         Err(e) => {
-            errors.push(e);
+            errors.extend(e);
             None
         }
     }
 }
 
-/// Collects errors so one bad key does not hide the next.
-struct Errors(Vec<ConfigError>);
-
-impl Errors {
-    fn take<T>(&mut self, r: Result<T, ConfigError>) -> Option<T> {
-        match r {
-            Ok(v) => Some(v),
-            Err(e) => {
-                self.0.push(e);
-                None
-            }
-        }
-    }
-}
-
-/// A key that may be given flat or inside Lucille's nested block, but not both.
-fn flat_or_nested<'a>(
+/// A key that may be given flat or inside Lucille's nested block (`nested`: the block, its
+/// key, its value), but not both: the value with the config and key it came from.
+fn flat_or_nested<'a, T>(
     config: &'a ComponentConfig,
-    nested: Option<&'a ComponentConfig>,
-    flat_key: &str,
-    nested_key: &str,
-    errors: &mut Errors,
-) -> Option<&'a ComponentConfig> {
-    let in_nested = nested.filter(|n| n.has(nested_key));
-    match (config.has(flat_key), in_nested) {
-        (true, Some(n)) => {
-            errors.0.push(n.error(
-                nested_key,
+    flat_key: &'static str,
+    flat: Option<T>,
+    nested: Option<(&'a ComponentConfig, &'static str, Option<T>)>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<(&'a ComponentConfig, &'static str, T)> {
+    let nested = nested.and_then(|(c, k, v)| v.map(|v| (c, k, v)));
+    match (flat, nested) {
+        (Some(v), Some((c, k, _))) => {
+            errors.push(c.error(
+                k,
                 format!("is also given as {flat_key:?} at the top level; give only one"),
             ));
-            Some(config)
+            Some((config, flat_key, v))
         }
-        (true, None) => Some(config),
-        (false, Some(n)) => Some(n),
-        (false, None) => None,
+        (Some(v), None) => Some((config, flat_key, v)),
+        (None, nested) => nested,
     }
 }
 
-fn compile_all(config: &ComponentConfig, key: &str, errors: &mut Errors) -> Vec<Regex> {
-    let patterns = errors
-        .take(config.string_list(key))
-        .flatten()
-        .unwrap_or_default();
+/// A nested block's value of `key`, for [`flat_or_nested`].
+fn within<'a, T>(
+    block: &'a Option<ComponentConfig>,
+    key: &'static str,
+    value: Option<T>,
+) -> Option<(&'a ComponentConfig, &'static str, Option<T>)> {
+    block.as_ref().map(|c| (c, key, value))
+}
+
+/// `includes` / `excludes` compiled; a bad pattern is an error at the key it came from.
+fn compile_all(
+    config: &ComponentConfig,
+    key: &str,
+    patterns: &[String],
+    errors: &mut Vec<ConfigError>,
+) -> Vec<Regex> {
     patterns
         .iter()
         .filter_map(|p| {
             // Lucille's patterns match the whole path (Java's Matcher.matches()).
-            let anchored = format!("^(?:{p})$");
-            errors.take(
-                Regex::new(&anchored)
-                    .map_err(|e| config.error(key, format!("invalid regex {p:?}: {e}"))),
-            )
+            Regex::new(&format!("^(?:{p})$"))
+                .map_err(|e| errors.push(config.error(key, format!("invalid regex {p:?}: {e}"))))
+                .ok()
         })
         .collect()
 }
@@ -446,43 +565,30 @@ impl FileConnector {
     pub fn from_config(
         config: &ComponentConfig,
         common: &Common,
-    ) -> Result<FileConnector, ConfigError> {
-        let mut errors = Errors(Vec::new());
-        let sub = |key: &str, errors: &mut Errors| -> Option<ComponentConfig> {
-            let map = errors.take(config.object(key)).flatten()?.clone();
-            Some(ComponentConfig::new(map, config.key_path(key)).with_paths(config.paths().clone()))
-        };
-        let filter = sub("filterOptions", &mut errors);
-        let file_opts = sub("fileOptions", &mut errors);
-        if let Some(f) = &filter {
-            let mut map = f.map().clone();
-            filter_options_spec().normalize(&mut map);
-            errors
-                .0
-                .extend(filter_options_spec().validate(f.map(), f.path()));
-        }
-        if let Some(f) = &file_opts {
-            errors
-                .0
-                .extend(file_options_spec().validate(f.map(), f.path()));
-        }
-        // Normalised filterOptions (its aliases renamed).
-        let filter = filter.map(|f| {
-            let mut map = f.map().clone();
-            filter_options_spec().normalize(&mut map);
-            ComponentConfig::new(map, f.path().to_string())
-        });
+    ) -> Result<FileConnector, ConfigErrors> {
+        let o = FileConnectorOptions::from_config(config)?;
+        FileConnector::from_options(config, common, o)
+    }
 
-        let paths = errors
-            .take(config.strings("paths"))
-            .flatten()
-            .unwrap_or_default();
-        if paths.is_empty() {
-            errors
-                .0
-                .push(config.error("paths", "must name at least one file, folder or glob"));
+    /// The connector of read options; `config` (the block they were read from) names keys in
+    /// errors and resolves paths. Every problem at once.
+    pub(crate) fn from_options(
+        config: &ComponentConfig,
+        common: &Common,
+        o: FileConnectorOptions,
+    ) -> Result<FileConnector, ConfigErrors> {
+        let mut errors = Vec::new();
+        let (filter_config, filter) =
+            block_options::<FilterOptions>(config, "filterOptions", o.filter_options, &mut errors)
+                .unzip();
+        let (file_config, file_opts) =
+            block_options::<FileOptions>(config, "fileOptions", o.file_options, &mut errors)
+                .unzip();
+
+        if o.paths.is_empty() {
+            errors.push(config.error("paths", "must name at least one file, folder or glob"));
         }
-        let roots = storage::roots(config, &paths, &mut errors.0);
+        let roots = storage::roots(config, &o.paths, &mut errors);
         let mut storages: Vec<Arc<dyn storage::Storage>> = Vec::new();
         for r in &roots.roots {
             if !storages.iter().any(|s| Arc::ptr_eq(s, &r.storage)) {
@@ -491,92 +597,128 @@ impl FileConnector {
         }
         storages.push(roots.local.clone());
 
-        let from = |flat: &str, nested: &str, errors: &mut Errors| {
-            flat_or_nested(config, filter.as_ref(), flat, nested, errors)
-                .map(|c| {
-                    (
-                        c,
-                        if std::ptr::eq(c, config) {
-                            flat
-                        } else {
-                            nested
-                        },
-                    )
-                })
-                .map(|(c, k)| (c.clone(), k.to_string()))
+        let patterns = |key: &'static str,
+                        flat: Option<Vec<String>>,
+                        nested: Option<Vec<String>>,
+                        errors: &mut Vec<ConfigError>| {
+            let nested = within(&filter_config, key, nested);
+            match flat_or_nested(config, key, flat, nested, errors) {
+                Some((c, k, list)) => compile_all(c, k, &list, errors),
+                None => Vec::new(),
+            }
         };
-        let includes = match from("includes", "includes", &mut errors) {
-            Some((c, k)) => compile_all(&c, &k, &mut errors),
-            None => Vec::new(),
-        };
-        let excludes = match from("excludes", "excludes", &mut errors) {
-            Some((c, k)) => compile_all(&c, &k, &mut errors),
-            None => Vec::new(),
-        };
-        let modified_cutoff = match from("modifiedCutoff", "modificationCutoff", &mut errors) {
-            Some((c, k)) => errors.take(c.duration(&k)).flatten(),
-            None => None,
-        };
+        let includes = patterns(
+            "includes",
+            o.includes,
+            filter.as_ref().and_then(|f| f.includes.clone()),
+            &mut errors,
+        );
+        let excludes = patterns(
+            "excludes",
+            o.excludes,
+            filter.as_ref().and_then(|f| f.excludes.clone()),
+            &mut errors,
+        );
+        let modified_cutoff = flat_or_nested(
+            config,
+            "modifiedCutoff",
+            o.modified_cutoff,
+            within(
+                &filter_config,
+                "modificationCutoff",
+                filter.as_ref().and_then(|f| f.modification_cutoff),
+            ),
+            &mut errors,
+        )
+        .map(|(_, _, d)| d);
 
-        let option = |key: &str, errors: &mut Errors| -> Option<ComponentConfig> {
-            flat_or_nested(config, file_opts.as_ref(), key, key, errors).cloned()
+        let flag = |key: &'static str,
+                    flat: Option<bool>,
+                    nested: Option<bool>,
+                    errors: &mut Vec<ConfigError>| {
+            flat_or_nested(config, key, flat, within(&file_config, key, nested), errors)
+                .is_none_or(|(_, _, on)| on)
         };
-        let get_file_content = option("getFileContent", &mut errors)
-            .and_then(|c| errors.take(c.bool_or("getFileContent", true)))
-            .unwrap_or(true);
-        let content_format = match option("contentFormat", &mut errors)
-            .and_then(|c| errors.take(c.string("contentFormat")).flatten())
-            .as_deref()
-        {
-            Some("text") => ContentFormat::Text,
-            Some("base64") => ContentFormat::Base64,
+        let get_file_content = flag(
+            "getFileContent",
+            o.get_file_content,
+            file_opts.as_ref().and_then(|f| f.get_file_content),
+            &mut errors,
+        );
+        let handle_archives = flag(
+            "handleArchivedFiles",
+            o.handle_archived_files,
+            file_opts.as_ref().and_then(|f| f.handle_archived_files),
+            &mut errors,
+        );
+        let handle_compressed = flag(
+            "handleCompressedFiles",
+            o.handle_compressed_files,
+            file_opts.as_ref().and_then(|f| f.handle_compressed_files),
+            &mut errors,
+        );
+        let content_format = match flat_or_nested(
+            config,
+            "contentFormat",
+            o.content_format,
+            within(
+                &file_config,
+                "contentFormat",
+                file_opts.as_ref().and_then(|f| f.content_format.clone()),
+            ),
+            &mut errors,
+        ) {
+            Some((_, _, f)) if f == "text" => ContentFormat::Text,
+            Some((_, _, f)) if f == "base64" => ContentFormat::Base64,
             _ => ContentFormat::Auto,
         };
-        let handle_archives = option("handleArchivedFiles", &mut errors)
-            .and_then(|c| errors.take(c.bool_or("handleArchivedFiles", true)))
-            .unwrap_or(true);
-        let handle_compressed = option("handleCompressedFiles", &mut errors)
-            .and_then(|c| errors.take(c.bool_or("handleCompressedFiles", true)))
-            .unwrap_or(true);
-        let folder = |key: &str, errors: &mut Errors| {
-            option(key, errors).and_then(|c| {
-                let p = errors.take(c.string(key)).flatten()?;
-                match move_target(&c, key, &p, &roots.roots) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        errors.0.push(e);
-                        None
-                    }
-                }
-            })
+        let folder = |key: &'static str,
+                      flat: Option<String>,
+                      nested: Option<String>,
+                      errors: &mut Vec<ConfigError>| {
+            let nested = within(&file_config, key, nested);
+            let (c, k, target) = flat_or_nested(config, key, flat, nested, errors)?;
+            move_target(c, k, &target, &roots.roots)
+                .map_err(|e| errors.push(e))
+                .ok()
         };
-        let move_after = folder("moveToAfterProcessing", &mut errors);
-        let move_on_error = folder("moveToErrorFolder", &mut errors);
-        let reader_threads = errors
-            .take(config.usize("readerThreads"))
-            .flatten()
-            .unwrap_or(DEFAULT_READER_THREADS);
-        if reader_threads == 0 {
-            errors
-                .0
-                .push(config.error("readerThreads", "must be at least 1"));
-        }
+        let move_after = folder(
+            "moveToAfterProcessing",
+            o.move_to_after_processing,
+            file_opts
+                .as_ref()
+                .and_then(|f| f.move_to_after_processing.clone()),
+            &mut errors,
+        );
+        let move_on_error = folder(
+            "moveToErrorFolder",
+            o.move_to_error_folder,
+            file_opts
+                .as_ref()
+                .and_then(|f| f.move_to_error_folder.clone()),
+            &mut errors,
+        );
+        // At least 1: checked by its `min`.
+        let reader_threads = usize::try_from(o.reader_threads).unwrap_or(1);
 
         let mut documents = None;
-        let handlers = match sub("fileHandlers", &mut errors) {
-            Some(h) => build_handlers(&h, common, &mut errors, &mut documents),
+        let handlers = match o.file_handlers {
+            Some(blocks) => build_handlers(config, blocks, common, &mut errors, &mut documents),
             None => HashMap::new(),
         };
 
-        let mut resume = sub("checkpoint", &mut errors).and_then(|c| {
-            let path = errors.take(c.require_string("path"))?;
-            Some(resume::ResumeSettings::at(c.resolve_output_path(&path)))
-        });
+        let checkpoint_given = o.checkpoint.is_some();
+        let state_given = o.state.is_some();
+        let mut resume =
+            block_options::<CheckpointOptions>(config, "checkpoint", o.checkpoint, &mut errors)
+                .map(|(c, cp)| resume::ResumeSettings::at(c.resolve_output_path(&cp.path)));
         // Lucille's `state { }` block: the same checkpoint under Lucille's keys (state.rs).
-        if let Some(block) = sub("state", &mut errors) {
-            let state = state::read(&block, &common.name, &mut errors.0);
+        if let Some((block, st)) =
+            block_options::<state::StateOptions>(config, "state", o.state, &mut errors)
+        {
+            let state = state::settings(&block, st, &common.name, &mut errors);
             if resume.is_some() && state.is_some() {
-                errors.0.push(config.error(
+                errors.push(config.error(
                     "state",
                     "give checkpoint { path } or Lucille's state { }, not both (they are the same store)",
                 ));
@@ -588,42 +730,37 @@ impl FileConnector {
                 });
             }
         }
-        let mut incremental = errors.take(config.bool_or("incremental", false));
-        let mut emit_deletes = errors.take(config.bool_or("emitDeletes", false));
+        let mut incremental = o.incremental.unwrap_or(false);
+        let mut emit_deletes = o.emit_deletes.unwrap_or(false);
         let mut published_cutoff = None;
-        if let Some(f) = &filter {
-            published_cutoff = errors.take(f.duration("lastPublishedCutoff")).flatten();
-            if let Some(on) = state::incremental_mode(f, &mut errors.0) {
-                incremental = Some(incremental.unwrap_or(false) || on);
-            }
-            if let Some(true) = errors.take(f.bool_or("sendTombstones", false)) {
-                emit_deletes = Some(true);
-            }
-            for key in ["lastPublishedCutoff", "publishMode", "sendTombstones"] {
-                if f.has(key) && resume.is_none() {
-                    errors.0.push(f.error(
+        if let (Some(block), Some(f)) = (&filter_config, &filter) {
+            published_cutoff = f.last_published_cutoff;
+            incremental |= f.publish_mode.as_deref() == Some("incremental");
+            emit_deletes |= f.send_tombstones == Some(true);
+            for (key, given) in [
+                ("lastPublishedCutoff", f.last_published_cutoff.is_some()),
+                ("publishMode", f.publish_mode.is_some()),
+                ("sendTombstones", f.send_tombstones.is_some()),
+            ] {
+                if given && resume.is_none() {
+                    errors.push(block.error(
                         key,
                         "needs the connector's state { } (Lucille's) or checkpoint { path }",
                     ));
                 }
             }
         }
-        let marker_field = errors.take(config.string("deletionMarkerField")).flatten();
-        let marker_value = errors
-            .take(config.string("deletionMarkerFieldValue"))
-            .flatten();
-        for (key, on) in [("incremental", incremental), ("emitDeletes", emit_deletes)] {
-            if on == Some(true) && resume.is_none() && config.has(key) {
-                errors
-                    .0
-                    .push(config.error(key, "needs checkpoint { path: \"state.sqlite\" }"));
+        for (key, on) in [
+            ("incremental", o.incremental),
+            ("emitDeletes", o.emit_deletes),
+        ] {
+            if on == Some(true) && resume.is_none() {
+                errors.push(config.error(key, "needs checkpoint { path: \"state.sqlite\" }"));
             }
         }
-        if (config.map().contains_key("checkpoint") || config.map().contains_key("state"))
-            && common.collapse
-        {
-            errors.0.push(config.error(
-                if config.map().contains_key("checkpoint") {
+        if (checkpoint_given || state_given) && common.collapse {
+            errors.push(config.error(
+                if checkpoint_given {
                     "checkpoint"
                 } else {
                     "state"
@@ -632,39 +769,39 @@ impl FileConnector {
             ));
         }
         let resume = resume.map(|r| resume::ResumeSettings {
-            incremental: incremental.unwrap_or(false),
-            emit_deletes: emit_deletes.unwrap_or(false),
-            marker_field: marker_field.unwrap_or(r.marker_field.clone()),
-            marker_value: marker_value.unwrap_or(r.marker_value.clone()),
+            incremental,
+            emit_deletes,
+            marker_field: o.deletion_marker_field,
+            marker_value: o.deletion_marker_field_value,
             published_cutoff,
             ..r
         });
 
-        match errors.0.len() {
-            0 => Ok(FileConnector {
-                common: common.clone(),
-                settings: Settings {
-                    roots: roots.roots,
-                    storages,
-                    includes,
-                    excludes,
-                    modified_cutoff,
-                    get_file_content,
-                    content_format,
-                    handle_archives,
-                    handle_compressed,
-                    move_after,
-                    move_on_error,
-                    reader_threads,
-                    resume,
-                },
-                handlers,
-                every_file: None,
-                documents,
-                run: None,
-            }),
-            _ => Err(ConfigError::joined(config.path(), errors.0)),
+        if !errors.is_empty() {
+            return Err(errors.into());
         }
+        Ok(FileConnector {
+            common: common.clone(),
+            settings: Settings {
+                roots: roots.roots,
+                storages,
+                includes,
+                excludes,
+                modified_cutoff,
+                get_file_content,
+                content_format,
+                handle_archives,
+                handle_compressed,
+                move_after,
+                move_on_error,
+                reader_threads,
+                resume,
+            },
+            handlers,
+            every_file: None,
+            documents,
+            run: None,
+        })
     }
 }
 
@@ -691,49 +828,52 @@ pub fn build_handler(
     kind: &str,
     config: &ComponentConfig,
     prefix: &str,
-) -> Result<Arc<dyn FileHandler>, Vec<ConfigError>> {
+) -> Result<Arc<dyn FileHandler>, ConfigErrors> {
     match crate::registry::find::<FileHandlerDescriptor>(kind) {
         Some(d) => (d.build)(config, prefix),
-        None => Err(vec![ConfigError::new(
+        None => Err(ConfigError::new(
             config.path(),
             format!(
                 "unknown file handler {kind:?}; known: {}, documents",
                 handler_keys().join(", ")
             ),
-        )]),
+        )
+        .into()),
     }
 }
 
-/// `fileHandlers { csv {…}, json {…}, jsonl {…}, xml {…} }`; `json` and `jsonl` are one
-/// JSON-lines handler, each key's block serving the other extension when that one is absent.
+/// `fileHandlers { csv {…}, json {…}, jsonl {…}, xml {…}, documents {…} }`, each block read by
+/// its handler's options; `json` and `jsonl` are one JSON-lines handler, each key's block
+/// serving the other extension when that one is absent.
 fn build_handlers(
     config: &ComponentConfig,
+    blocks: Map<String, Value>,
     common: &Common,
-    errors: &mut Errors,
+    errors: &mut Vec<ConfigError>,
     documents: &mut Option<Arc<documents::DocumentsHandler>>,
 ) -> HashMap<String, Arc<dyn FileHandler>> {
     let mut out: HashMap<String, Arc<dyn FileHandler>> = HashMap::new();
-    for (key, value) in config.map() {
-        let path = config.key_path(key);
+    let base = config.key_path("fileHandlers");
+    for (key, value) in blocks {
+        let path = format!("{base}.{key}");
         let Value::Object(map) = value else {
-            errors.0.push(ConfigError::new(path, "must be an object"));
+            errors.push(ConfigError::new(path, "must be an object"));
             continue;
         };
-        let handler_config =
-            ComponentConfig::new(map.clone(), path.clone()).with_paths(config.paths().clone());
+        let handler_config = block_config(config, path, map);
         if key == "documents" {
             match documents::DocumentsHandler::from_config(&handler_config) {
                 Ok(h) => *documents = Some(Arc::new(h)),
-                Err(e) => errors.0.extend(e),
+                Err(e) => errors.extend(e.0),
             }
             continue;
         }
         let prefix = common.doc_id_prefix.clone().unwrap_or_default();
-        match build_handler(key, &handler_config, &prefix) {
+        match build_handler(&key, &handler_config, &prefix) {
             Ok(h) => {
-                out.insert(key.clone(), h);
+                out.insert(key, h);
             }
-            Err(e) => errors.0.extend(e),
+            Err(e) => errors.extend(e.0),
         }
     }
     for (missing, other) in [("json", "jsonl"), ("jsonl", "json")] {
@@ -1110,16 +1250,6 @@ fn move_target(
             }
         }
     }
-}
-
-/// The id prefix handlers use: their own `docIdPrefix`, else the connector's.
-pub(crate) fn handler_prefix(
-    config: &ComponentConfig,
-    connector_prefix: &str,
-) -> Result<String, ConfigError> {
-    Ok(config
-        .string("docIdPrefix")?
-        .unwrap_or_else(|| connector_prefix.to_string()))
 }
 
 /// `docIdFormat` (Java's `String.format` with `%s` placeholders) or the parts joined by `_`.

@@ -19,20 +19,34 @@
 
 use std::path::PathBuf;
 
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, Options};
 
-/// The keys of Lucille's `state` block.
-pub(super) fn spec() -> Spec {
-    Spec::new()
-        .optional("enabled", Kind::Bool)
-        .optional("driver", Kind::String)
-        .optional("connectionString", Kind::String)
-        .optional("jdbcUser", Kind::String)
-        .optional("jdbcPassword", Kind::String)
-        .optional("tableName", Kind::String)
-        .optional("performDeletions", Kind::Bool)
-        .optional("pathLength", Kind::Integer)
-        .optional("runsBeforeExpiration", Kind::Integer)
+/// Lucille's `state { }` block: the files published and when, kept here in the connector's
+/// SQLite checkpoint.
+#[derive(Options)]
+pub(super) struct StateOptions {
+    /// false turns the block off.
+    #[option(default = true)]
+    enabled: bool,
+    /// Lucille's JDBC driver class: not used (the state is a local SQLite file), logged.
+    driver: Option<String>,
+    /// The state database: jdbc:sqlite:PATH, or Lucille's embedded jdbc:h2: / jdbc:derby: /
+    /// jdbc:hsqldb:file: NAME, kept as the SQLite file NAME.sqlite (default
+    /// jdbc:h2:./state/CONNECTOR).
+    connection_string: Option<String>,
+    /// Lucille's JDBC user: not used, logged.
+    jdbc_user: Option<String>,
+    /// Lucille's JDBC password: not used, logged.
+    jdbc_password: Option<String>,
+    /// The name the files are kept under (default: the connector's name).
+    table_name: Option<String>,
+    /// false keeps the rows of files that vanished.
+    #[option(default = true)]
+    perform_deletions: bool,
+    /// Lucille's JDBC column size: not used, logged.
+    path_length: Option<i64>,
+    /// Must be 1: a vanished file is forgotten after the first run that misses it.
+    runs_before_expiration: Option<i64>,
 }
 
 /// What the `state` block asks of the checkpoint.
@@ -83,42 +97,35 @@ fn store_path(connection: &str) -> Result<(String, bool), String> {
     ))
 }
 
-/// Reads the `state` block (None when absent or `enabled: false`); problems go to `errors`.
-pub(super) fn read(
+/// What the `state` block (read into `o`; `block` names its keys in errors) asks of the
+/// checkpoint: None when `enabled: false` or with a problem, which goes to `errors`.
+pub(super) fn settings(
     block: &ComponentConfig,
+    o: StateOptions,
     connector: &str,
     errors: &mut Vec<ConfigError>,
 ) -> Option<State> {
-    errors.extend(spec().validate(block.map(), block.path()));
-    let mut take = |r: Result<Option<String>, ConfigError>| match r {
-        Ok(v) => v,
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
-    let connection = take(block.string("connectionString"));
-    let table = take(block.string("tableName"));
-    let enabled = block.bool_or("enabled", true).unwrap_or(true);
-    let keep_vanished = !block.bool_or("performDeletions", true).unwrap_or(true);
-    if let Some(n) = block.i64("runsBeforeExpiration").ok().flatten() {
-        if n != 1 {
-            errors.push(block.error(
-                "runsBeforeExpiration",
-                format!(
-                    "must be 1 here, found {n}: a file that vanished is forgotten after the first \
-                     run that misses it"
-                ),
-            ));
-        }
+    if let Some(n) = o.runs_before_expiration.filter(|n| *n != 1) {
+        errors.push(block.error(
+            "runsBeforeExpiration",
+            format!(
+                "must be 1 here, found {n}: a file that vanished is forgotten after the first \
+                 run that misses it"
+            ),
+        ));
     }
-    if !enabled {
+    if !o.enabled {
         return None;
     }
-    let unused: Vec<&str> = ["driver", "jdbcUser", "jdbcPassword", "pathLength"]
-        .into_iter()
-        .filter(|k| block.has(k))
-        .collect();
+    let unused: Vec<&str> = [
+        ("driver", o.driver.is_some()),
+        ("jdbcUser", o.jdbc_user.is_some()),
+        ("jdbcPassword", o.jdbc_password.is_some()),
+        ("pathLength", o.path_length.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, given)| given.then_some(k))
+    .collect();
     if !unused.is_empty() {
         tracing::info!(
             "{}: {} describe a JDBC table; the state is a local SQLite file here, so they are \
@@ -127,7 +134,9 @@ pub(super) fn read(
             unused.join(", ")
         );
     }
-    let connection = connection.unwrap_or_else(|| format!("jdbc:h2:./state/{connector}"));
+    let connection = o
+        .connection_string
+        .unwrap_or_else(|| format!("jdbc:h2:./state/{connector}"));
     match store_path(&connection) {
         Ok((path, mapped)) => {
             let path = block.resolve_output_path(&path);
@@ -140,37 +149,12 @@ pub(super) fn read(
             }
             Some(State {
                 path,
-                namespace: table.unwrap_or_else(|| connector.to_string()),
-                keep_vanished,
+                namespace: o.table_name.unwrap_or_else(|| connector.to_string()),
+                keep_vanished: !o.perform_deletions,
             })
         }
         Err(m) => {
             errors.push(block.error("connectionString", m));
-            None
-        }
-    }
-}
-
-/// `filterOptions.publishMode`: whether it asks for incremental publishing.
-pub(super) fn incremental_mode(
-    filter: &ComponentConfig,
-    errors: &mut Vec<ConfigError>,
-) -> Option<bool> {
-    match filter.string("publishMode") {
-        Ok(None) => None,
-        Ok(Some(m)) => match m.to_ascii_lowercase().as_str() {
-            "incremental" => Some(true),
-            "full" => Some(false),
-            _ => {
-                errors.push(filter.error(
-                    "publishMode",
-                    format!("must be \"incremental\" or \"full\", found {m:?}"),
-                ));
-                None
-            }
-        },
-        Err(e) => {
-            errors.push(e);
             None
         }
     }

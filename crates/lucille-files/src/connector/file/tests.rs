@@ -64,16 +64,11 @@ impl Drop for TempDir {
     }
 }
 
-fn connector(config: Value, base: Option<&Path>) -> Result<FileConnector, ConfigError> {
+fn connector(config: Value, base: Option<&Path>) -> Result<FileConnector, ConfigErrors> {
     let mut map = config.as_object().unwrap().clone();
     map.insert("name".into(), json!("files"));
     map.insert("class".into(), json!("FileConnector"));
-    let s = spec();
-    s.normalize(&mut map);
-    let errors = s.validate(&map, "connectors[0]");
-    if let Some(e) = errors.into_iter().next() {
-        return Err(e);
-    }
+    FileConnectorOptions::spec().normalize(&mut map);
     // Run from the config's folder (relative paths resolve against the working directory).
     let base = base.map(Path::to_path_buf);
     let paths = crate::config::PathContext::with(base.clone(), base, Vec::new());
@@ -195,7 +190,7 @@ fn csv_missing_id_column_fails_the_file_and_bad_config_is_rejected() {
         "h",
     );
     let errors = csv::CsvHandler::from_config(&cc, "").err().unwrap();
-    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(errors.0.len(), 2, "{errors:?}");
 }
 
 // ----- JSON lines -----
@@ -298,7 +293,7 @@ fn jsonl_huge_line_latin1_and_binary_junk() {
 
 // ----- XML -----
 
-fn xml_handler(config: Value) -> Result<xml::XmlHandler, Vec<ConfigError>> {
+fn xml_handler(config: Value) -> Result<xml::XmlHandler, ConfigErrors> {
     let cc = ComponentConfig::new(config.as_object().unwrap().clone(), "h");
     xml::XmlHandler::from_config(&cc, "")
 }
@@ -368,8 +363,21 @@ fn xml_empty_id_fails_or_is_skipped_and_bad_config_lists_every_error() {
         .unwrap();
     let (sink, _) = read_with(&h, text, "e.xml");
     assert_eq!((sink.ids(), sink.failures.len()), (vec!["1"], 0));
-    let errors = xml_handler(json!({"xmlRootPath": "/r/i", "xmlIdPath": "/other/k", "xpathIdPath": "k", "encoding": "latin-1"})).err().unwrap();
-    assert_eq!(errors.len(), 3, "{errors:?}");
+    // Lucille's xpathIdPath is refused with the block's other key problems...
+    let errors =
+        xml_handler(json!({"xmlRootPath": "/r/i", "xpathIdPath": "k", "skipEmptyId": "x"}))
+            .err()
+            .unwrap();
+    assert_eq!(errors.0.len(), 2, "{errors:?}");
+    assert!(
+        errors
+            .to_string()
+            .contains("h.xpathIdPath: is not supported"),
+        "{errors}"
+    );
+    // ...and the values that cannot go together are reported together.
+    let errors = xml_handler(json!({"xmlRootPath": "/r/i", "xmlIdPath": "/other/k", "idField": "k", "encoding": "latin-1"})).err().unwrap();
+    assert_eq!(errors.0.len(), 3, "{errors:?}");
 }
 
 // ----- Connector: traversal, documents, compression, moving -----
@@ -480,24 +488,145 @@ fn traversal_recurses_globs_filters_and_cutoff() {
 
 #[test]
 fn bad_config_is_rejected_with_every_error() {
+    // The values of the connector's keys first, every problem at once...
     let e = connector(
-        json!({"paths": ["."], "includes": ["("], "modifiedCutoff": "soon", "readerThreads": 0,
-               "fileHandlers": {"pdf": {}, "csv": {"separatorChar": "ab"}},
-               "getFileContent": true, "fileOptions": {"getFileContent": false}}),
+        json!({"paths": ["."], "modifiedCutoff": "soon", "readerThreads": 0,
+               "contentFormat": "pdf", "includs": []}),
         None,
     )
     .err()
     .unwrap();
     let text = e.to_string();
     for needle in [
-        "invalid regex",
+        "connectors[0].modifiedCutoff: ",
         "soon",
-        "readerThreads",
-        "unknown file handler \"pdf\"; known: csv, json, jsonl, xml, documents",
-        "one ASCII character",
-        "give only one",
+        "connectors[0].readerThreads: must be at least 1",
+        "connectors[0].contentFormat: must be one of auto, text, base64",
+        "connectors[0].includs: unknown key \"includs\" (did you mean \"includes\"?)",
     ] {
         assert!(text.contains(needle), "{needle} missing from {text}");
+    }
+    assert_eq!(e.0.len(), 4, "{text}");
+    // ...then what they say, with the nested blocks (each problem at its full key path).
+    let e = connector(
+        json!({"paths": ["."], "includes": ["("],
+               "fileHandlers": {"pdf": {}, "csv": {"separatorChar": "ab"}, "jsonl": {"idFeild": "x"}},
+               "getFileContent": true, "fileOptions": {"getFileContent": false},
+               "filterOptions": {"publishMode": "sometimes", "modifiedCutoff": "1d"},
+               "checkpoint": {}, "state": {"runsBeforeExpiration": 2}}),
+        None,
+    )
+    .err()
+    .unwrap();
+    let text = e.to_string();
+    for needle in [
+        "connectors[0].includes: invalid regex",
+        "connectors[0].fileHandlers.pdf: unknown file handler \"pdf\"; known: csv, json, jsonl, xml, documents",
+        "connectors[0].fileHandlers.csv.separatorChar: must be one ASCII character",
+        "connectors[0].fileHandlers.jsonl.idFeild: unknown key \"idFeild\" (did you mean \"idField\"?)",
+        "connectors[0].fileOptions.getFileContent: is also given as \"getFileContent\" at the top level; give only one",
+        "connectors[0].filterOptions.publishMode: must be one of incremental, full",
+        "connectors[0].checkpoint.path: missing required key \"path\"",
+        "connectors[0].state.runsBeforeExpiration: must be 1 here, found 2",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from {text}");
+    }
+    assert_eq!(e.0.len(), 8, "{text}");
+}
+
+#[test]
+fn lucilles_nested_keys_and_the_checkpoint_settings() {
+    let dir = TempDir::new("nested");
+    let c = connector(
+        json!({"paths": ["."], "filterOptions": {"lastModifiedCutoff": "2d", "includes": [".*x"],
+               "lastPublishedCutoff": "6h", "publishMode": "INCREMENTAL", "sendTombstones": true},
+               "fileOptions": {"contentFormat": "base64", "handleArchivedFiles": false},
+               "state": {"connectionString": "jdbc:sqlite:s.db", "tableName": "t",
+                         "performDeletions": false, "jdbcUser": "u"},
+               "deletionMarkerField": "gone"}),
+        Some(&dir.0),
+    )
+    .unwrap();
+    let s = &c.settings;
+    assert_eq!(s.modified_cutoff, Some(Duration::from_secs(2 * 86400)));
+    assert_eq!(s.includes.len(), 1);
+    assert_eq!(s.content_format, ContentFormat::Base64);
+    assert!(!s.handle_archives && s.handle_compressed && s.get_file_content);
+    let r = s.resume.as_ref().unwrap();
+    assert!(r.incremental && r.emit_deletes && r.keep_vanished);
+    assert_eq!(r.published_cutoff, Some(Duration::from_secs(6 * 3600)));
+    assert_eq!(r.namespace.as_deref(), Some("t"));
+    assert_eq!(
+        (r.marker_field.as_str(), r.marker_value.as_str()),
+        ("gone", "true")
+    );
+    assert!(r.path.ends_with("s.db"), "{:?}", r.path);
+    // The third name of the modification cutoff, and both names at once.
+    let c = connector(
+        json!({"paths": ["."], "filterOptions": {"modifiedCutoff": 1000}}),
+        Some(&dir.0),
+    )
+    .unwrap();
+    assert_eq!(c.settings.modified_cutoff, Some(Duration::from_secs(1)));
+    let e = connector(
+        json!({"paths": ["."], "filterOptions": {"modifiedCutoff": 1000, "lastModifiedCutoff": 5}}),
+        Some(&dir.0),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        e.contains("connectors[0].filterOptions.modifiedCutoff") && e.contains("give only one"),
+        "{e}"
+    );
+    // A checkpoint and the flat keys; a key that needs one without it.
+    let c = connector(
+        json!({"paths": ["."], "checkpoint": {"path": "cp.sqlite"}, "incremental": true}),
+        Some(&dir.0),
+    )
+    .unwrap();
+    let r = c.settings.resume.as_ref().unwrap();
+    assert!(r.incremental && !r.emit_deletes && r.marker_field == "is_deleted");
+    let e = connector(json!({"paths": ["."], "emitDeletes": true}), Some(&dir.0))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("connectors[0].emitDeletes: needs checkpoint"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_options_of_lucilles_single_format_connectors_are_the_defaults() {
+    let map = json!({"name": "c", "class": "FileConnector", "paths": ["a.csv"],
+                     "moveToErrorFolder": "err"});
+    let config = ComponentConfig::new(map.as_object().unwrap().clone(), "connectors[0]");
+    assert_eq!(
+        FileConnectorOptions::from_config(&config).unwrap(),
+        FileConnectorOptions::of_paths(vec!["a.csv".into()], None, Some("err".into()))
+    );
+}
+
+#[test]
+fn lucille_doc_describes_every_key() {
+    for spec in [
+        FileConnectorOptions::spec(),
+        FilterOptions::spec(),
+        FileOptions::spec(),
+    ] {
+        for p in spec.properties() {
+            assert!(!p.description.is_empty(), "{} has no description", p.name);
+        }
+    }
+    let doc = crate::config::options::describe("FileConnector", &FileConnectorOptions::spec());
+    for line in [
+        "  paths (a string or a list of strings), required: Files, folders",
+        "  readerThreads (an integer), default 2, at least 1: Threads reading files at once",
+        "  s3 (an object): S3 for s3:// paths",
+        "  maxDocumentBytes (an integer): a record larger than this many bytes FAILs",
+    ] {
+        assert!(doc.contains(line), "{line:?} missing from\n{doc}");
     }
 }
 

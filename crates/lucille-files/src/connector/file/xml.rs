@@ -16,10 +16,8 @@ use quick_xml::events::{BytesRef, BytesStart, Event};
 use quick_xml::{Reader, Writer};
 use serde_json::{Map, Value};
 
-use super::{
-    handler_prefix, insert_field, prefixed, take, FileHandler, FileSource, HandlerError, RecordSink,
-};
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use super::{insert_field, prefixed, FileHandler, FileSource, HandlerError, RecordSink};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::ids::id_text;
 use crate::document::Document;
 
@@ -31,17 +29,35 @@ inventory::submit!(super::FileHandlerDescriptor {
     },
 });
 
-fn spec() -> Spec {
-    Spec::new()
-        .required("xmlRootPath", Kind::String)
-        .optional("xmlIdPath", Kind::String)
-        .optional("idField", Kind::String)
-        .optional("xpathIdPath", Kind::String)
-        .optional("docIdPrefix", Kind::String)
-        .optional("outputField", Kind::String)
-        .alias("xmlField", "outputField")
-        .optional("encoding", Kind::String)
-        .optional("skipEmptyId", Kind::Bool)
+/// Reads an XML file: each element at `xmlRootPath` is a document.
+#[derive(Options, Debug, Clone, PartialEq)]
+#[options(extend = unsupported_keys)]
+pub(crate) struct XmlOptions {
+    /// The absolute path of the elements that become documents, e.g. "/catalog/book".
+    pub xml_root_path: String,
+    /// The absolute path of the element whose text is the id, below xmlRootPath (e.g.
+    /// "/catalog/book/isbn"); default: the file name and the element's number.
+    pub xml_id_path: Option<String>,
+    /// The field whose value is the id (instead of xmlIdPath).
+    pub id_field: Option<String>,
+    /// Put before every id (default: the connector's docIdPrefix).
+    pub doc_id_prefix: Option<String>,
+    /// The field that gets the element's XML.
+    #[option(default = "xml", alias = "xmlField")]
+    pub output_field: String,
+    /// The files' encoding: only UTF-8 is read.
+    pub encoding: Option<String>,
+    /// An element with an empty id is skipped (logged) instead of FAILed.
+    #[option(default)]
+    pub skip_empty_id: bool,
+}
+
+/// Lucille's keys that are not done here.
+fn unsupported_keys(spec: Spec) -> Spec {
+    spec.unsupported(
+        "xpathIdPath",
+        "is not supported; use xmlIdPath (an absolute element path) or idField",
+    )
 }
 
 pub struct XmlHandler {
@@ -62,33 +78,26 @@ fn segments(path: &str) -> Vec<String> {
 }
 
 impl XmlHandler {
-    pub fn from_config(config: &ComponentConfig, prefix: &str) -> Result<Self, Vec<ConfigError>> {
-        let mut map = config.map().clone();
-        spec().normalize(&mut map);
-        let mut errors = spec().validate(config.map(), config.path());
-        let config = ComponentConfig::new(map, config.path().to_string());
-        let prefix =
-            take(&mut errors, handler_prefix(&config, prefix).map(Some)).unwrap_or_default();
-        let root = segments(&take(&mut errors, config.string("xmlRootPath")).unwrap_or_default());
-        let id_path = take(&mut errors, config.string("xmlIdPath")).map(|p| segments(&p));
-        let id_field = take(&mut errors, config.string("idField"));
-        let output_field =
-            take(&mut errors, config.string("outputField")).unwrap_or_else(|| "xml".into());
-        let skip_empty_id = take(&mut errors, config.bool("skipEmptyId")).unwrap_or(false);
-        let encoding = take(&mut errors, config.string("encoding"));
-        if config.has("xmlRootPath") && root.is_empty() {
+    pub fn from_config(config: &ComponentConfig, prefix: &str) -> Result<Self, ConfigErrors> {
+        Self::new(config, XmlOptions::from_config(config)?, prefix)
+    }
+
+    /// The handler of read options; `prefix` is the connector's `docIdPrefix`; `config` (the
+    /// block they were read from) names a key in an error.
+    pub(crate) fn new(
+        config: &ComponentConfig,
+        o: XmlOptions,
+        prefix: &str,
+    ) -> Result<Self, ConfigErrors> {
+        let mut errors = Vec::new();
+        let root = segments(&o.xml_root_path);
+        if root.is_empty() {
             errors.push(config.error("xmlRootPath", "must name an element, e.g. \"/root/item\""));
         }
-        if config.has("xpathIdPath") {
-            errors.push(config.error(
-                "xpathIdPath",
-                "is not supported; use xmlIdPath (an absolute element path) or idField",
-            ));
-        }
-        if id_path.is_some() && id_field.is_some() {
+        if o.xml_id_path.is_some() && o.id_field.is_some() {
             errors.push(config.error("idField", "give only one of xmlIdPath and idField"));
         }
-        let id_path = match id_path {
+        let id_path = match o.xml_id_path.map(|p| segments(&p)) {
             Some(p) if p.len() > root.len() && p[..root.len()] == root[..] => {
                 Some(p[root.len()..].to_vec())
             }
@@ -101,7 +110,7 @@ impl XmlHandler {
             }
             None => None,
         };
-        if let Some(enc) = encoding {
+        if let Some(enc) = o.encoding {
             let e = enc.to_ascii_lowercase().replace('_', "-");
             if e != "utf-8" && e != "utf8" {
                 errors.push(config.error(
@@ -110,18 +119,17 @@ impl XmlHandler {
                 ));
             }
         }
-        if errors.is_empty() {
-            Ok(XmlHandler {
-                prefix,
-                root,
-                id_path,
-                id_field,
-                output_field,
-                skip_empty_id,
-            })
-        } else {
-            Err(errors)
+        if !errors.is_empty() {
+            return Err(errors.into());
         }
+        Ok(XmlHandler {
+            prefix: o.doc_id_prefix.unwrap_or_else(|| prefix.to_string()),
+            root,
+            id_path,
+            id_field: o.id_field,
+            output_field: o.output_field,
+            skip_empty_id: o.skip_empty_id,
+        })
     }
 }
 

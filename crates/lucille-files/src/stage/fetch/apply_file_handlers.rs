@@ -28,33 +28,42 @@ use std::path::Path;
 use std::sync::Arc;
 
 use base64::Engine;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::fetch_file_content::field_key;
+use super::fetch_file_content::check_field;
 use super::files::{with_cloud_blocks, Files};
 use crate::accounting::PublishError;
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
 use crate::connector::file::{
-    build_handler, handler_keys, FileHandler, FileHandlerDescriptor, FileSource, HandlerError,
-    RecordSink,
+    block_config, build_handler, handler_keys, FileHandler, FileHandlerDescriptor, FileSource,
+    HandlerError, RecordSink,
 };
 use crate::document::Document;
 use crate::stage::{Children, Stage, StageDescriptor, StageFailure, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ApplyFileHandlers",
-    spec,
+    spec: ApplyFileHandlersOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    with_cloud_blocks(
-        Spec::stage()
-            .required("fileHandlers", Kind::Object)
-            .optional("filePathField", Kind::String)
-            .optional("fileContentField", Kind::String),
-    )
+/// Runs the FileConnector's file handlers (CSV, JSON / JSONL, XML) on the file a document
+/// names; each record becomes a child document.
+#[derive(Options)]
+#[options(base = Spec::stage(), extend = with_cloud_blocks)]
+struct ApplyFileHandlersOptions {
+    /// Handlers by file extension, each with the FileConnector's handler keys: csv { },
+    /// json { } / jsonl { }, xml { }; a block's class may name Lucille's CSVFileHandler,
+    /// JsonFileHandler or XMLFileHandler to handle another extension.
+    file_handlers: Map<String, Value>,
+    /// The field holding the file's path or URL; a document without it is left alone.
+    #[option(default = "file_path")]
+    file_path_field: String,
+    /// The field holding the file's bytes (base64, or text), read instead of the file when
+    /// the document has it.
+    #[option(default = "file_content")]
+    file_content_field: String,
 }
 
 /// Children waiting between the reader thread and the pipeline.
@@ -75,10 +84,8 @@ fn handler_kind(name: &str) -> Option<&'static str> {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let blocks = config
-        .object("fileHandlers")?
-        .ok_or_else(|| config.error("fileHandlers", "is required"))?;
-    if blocks.is_empty() {
+    let o = ApplyFileHandlersOptions::from_config(config)?;
+    if o.file_handlers.is_empty() {
         return Err(config
             .error("fileHandlers", "must name at least one file handler")
             .into());
@@ -86,13 +93,12 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let mut errors = Vec::new();
     let mut handlers: Vec<(String, Arc<dyn FileHandler>)> = Vec::new();
     let base = config.key_path("fileHandlers");
-    for (ext, block) in blocks {
+    for (ext, block) in o.file_handlers {
         let path = format!("{base}.{ext}");
-        let Value::Object(map) = block else {
+        let Value::Object(mut map) = block else {
             errors.push(ConfigError::new(path, "must be an object"));
             continue;
         };
-        let mut map = map.clone();
         let kind = match map.shift_remove("class") {
             None => match handler_kind(&ext.to_ascii_lowercase()) {
                 Some(kind) => kind.to_string(),
@@ -130,10 +136,10 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
                 continue;
             }
         };
-        let block = ComponentConfig::new(map, path).with_paths(config.paths().clone());
+        let block = block_config(config, path, map);
         match build_handler(&kind, &block, "") {
             Ok(h) => handlers.push((ext.to_ascii_lowercase(), h)),
-            Err(e) => errors.extend(e),
+            Err(e) => errors.extend(e.0),
         }
     }
     for (missing, other) in [("json", "jsonl"), ("jsonl", "json")] {
@@ -147,24 +153,26 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
             }
         }
     }
-    let path_field = field_key(config, "filePathField", "file_path");
-    let content_field = field_key(config, "fileContentField", "file_content");
-    for r in [&path_field, &content_field] {
-        if let Err(e) = r {
-            errors.push(e.clone());
+    for (key, value) in [
+        ("filePathField", &o.file_path_field),
+        ("fileContentField", &o.file_content_field),
+    ] {
+        if let Err(e) = check_field(config, key, value) {
+            errors.push(e);
         }
     }
-    let files = Files::new(config).map_err(|e| errors.push(e)).ok();
-    match (path_field, content_field, files) {
-        (Ok(path_field), Ok(content_field), Some(files)) if errors.is_empty() => {
-            Ok(Box::new(ApplyFileHandlers {
-                handlers,
-                path_field,
-                content_field,
-                files,
-            }))
+    match Files::new(config) {
+        Ok(files) if errors.is_empty() => Ok(Box::new(ApplyFileHandlers {
+            handlers,
+            path_field: o.file_path_field,
+            content_field: o.file_content_field,
+            files,
+        })),
+        Ok(_) => Err(errors.into()),
+        Err(e) => {
+            errors.extend(e.0);
+            Err(errors.into())
         }
-        _ => Err(ConfigError::joined(config.path(), errors).into()),
     }
 }
 

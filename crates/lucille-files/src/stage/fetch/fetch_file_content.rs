@@ -10,23 +10,28 @@
 //! stage's `s3` / `gcp` / `azure` block (Lucille's keys, as on the FileConnector; `files.rs`).
 
 use super::files::{with_cloud_blocks, Files};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
 use crate::document::Document;
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "FetchFileContent",
-    spec,
+    spec: FetchFileContentOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    with_cloud_blocks(
-        Spec::stage()
-            .optional("filePathField", Kind::String)
-            .optional("fileContentField", Kind::String),
-    )
+/// Reads the file (local, or an s3:// / gs:// / Azure blob URL) named by a field into another
+/// field, as base64 bytes.
+#[derive(Options)]
+#[options(base = Spec::stage(), extend = with_cloud_blocks)]
+struct FetchFileContentOptions {
+    /// The field holding the file's path or URL; a document without it is left alone.
+    #[option(default = "file_path")]
+    file_path_field: String,
+    /// The field that gets the file's bytes (base64), overwritten.
+    #[option(default = "file_content")]
+    file_content_field: String,
 }
 
 struct FetchFileContent {
@@ -35,25 +40,39 @@ struct FetchFileContent {
     files: Files,
 }
 
-/// A field-name key that must name a writable field.
-pub(crate) fn field_key(
+/// Checks a field name read from `key`: not empty, not reserved.
+pub(crate) fn check_field(
     config: &ComponentConfig,
     key: &str,
-    default: &str,
-) -> Result<String, ConfigError> {
-    let value = config.string(key)?.unwrap_or_else(|| default.to_string());
-    if value.is_empty() || crate::document::is_reserved(&value) {
+    value: &str,
+) -> Result<(), ConfigError> {
+    if value.is_empty() || crate::document::is_reserved(value) {
         return Err(config.error(key, format!("{value:?} cannot be used: reserved or empty")));
     }
-    Ok(value)
+    Ok(())
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    Ok(Box::new(FetchFileContent {
-        path_field: field_key(config, "filePathField", "file_path")?,
-        content_field: field_key(config, "fileContentField", "file_content")?,
-        files: Files::new(config)?,
-    }))
+    let o = FetchFileContentOptions::from_config(config)?;
+    let mut errors: Vec<ConfigError> = [
+        check_field(config, "filePathField", &o.file_path_field),
+        check_field(config, "fileContentField", &o.file_content_field),
+    ]
+    .into_iter()
+    .filter_map(Result::err)
+    .collect();
+    match Files::new(config) {
+        Ok(files) if errors.is_empty() => Ok(Box::new(FetchFileContent {
+            path_field: o.file_path_field,
+            content_field: o.file_content_field,
+            files,
+        })),
+        Ok(_) => Err(errors.into()),
+        Err(e) => {
+            errors.extend(e.0);
+            Err(errors.into())
+        }
+    }
 }
 
 impl Stage for FetchFileContent {

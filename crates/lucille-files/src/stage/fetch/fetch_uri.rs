@@ -29,39 +29,66 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
 use crate::document::Document;
 use crate::http::{Auth, BytesReply, HttpClient, RetryPolicy, NO_STATUS};
 use crate::stage::{Stage, StageDescriptor, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "FetchUri",
-    spec,
+    spec: FetchUriOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("source", Kind::String)
-        .required("dest", Kind::String)
-        .optional("sizeSuffix", Kind::String)
-        .optional("statusSuffix", Kind::String)
-        .optional("errorSuffix", Kind::String)
-        .optional("maxSize", Kind::Integer)
-        .optional("maxRetries", Kind::Integer)
-        .optional("initialExpiryMs", Kind::Integer)
-        .optional("maxExpiryMs", Kind::Integer)
-        .optional("connectionRequestTimeout", Kind::Integer)
-        .optional("connectTimeout", Kind::Integer)
-        .optional("socketTimeout", Kind::Integer)
-        .optional("statusCodeRetryList", Kind::StringList)
-        .optional("headers", Kind::Object)
+/// An HTTP GET of the URL in `source`: the answer's bytes go to `dest` (base64), its status,
+/// size and any error to `{source}_{suffix}` fields.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct FetchUriOptions {
+    /// The field holding the URL; a document without it (or with an empty one) is left alone.
+    source: String,
+    /// The field that gets the answer's bytes, as base64.
+    dest: String,
+    /// The number of bytes read goes to `{source}_{sizeSuffix}`.
+    #[option(default = "size")]
+    size_suffix: String,
+    /// The answer's status code goes to `{source}_{statusSuffix}`.
+    #[option(default = "status_code")]
+    status_suffix: String,
+    /// A request's error goes to `{source}_{errorSuffix}`.
+    #[option(default = "error")]
+    error_suffix: String,
+    /// Bytes read at most; the rest of the answer is dropped.
+    #[option(default = 2147483647, min = 0)]
+    max_size: i64,
+    /// Times a request without an answer, or with a status in statusCodeRetryList, is sent
+    /// again.
+    #[option(default = 0, min = 0)]
+    max_retries: i64,
+    /// Milliseconds before the first retry; each next one waits twice as long.
+    #[option(default = 100, min = 0)]
+    initial_expiry_ms: i64,
+    /// Milliseconds a retry waits at most.
+    #[option(default = 10000, min = 0)]
+    max_expiry_ms: i64,
+    /// Lucille's wait for a pooled connection, in milliseconds: checked, but there is no pool
+    /// here (a connection is opened per request), so it bounds nothing.
+    #[option(default = 60000, min = 0)]
+    connection_request_timeout: i64,
+    /// Milliseconds to wait for a connection.
+    #[option(default = 60000, min = 0)]
+    connect_timeout: i64,
+    /// Milliseconds to wait for each piece of data from the server.
+    #[option(default = 60000, min = 0)]
+    socket_timeout: i64,
+    /// Statuses whose answers are retried: codes such as 429, or wildcards 50x / 5xx.
+    status_code_retry_list: Option<Vec<String>>,
+    /// Header names and values sent with every request.
+    headers: Option<Map<String, Value>>,
 }
-
-const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 
 struct FetchUri {
     source: String,
@@ -73,27 +100,6 @@ struct FetchUri {
     headers: Vec<(String, String)>,
     read_timeout: Duration,
     client: HttpClient,
-}
-
-/// A non-negative integer key, or its default.
-fn non_negative(
-    config: &ComponentConfig,
-    key: &str,
-    default: u64,
-    errors: &mut Vec<ConfigError>,
-) -> u64 {
-    match config.i64(key) {
-        Ok(None) => default,
-        Ok(Some(v)) if v >= 0 => v as u64,
-        Ok(Some(_)) => {
-            errors.push(config.error(key, "must not be negative"));
-            default
-        }
-        Err(e) => {
-            errors.push(e);
-            default
-        }
-    }
 }
 
 /// `statusCodeRetryList` entries as status codes: `503`, `50x` (500-509), `5xx` (500-599);
@@ -131,15 +137,12 @@ pub(crate) fn status_codes(entry: &str) -> Result<Option<Vec<i64>>, String> {
     }))
 }
 
-fn header_list(config: &ComponentConfig, errors: &mut Vec<ConfigError>) -> Vec<(String, String)> {
-    let map = match config.object("headers") {
-        Ok(Some(m)) => m,
-        Ok(None) => return Vec::new(),
-        Err(e) => {
-            errors.push(e);
-            return Vec::new();
-        }
-    };
+/// The `headers` object as (name, value) pairs, each checked.
+fn header_list(
+    config: &ComponentConfig,
+    map: &Map<String, Value>,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<(String, String)> {
     let mut out = Vec::with_capacity(map.len());
     for (name, value) in map {
         let value = match value {
@@ -171,61 +174,53 @@ fn header_list(config: &ComponentConfig, errors: &mut Vec<ConfigError>) -> Vec<(
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
+    let o = FetchUriOptions::from_config(config)?;
     let mut errors = Vec::new();
-    let source = config.require_string("source")?;
-    let dest = config.require_string("dest")?;
+    let (source, dest) = (o.source, o.dest);
     for (key, value) in [("source", &source), ("dest", &dest)] {
         if value.is_empty() || crate::document::is_reserved(value) {
             errors.push(config.error(key, format!("{value:?} cannot be used: reserved or empty")));
         }
     }
-    let suffix = |key: &str, default: &str, errors: &mut Vec<ConfigError>| match config.string(key)
-    {
-        Ok(v) => format!("{source}_{}", v.unwrap_or_else(|| default.to_string())),
-        Err(e) => {
-            errors.push(e);
-            String::new()
-        }
-    };
-    let status_field = suffix("statusSuffix", "status_code", &mut errors);
-    let size_field = suffix("sizeSuffix", "size", &mut errors);
-    let error_field = suffix("errorSuffix", "error", &mut errors);
-    let max_size = non_negative(config, "maxSize", i32::MAX as u64, &mut errors);
-    let max_retries = non_negative(config, "maxRetries", 0, &mut errors);
-    let initial = non_negative(config, "initialExpiryMs", 100, &mut errors);
-    let max_wait = non_negative(config, "maxExpiryMs", 10_000, &mut errors);
-    non_negative(
-        config,
-        "connectionRequestTimeout",
-        DEFAULT_TIMEOUT_MS,
-        &mut errors,
-    );
-    let connect = non_negative(config, "connectTimeout", DEFAULT_TIMEOUT_MS, &mut errors);
-    let socket = non_negative(config, "socketTimeout", DEFAULT_TIMEOUT_MS, &mut errors);
-    let mut retryable = vec![NO_STATUS];
-    match config.string_list("statusCodeRetryList") {
-        Ok(list) => {
-            let mut ignored = Vec::new();
-            for entry in list.unwrap_or_default() {
-                match status_codes(&entry) {
-                    Ok(Some(codes)) => retryable.extend(codes),
-                    Ok(None) => ignored.push(entry),
-                    Err(m) => errors.push(config.error("statusCodeRetryList", m)),
-                }
-            }
-            if !ignored.is_empty() {
-                tracing::warn!(
-                    "{}.statusCodeRetryList: {ignored:?} are not status codes (100-599) or \
-                     wildcards such as \"50x\" or \"5xx\"; they are left out (remove them)",
-                    config.path()
-                );
-            }
-        }
-        Err(e) => errors.push(e),
+    let status_field = format!("{source}_{}", o.status_suffix);
+    let size_field = format!("{source}_{}", o.size_suffix);
+    let error_field = format!("{source}_{}", o.error_suffix);
+    // Not negative: checked by their `min`.
+    let max_size = o.max_size.unsigned_abs();
+    let max_retries = o.max_retries.unsigned_abs();
+    let initial = o.initial_expiry_ms.unsigned_abs();
+    let max_wait = o.max_expiry_ms.unsigned_abs();
+    let connect = o.connect_timeout.unsigned_abs();
+    let socket = o.socket_timeout.unsigned_abs();
+    if o.connection_request_timeout != 60000 {
+        tracing::info!(
+            "{}: requests open their own connection here (no pool to wait for), so it bounds \
+             nothing",
+            config.key_path("connectionRequestTimeout")
+        );
     }
-    let headers = header_list(config, &mut errors);
+    let mut retryable = vec![NO_STATUS];
+    let mut ignored = Vec::new();
+    for entry in o.status_code_retry_list.unwrap_or_default() {
+        match status_codes(&entry) {
+            Ok(Some(codes)) => retryable.extend(codes),
+            Ok(None) => ignored.push(entry),
+            Err(m) => errors.push(config.error("statusCodeRetryList", m)),
+        }
+    }
+    if !ignored.is_empty() {
+        tracing::warn!(
+            "{}.statusCodeRetryList: {ignored:?} are not status codes (100-599) or \
+             wildcards such as \"50x\" or \"5xx\"; they are left out (remove them)",
+            config.path()
+        );
+    }
+    let headers = match &o.headers {
+        Some(map) => header_list(config, map, &mut errors),
+        None => Vec::new(),
+    };
     if !errors.is_empty() {
-        return Err(ConfigError::joined(config.path(), errors).into());
+        return Err(errors.into());
     }
     let retry = RetryPolicy {
         max_retries: u32::try_from(max_retries).unwrap_or(u32::MAX),

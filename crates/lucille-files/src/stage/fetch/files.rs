@@ -8,7 +8,7 @@
 use std::io::Read;
 
 use super::local_path;
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors};
 use crate::stage::StageFailure;
 use crate::storage::cloud_config::{parse_url, CloudConfig};
 use crate::storage::{Listed, Opened, Storage, Stores};
@@ -21,12 +21,9 @@ fn local(value: &str) -> Result<Box<dyn Read + Send>, StageFailure> {
     Ok(Box::new(file))
 }
 
-/// Adds Lucille's cloud blocks to a stage's spec (checked in full by [`Files::new`]).
-pub(crate) fn with_cloud_blocks(spec: Spec) -> Spec {
-    spec.optional("s3", Kind::Object)
-        .optional("gcp", Kind::Object)
-        .optional("azure", Kind::Object)
-}
+/// Adds Lucille's cloud blocks to a stage's spec (read and checked by the storage layer in
+/// [`Files::new`]).
+pub(crate) use crate::connector::file::with_cloud_blocks;
 
 pub(crate) struct Files {
     cloud: CloudConfig,
@@ -35,12 +32,13 @@ pub(crate) struct Files {
 }
 
 impl Files {
-    /// Reads the stage's `s3` / `gcp` / `azure` blocks (every problem at once).
-    pub fn new(config: &ComponentConfig) -> Result<Self, ConfigError> {
+    /// Reads the stage's `s3` / `gcp` / `azure` blocks (every problem at once): the storage
+    /// layer's own reading of them, declared by [`with_cloud_blocks`].
+    pub fn new(config: &ComponentConfig) -> Result<Self, ConfigErrors> {
         let mut errors = Vec::new();
         let cloud = CloudConfig::from_config(config, &mut errors);
         if !errors.is_empty() {
-            return Err(ConfigError::joined(config.path(), errors));
+            return Err(errors.into());
         }
         Ok(Files {
             cloud,

@@ -31,36 +31,47 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::{Stage, StageDescriptor, StageFailure, StageResult};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
 use crate::document::Document;
+use lucille_extract as extract;
 use lucille_extract::tesseract::{SharedOcr, Tesseract};
-use lucille_extract::{self as extract, Options};
 
 mod tika_config;
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "TextExtractor",
-    spec,
+    spec: TextExtractorOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .optional("textField", Kind::String)
-        .optional("filePathField", Kind::String)
-        .optional("byteArrayField", Kind::String)
-        .optional("metadataPrefix", Kind::String)
-        .optional("fieldNamesField", Kind::String)
-        .optional("whitelist", Kind::StringList)
-        .optional("blacklist", Kind::StringList)
-        .optional("textContentLimit", Kind::Integer)
-        .alias("maxLength", "textContentLimit")
-        .optional("metadataFields", Kind::StringMap)
-        .optional("ocrLang", Kind::String)
-        // Accepted when the file only selects parsers whose formats are covered (tika_config).
-        .optional("tikaConfigPath", Kind::String)
-        .unsupported(
+/// Extracts the text and metadata of a document held in a field, as bytes (`byteArrayField`)
+/// or as a file path (`filePathField`): PDF, Office, OpenDocument, RTF, HTML, EPUB, e-mail, text.
+#[derive(Options)]
+#[options(base = Spec::stage(), extend = unsupported_keys)]
+struct TextExtractorOptions {
+    /// Where the text and metadata go.
+    #[option(flatten)]
+    output: OutputOptions,
+    /// The field holding the path of a local file to extract (or give byteArrayField).
+    file_path_field: Option<String>,
+    /// The field holding the document's bytes, as base64 (or text), e.g. "file_content" from
+    /// the FileConnector (or give filePathField).
+    byte_array_field: Option<String>,
+    /// Tika metadata key to document field: the field's values go into the metadata before
+    /// extraction (e.g. resourceName).
+    metadata_fields: Option<Vec<(String, String)>>,
+    /// Tesseract's language for images and PDF pages without a text layer (e.g. eng); default:
+    /// no OCR.
+    ocr_lang: Option<String>,
+    /// Lucille's tika-config.xml: accepted when it only selects parsers whose formats are
+    /// extracted here, else an error.
+    tika_config_path: Option<String>,
+}
+
+/// Lucille's keys that have no equivalent here, each with what to do instead.
+fn unsupported_keys(spec: Spec) -> Spec {
+    spec.unsupported(
             "fork",
             "extraction runs in-process in Rust with no JVM to fork; a parser failure FAILs only its document; remove the block",
         )
@@ -77,10 +88,13 @@ fn spec() -> Spec {
 /// `ocrLang` (not Lucille's: Tika's OCR is configured in tika-config.xml): recognise images
 /// and PDF pages without a text layer with Tesseract in this language. A missing library or
 /// model is a config error saying what to install.
-pub(crate) fn ocr_from_config(config: &ComponentConfig) -> Result<Option<SharedOcr>, ConfigError> {
-    match config.string("ocrLang")? {
+pub(crate) fn ocr(
+    config: &ComponentConfig,
+    lang: Option<&str>,
+) -> Result<Option<SharedOcr>, ConfigError> {
+    match lang {
         None => Ok(None),
-        Some(lang) => Tesseract::new(&lang)
+        Some(lang) => Tesseract::new(lang)
             .map(|t| Some(SharedOcr(std::sync::Arc::new(parking_lot::Mutex::new(t)))))
             .map_err(|e| config.error("ocrLang", e.to_string())),
     }
@@ -100,40 +114,43 @@ pub struct OutputSettings {
     pub limit: usize,
 }
 
-impl OutputSettings {
-    /// Reads `textField`, `metadataPrefix`, `fieldNamesField`, `whitelist`, `blacklist`,
-    /// `textContentLimit`.
-    pub fn from_config(config: &ComponentConfig) -> Result<Self, ConfigError> {
-        let limit = match config.get("textContentLimit") {
-            None => usize::MAX,
-            Some(_) => {
-                let n = config.usize("textContentLimit")?.unwrap_or(usize::MAX);
-                if n == 0 {
-                    return Err(config.error("textContentLimit", "must be at least 1"));
-                }
-                n
-            }
-        };
-        Ok(OutputSettings {
-            text_field: config.string("textField")?.unwrap_or_else(|| "text".into()),
-            metadata_prefix: config
-                .string("metadataPrefix")?
-                .unwrap_or_else(|| "tika".into()),
-            field_names_field: config.string("fieldNamesField")?,
-            whitelist: config
-                .string_list("whitelist")?
-                .unwrap_or_default()
-                .into_iter()
-                .collect(),
-            blacklist: config
-                .string_list("blacklist")?
-                .unwrap_or_default()
-                .into_iter()
-                .collect(),
-            limit,
-        })
-    }
+/// The keys of [`OutputSettings`], shared by TextExtractor and the `documents` handler.
+#[derive(Options)]
+pub struct OutputOptions {
+    /// The field that gets the text.
+    #[option(default = "text")]
+    pub text_field: String,
+    /// Put with `_` before each metadata field's name ("" for none).
+    #[option(default = "tika")]
+    pub metadata_prefix: String,
+    /// The field that gets the name of each metadata field written.
+    pub field_names_field: Option<String>,
+    /// Metadata names (cleaned, without the prefix, e.g. dc_title) to keep; default: all.
+    #[option(default)]
+    pub whitelist: Vec<String>,
+    /// Metadata names (cleaned, without the prefix) to drop.
+    #[option(default)]
+    pub blacklist: Vec<String>,
+    /// At most this many characters of text (default: no limit).
+    #[option(alias = "maxLength", min = 1)]
+    pub text_content_limit: Option<usize>,
+}
 
+impl OutputOptions {
+    /// The settings these keys give.
+    pub fn settings(self) -> OutputSettings {
+        OutputSettings {
+            text_field: self.text_field,
+            metadata_prefix: self.metadata_prefix,
+            field_names_field: self.field_names_field,
+            whitelist: self.whitelist.into_iter().collect(),
+            blacklist: self.blacklist.into_iter().collect(),
+            limit: self.text_content_limit.unwrap_or(usize::MAX),
+        }
+    }
+}
+
+impl OutputSettings {
     fn include(&self, clean: &str) -> bool {
         (self.whitelist.is_empty() || self.whitelist.contains(clean))
             && !self.blacklist.contains(clean)
@@ -186,37 +203,46 @@ struct TextExtractor {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    tika_config::check(config)?;
-    let bytes = config.string("byteArrayField")?;
-    let path = config.string("filePathField")?;
-    let source = match (bytes, path) {
-        (Some(b), None) => Source::Bytes(b),
-        (None, Some(p)) => Source::Path(p),
+    let o = TextExtractorOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    if let Some(path) = &o.tika_config_path {
+        if let Err(e) = tika_config::check(config, path) {
+            errors.push(e);
+        }
+    }
+    let source = match (o.byte_array_field, o.file_path_field) {
+        (Some(b), None) => Some(Source::Bytes(b)),
+        (None, Some(p)) => Some(Source::Path(p)),
         (Some(_), Some(_)) => {
-            return Err(config.error(
+            errors.push(config.error(
                 "filePathField",
                 "give either filePathField or byteArrayField, not both",
-            ).into())
+            ));
+            None
         }
         (None, None) => {
-            return Err(config.error(
+            errors.push(config.error(
                 "byteArrayField",
                 "is required (or filePathField): the field holding the document's bytes, e.g. \"file_content\" from the FileConnector",
-            ).into())
+            ));
+            None
         }
     };
-    let hints = match config.object("metadataFields")? {
-        Some(map) => map
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-            .collect(),
-        None => Vec::new(),
+    let engine = match ocr(config, o.ocr_lang.as_deref()) {
+        Ok(engine) => engine,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    let Some(source) = source.filter(|_| errors.is_empty()) else {
+        return Err(errors.into());
     };
     Ok(Box::new(TextExtractor {
         source,
-        output: OutputSettings::from_config(config)?,
-        hints,
-        ocr: ocr_from_config(config)?,
+        output: o.output.settings(),
+        hints: o.metadata_fields.unwrap_or_default(),
+        ocr: engine,
     }))
 }
 
@@ -258,7 +284,7 @@ impl Stage for TextExtractor {
                 (bytes, format!("file {path:?}"))
             }
         };
-        let options = Options {
+        let options = extract::Options {
             limit: self.output.limit,
             ocr: self.ocr.as_ref().map(|o| o as &dyn extract::PageOcr),
             depth: 0,

@@ -27,12 +27,9 @@ const COVERED: &[&str] = &[
     "csv.TextAndCSVParser",
 ];
 
-/// Checks the file `tikaConfigPath` names, if the key is given.
-pub fn check(config: &ComponentConfig) -> Result<(), ConfigError> {
-    let Some(given) = config.string("tikaConfigPath")? else {
-        return Ok(());
-    };
-    let path = config.paths().resolve_input(&given);
+/// Checks the file `tikaConfigPath` names (`given`, as written).
+pub fn check(config: &ComponentConfig, given: &str) -> Result<(), ConfigError> {
+    let path = config.paths().resolve_input(given);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         config.error(
             "tikaConfigPath",

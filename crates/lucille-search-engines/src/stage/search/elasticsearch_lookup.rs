@@ -11,28 +11,37 @@
 //! lacks is skipped (Lucille fails on it); values are copied as text, as Lucille does (a
 //! string as is, other values as their JSON). Another status FAILs the document.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{engine, json_answer, Engine};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::{Document, UpdateMode};
 use crate::http::{encode, snippet};
+use crate::stage::field_util::check_writable;
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "ElasticsearchLookup",
-    spec,
+    spec: ElasticsearchLookupOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("elasticsearch", Kind::Object)
-        .required("source", Kind::StringOrList)
-        .required("dest", Kind::StringOrList)
-        .optional("updateMode", Kind::OneOf(&["overwrite", "append", "skip"]))
-        .alias("update_mode", "updateMode")
+/// Fetches the document with the same id from an Elasticsearch index and copies fields of its
+/// source onto the document.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct ElasticsearchLookupOptions {
+    /// The Elasticsearch connection: url, index (both required), acceptInvalidCert, username,
+    /// password.
+    elasticsearch: Map<String, Value>,
+    /// Fields of the indexed document's source that are copied (as text).
+    source: Strings,
+    /// The fields they are written to, one per source field, in the same order.
+    dest: Strings,
+    /// How a destination that already has values is written.
+    #[option(default = "overwrite", one_of = ["overwrite", "append", "skip"], alias = "update_mode")]
+    update_mode: String,
 }
 
 struct ElasticsearchLookup {
@@ -42,37 +51,36 @@ struct ElasticsearchLookup {
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let engine = engine(config, "elasticsearch", "Elasticsearch")?;
-    let source = config.strings("source")?.unwrap_or_default();
-    let dest = config.strings("dest")?.unwrap_or_default();
+    let o = ElasticsearchLookupOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    let engine = engine(config, "elasticsearch", o.elasticsearch, "Elasticsearch")
+        .map_err(|e| errors.extend(e))
+        .ok();
+    let (source, dest) = (o.source.0, o.dest.0);
     if source.len() != dest.len() {
-        return Err(config
-            .error(
-                "dest",
-                format!(
-                    "must name as many fields as source ({} and {})",
-                    dest.len(),
-                    source.len()
-                ),
-            )
-            .into());
+        errors.push(config.error(
+            "dest",
+            format!(
+                "must name as many fields as source ({} and {})",
+                dest.len(),
+                source.len()
+            ),
+        ));
     }
-    if let Some(bad) = dest
+    if let Some(e) = dest
         .iter()
-        .find(|d| d.is_empty() || crate::document::is_reserved(d))
+        .find_map(|d| check_writable(config, "dest", d).err())
     {
-        return Err(config
-            .error(
-                "dest",
-                format!("{bad:?} cannot be written: it is reserved or empty"),
-            )
-            .into());
+        errors.push(e);
     }
-    Ok(Box::new(ElasticsearchLookup {
-        engine,
-        fields: source.into_iter().zip(dest).collect(),
-        mode: config.update_mode("updateMode")?,
-    }))
+    match engine {
+        Some(engine) if errors.is_empty() => Ok(Box::new(ElasticsearchLookup {
+            engine,
+            fields: source.into_iter().zip(dest).collect(),
+            mode: UpdateMode::parse(&o.update_mode).unwrap_or_default(),
+        })),
+        _ => Err(ConfigErrors(errors)),
+    }
 }
 
 impl Stage for ElasticsearchLookup {

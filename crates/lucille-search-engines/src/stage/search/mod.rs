@@ -10,8 +10,10 @@ pub mod query_opensearch;
 
 use std::time::Duration;
 
-use crate::config::{ComponentConfig, ConfigError, Kind, Spec};
-use crate::http::{parse_url, snippet, Auth, HttpClient, RetryPolicy};
+use serde_json::{Map, Value};
+
+use crate::config::{ComponentConfig, ConfigError, Options, Spec};
+use crate::http::{snippet, Auth, HttpClient, HttpUrl, RetryPolicy};
 use crate::stage::StageFailure;
 
 /// Attempts after the first for a request that gets no answer or a 429 / 502 / 503 / 504.
@@ -37,38 +39,50 @@ pub(crate) fn json_answer(product: &str, body: &str) -> Result<serde_json::Value
     })
 }
 
-/// The connection block `block` (`opensearch`, `elasticsearch`) of a stage config.
+/// The connection block of a search stage (`opensearch { }`, `elasticsearch { }`), as the
+/// indexers' blocks.
+#[derive(Options)]
+#[options(extend = unsupported_engine_keys)]
+struct EngineOptions {
+    /// The engine's base URL (http:// or https://host:port); credentials may be given in it
+    /// as user:password@.
+    url: HttpUrl,
+    /// The index queried.
+    index: String,
+    /// true: the server's TLS certificate is not verified (any certificate, any host name).
+    #[option(default = false)]
+    accept_invalid_cert: bool,
+    /// The user for basic authentication (overrides credentials in the URL).
+    username: Option<String>,
+    /// The password of `username` (default empty).
+    password: Option<String>,
+}
+
+/// Lucille's block keys not done here.
+fn unsupported_engine_keys(spec: Spec) -> Spec {
+    spec.unsupported(
+        "enableCompression",
+        "request compression is not done here; leave it out (answers are read either way)",
+    )
+}
+
+/// The connection block `block` (`opensearch`, `elasticsearch`) of a stage config, whose
+/// value is `map`: every problem of the block at once.
 pub(crate) fn engine(
     config: &ComponentConfig,
     block: &str,
+    map: Map<String, Value>,
     product: &'static str,
-) -> Result<Engine, ConfigError> {
-    let Some(map) = config.object(block)? else {
-        return Err(config.error(block, "missing required block (url and index)"));
-    };
-    let path = format!("{}.{block}", config.path());
-    let spec = Spec::new()
-        .required("url", Kind::String)
-        .required("index", Kind::String)
-        .optional("acceptInvalidCert", Kind::Bool)
-        .optional("username", Kind::String)
-        .optional("password", Kind::String)
-        .unsupported(
-            "enableCompression",
-            "request compression is not done here; leave it out (answers are read either way)",
-        );
-    if let Some(e) = spec.validate(map, &path).into_iter().next() {
-        return Err(e);
+) -> Result<Engine, Vec<ConfigError>> {
+    let settings =
+        ComponentConfig::new(map, config.key_path(block)).with_paths(config.paths().clone());
+    let o = EngineOptions::from_config(&settings)?;
+    if o.index.is_empty() {
+        return Err(vec![settings.error("index", "must not be empty")]);
     }
-    let settings = ComponentConfig::new(map.clone(), path).with_paths(config.paths().clone());
-    let base = parse_url(&settings.require_string("url")?)
-        .map_err(|e| settings.error("url", e.to_string()))?;
-    let index = settings.require_string("index")?;
-    if index.is_empty() {
-        return Err(settings.error("index", "must not be empty"));
-    }
-    let auth = match (settings.string("username")?, base.credentials) {
-        (Some(user), _) => Auth::Basic(user, settings.string("password")?.unwrap_or_default()),
+    let base = o.url.0;
+    let auth = match (o.username, base.credentials) {
+        (Some(user), _) => Auth::Basic(user, o.password.unwrap_or_default()),
         (None, Some((user, pass))) => Auth::Basic(user, pass),
         (None, None) => Auth::None,
     };
@@ -76,18 +90,12 @@ pub(crate) fn engine(
         max_retries: RETRIES,
         ..RetryPolicy::default()
     };
-    let client = HttpClient::new(
-        product,
-        retry,
-        None,
-        settings.bool_or("acceptInvalidCert", false)?,
-        auth,
-    )
-    .with_timeout(TIMEOUT);
+    let client =
+        HttpClient::new(product, retry, None, o.accept_invalid_cert, auth).with_timeout(TIMEOUT);
     Ok(Engine {
         client,
         url: base.url,
-        index,
+        index: o.index,
     })
 }
 

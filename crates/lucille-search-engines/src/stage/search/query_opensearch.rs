@@ -18,14 +18,15 @@
 use serde_json::{Map, Value};
 
 use super::{engine, json_answer, Engine};
-use crate::config::{ComponentConfig, ConfigErrors, Kind, Spec};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
 use crate::document::Document;
 use crate::http::snippet;
+use crate::stage::field_util::check_writable;
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "QueryOpensearch",
-    spec,
+    spec: QueryOpensearchOptions::spec,
     build,
 };
 inventory::submit!(DESCRIPTOR);
@@ -33,15 +34,28 @@ inventory::submit!(DESCRIPTOR);
 /// Where a document that lacks a required parameter gets its message (Lucille's name).
 pub const ERROR_FIELD: &str = "queryOpensearchError";
 
-fn spec() -> Spec {
-    Spec::stage()
-        .required("opensearch", Kind::Object)
-        .optional("templateName", Kind::String)
-        .optional("searchTemplate", Kind::String)
-        .optional("requiredParamNames", Kind::StringList)
-        .optional("optionalParamNames", Kind::StringList)
-        .optional("opensearchResponsePath", Kind::String)
-        .optional("destinationField", Kind::String)
+/// Runs a search template on an OpenSearch index for each document and stores a part of the
+/// answer on it.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct QueryOpensearchOptions {
+    /// The OpenSearch connection: url, index (both required), acceptInvalidCert, username,
+    /// password.
+    opensearch: Map<String, Value>,
+    /// The id of a search template stored in the cluster (give it or searchTemplate).
+    template_name: Option<String>,
+    /// The search template's JSON, e.g. {"source": {"query": ...}} (give it or templateName).
+    search_template: Option<String>,
+    /// Document fields passed as the template's params under their own names; a document
+    /// without one of them is not queried and gets queryOpensearchError.
+    required_param_names: Option<Vec<String>>,
+    /// Document fields passed as params when the document has them.
+    optional_param_names: Option<Vec<String>>,
+    /// A JSON pointer into the answer, e.g. /hits/max_score (default: the whole answer).
+    opensearch_response_path: Option<String>,
+    /// The field the answer (or its part) is written to.
+    #[option(default = "response")]
+    destination_field: String,
 }
 
 struct QueryOpensearch {
@@ -54,74 +68,60 @@ struct QueryOpensearch {
     dest: String,
 }
 
+/// The request body without `params`: the template's JSON, or `{"id": name}`.
+fn request(
+    config: &ComponentConfig,
+    search_template: Option<String>,
+    template_name: Option<String>,
+) -> Result<Map<String, Value>, ConfigError> {
+    match (search_template, template_name) {
+        (Some(template), None) => match serde_json::from_str::<Value>(&template) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(_) => Err(config.error("searchTemplate", "must be a JSON object")),
+            Err(e) => Err(config.error("searchTemplate", format!("is not valid JSON: {e}"))),
+        },
+        (None, Some(name)) => Ok(Map::from_iter([("id".to_string(), Value::String(name))])),
+        (Some(_), Some(_)) => Err(config.error(
+            "templateName",
+            "give either templateName or searchTemplate, not both",
+        )),
+        (None, None) => Err(config.error(
+            "searchTemplate",
+            "give searchTemplate (the template's JSON) or templateName (a stored template)",
+        )),
+    }
+}
+
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
-    let engine = engine(config, "opensearch", "OpenSearch")?;
-    let request =
-        match (
-            config.string("searchTemplate")?,
-            config.string("templateName")?,
-        ) {
-            (Some(template), None) => match serde_json::from_str::<Value>(&template) {
-                Ok(Value::Object(map)) => map,
-                Ok(_) => {
-                    return Err(config
-                        .error("searchTemplate", "must be a JSON object")
-                        .into())
-                }
-                Err(e) => {
-                    return Err(config
-                        .error("searchTemplate", format!("is not valid JSON: {e}"))
-                        .into())
-                }
-            },
-            (None, Some(name)) => Map::from_iter([("id".to_string(), Value::String(name))]),
-            (Some(_), Some(_)) => {
-                return Err(config
-                    .error(
-                        "templateName",
-                        "give either templateName or searchTemplate, not both",
-                    )
-                    .into())
-            }
-            (None, None) => return Err(config
-                .error(
-                    "searchTemplate",
-                    "give searchTemplate (the template's JSON) or templateName (a stored template)",
-                )
-                .into()),
-        };
-    let pointer = config.string("opensearchResponsePath")?.unwrap_or_default();
+    let o = QueryOpensearchOptions::from_config(config)?;
+    let mut errors = Vec::new();
+    let engine = engine(config, "opensearch", o.opensearch, "OpenSearch")
+        .map_err(|e| errors.extend(e))
+        .ok();
+    let request = request(config, o.search_template, o.template_name)
+        .map_err(|e| errors.push(e))
+        .ok();
+    let pointer = o.opensearch_response_path.unwrap_or_default();
     if !pointer.is_empty() && !pointer.starts_with('/') {
-        return Err(config
-            .error(
-                "opensearchResponsePath",
-                format!("{pointer:?} is not a JSON pointer: it must be empty or start with '/'"),
-            )
-            .into());
+        errors.push(config.error(
+            "opensearchResponsePath",
+            format!("{pointer:?} is not a JSON pointer: it must be empty or start with '/'"),
+        ));
     }
-    let dest = config
-        .string("destinationField")?
-        .unwrap_or_else(|| "response".to_string());
-    if dest.is_empty() || crate::document::is_reserved(&dest) {
-        return Err(config
-            .error(
-                "destinationField",
-                format!("{dest:?} cannot be written: it is reserved or empty"),
-            )
-            .into());
+    if let Err(e) = check_writable(config, "destinationField", &o.destination_field) {
+        errors.push(e);
     }
-    Ok(Box::new(QueryOpensearch {
-        engine,
-        request,
-        required: config
-            .string_list("requiredParamNames")?
-            .unwrap_or_default(),
-        optional: config
-            .string_list("optionalParamNames")?
-            .unwrap_or_default(),
-        pointer,
-        dest,
-    }))
+    match (engine, request) {
+        (Some(engine), Some(request)) if errors.is_empty() => Ok(Box::new(QueryOpensearch {
+            engine,
+            request,
+            required: o.required_param_names.unwrap_or_default(),
+            optional: o.optional_param_names.unwrap_or_default(),
+            pointer,
+            dest: o.destination_field,
+        })),
+        _ => Err(ConfigErrors(errors)),
+    }
 }
 
 impl Stage for QueryOpensearch {

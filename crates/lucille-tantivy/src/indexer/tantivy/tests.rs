@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::*;
 use crate::document::Document;
-use crate::indexer::IndexerHandle;
+use crate::indexer::{IndexerHandle, IndexerSettings};
 use crate::messaging::{LocalMessenger, PublisherSide, WorkerSide};
 
 fn tempdir() -> PathBuf {
@@ -237,21 +237,37 @@ fn config_errors_are_listed_together() {
         ),
         "tantivy",
     );
-    let errors: Vec<String> = validate(&IndexerSettings::default(), &c)
+    let settings = IndexerSettings {
+        kind: "tantivy".into(),
+        ..IndexerSettings::default()
+    };
+    let errors: Vec<String> = crate::indexer::validate_backend(&settings, &c)
+        .unwrap_err()
         .iter()
         .map(ToString::to_string)
         .collect();
     let all = errors.join("\n");
-    assert_eq!(errors.len(), 5, "{all}");
+    // One error per key: the field definitions' problems are one error on `fields`.
+    assert_eq!(errors.len(), 3, "{all}");
     for part in [
-        "bogus",
+        "tantivy.bogus: unknown key",
         "fields.b.type",
         "fields.id",
         "fields.c.fsat",
-        "writerMemoryMb",
+        "tantivy.writerMemoryMb: must be at least 15",
     ] {
         assert!(all.contains(part), "{part} missing from {all}");
     }
+    // Checking opens nothing: no index folder is created.
+    let dir = tempdir().join("unopened");
+    let c = ComponentConfig::new(obj(json!({"path": dir.to_str().unwrap()})), "tantivy");
+    crate::indexer::validate_backend(&settings, &c).unwrap();
+    let doc = lucille_core::catalog::describe("tantivy").unwrap();
+    assert!(
+        doc.contains("  writerMemoryMb (an integer), default 128, at least 15: "),
+        "{doc}"
+    );
+    assert!(!dir.exists());
 }
 
 #[test]
@@ -287,7 +303,8 @@ fn indexer_loop_applies_overrides_and_filters_into_tantivy() {
             obj(json!({"path": dir.to_str().unwrap(), "fields": {"count": {"type": "i64"}}})),
             "tantivy",
         );
-        let mut b = crate::indexer::build_backend(&settings, &tcfg, false).unwrap();
+        let mut b = crate::indexer::build_backend(&settings, &tcfg, crate::indexer::Opening::Fresh)
+            .unwrap();
         b.validate_connection().unwrap();
         let m = Arc::new(LocalMessenger::new(100));
         let h = IndexerHandle::start(settings, b, m.clone(), Arc::from("r"), false).unwrap();
@@ -399,4 +416,10 @@ fn vector_fields_rank_by_cosine_and_come_back_as_floats() {
         search_vector(&dir, "v", &[0.0, 0.0, 0.0], None, 10),
         Err(SearchError::Query { .. })
     ));
+}
+
+/// Every backend linked here (tantivy and the core's) reads its block through its options.
+#[test]
+fn every_backend_checks_its_keys() {
+    crate::indexer::test_backends::assert_every_backend_checks_its_keys();
 }
