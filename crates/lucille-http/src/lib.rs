@@ -476,9 +476,10 @@ pub mod mock;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lucille_core::config::ConfigErrors;
     use serde_json::json;
 
-    fn policy(v: serde_json::Value) -> Result<RetryPolicy, String> {
+    fn policy(v: serde_json::Value) -> Result<RetryPolicy, ConfigErrors> {
         let serde_json::Value::Object(m) = v else {
             panic!()
         };
@@ -489,11 +490,7 @@ mod tests {
         match p {
             Some(p) if errors.is_empty() => Ok(p),
             _ if errors.is_empty() => unreachable!("a failed read reports its problem"),
-            _ => Err(errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ")),
+            _ => Err(ConfigErrors(errors)),
         }
     }
 
@@ -508,8 +505,9 @@ mod tests {
         assert!(p.retries(Some(503)) && !p.retries(Some(429)) && !p.retries(None));
         let waits: Vec<u128> = (1..=3).map(|r| p.wait(r).as_millis()).collect();
         assert_eq!(waits, [100, 200, 250]);
-        let e =
-            policy(json!({"retryWaitDurationMs": 5, "retryableStatusCodes": [503]})).unwrap_err();
+        let e = policy(json!({"retryWaitDurationMs": 5, "retryableStatusCodes": [503]}))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("retryWaitDurationMs: needs indexer.maxRetries"),
             "{e}"
@@ -518,7 +516,8 @@ mod tests {
         let e = policy(
             json!({"maxRetries": 0, "retryableStatusCodes": [], "retryRandomizationFactor": 2}),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         for part in [
             "maxRetries: must be a positive",
             "must not be empty",

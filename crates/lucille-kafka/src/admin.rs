@@ -57,7 +57,7 @@ pub fn ensure_topics(
     let props = settings.admin_properties()?;
     let admin: AdminClient<DefaultClientContext> = client_config(&props)
         .create()
-        .map_err(|e| KafkaError::Client(format!("cannot create the admin client: {e}")))?;
+        .map_err(KafkaError::client("cannot create the admin client"))?;
     let new: Vec<NewTopic<'_>> = topics
         .iter()
         .map(|(name, partitions)| {
@@ -70,17 +70,13 @@ pub fn ensure_topics(
         .collect();
     let opts = AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT));
     let results = block_on(admin.create_topics(new.iter(), &opts))
-        .map_err(|e| KafkaError::Client(format!("creating topics: {e}")))?;
+        .map_err(KafkaError::client("creating topics"))?;
     let mut created = Vec::new();
     for r in results {
         match r {
             Ok(name) => created.push(name),
             Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((name, code)) => {
-                return Err(KafkaError::Client(format!(
-                    "cannot create topic {name:?}: {code}"
-                )))
-            }
+            Err((name, code)) => return Err(KafkaError::CreateTopic { topic: name, code }),
         }
     }
     if !created.is_empty() {
@@ -96,7 +92,7 @@ pub fn ensure_compacted_topic(settings: &KafkaSettings, topic: &str) -> Result<(
     let props = settings.admin_properties()?;
     let admin: AdminClient<DefaultClientContext> = client_config(&props)
         .create()
-        .map_err(|e| KafkaError::Client(format!("cannot create the admin client: {e}")))?;
+        .map_err(KafkaError::client("cannot create the admin client"))?;
     let opts = AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT));
     let compacted = NewTopic::new(
         topic,
@@ -105,7 +101,7 @@ pub fn ensure_compacted_topic(settings: &KafkaSettings, topic: &str) -> Result<(
     )
     .set("cleanup.policy", "compact");
     let results = block_on(admin.create_topics([&compacted], &opts))
-        .map_err(|e| KafkaError::Client(format!("creating topic {topic:?}: {e}")))?;
+        .map_err(KafkaError::client(format!("creating topic {topic:?}")))?;
     match results.into_iter().next() {
         Some(Ok(_)) => tracing::info!("created Kafka topic {topic:?} (compacted)"),
         Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) | None => {}
@@ -123,11 +119,11 @@ pub fn partition_count(settings: &KafkaSettings, topic: &str) -> Result<usize, K
     let props = settings.producer_properties()?;
     let producer: rdkafka::producer::BaseProducer = client_config(&props)
         .create()
-        .map_err(|e| KafkaError::Client(format!("cannot create a client: {e}")))?;
+        .map_err(KafkaError::client("cannot create a client"))?;
     let md = producer
         .client()
         .fetch_metadata(Some(topic), ADMIN_TIMEOUT)
-        .map_err(|e| KafkaError::Client(format!("reading metadata of {topic:?}: {e}")))?;
+        .map_err(KafkaError::client(format!("reading metadata of {topic:?}")))?;
     let n = md
         .topics()
         .iter()

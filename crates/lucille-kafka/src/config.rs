@@ -357,12 +357,6 @@ pub enum PropertyFileError {
     },
 }
 
-impl From<PropertyFileError> for super::KafkaError {
-    fn from(e: PropertyFileError) -> Self {
-        super::KafkaError::Config(e.to_string())
-    }
-}
-
 /// A Java properties file: `key=value` or `key: value` lines, `#` / `!` comments.
 pub fn read_properties(
     path: &std::path::Path,

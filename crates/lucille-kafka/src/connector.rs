@@ -293,16 +293,12 @@ mod tests {
 
     use super::*;
 
-    fn options(v: Value) -> Result<KafkaConnectorOptions, String> {
+    fn options(v: Value) -> Result<KafkaConnectorOptions, ConfigErrors> {
         let Value::Object(m) = v else {
             panic!("not an object")
         };
-        KafkaConnectorOptions::from_config(&ComponentConfig::new(m, "connectors[0]")).map_err(|e| {
-            e.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+        KafkaConnectorOptions::from_config(&ComponentConfig::new(m, "connectors[0]"))
+            .map_err(ConfigErrors)
     }
 
     #[test]
@@ -313,6 +309,7 @@ mod tests {
             "kafka": {"bootstrapServers": "h:1", "consumerGroupId": "g"}}),
         )
         .err()
+        .map(|e| e.to_string())
         .unwrap_or_default();
         for part in [
             "connectors[0].kafka.topic: missing required key",

@@ -174,10 +174,10 @@ impl GroupConsumer {
                 stored: Mutex::new(HashMap::new()),
                 on_commit: Mutex::new(None),
             })
-            .map_err(|e| KafkaError::Client(format!("cannot create a consumer: {e}")))?;
+            .map_err(KafkaError::client("cannot create a consumer"))?;
         consumer
             .subscribe(&[topic])
-            .map_err(|e| KafkaError::Client(format!("cannot subscribe to {topic:?}: {e}")))?;
+            .map_err(KafkaError::client(format!("cannot subscribe to {topic:?}")))?;
         Ok(Arc::new(GroupConsumer {
             consumer,
             tracker,

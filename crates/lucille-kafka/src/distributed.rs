@@ -171,15 +171,26 @@ pub enum ServeError {
     #[error(transparent)]
     Kafka(#[from] crate::KafkaError),
     #[error("cannot start workers: {0}")]
-    Workers(String),
-    /// The backend's config, its connection check, or its flush at the end.
+    Workers(#[source] std::io::Error),
+    /// The backend's config: every problem, joined by "; ".
+    #[error("indexer: {}", join_config_errors(.0))]
+    IndexerConfig(Vec<ConfigError>),
+    /// The backend's connection check, or its flush at the end.
     #[error("indexer: {0}")]
-    Indexer(String),
+    Indexer(#[source] indexer::BackendError),
     #[error("cannot start the indexer: {0}")]
-    IndexerThread(String),
+    IndexerThread(#[source] std::io::Error),
     /// A worker or the indexer thread died while serving.
     #[error("{0}")]
     Died(String),
+}
+
+fn join_config_errors(errors: &[ConfigError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Runs a worker, indexer or worker-indexer process until `stop` is set (SIGTERM): serves
@@ -259,7 +270,7 @@ pub fn serve(
         crate::admin::warn_if_fewer_partitions(settings, &topics.source, threads);
         pool = Some(
             WorkerPool::start(pipeline_plan, worker, m, no_run.clone(), None)
-                .map_err(|e| ServeError::Workers(e.to_string()))?,
+                .map_err(ServeError::Workers)?,
         );
     }
     let mut indexer_handle = None;
@@ -278,23 +289,14 @@ pub fn serve(
                 &plan.backend_config,
                 indexer::Opening::Serving,
             )
-            .map_err(|e| {
-                ServeError::Indexer(
-                    e.iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                )
-            })?
+            .map_err(ServeError::IndexerConfig)?
         };
         if !bypass {
-            backend
-                .validate_connection()
-                .map_err(|e| ServeError::Indexer(e.to_string()))?;
+            backend.validate_connection().map_err(ServeError::Indexer)?;
         }
         indexer_handle = Some(
             IndexerHandle::start(plan.indexer.clone(), backend, m, no_run, bypass)
-                .map_err(|e| ServeError::IndexerThread(e.to_string()))?,
+                .map_err(ServeError::IndexerThread)?,
         );
     }
     tracing::info!(
@@ -342,7 +344,7 @@ pub fn serve(
     }
     if let Some(h) = indexer_handle {
         if let Err(e) = h.terminate() {
-            result = Err(ServeError::Indexer(e.to_string()));
+            result = Err(ServeError::Indexer(e));
         }
     }
     for close in &closers {

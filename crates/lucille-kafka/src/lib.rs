@@ -37,12 +37,51 @@ use lucille_core::event::{Event, EventType};
 use lucille_core::messaging::MessagingError;
 pub use topics::Topics;
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a Kafka client could not be made, or a message not written or read.
+#[derive(Debug, thiserror::Error)]
 pub enum KafkaError {
+    /// A client property file (`consumerPropertyFile`, ...) cannot be used.
     #[error("kafka config: {0}")]
-    Config(String),
+    Config(#[from] config::PropertyFileError),
+    /// A librdkafka call failed; `action` says what it was for ("cannot create a consumer").
+    #[error("kafka: {action}: {source}")]
+    Client {
+        action: String,
+        #[source]
+        source: rdkafka::error::KafkaError,
+    },
+    /// A partition could not be added to the list a reader is assigned.
     #[error("kafka: {0}")]
-    Client(String),
+    PartitionList(#[source] rdkafka::error::KafkaError),
+    /// The broker refused to create a topic.
+    #[error("kafka: cannot create topic {topic:?}: {code}")]
+    CreateTopic {
+        topic: String,
+        code: rdkafka::types::RDKafkaErrorCode,
+    },
+    /// The broker reported a message it did not store.
+    #[error("kafka: {key} was not delivered to {topic}")]
+    NotDelivered { key: String, topic: String },
+    /// No acknowledgement of a message came within `timeout`.
+    #[error("kafka: {key} was not acknowledged by {topic} within {} s", timeout.as_secs())]
+    NotAcknowledged {
+        key: String,
+        topic: String,
+        timeout: std::time::Duration,
+    },
+    /// A topic could not be read up to `offset` in time.
+    #[error("kafka: {topic} could not be read to offset {offset}")]
+    ReadIncomplete { topic: String, offset: i64 },
+}
+
+impl KafkaError {
+    /// A `map_err` for a librdkafka call: its error, with what the call was for.
+    pub(crate) fn client(
+        action: impl Into<String>,
+    ) -> impl FnOnce(rdkafka::error::KafkaError) -> KafkaError {
+        let action = action.into();
+        move |source| KafkaError::Client { action, source }
+    }
 }
 
 /// The message header that carries a document's [`Origin`] from the worker to the indexer.

@@ -148,7 +148,7 @@ impl KafkaProducer {
     fn build(props: &std::collections::BTreeMap<String, String>) -> Result<Arc<Self>, KafkaError> {
         let inner = client_config(props)
             .create_with_context(DeliveryContext)
-            .map_err(|e| KafkaError::Client(format!("cannot create the producer: {e}")))?;
+            .map_err(KafkaError::client("cannot create the producer"))?;
         Ok(Arc::new(KafkaProducer { inner }))
     }
 
@@ -193,7 +193,10 @@ impl KafkaProducer {
                 }
                 Err((e, _)) => {
                     ticket.release(false);
-                    return Err(KafkaError::Client(format!("cannot send to {topic}: {e}")));
+                    return Err(KafkaError::Client {
+                        action: format!("cannot send to {topic}"),
+                        source: e,
+                    });
                 }
             }
         }
@@ -217,13 +220,15 @@ impl KafkaProducer {
         ticket.seal();
         match rx.recv_timeout(timeout) {
             Ok(true) => Ok(ticket.offset.load(Ordering::Acquire)),
-            Ok(false) => Err(KafkaError::Client(format!(
-                "{key} was not delivered to {topic}"
-            ))),
-            Err(_) => Err(KafkaError::Client(format!(
-                "{key} was not acknowledged by {topic} within {} s",
-                timeout.as_secs()
-            ))),
+            Ok(false) => Err(KafkaError::NotDelivered {
+                key: key.to_string(),
+                topic: topic.to_string(),
+            }),
+            Err(_) => Err(KafkaError::NotAcknowledged {
+                key: key.to_string(),
+                topic: topic.to_string(),
+                timeout,
+            }),
         }
     }
 
@@ -255,7 +260,10 @@ impl KafkaProducer {
                 }
                 Err((e, _)) => {
                     ticket.release(false);
-                    return Err(KafkaError::Client(format!("cannot send to {topic}: {e}")));
+                    return Err(KafkaError::Client {
+                        action: format!("cannot send to {topic}"),
+                        source: e,
+                    });
                 }
             }
         }

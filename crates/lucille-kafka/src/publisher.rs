@@ -100,13 +100,13 @@ impl KafkaPublisherMessenger {
         props.insert("enable.auto.commit".into(), "false".into());
         let events: BaseConsumer = client_config(&props)
             .create()
-            .map_err(|e| KafkaError::Client(format!("cannot create the event consumer: {e}")))?;
+            .map_err(KafkaError::client("cannot create the event consumer"))?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&event_topic, 0, Offset::Beginning)
-            .map_err(|e| KafkaError::Client(e.to_string()))?;
+            .map_err(KafkaError::PartitionList)?;
         events
             .assign(&tpl)
-            .map_err(|e| KafkaError::Client(format!("cannot read {event_topic:?}: {e}")))?;
+            .map_err(KafkaError::client(format!("cannot read {event_topic:?}")))?;
         Ok(KafkaPublisherMessenger {
             producer,
             events,

@@ -200,13 +200,13 @@ impl RetryCounter {
         props.insert("enable.auto.commit".into(), "false".into());
         let consumer: BaseConsumer = client_config(&props)
             .create()
-            .map_err(|e| KafkaError::Client(format!("cannot create the retry reader: {e}")))?;
+            .map_err(KafkaError::client("cannot create the retry reader"))?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&topic, 0, Offset::Beginning)
-            .map_err(|e| KafkaError::Client(e.to_string()))?;
+            .map_err(KafkaError::PartitionList)?;
         consumer
             .assign(&tpl)
-            .map_err(|e| KafkaError::Client(format!("cannot read {topic:?}: {e}")))?;
+            .map_err(KafkaError::client(format!("cannot read {topic:?}")))?;
         Ok(RetryCounter {
             topic,
             group: settings.consumer_group_id.clone(),
@@ -324,10 +324,10 @@ impl RetryCounter {
         let deadline = Instant::now() + WAIT;
         while *position <= end {
             if Instant::now() > deadline {
-                return Err(KafkaError::Client(format!(
-                    "{} could not be read to offset {end}",
-                    self.topic
-                )));
+                return Err(KafkaError::ReadIncomplete {
+                    topic: self.topic.clone(),
+                    offset: end,
+                });
             }
             match consumer.poll(Duration::from_millis(200)) {
                 Some(Ok(m)) => Self::read(states, position, &m),

@@ -38,6 +38,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, NaiveTime};
 use parquet::basic::{ConvertedType, LogicalType, TimeUnit, Type as PhysicalType};
+use parquet::errors::ParquetError;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::{Field, Row};
 use serde_json::{Map, Value};
@@ -47,8 +48,8 @@ use crate::accounting::Publisher;
 use crate::config::{ComponentConfig, ConfigErrors, Options};
 use crate::database::value;
 use crate::document::ids::id_text;
-use crate::document::{is_reserved, Document};
-use crate::storage::cloud_config::{parse_url, ObjectUrl, S3Options, DEFAULT_PAGE_SIZE};
+use crate::document::{is_reserved, Document, DocumentError};
+use crate::storage::cloud_config::{parse_url, ObjectUrl, S3Options, UrlError, DEFAULT_PAGE_SIZE};
 use crate::storage::object::{CloudRuntime, ObjectStorage};
 use crate::storage::{Listed, Storage};
 
@@ -150,7 +151,7 @@ fn new(config: &ComponentConfig, common: &Common) -> Result<ParquetConnector, Co
                     Err(e) => problems.push(config.error("fsUri", format!("S3: {e}"))),
                 }
             }
-            Err(m) => problems.push(config.error("pathToStorage", m)),
+            Err(e) => problems.push(config.error("pathToStorage", e.to_string())),
         }
     } else if lower == "file:" || lower.starts_with("file:/") {
         if s3_scheme(&raw) {
@@ -198,10 +199,20 @@ fn new(config: &ComponentConfig, common: &Common) -> Result<ParquetConnector, Co
     })
 }
 
+/// Why `fsUri` and `pathToStorage` name no S3 bucket ([`s3_url`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum S3UrlError {
+    /// The joined URL is a local path, not a URL.
+    #[error("{url:?} is not an S3 URL")]
+    NotS3 { url: String },
+    #[error("{0} (with fsUri \"s3://\", pathToStorage starts with the bucket: \"bucket/folder\")")]
+    Invalid(#[source] UrlError),
+}
+
 /// The bucket and prefix of an S3 source: `fsUri` `s3://` with `pathToStorage`
 /// `bucket/prefix`, `fsUri` `s3://bucket[/base]` with `pathToStorage` a prefix under it, or
 /// `pathToStorage` a whole `s3://bucket/prefix` URL.
-fn s3_url(fs_uri: &str, path: &str) -> Result<ObjectUrl, String> {
+fn s3_url(fs_uri: &str, path: &str) -> Result<ObjectUrl, S3UrlError> {
     let lower = path.to_ascii_lowercase();
     let text = if lower.starts_with("s3://") || lower.starts_with("s3a://") {
         path.to_string()
@@ -222,10 +233,8 @@ fn s3_url(fs_uri: &str, path: &str) -> Result<ObjectUrl, String> {
     };
     match parse_url(&text) {
         Ok(Some(url)) => Ok(url),
-        Ok(None) => Err(format!("{text:?} is not an S3 URL")),
-        Err(m) => Err(format!(
-            "{m} (with fsUri \"s3://\", pathToStorage starts with the bucket: \"bucket/folder\")"
-        )),
+        Ok(None) => Err(S3UrlError::NotS3 { url: text }),
+        Err(e) => Err(S3UrlError::Invalid(e)),
     }
 }
 
@@ -259,9 +268,26 @@ enum Out {
     Failed { id: String, reason: String },
 }
 
+/// Why the local files to read cannot be listed ([`files`]).
+#[derive(Debug, thiserror::Error)]
+enum ListError {
+    #[error("{}: {source}", path.display())]
+    Root {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An entry under the root (the message names its path).
+    #[error(transparent)]
+    Walk(#[from] walkdir::Error),
+}
+
 /// The `.parquet` files to read, in name order.
-fn files(root: &Path) -> Result<Vec<PathBuf>, String> {
-    let meta = std::fs::metadata(root).map_err(|e| format!("{}: {e}", root.display()))?;
+fn files(root: &Path) -> Result<Vec<PathBuf>, ListError> {
+    let meta = std::fs::metadata(root).map_err(|source| ListError::Root {
+        path: root.to_path_buf(),
+        source,
+    })?;
     let is_parquet = |p: &Path| {
         p.file_name()
             .is_some_and(|n| n.to_string_lossy().ends_with("parquet"))
@@ -279,7 +305,7 @@ fn files(root: &Path) -> Result<Vec<PathBuf>, String> {
     }
     let mut out = Vec::new();
     for entry in walkdir::WalkDir::new(root).sort_by_file_name() {
-        let entry = entry.map_err(|e| e.to_string())?;
+        let entry = entry?;
         if entry.file_type().is_file() && is_parquet(entry.path()) {
             out.push(entry.into_path());
         }
@@ -310,9 +336,18 @@ fn leaf_key(parts: &[String]) -> String {
         .join(".")
 }
 
+/// A column of a type the row API does not read ([`leaves`]).
+#[derive(Debug, thiserror::Error)]
+#[error("column {column:?} has the type {physical} {converted}, which is not supported")]
+struct UnsupportedColumn {
+    column: String,
+    physical: PhysicalType,
+    converted: ConvertedType,
+}
+
 /// Leaf columns that need the schema to be read right, and a check that every column has a
 /// type the row API reads (it would otherwise panic on, e.g., INTERVAL).
-fn leaves(reader: &SerializedFileReader<File>) -> Result<HashMap<String, Leaf>, String> {
+fn leaves(reader: &SerializedFileReader<File>) -> Result<HashMap<String, Leaf>, UnsupportedColumn> {
     let mut out = HashMap::new();
     for col in reader.metadata().file_metadata().schema_descr().columns() {
         let name = col.path().string();
@@ -371,10 +406,11 @@ fn leaves(reader: &SerializedFileReader<File>) -> Result<HashMap<String, Leaf>, 
             PhysicalType::FIXED_LEN_BYTE_ARRAY => matches!(converted, C::NONE | C::DECIMAL),
         };
         if !ok {
-            return Err(format!(
-                "column {name:?} has the type {} {converted}, which is not supported",
-                col.physical_type()
-            ));
+            return Err(UnsupportedColumn {
+                column: name,
+                physical: col.physical_type(),
+                converted,
+            });
         }
         if matches!(converted, C::TIMESTAMP_MILLIS | C::TIMESTAMP_MICROS) {
             out.insert(
@@ -389,14 +425,34 @@ fn leaves(reader: &SerializedFileReader<File>) -> Result<HashMap<String, Leaf>, 
     Ok(out)
 }
 
+/// A value the row API read that has no JSON form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ValueError {
+    #[error("a decimal wider than 128 bits")]
+    WideDecimal,
+    #[error("a timestamp out of range")]
+    Timestamp,
+    #[error("a time out of range")]
+    Time,
+    #[error("a date out of range")]
+    Date,
+    /// The column (its leaf key) whose value it is.
+    #[error("column {column:?}: {source}")]
+    Column {
+        column: String,
+        #[source]
+        source: Box<ValueError>,
+    },
+}
+
 /// A decimal's big-endian two's-complement bytes and scale as decimal text.
-fn decimal_text(bytes: &[u8], scale: i32) -> Result<String, String> {
+fn decimal_text(bytes: &[u8], scale: i32) -> Result<String, ValueError> {
     let negative = bytes.first().is_some_and(|b| b & 0x80 != 0);
     // Sign-extension bytes past 16 carry no value.
     let extra = bytes.len().saturating_sub(16);
     let fill = if negative { 0xFF } else { 0 };
     if bytes[..extra].iter().any(|b| *b != fill) {
-        return Err("a decimal wider than 128 bits".into());
+        return Err(ValueError::WideDecimal);
     }
     let mut n: i128 = if negative { -1 } else { 0 };
     for b in &bytes[extra..] {
@@ -413,25 +469,23 @@ fn decimal_text(bytes: &[u8], scale: i32) -> Result<String, String> {
     Ok(format!("{sign}{int}.{frac}"))
 }
 
-fn timestamp(nanos: i128, utc: bool) -> Result<Value, String> {
-    let secs = i64::try_from(nanos.div_euclid(1_000_000_000))
-        .map_err(|_| "a timestamp out of range".to_string())?;
+fn timestamp(nanos: i128, utc: bool) -> Result<Value, ValueError> {
+    let secs = i64::try_from(nanos.div_euclid(1_000_000_000)).map_err(|_| ValueError::Timestamp)?;
     let sub = u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0);
-    let dt = DateTime::from_timestamp(secs, sub).ok_or("a timestamp out of range")?;
+    let dt = DateTime::from_timestamp(secs, sub).ok_or(ValueError::Timestamp)?;
     let text = dt.naive_utc().format("%Y-%m-%dT%H:%M:%S%.f").to_string();
     Ok(Value::String(if utc { format!("{text}Z") } else { text }))
 }
 
-fn time_of_day(nanos: i64) -> Result<Value, String> {
-    let secs = u32::try_from(nanos.div_euclid(1_000_000_000)).map_err(|_| "a time out of range")?;
+fn time_of_day(nanos: i64) -> Result<Value, ValueError> {
+    let secs = u32::try_from(nanos.div_euclid(1_000_000_000)).map_err(|_| ValueError::Time)?;
     let sub = u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0);
-    let t =
-        NaiveTime::from_num_seconds_from_midnight_opt(secs, sub).ok_or("a time out of range")?;
+    let t = NaiveTime::from_num_seconds_from_midnight_opt(secs, sub).ok_or(ValueError::Time)?;
     Ok(Value::String(t.format("%H:%M:%S%.f").to_string()))
 }
 
 /// One value as JSON; `path` is the leaf key of the column (struct members joined by dots).
-fn convert(field: &Field, path: &str, leaves: &HashMap<String, Leaf>) -> Result<Value, String> {
+fn convert(field: &Field, path: &str, leaves: &HashMap<String, Leaf>) -> Result<Value, ValueError> {
     let leaf = leaves.get(path).copied();
     Ok(match field {
         Field::Null => Value::Null,
@@ -455,10 +509,11 @@ fn convert(field: &Field, path: &str, leaves: &HashMap<String, Leaf>) -> Result<
         Field::Str(s) => Value::String(s.clone()),
         Field::Bytes(b) => value::bytes(b.data()),
         Field::Date(days) => {
-            let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).ok_or("no epoch")?;
-            let d = epoch
-                .checked_add_signed(chrono::Duration::days(i64::from(*days)))
-                .ok_or("a date out of range")?;
+            let d = NaiveDate::from_ymd_opt(1970, 1, 1)
+                .and_then(|epoch| {
+                    epoch.checked_add_signed(chrono::Duration::days(i64::from(*days)))
+                })
+                .ok_or(ValueError::Date)?;
             Value::String(d.format("%Y-%m-%d").to_string())
         }
         Field::TimeMillis(ms) => time_of_day(i64::from(*ms) * 1_000_000)?,
@@ -499,7 +554,7 @@ fn object(
     row: &Row,
     path: &str,
     leaves: &HashMap<String, Leaf>,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, ValueError> {
     let mut out = Map::new();
     for (name, field) in row.get_column_iter() {
         let p = if path.is_empty() {
@@ -509,7 +564,10 @@ fn object(
         };
         out.insert(
             name.clone(),
-            convert(field, &p, leaves).map_err(|e| format!("column {p:?}: {e}"))?,
+            convert(field, &p, leaves).map_err(|e| ValueError::Column {
+                column: p.clone(),
+                source: Box::new(e),
+            })?,
         );
     }
     Ok(out)
@@ -527,7 +585,7 @@ impl ParquetConnector {
         let mut count = 0u64;
         let found: Vec<Found<'_>> = match &self.source {
             Source::Local(root) => files(root)
-                .map_err(err)?
+                .map_err(|e| err(e.to_string()))?
                 .into_iter()
                 .map(Found::Local)
                 .collect(),
@@ -557,7 +615,7 @@ impl ParquetConnector {
             match r {
                 Ok(Ok(())) => {}
                 Ok(Err(FileError::Publish(e))) => return Err(e),
-                Ok(Err(FileError::Read(m))) => return Err(err(format!("cannot read {name}: {m}"))),
+                Ok(Err(e)) => return Err(err(format!("cannot read {name}: {e}"))),
                 Err(panic) => {
                     let m = lucille_panic::message(panic.as_ref());
                     return Err(err(format!("cannot read {name}: {m}")));
@@ -574,8 +632,8 @@ impl ParquetConnector {
         count: &mut u64,
         emit: &mut dyn FnMut(Out) -> Result<(), ConnectorError>,
     ) -> Result<(), FileError> {
-        let reader = SerializedFileReader::new(file).map_err(|e| FileError::Read(e.to_string()))?;
-        let leaves = leaves(&reader).map_err(FileError::Read)?;
+        let reader = SerializedFileReader::new(file)?;
+        let leaves = leaves(&reader)?;
         let schema = reader.metadata().file_metadata().schema_descr();
         let top: Vec<String> = schema
             .root_schema()
@@ -584,16 +642,13 @@ impl ParquetConnector {
             .map(|f| f.name().to_string())
             .collect();
         if !top.contains(&self.id_field) {
-            return Err(FileError::Read(format!(
-                "the schema has no idField {:?} (columns: {})",
-                self.id_field,
-                top.join(", ")
-            )));
+            return Err(FileError::NoIdField {
+                id_field: self.id_field.clone(),
+                columns: top,
+            });
         }
         if let Some(bad) = top.iter().find(|n| **n != self.id_field && is_reserved(n)) {
-            return Err(FileError::Read(format!(
-                "column {bad:?} is a reserved field name"
-            )));
+            return Err(FileError::Reserved(bad.clone()));
         }
         let mut skip = self.start;
         let mut row_number = 0u64;
@@ -608,13 +663,16 @@ impl ParquetConnector {
             }
             let group = reader
                 .get_row_group(g)
-                .map_err(|e| FileError::Read(format!("row group {g}: {e}")))?;
+                .map_err(|source| FileError::RowGroup { group: g, source })?;
             let rows = group
                 .get_row_iter(None)
-                .map_err(|e| FileError::Read(format!("row group {g}: {e}")))?;
+                .map_err(|source| FileError::RowGroup { group: g, source })?;
             for row in rows {
                 row_number += 1;
-                let row = row.map_err(|e| FileError::Read(format!("row {row_number}: {e}")))?;
+                let row = row.map_err(|source| FileError::Row {
+                    row: row_number,
+                    source,
+                })?;
                 if skip > 0 {
                     skip -= 1;
                     continue;
@@ -637,8 +695,10 @@ impl ParquetConnector {
         row_number: u64,
         leaves: &HashMap<String, Leaf>,
     ) -> Result<Out, FileError> {
-        let fields = object(row, "", leaves)
-            .map_err(|e| FileError::Read(format!("row {row_number}: {e}")))?;
+        let fields = object(row, "", leaves).map_err(|source| FileError::Value {
+            row: row_number,
+            source,
+        })?;
         let where_ = || format!("{path} row {row_number}");
         let Some(id) = fields.get(&self.id_field).and_then(id_text) else {
             let id = self.common.doc_id(&format!("{path}:row-{row_number}"));
@@ -647,8 +707,11 @@ impl ParquetConnector {
                 reason: format!("{}: idField {:?} has no usable id", where_(), self.id_field),
             });
         };
-        let mut doc = Document::new(self.common.doc_id(&id))
-            .map_err(|e| FileError::Read(format!("row {row_number}: {e}")))?;
+        let mut doc =
+            Document::new(self.common.doc_id(&id)).map_err(|source| FileError::Document {
+                row: row_number,
+                source,
+            })?;
         for (name, v) in fields {
             if name == self.id_field || v.is_null() {
                 continue;
@@ -657,8 +720,11 @@ impl ParquetConnector {
             if matches!(&v, Value::Array(a) if a.is_empty()) {
                 continue;
             }
-            doc.set_field(&name, v)
-                .map_err(|e| FileError::Read(format!("row {row_number}, column {name:?}: {e}")))?;
+            doc.set_field(&name, v).map_err(|source| FileError::Field {
+                row: row_number,
+                column: name.clone(),
+                source,
+            })?;
         }
         if let Some(size) = self.common.oversize(&doc) {
             return Ok(Out::Failed {
@@ -674,8 +740,55 @@ impl ParquetConnector {
     }
 }
 
+/// Why a file stops being read: it cannot be read (the connector stops with its path and
+/// this message), or a document cannot be published.
+#[derive(Debug, thiserror::Error)]
 enum FileError {
-    Read(String),
+    /// Not a Parquet file, or its footer cannot be read.
+    #[error(transparent)]
+    Parquet(#[from] ParquetError),
+    #[error(transparent)]
+    Unsupported(#[from] UnsupportedColumn),
+    #[error("the schema has no idField {id_field:?} (columns: {})", .columns.join(", "))]
+    NoIdField {
+        id_field: String,
+        columns: Vec<String>,
+    },
+    #[error("column {0:?} is a reserved field name")]
+    Reserved(String),
+    #[error("row group {group}: {source}")]
+    RowGroup {
+        group: usize,
+        #[source]
+        source: ParquetError,
+    },
+    #[error("row {row}: {source}")]
+    Row {
+        row: u64,
+        #[source]
+        source: ParquetError,
+    },
+    #[error("row {row}: {source}")]
+    Value {
+        row: u64,
+        #[source]
+        source: ValueError,
+    },
+    #[error("row {row}: {source}")]
+    Document {
+        row: u64,
+        #[source]
+        source: DocumentError,
+    },
+    #[error("row {row}, column {column:?}: {source}")]
+    Field {
+        row: u64,
+        column: String,
+        #[source]
+        source: DocumentError,
+    },
+    /// The run is stopping: the connector ends with this error as it is.
+    #[error(transparent)]
     Publish(ConnectorError),
 }
 
@@ -1013,7 +1126,7 @@ mod tests {
         assert_eq!(at("s3a://b", "/x/y"), Ok(("b".into(), "x/y".into())));
         assert_eq!(at("s3://b/base/", "x"), Ok(("b".into(), "base/x".into())));
         assert_eq!(at("s3://", "s3a://c/p"), Ok(("c".into(), "p".into())));
-        let err = at("s3://", "").unwrap_err();
+        let err = at("s3://", "").unwrap_err().to_string();
         assert!(
             err.contains("no bucket") && err.contains("bucket/folder"),
             "{err}"
@@ -1026,6 +1139,24 @@ mod tests {
         assert_eq!(decimal_text(&[0xFF, 0xFB], 2).unwrap(), "-0.05");
         assert_eq!(decimal_text(&[0x00, 0x07], 3).unwrap(), "0.007");
         assert_eq!(decimal_text(&[0x01], 0).unwrap(), "1");
+        let mut wide = vec![0u8; 17];
+        wide[0] = 1;
+        assert_eq!(
+            decimal_text(&wide, 0).unwrap_err().to_string(),
+            "a decimal wider than 128 bits"
+        );
+        assert_eq!(
+            ValueError::Column {
+                column: "s".into(),
+                source: Box::new(ValueError::Column {
+                    column: "s.t".into(),
+                    source: Box::new(ValueError::Time),
+                }),
+            }
+            .to_string(),
+            "column \"s\": column \"s.t\": a time out of range"
+        );
+        assert!(time_of_day(86_400 * 1_000_000_000).is_err());
         assert_eq!(
             timestamp(-1, false).unwrap(),
             json!("1969-12-31T23:59:59.999999999")

@@ -20,6 +20,7 @@
 //! from 0 for `pages`, as Lucille's. An unreadable file or image FAILs the document.
 
 use std::collections::HashMap;
+use std::num::ParseIntError;
 
 use serde_json::{Map, Value};
 
@@ -123,19 +124,33 @@ fn templates(
     Ok(out)
 }
 
-fn page_map(
-    map: &Map<String, Value>,
-    err: impl Fn(String) -> String,
-) -> Result<HashMap<u32, String>, String> {
+/// A `pages` map (or a `pagesField` value) entry that names no page or no template.
+#[derive(Debug, thiserror::Error)]
+enum PageMapError {
+    #[error("page {page:?} is not a page number")]
+    NotANumber {
+        page: String,
+        #[source]
+        source: ParseIntError,
+    },
+    #[error("page {page}: the template name must be a string")]
+    NotAName { page: String },
+}
+
+/// A `{ pageNumber: templateName }` map.
+fn page_map(map: &Map<String, Value>) -> Result<HashMap<u32, String>, PageMapError> {
     map.iter()
         .map(|(k, v)| {
             let page = k
                 .trim()
                 .parse::<u32>()
-                .map_err(|_| err(format!("page {k:?} is not a page number")))?;
+                .map_err(|source| PageMapError::NotANumber {
+                    page: k.clone(),
+                    source,
+                })?;
             let name = v
                 .as_str()
-                .ok_or_else(|| err(format!("page {k}: the template name must be a string")))?;
+                .ok_or_else(|| PageMapError::NotAName { page: k.clone() })?;
             Ok((page, name.to_string()))
         })
         .collect()
@@ -152,8 +167,8 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
         None => HashMap::new(),
     };
     let pages = match &o.pages {
-        Some(map) => page_map(map, |m| m).unwrap_or_else(|m| {
-            errors.push(config.error("pages", m));
+        Some(map) => page_map(map).unwrap_or_else(|e| {
+            errors.push(config.error("pages", e.to_string()));
             HashMap::new()
         }),
         None => HashMap::new(),
@@ -262,7 +277,7 @@ impl Stage for ApplyOcr {
                     let map: Map<String, Value> = serde_json::from_str(&json).map_err(|e| {
                         StageFailure::msg(format!("field {f:?} is not a JSON object: {e}"))
                     })?;
-                    page_map(&map, |m| format!("field {f:?}: {m}")).map_err(StageFailure::msg)?
+                    page_map(&map).map_err(|e| StageFailure::msg(format!("field {f:?}: {e}")))?
                 }
                 None => HashMap::new(),
             },
@@ -298,5 +313,30 @@ impl Stage for ApplyOcr {
             }
         }
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::page_map;
+
+    #[test]
+    fn page_maps_name_the_bad_entry() {
+        let map = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
+        let pages = page_map(&map(json!({"0": "form", " 2 ": "back"}))).unwrap();
+        assert_eq!(pages.get(&0).map(String::as_str), Some("form"));
+        assert_eq!(pages.get(&2).map(String::as_str), Some("back"));
+        assert_eq!(
+            page_map(&map(json!({"first": "form"})))
+                .unwrap_err()
+                .to_string(),
+            "page \"first\" is not a page number"
+        );
+        assert_eq!(
+            page_map(&map(json!({"1": 3}))).unwrap_err().to_string(),
+            "page 1: the template name must be a string"
+        );
     }
 }

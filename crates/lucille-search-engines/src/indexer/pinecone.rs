@@ -36,7 +36,7 @@ use serde_json::{json, Map, Value};
 
 use super::{Backend, BackendCheck, BackendError, IndexOp, IndexerSettings, PositiveMillis};
 use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, OptionValue, Options};
-use crate::http::{self, Auth, HttpClient, RetryPolicy};
+use crate::http::{self, Auth, HttpClient, HttpError, RetryPolicy};
 
 /// Lucille's class name.
 pub const CLASS: &str = "com.kmwllc.lucille.pinecone.indexer.PineconeIndexer";
@@ -335,39 +335,92 @@ fn metadata_value(v: &Value) -> Option<Value> {
     }
 }
 
+/// Why a document has no vector to send to a namespace (the document FAILs).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum VectorError {
+    #[error("has no field {field:?} holding its vector (for Pinecone namespace {namespace:?})")]
+    Missing { field: String, namespace: String },
+    #[error("field {field:?} is not a vector (a non-empty list of numbers) for Pinecone namespace {namespace:?}")]
+    NotAVector { field: String, namespace: String },
+    #[error(
+        "the vector in field {field:?} has {len} dimensions; the Pinecone index has {dimension}"
+    )]
+    Dimension {
+        field: String,
+        len: usize,
+        dimension: usize,
+    },
+}
+
+/// A data-plane request that failed: no answer (after the retries), an error status, or an
+/// upsert that did not store every vector.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum RequestError {
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    #[error("Pinecone {path} failed: HTTP {status}: {message}")]
+    Status {
+        path: &'static str,
+        status: u16,
+        /// Pinecone's error text, else the start of the body.
+        message: String,
+    },
+    #[error("Pinecone rejected the upsert: HTTP {status}: {message}")]
+    UpsertRejected { status: u16, message: String },
+    #[error("Pinecone upserted {} of {sent} vectors in namespace {namespace:?}", upserted.map_or("an unknown number".to_string(), |c| c.to_string()))]
+    UpsertCount {
+        namespace: String,
+        upserted: Option<u64>,
+        sent: usize,
+    },
+}
+
+impl RequestError {
+    /// The HTTP status Pinecone answered with, when it rejected the request.
+    fn status(&self) -> Option<u16> {
+        match self {
+            RequestError::Status { status, .. } | RequestError::UpsertRejected { status, .. } => {
+                Some(*status)
+            }
+            RequestError::Http(_) | RequestError::UpsertCount { .. } => None,
+        }
+    }
+}
+
 /// The vector in `field` of a document: a non-empty list of finite numbers, as written.
 fn vector_of(
     fields: &crate::document::Fields,
     field: &str,
     namespace: &str,
     dimension: Option<usize>,
-) -> Result<Value, String> {
-    let v = fields.get(field).ok_or_else(|| {
-        format!("has no field {field:?} holding its vector (for Pinecone namespace {namespace:?})")
+) -> Result<Value, VectorError> {
+    let v = fields.get(field).ok_or_else(|| VectorError::Missing {
+        field: field.to_string(),
+        namespace: namespace.to_string(),
     })?;
     match v {
         Value::Array(items)
             if !items.is_empty()
-                && items
-                    .iter()
-                    .all(|i| i.as_f64().is_some_and(f64::is_finite)) =>
+                && items.iter().all(|i| i.as_f64().is_some_and(f64::is_finite)) =>
         {
             match dimension {
-                Some(d) if d != items.len() => Err(format!(
-                    "the vector in field {field:?} has {} dimensions; the Pinecone index has {d}",
-                    items.len()
-                )),
+                Some(d) if d != items.len() => Err(VectorError::Dimension {
+                    field: field.to_string(),
+                    len: items.len(),
+                    dimension: d,
+                }),
                 _ => Ok(v.clone()),
             }
         }
-        _ => Err(format!(
-            "field {field:?} is not a vector (a non-empty list of numbers) for Pinecone namespace {namespace:?}"
-        )),
+        _ => Err(VectorError::NotAVector {
+            field: field.to_string(),
+            namespace: namespace.to_string(),
+        }),
     }
 }
 
 /// Sets `slot` to `reason` unless it already holds one.
-fn fail(slot: &mut Option<String>, reason: &str) {
+fn fail(slot: &mut Option<String>, reason: impl std::fmt::Display) {
     if slot.is_none() {
         *slot = Some(reason.to_string());
     }
@@ -429,18 +482,17 @@ impl PineconeBackend {
         Ok(base)
     }
 
-    fn post(&self, host: &str, path: &str, body: &Value) -> Result<Value, String> {
+    fn post(&self, host: &str, path: &'static str, body: &Value) -> Result<Value, RequestError> {
         let url = format!("{host}{path}");
         let reply = self
             .client
-            .send("POST", &url, "application/json", Some(&body.to_string()))
-            .map_err(|e| e.message)?;
+            .send("POST", &url, "application/json", Some(&body.to_string()))?;
         if !reply.ok() {
-            return Err(format!(
-                "Pinecone {path} failed: HTTP {}: {}",
-                reply.status,
-                message(&reply.body)
-            ));
+            return Err(RequestError::Status {
+                path,
+                status: reply.status,
+                message: message(&reply.body),
+            });
         }
         Ok(serde_json::from_str(&reply.body).unwrap_or(Value::Null))
     }
@@ -489,7 +541,7 @@ impl PineconeBackend {
             let IndexOp::Upsert { fields, .. } = &ops[i] else {
                 continue;
             };
-            let got: Result<Vec<Value>, String> = self
+            let got: Result<Vec<Value>, VectorError> = self
                 .o
                 .targets
                 .iter()
@@ -556,11 +608,11 @@ impl PineconeBackend {
                 end += 1;
             }
             let chunk = &records[start..end];
-            if let Err((status, e)) = self.upsert_once(host, ns, chunk) {
-                if status == Some(400) && chunk.len() > 1 {
+            if let Err(e) = self.upsert_once(host, ns, chunk) {
+                if e.status() == Some(400) && chunk.len() > 1 {
                     // Find the vectors Pinecone refuses: one a request.
                     for one in chunk.chunks(1) {
-                        if let Err((_, e)) = self.upsert_once(host, ns, one) {
+                        if let Err(e) = self.upsert_once(host, ns, one) {
                             fail(&mut results[one[0].0], &e);
                         }
                     }
@@ -579,36 +631,28 @@ impl PineconeBackend {
         host: &str,
         ns: &str,
         chunk: &[(usize, Value)],
-    ) -> Result<(), (Option<u16>, String)> {
+    ) -> Result<(), RequestError> {
         let vectors: Vec<&Value> = chunk.iter().map(|(_, v)| v).collect();
         let body = json!({ "vectors": vectors, "namespace": ns });
         let url = format!("{host}/vectors/upsert");
         let reply = self
             .client
-            .send("POST", &url, "application/json", Some(&body.to_string()))
-            .map_err(|e| (None, e.message))?;
+            .send("POST", &url, "application/json", Some(&body.to_string()))?;
         if !reply.ok() {
-            return Err((
-                Some(reply.status),
-                format!(
-                    "Pinecone rejected the upsert: HTTP {}: {}",
-                    reply.status,
-                    message(&reply.body)
-                ),
-            ));
+            return Err(RequestError::UpsertRejected {
+                status: reply.status,
+                message: message(&reply.body),
+            });
         }
         let count = serde_json::from_str::<Value>(&reply.body)
             .ok()
             .and_then(|v| v.get("upsertedCount").and_then(Value::as_u64));
         if count != Some(chunk.len() as u64) {
-            return Err((
-                None,
-                format!(
-                    "Pinecone upserted {} of {} vectors in namespace {ns:?}",
-                    count.map_or("an unknown number".to_string(), |c| c.to_string()),
-                    chunk.len()
-                ),
-            ));
+            return Err(RequestError::UpsertCount {
+                namespace: ns.to_string(),
+                upserted: count,
+                sent: chunk.len(),
+            });
         }
         Ok(())
     }
@@ -622,7 +666,7 @@ impl Backend for PineconeBackend {
             // A configured host: check it answers, and learn the dimension.
             let v = self
                 .post(&host, "/describe_index_stats", &json!({}))
-                .map_err(BackendError::new)?;
+                .map_err(|e| BackendError::new(e.to_string()))?;
             self.dimension = v
                 .get("dimension")
                 .and_then(Value::as_u64)

@@ -38,20 +38,65 @@ pub struct ZkHosts {
     chroot: Option<String>,
 }
 
-/// Why discovery failed. Every message names the ZooKeeper connect string.
+/// What is wrong with one `zkHosts` entry or a chroot path (`zkChroot`, or the `/path` after
+/// the last host).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ZkHostError {
+    #[error("{entry:?} has no closing ] after its IPv6 host")]
+    UnclosedIpv6 { entry: String },
+    #[error("{entry:?} is not [host]:port")]
+    NotBracketedHostPort { entry: String },
+    #[error("{entry:?} has no host (expected host:port)")]
+    NoHost { entry: String },
+    #[error("{entry:?} is not host:port")]
+    NotHostPort { entry: String },
+    #[error("{entry:?} has no valid port (expected host:port)")]
+    BadPort { entry: String },
+    #[error("{part:?}: an empty entry (expected host:port)")]
+    EmptyEntry { part: String },
+    #[error("{part:?}: a chroot suffix (/path) may follow only the last host")]
+    ChrootNotLast { part: String },
+    #[error("must name at least one ZooKeeper host:port")]
+    NoHosts,
+    #[error("{path:?} must start with / (a ZooKeeper path)")]
+    RelativeChroot { path: String },
+    #[error("{path:?} is not a valid ZooKeeper path")]
+    BadChroot { path: String },
+}
+
+/// Every problem of a `zkHosts` value (or a ZooKeeper connect string), in order; shown joined
+/// by `; `.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", join_problems(.0))]
+pub struct ZkHostsError(pub Vec<ZkHostError>);
+
+fn join_problems(problems: &[ZkHostError]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Why discovery failed. Every message names the ZooKeeper connect string.
+#[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
     #[error("SolrCloud discovery: cannot start the ZooKeeper client runtime: {0}")]
-    Runtime(String),
-    #[error("SolrCloud discovery: ZooKeeper {zk} cannot be reached: {reason}")]
-    Unreachable { zk: String, reason: String },
+    Runtime(#[source] std::io::Error),
+    #[error("SolrCloud discovery: ZooKeeper {zk} cannot be reached: {}", unreachable_reason(.source))]
+    Unreachable {
+        zk: String,
+        #[source]
+        source: zookeeper_client::Error,
+    },
     #[error("SolrCloud discovery: ZooKeeper {zk} did not answer within {} s", timeout.as_secs())]
     Timeout { zk: String, timeout: Duration },
-    #[error("SolrCloud discovery: ZooKeeper {zk}: reading {path} failed: {reason}")]
+    #[error("SolrCloud discovery: ZooKeeper {zk}: reading {path} failed: {source}")]
     Read {
         zk: String,
         path: String,
-        reason: String,
+        #[source]
+        source: zookeeper_client::Error,
     },
     #[error("SolrCloud discovery: ZooKeeper {zk} has no /live_nodes: no SolrCloud there (is zkChroot right?)")]
     NotSolrCloud { zk: String },
@@ -59,11 +104,12 @@ pub enum DiscoveryError {
     NoLiveNodes { zk: String },
     #[error("SolrCloud discovery: ZooKeeper {zk}: live node {node:?} is not a SolrCloud node name (host:port_context)")]
     BadNodeName { zk: String, node: String },
-    #[error("SolrCloud discovery: ZooKeeper {zk}: {path} is not JSON: {reason}")]
+    #[error("SolrCloud discovery: ZooKeeper {zk}: {path} is not JSON: {source}")]
     BadJson {
         zk: String,
         path: String,
-        reason: String,
+        #[source]
+        source: ClusterPropsError,
     },
     #[error("SolrCloud discovery: ZooKeeper {zk}: no collection or alias {collection:?} in SolrCloud (collections: {known})")]
     NoCollection {
@@ -73,17 +119,37 @@ pub enum DiscoveryError {
     },
 }
 
+/// Why `/clusterprops.json` gives no usable `urlScheme`.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterPropsError {
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("urlScheme is {0}, not http or https")]
+    UrlScheme(Value),
+}
+
+/// Why ZooKeeper's client could not connect, as said in [`DiscoveryError::Unreachable`].
+fn unreachable_reason(e: &zookeeper_client::Error) -> String {
+    match e {
+        zookeeper_client::Error::NoHosts => {
+            "no host accepted a connection (refused or timed out)".to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
 /// One `host[:port]` entry, checked as ZooKeeper's client does; `host:port` back.
-fn host_port(entry: &str) -> Result<String, String> {
+fn host_port(entry: &str) -> Result<String, ZkHostError> {
+    let owned = || entry.to_string();
     let (host, port) = if let Some(rest) = entry.strip_prefix('[') {
         let (host, after) = rest
             .split_once(']')
-            .ok_or_else(|| format!("{entry:?} has no closing ] after its IPv6 host"))?;
+            .ok_or_else(|| ZkHostError::UnclosedIpv6 { entry: owned() })?;
         match after {
             "" => (format!("[{host}]"), None),
             p => match p.strip_prefix(':') {
                 Some(p) => (format!("[{host}]"), Some(p)),
-                None => return Err(format!("{entry:?} is not [host]:port")),
+                None => return Err(ZkHostError::NotBracketedHostPort { entry: owned() }),
             },
         }
     } else {
@@ -93,25 +159,27 @@ fn host_port(entry: &str) -> Result<String, String> {
         }
     };
     if host.is_empty() || host == "[]" {
-        return Err(format!("{entry:?} has no host (expected host:port)"));
+        return Err(ZkHostError::NoHost { entry: owned() });
     }
     if host.contains([':', ' ', '@']) && !host.starts_with('[') {
-        return Err(format!("{entry:?} is not host:port"));
+        return Err(ZkHostError::NotHostPort { entry: owned() });
     }
     let port = match port {
         None => DEFAULT_ZK_PORT,
         Some(p) => match p.parse::<u16>() {
             Ok(n) if n > 0 => n,
-            _ => return Err(format!("{entry:?} has no valid port (expected host:port)")),
+            _ => return Err(ZkHostError::BadPort { entry: owned() }),
         },
     };
     Ok(format!("{host}:{port}"))
 }
 
 /// A chroot path: `/a/b` (a trailing `/` dropped; `/` alone is the root, `None`).
-fn chroot_path(path: &str) -> Result<Option<String>, String> {
+fn chroot_path(path: &str) -> Result<Option<String>, ZkHostError> {
     if !path.starts_with('/') {
-        return Err(format!("{path:?} must start with / (a ZooKeeper path)"));
+        return Err(ZkHostError::RelativeChroot {
+            path: path.to_string(),
+        });
     }
     let trimmed = path.trim_end_matches('/');
     if trimmed.is_empty() {
@@ -121,7 +189,9 @@ fn chroot_path(path: &str) -> Result<Option<String>, String> {
         .split('/')
         .any(|s| s.is_empty() || s == "." || s == "..")
     {
-        return Err(format!("{path:?} is not a valid ZooKeeper path"));
+        return Err(ZkHostError::BadChroot {
+            path: path.to_string(),
+        });
     }
     Ok(Some(trimmed.to_string()))
 }
@@ -137,8 +207,8 @@ pub struct ZkHostList {
 }
 
 impl ZkHostList {
-    /// Every problem with the entries, each as a message.
-    fn parse(entries: &[String]) -> Result<Self, Vec<String>> {
+    /// Every problem with the entries.
+    fn parse(entries: &[String]) -> Result<Self, ZkHostsError> {
         let mut problems = Vec::new();
         let parts: Vec<&str> = entries
             .iter()
@@ -154,7 +224,9 @@ impl ZkHostList {
                 None => (*part, ""),
             };
             if entry.is_empty() {
-                problems.push(format!("{part:?}: an empty entry (expected host:port)"));
+                problems.push(ZkHostError::EmptyEntry {
+                    part: part.to_string(),
+                });
                 continue;
             }
             match host_port(entry) {
@@ -163,9 +235,9 @@ impl ZkHostList {
             }
             if !path.is_empty() {
                 if i != last {
-                    problems.push(format!(
-                        "{part:?}: a chroot suffix (/path) may follow only the last host"
-                    ));
+                    problems.push(ZkHostError::ChrootNotLast {
+                        part: part.to_string(),
+                    });
                 } else {
                     match chroot_path(path) {
                         Ok(p) => suffix = p,
@@ -175,12 +247,12 @@ impl ZkHostList {
             }
         }
         if parts.is_empty() {
-            problems.push("must name at least one ZooKeeper host:port".to_string());
+            problems.push(ZkHostError::NoHosts);
         }
         if problems.is_empty() {
             Ok(ZkHostList { hosts, suffix })
         } else {
-            Err(problems)
+            Err(ZkHostsError(problems))
         }
     }
 }
@@ -195,7 +267,7 @@ impl OptionValue for ZkHostList {
             None => Ok(None),
             Some(entries) => ZkHostList::parse(&entries)
                 .map(Some)
-                .map_err(|problems| config.error(key, problems.join("; "))),
+                .map_err(|problems| config.error(key, problems.to_string())),
         }
     }
 }
@@ -214,7 +286,7 @@ impl OptionValue for ZkChroot {
             None => Ok(None),
             Some(p) => chroot_path(&p)
                 .map(|p| Some(ZkChroot(p)))
-                .map_err(|e| config.error(key, e)),
+                .map_err(|e| config.error(key, e.to_string())),
         }
     }
 }
@@ -247,10 +319,8 @@ impl ZkHosts {
     }
 
     /// From a ZooKeeper connect string (`h1:2181,h2:2181/solr`), as `zkHosts` is read.
-    pub fn parse(connect: &str) -> Result<ZkHosts, String> {
-        ZkHostList::parse(&[connect.to_string()])
-            .map(|hosts| ZkHosts::new(hosts, None))
-            .map_err(|problems| problems.join("; "))
+    pub fn parse(connect: &str) -> Result<ZkHosts, ZkHostsError> {
+        ZkHostList::parse(&[connect.to_string()]).map(|hosts| ZkHosts::new(hosts, None))
     }
 
     /// The connect string: `h1:2181,h2:2181/chroot`.
@@ -313,7 +383,7 @@ pub(crate) fn block_on<F: Future>(f: F) -> Result<F::Output, DiscoveryError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
-        .map_err(|e| DiscoveryError::Runtime(e.to_string()))?;
+        .map_err(DiscoveryError::Runtime)?;
     let spawner = TokioSpawner(rt.handle().clone());
     let _scope = spawns_core::enter(&spawner);
     Ok(rt.block_on(f))
@@ -330,23 +400,18 @@ pub(crate) async fn connect(
         .with_session_timeout(timeout)
         .connect(zk)
         .await
-        .map_err(|e| DiscoveryError::Unreachable {
+        .map_err(|source| DiscoveryError::Unreachable {
             zk: zk.to_string(),
-            reason: match e {
-                zookeeper_client::Error::NoHosts => {
-                    "no host accepted a connection (refused or timed out)".to_string()
-                }
-                other => other.to_string(),
-            },
+            source,
         })
 }
 
 /// A failed read of `path` in ZooKeeper `zk`.
-fn read_error(zk: &str, path: &str, e: zookeeper_client::Error) -> DiscoveryError {
+fn read_error(zk: &str, path: &str, source: zookeeper_client::Error) -> DiscoveryError {
     DiscoveryError::Read {
         zk: zk.to_string(),
         path: path.to_string(),
-        reason: e.to_string(),
+        source,
     }
 }
 
@@ -368,10 +433,10 @@ async fn read_cluster(
     }
     nodes.sort();
     let scheme = match client.get_data("/clusterprops.json").await {
-        Ok((data, _)) => url_scheme(&data).map_err(|reason| DiscoveryError::BadJson {
+        Ok((data, _)) => url_scheme(&data).map_err(|source| DiscoveryError::BadJson {
             zk: zk.to_string(),
             path: "/clusterprops.json".to_string(),
-            reason,
+            source,
         })?,
         Err(ZkError::NoNode) => "http".to_string(),
         Err(e) => return Err(read_err("/clusterprops.json", e)),
@@ -440,16 +505,16 @@ async fn check_collection(
 }
 
 /// `urlScheme` of `/clusterprops.json` (`http` when absent or empty).
-fn url_scheme(data: &[u8]) -> Result<String, String> {
+fn url_scheme(data: &[u8]) -> Result<String, ClusterPropsError> {
     if data.iter().all(u8::is_ascii_whitespace) {
         return Ok("http".to_string());
     }
-    let v: Value = serde_json::from_slice(data).map_err(|e| e.to_string())?;
+    let v: Value = serde_json::from_slice(data)?;
     match v.get("urlScheme") {
         None | Some(Value::Null) => Ok("http".to_string()),
         Some(Value::String(s)) if s.eq_ignore_ascii_case("http") => Ok("http".to_string()),
         Some(Value::String(s)) if s.eq_ignore_ascii_case("https") => Ok("https".to_string()),
-        Some(other) => Err(format!("urlScheme is {other}, not http or https")),
+        Some(other) => Err(ClusterPropsError::UrlScheme(other.clone())),
     }
 }
 

@@ -21,6 +21,22 @@ fn zk_hosts_shapes() {
     let z = ZkHosts::parse("zk1, [::1]:2190, [fe80::1]").unwrap();
     assert_eq!(z.hosts(), ["zk1:2181", "[::1]:2190", "[fe80::1]:2181"]);
     assert_eq!(z.chroot(), None);
+    let e = ZkHosts::parse("h:abc,[::1").unwrap_err();
+    assert_eq!(
+        e.0,
+        [
+            ZkHostError::BadPort {
+                entry: "h:abc".into()
+            },
+            ZkHostError::UnclosedIpv6 {
+                entry: "[::1".into()
+            },
+        ]
+    );
+    assert_eq!(
+        e.to_string(),
+        "\"h:abc\" has no valid port (expected host:port); \"[::1\" has no closing ] after its IPv6 host"
+    );
 
     let read = |block: Value| {
         ZkHosts::from_config(&ComponentConfig::new(obj(block), "solr")).map_err(|e| {
@@ -107,10 +123,22 @@ fn node_names_become_base_urls() {
         Some("http://h:8983/a b+c"),
         "as Java's URLDecoder: + is a space, %2B a plus"
     );
-    assert_eq!(url_scheme(b"{\"urlScheme\":\"https\"}"), Ok("https".into()));
-    assert_eq!(url_scheme(b"{}"), Ok("http".into()));
-    assert_eq!(url_scheme(b""), Ok("http".into()));
-    assert!(url_scheme(b"{\"urlScheme\":\"ftp\"}").is_err());
+    assert_eq!(
+        url_scheme(b"{\"urlScheme\":\"https\"}").ok().as_deref(),
+        Some("https")
+    );
+    assert_eq!(url_scheme(b"{}").ok().as_deref(), Some("http"));
+    assert_eq!(url_scheme(b"").ok().as_deref(), Some("http"));
+    assert_eq!(
+        url_scheme(b"{\"urlScheme\":\"ftp\"}")
+            .unwrap_err()
+            .to_string(),
+        "urlScheme is \"ftp\", not http or https"
+    );
+    assert!(matches!(
+        url_scheme(b"{urlScheme"),
+        Err(ClusterPropsError::Json(_))
+    ));
 }
 
 /// The test ZooKeeper's address, or `None` (skip) when it is not running.

@@ -174,18 +174,27 @@ fn object_error(object: &Value) -> Option<String> {
     }
 }
 
+/// Why an operation cannot be an object of a batch (the document FAILs).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ObjectError {
+    #[error("not an upsert")]
+    NotAnUpsert,
+    #[error("field {field:?} (weaviate.vectorField) is not a vector: a non-empty list of numbers")]
+    NotAVector { field: String },
+}
+
 impl WeaviateBackend {
     fn class_of<'a>(&'a self, index: &'a Option<String>) -> &'a str {
         index.as_deref().unwrap_or(&self.o.class_name)
     }
 
     /// One object of a batch, or why the document cannot be one.
-    fn object(&self, op: &IndexOp) -> Result<Value, String> {
+    fn object(&self, op: &IndexOp) -> Result<Value, ObjectError> {
         let IndexOp::Upsert {
             id, index, fields, ..
         } = op
         else {
-            return Err("not an upsert".into());
+            return Err(ObjectError::NotAnUpsert);
         };
         let mut properties = Map::with_capacity(fields.len() + 1);
         let mut vector = None;
@@ -194,9 +203,7 @@ impl WeaviateBackend {
                 let ok = matches!(v, Value::Array(items) if !items.is_empty()
                     && items.iter().all(|i| i.as_f64().is_some_and(f64::is_finite)));
                 if !ok {
-                    return Err(format!(
-                        "field {k:?} (weaviate.vectorField) is not a vector: a non-empty list of numbers"
-                    ));
+                    return Err(ObjectError::NotAVector { field: k.clone() });
                 }
                 vector = Some(v.clone());
             } else if k != &self.o.id_destination {
@@ -228,7 +235,7 @@ impl WeaviateBackend {
                     objects.push(o);
                     sent.push(i);
                 }
-                Err(e) => results[i] = Some(e),
+                Err(e) => results[i] = Some(e.to_string()),
             }
         }
         if objects.is_empty() {

@@ -68,8 +68,30 @@ enum Part {
     Named(String),
 }
 
+/// What is wrong with a replacement string (the message follows `replacement "..."`);
+/// `pattern` is the pattern's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ReplacementError {
+    #[error("ends with a lone '\\'")]
+    LoneBackslash,
+    #[error("has an unterminated or invalid ${{name}}")]
+    UnterminatedName,
+    #[error("has an invalid group name {0:?}")]
+    InvalidName(String),
+    #[error("refers to group {name:?}, which the pattern {pattern:?} does not have")]
+    NoSuchName { name: String, pattern: String },
+    #[error("refers to group {number}, but the pattern {pattern:?} has {groups}")]
+    NoSuchGroup {
+        number: usize,
+        pattern: String,
+        groups: usize,
+    },
+    #[error("has a '$' not followed by a group number or {{name}} (write \\$ for a dollar sign)")]
+    LoneDollar,
+}
+
 /// Parses a Java `Matcher.replaceAll` replacement against one pattern's groups.
-fn parse_replacement(template: &str, regex: &Regex) -> Result<Vec<Part>, String> {
+fn parse_replacement(template: &str, regex: &Regex) -> Result<Vec<Part>, ReplacementError> {
     let groups = regex.captures_len() - 1;
     let mut parts = Vec::new();
     let mut text = String::new();
@@ -78,7 +100,7 @@ fn parse_replacement(template: &str, regex: &Regex) -> Result<Vec<Part>, String>
         match c {
             '\\' => match chars.next() {
                 Some(next) => text.push(next),
-                None => return Err("ends with a lone '\\'".into()),
+                None => return Err(ReplacementError::LoneBackslash),
             },
             '$' => {
                 if !text.is_empty() {
@@ -92,16 +114,17 @@ fn parse_replacement(template: &str, regex: &Regex) -> Result<Vec<Part>, String>
                             match chars.next() {
                                 Some('}') => break,
                                 Some(ch) if ch.is_ascii_alphanumeric() => name.push(ch),
-                                _ => {
-                                    return Err("has an unterminated or invalid ${name}".into())
-                                }
+                                _ => return Err(ReplacementError::UnterminatedName),
                             }
                         }
                         if name.is_empty() || name.starts_with(|ch: char| ch.is_ascii_digit()) {
-                            return Err(format!("has an invalid group name {name:?}"));
+                            return Err(ReplacementError::InvalidName(name));
                         }
                         if !regex.capture_names().flatten().any(|n| n == name) {
-                            return Err(format!("refers to group {name:?}, which the pattern {:?} does not have", regex.as_str()));
+                            return Err(ReplacementError::NoSuchName {
+                                name,
+                                pattern: regex.as_str().to_string(),
+                            });
                         }
                         parts.push(Part::Named(name));
                     }
@@ -118,14 +141,15 @@ fn parse_replacement(template: &str, regex: &Regex) -> Result<Vec<Part>, String>
                             chars.next();
                         }
                         if number > groups {
-                            return Err(format!(
-                                "refers to group {number}, but the pattern {:?} has {groups}",
-                                regex.as_str()
-                            ));
+                            return Err(ReplacementError::NoSuchGroup {
+                                number,
+                                pattern: regex.as_str().to_string(),
+                                groups,
+                            });
                         }
                         parts.push(Part::Group(number));
                     }
-                    _ => return Err("has a '$' not followed by a group number or {name} (write \\$ for a dollar sign)".into()),
+                    _ => return Err(ReplacementError::LoneDollar),
                 }
             }
             other => text.push(other),
@@ -343,10 +367,22 @@ mod tests {
         );
         let out = process(&mut s, json!({"id": "d", "a": "x-1 y-2"}));
         assert_eq!(out.get("b"), Some(&json!("x=1 $1 y=2 $1")));
-        assert!(parse_replacement("$3", &re).is_err());
-        assert!(parse_replacement("${nope}", &re).is_err());
-        assert!(parse_replacement("cost $", &re).is_err());
-        assert!(parse_replacement("trailing \\", &re).is_err());
+        let message = |r: &str| parse_replacement(r, &re).unwrap_err().to_string();
+        assert_eq!(
+            message("$3"),
+            "refers to group 3, but the pattern \"(?<word>\\\\w+)-(\\\\d)\" has 2"
+        );
+        assert_eq!(
+            message("${nope}"),
+            "refers to group \"nope\", which the pattern \"(?<word>\\\\w+)-(\\\\d)\" does not have"
+        );
+        assert_eq!(
+            message("cost $"),
+            "has a '$' not followed by a group number or {name} (write \\$ for a dollar sign)"
+        );
+        assert_eq!(message("trailing \\"), "ends with a lone '\\'");
+        assert_eq!(message("${a"), "has an unterminated or invalid ${name}");
+        assert_eq!(message("${1a}"), "has an invalid group name \"1a\"");
     }
 
     #[test]

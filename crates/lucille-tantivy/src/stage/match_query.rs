@@ -62,9 +62,32 @@ fn analyzer() -> TextAnalyzer {
         .build()
 }
 
+/// What is wrong with one of the `queries`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum QueryError {
+    /// `text` is the query as given (a non-string value as its JSON).
+    #[error("query {name:?} ({text:?}) does not parse")]
+    Unparsable { name: String, text: String },
+    #[error("needs at least one query")]
+    NoQuery,
+}
+
+/// Every problem of the `queries` list, in config order (shown joined by "; ").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", join(.0))]
+struct QueryErrors(Vec<QueryError>);
+
+fn join(errors: &[QueryError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The queries parsed, in config order (a name given again replaces the earlier query), or
 /// what is wrong with them.
-fn parse_queries(list: &[Map<String, Value>]) -> Result<Vec<(String, UserInputAst)>, String> {
+fn parse_queries(list: &[Map<String, Value>]) -> Result<Vec<(String, UserInputAst)>, QueryErrors> {
     let mut queries: Vec<(String, UserInputAst)> = Vec::new();
     let mut errors = Vec::new();
     for (name, text) in list.iter().flatten() {
@@ -77,16 +100,19 @@ fn parse_queries(list: &[Map<String, Value>]) -> Result<Vec<(String, UserInputAs
                 Some(slot) => slot.1 = ast,
                 None => queries.push((name.clone(), ast)),
             },
-            Err(_) => errors.push(format!("query {name:?} ({text:?}) does not parse")),
+            Err(_) => errors.push(QueryError::Unparsable {
+                name: name.clone(),
+                text,
+            }),
         }
     }
     if queries.is_empty() && errors.is_empty() {
-        errors.push("needs at least one query".into());
+        errors.push(QueryError::NoQuery);
     }
     if errors.is_empty() {
         Ok(queries)
     } else {
-        Err(errors.join("; "))
+        Err(QueryErrors(errors))
     }
 }
 
@@ -103,7 +129,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
         errors.push(e);
     }
     let queries = parse_queries(&o.queries)
-        .map_err(|e| errors.push(config.error("queries", e)))
+        .map_err(|e| errors.push(config.error("queries", e.to_string())))
         .ok();
     match queries {
         Some(queries) if errors.is_empty() => Ok(Box::new(MatchQuery {
@@ -312,7 +338,7 @@ impl Stage for MatchQuery {
 #[cfg(test)]
 mod tests {
     use crate::stage::testing::{build_err, build_stage, process};
-    use serde_json::json;
+    use serde_json::{json, Map, Value};
 
     fn stage() -> Box<dyn crate::stage::Stage> {
         // Lucille's MatchQueryTest/config.conf.
@@ -418,5 +444,12 @@ mod tests {
             "queries": [{"bad": "f:("}]}),
         );
         assert!(e.contains("\"bad\"") && e.contains("does not parse"), "{e}");
+        // Every query that does not parse is named, in config order.
+        let list: Vec<Map<String, Value>> =
+            serde_json::from_value(json!([{"a": "f:("}, {"ok": "x"}, {"b": "f:["}])).unwrap();
+        assert_eq!(
+            super::parse_queries(&list).unwrap_err().to_string(),
+            "query \"a\" (\"f:(\") does not parse; query \"b\" (\"f:[\") does not parse"
+        );
     }
 }

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use super::{client, seconds, RetryOptions};
 use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
-use crate::http::{snippet, Auth, HttpClient};
+use crate::http::{snippet, Auth, HttpClient, HttpError};
 use crate::stage::field_util::check_writable;
 use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
 
@@ -134,6 +134,52 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     }
 }
 
+/// Why a request gave no vectors: every document of the request fails with it.
+#[derive(Debug, thiserror::Error)]
+enum EmbedError {
+    /// Refused, timed out, or a retried status once the retries ran out.
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    /// An error status: the server's message (its `error.message`, else the body's start).
+    #[error("{endpoint} answered HTTP {status}: {message}")]
+    Status {
+        endpoint: String,
+        status: u16,
+        message: String,
+    },
+    /// A success status whose body is not the embeddings of the inputs.
+    #[error(transparent)]
+    Answer(#[from] AnswerError),
+}
+
+/// What is wrong with an embeddings answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum AnswerProblem {
+    #[error("not JSON")]
+    NotJson,
+    #[error("no data list")]
+    NoData,
+    /// `found` embeddings for `expected` inputs.
+    #[error("{found} embeddings for {expected} inputs")]
+    Count { found: usize, expected: usize },
+    #[error("index out of range")]
+    IndexOutOfRange,
+    #[error("an embedding is not a list of numbers")]
+    NotNumbers,
+    /// An input that no item of the answer is for.
+    #[error("an input has no embedding")]
+    Missing,
+}
+
+/// An embeddings answer that cannot be read ([`parse_embeddings`]), with the start of the body.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unexpected embeddings answer ({problem}): {body}")]
+struct AnswerError {
+    problem: AnswerProblem,
+    /// The body's start ([`snippet`]).
+    body: String,
+}
+
 impl OpenAIEmbed {
     fn text(&self, doc: &Document) -> Option<String> {
         doc.get_string(&self.source)
@@ -143,20 +189,17 @@ impl OpenAIEmbed {
     }
 
     /// One request for `texts`: their vectors, in order.
-    fn request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+    fn request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut body = json!({"model": self.model, "input": texts, "encoding_format": "float"});
         if let Some(d) = self.dimensions {
             body["dimensions"] = json!(d);
         }
-        let reply = self
-            .client
-            .send(
-                "POST",
-                &self.endpoint,
-                "application/json",
-                Some(&body.to_string()),
-            )
-            .map_err(|e| e.to_string())?;
+        let reply = self.client.send(
+            "POST",
+            &self.endpoint,
+            "application/json",
+            Some(&body.to_string()),
+        )?;
         if !reply.ok() {
             let message = serde_json::from_str::<Value>(&reply.body)
                 .ok()
@@ -166,28 +209,32 @@ impl OpenAIEmbed {
                         .map(String::from)
                 })
                 .unwrap_or_else(|| snippet(&reply.body));
-            return Err(format!(
-                "{} answered HTTP {}: {message}",
-                self.endpoint, reply.status
-            ));
+            return Err(EmbedError::Status {
+                endpoint: self.endpoint.clone(),
+                status: reply.status,
+                message,
+            });
         }
-        parse_embeddings(&reply.body, texts.len())
+        Ok(parse_embeddings(&reply.body, texts.len())?)
     }
 }
 
 /// The vectors of an embeddings answer, ordered by their `index`.
-fn parse_embeddings(body: &str, expected: usize) -> Result<Vec<Vec<f32>>, String> {
-    let bad = |why: &str| format!("unexpected embeddings answer ({why}): {}", snippet(body));
-    let json: Value = serde_json::from_str(body).map_err(|_| bad("not JSON"))?;
+fn parse_embeddings(body: &str, expected: usize) -> Result<Vec<Vec<f32>>, AnswerError> {
+    let bad = |problem: AnswerProblem| AnswerError {
+        problem,
+        body: snippet(body),
+    };
+    let json: Value = serde_json::from_str(body).map_err(|_| bad(AnswerProblem::NotJson))?;
     let data = json
         .get("data")
         .and_then(Value::as_array)
-        .ok_or_else(|| bad("no data list"))?;
+        .ok_or_else(|| bad(AnswerProblem::NoData))?;
     if data.len() != expected {
-        return Err(bad(&format!(
-            "{} embeddings for {expected} inputs",
-            data.len()
-        )));
+        return Err(bad(AnswerProblem::Count {
+            found: data.len(),
+            expected,
+        }));
     }
     let mut out: Vec<Option<Vec<f32>>> = vec![None; expected];
     for (position, item) in data.iter().enumerate() {
@@ -201,11 +248,11 @@ fn parse_embeddings(body: &str, expected: usize) -> Result<Vec<Vec<f32>>, String
             .and_then(|v| v.iter().map(|x| x.as_f64().map(|f| f as f32)).collect());
         let slot = out
             .get_mut(index)
-            .ok_or_else(|| bad("index out of range"))?;
-        *slot = Some(vector.ok_or_else(|| bad("an embedding is not a list of numbers"))?);
+            .ok_or_else(|| bad(AnswerProblem::IndexOutOfRange))?;
+        *slot = Some(vector.ok_or_else(|| bad(AnswerProblem::NotNumbers))?);
     }
     out.into_iter()
-        .map(|v| v.ok_or_else(|| bad("an input has no embedding")))
+        .map(|v| v.ok_or_else(|| bad(AnswerProblem::Missing)))
         .collect()
 }
 
@@ -276,5 +323,39 @@ impl Stage for OpenAIEmbed {
             }
         }
         results
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_embeddings;
+
+    #[test]
+    fn bad_answers_say_what_is_wrong_and_show_the_body() {
+        let err = |body: &str, expected| parse_embeddings(body, expected).unwrap_err().to_string();
+        assert_eq!(
+            err("<html>", 1),
+            "unexpected embeddings answer (not JSON): <html>"
+        );
+        assert_eq!(
+            err(r#"{"data": []}"#, 2),
+            r#"unexpected embeddings answer (0 embeddings for 2 inputs): {"data": []}"#
+        );
+        assert!(err(r#"{"data": [{"index": 5, "embedding": [1]}]}"#, 1)
+            .contains("(index out of range)"));
+        assert!(err(r#"{"data": [{"embedding": ["a"]}]}"#, 1)
+            .contains("(an embedding is not a list of numbers)"));
+        assert!(err(
+            r#"{"data": [{"index": 0, "embedding": [1]}, {"index": 0, "embedding": [2]}]}"#,
+            2
+        )
+        .contains("(an input has no embedding)"));
+        assert_eq!(
+            parse_embeddings(
+                r#"{"data": [{"index": 1, "embedding": [2]}, {"index": 0, "embedding": [1]}]}"#,
+                2
+            ),
+            Ok(vec![vec![1.0], vec![2.0]])
+        );
     }
 }

@@ -23,6 +23,7 @@ use std::io::Read;
 use crate::config::{ComponentConfig, ConfigErrors, Options};
 use crate::document::Document;
 use crate::stage::text_extractor::{ocr, OutputOptions, OutputSettings};
+use crate::stage::StageFailure;
 use lucille_extract as extract;
 use lucille_extract::tesseract::SharedOcr;
 
@@ -39,6 +40,21 @@ struct DocumentsOptions {
     /// Tesseract's language for images and PDF pages without a text layer (e.g. eng); default:
     /// no OCR.
     ocr_lang: Option<String>,
+}
+
+/// Why a file gives no document ([`DocumentsHandler::fill`]): the reason it FAILs.
+#[derive(Debug, thiserror::Error)]
+pub enum FillError {
+    #[error("cannot read: {0}")]
+    Read(#[source] std::io::Error),
+    /// The file has more than `limit` bytes (maxDocumentBytes).
+    #[error("the file is larger than maxDocumentBytes ({limit}); not read")]
+    TooLarge { limit: u64 },
+    #[error("cannot extract text: {0}")]
+    Extract(#[source] extract::ExtractError),
+    /// The text or metadata cannot be written to the document.
+    #[error(transparent)]
+    Write(#[from] StageFailure),
 }
 
 pub struct DocumentsHandler {
@@ -79,27 +95,48 @@ impl DocumentsHandler {
         input: &mut dyn Read,
         max_bytes: Option<u64>,
         doc: &mut Document,
-    ) -> Result<(), String> {
+    ) -> Result<(), FillError> {
         let limit = max_bytes.unwrap_or(u64::MAX);
         let mut bytes = Vec::new();
         input
             .take(limit.saturating_add(1))
             .read_to_end(&mut bytes)
-            .map_err(|e| format!("cannot read: {e}"))?;
+            .map_err(FillError::Read)?;
         if bytes.len() as u64 > limit {
-            return Err(format!(
-                "the file is larger than maxDocumentBytes ({limit}); not read"
-            ));
+            return Err(FillError::TooLarge { limit });
         }
         let options = extract::Options {
             limit: self.output.limit,
             ocr: self.ocr.as_ref().map(|o| o as &dyn extract::PageOcr),
             depth: 0,
         };
-        let extracted =
-            extract::extract(&bytes, &options).map_err(|e| format!("cannot extract text: {e}"))?;
+        let extracted = extract::extract(&bytes, &options).map_err(FillError::Extract)?;
         self.output
-            .write(doc, extracted.text, &extracted.metadata)
-            .map_err(|e| e.to_string())
+            .write(doc, extracted.text, &extracted.metadata)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FillError;
+
+    #[test]
+    fn fill_errors_read_as_fail_reasons() {
+        assert_eq!(
+            FillError::TooLarge { limit: 10 }.to_string(),
+            "the file is larger than maxDocumentBytes (10); not read"
+        );
+        let read = FillError::Read(std::io::Error::other("disk gone"));
+        assert_eq!(read.to_string(), "cannot read: disk gone");
+        assert!(std::error::Error::source(&read).is_some());
+        assert_eq!(
+            FillError::Extract(lucille_extract::ExtractError::new(
+                "application/pdf",
+                "no xref"
+            ))
+            .to_string(),
+            "cannot extract text: application/pdf: no xref"
+        );
     }
 }

@@ -57,14 +57,33 @@ pub(super) struct State {
     pub keep_vanished: bool,
 }
 
+/// Why a JDBC connection string names no local SQLite file ([`store_path`]); `connection` is
+/// the string as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum StoreError {
+    #[error("an in-memory database keeps no state between runs")]
+    InMemory,
+    /// An embedded database's in-memory or server form (`mem:`, `tcp:`, `ssl:`, `//`).
+    #[error(
+        "{connection:?} is not an embedded database file; the state is kept in a local SQLite \
+         file here"
+    )]
+    NotAFile { connection: String },
+    #[error(
+        "{connection:?}: the state is kept in a local SQLite file here, not a database server; \
+         use \"jdbc:sqlite:PATH\" (or checkpoint {{ path }})"
+    )]
+    Server { connection: String },
+}
+
 /// The SQLite file a JDBC connection string names, or why it cannot be one.
-fn store_path(connection: &str) -> Result<(String, bool), String> {
+fn store_path(connection: &str) -> Result<(String, bool), StoreError> {
     let lower = connection.to_ascii_lowercase();
     if let Some(rest) = lower.strip_prefix("jdbc:sqlite:") {
         let path = &connection[connection.len() - rest.len()..];
         let path = path.split(['?', ';']).next().unwrap_or(path);
         if path.is_empty() || path == ":memory:" {
-            return Err("an in-memory database keeps no state between runs".into());
+            return Err(StoreError::InMemory);
         }
         return Ok((path.to_string(), false));
     }
@@ -83,18 +102,16 @@ fn store_path(connection: &str) -> Result<(String, bool), String> {
                 || name.starts_with("ssl:")
                 || name.starts_with("//")
             {
-                return Err(format!(
-                    "{connection:?} is not an embedded database file; the state is kept in a \
-                     local SQLite file here"
-                ));
+                return Err(StoreError::NotAFile {
+                    connection: connection.to_string(),
+                });
             }
             return Ok((format!("{name}.sqlite"), true));
         }
     }
-    Err(format!(
-        "{connection:?}: the state is kept in a local SQLite file here, not a database server; \
-         use \"jdbc:sqlite:PATH\" (or checkpoint {{ path }})"
-    ))
+    Err(StoreError::Server {
+        connection: connection.to_string(),
+    })
 }
 
 /// What the `state` block (read into `o`; `block` names its keys in errors) asks of the
@@ -153,8 +170,8 @@ pub(super) fn settings(
                 keep_vanished: !o.perform_deletions,
             })
         }
-        Err(m) => {
-            errors.push(block.error("connectionString", m));
+        Err(e) => {
+            errors.push(block.error("connectionString", e.to_string()));
             None
         }
     }
@@ -189,11 +206,21 @@ mod tests {
             "jdbc:sqlite::memory:",
             "jdbc:derby:",
         ] {
-            let err = store_path(bad).unwrap_err();
+            let err = store_path(bad).unwrap_err().to_string();
             assert!(
                 err.contains("SQLite") || err.contains("memory"),
                 "{bad}: {err}"
             );
         }
+        assert_eq!(
+            store_path("jdbc:mysql://db/state").unwrap_err().to_string(),
+            "\"jdbc:mysql://db/state\": the state is kept in a local SQLite file here, not a \
+             database server; use \"jdbc:sqlite:PATH\" (or checkpoint { path })"
+        );
+        assert_eq!(
+            store_path("jdbc:h2:mem:x").unwrap_err().to_string(),
+            "\"jdbc:h2:mem:x\" is not an embedded database file; the state is kept in a local \
+             SQLite file here"
+        );
     }
 }

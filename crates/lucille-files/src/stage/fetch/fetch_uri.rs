@@ -33,7 +33,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec};
 use crate::document::Document;
-use crate::http::{Auth, BytesReply, HttpClient, RetryPolicy, NO_STATUS};
+use crate::http::{Auth, BytesReply, HttpClient, RequestError, RetryPolicy, NO_STATUS};
 use crate::stage::{Stage, StageDescriptor, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -102,9 +102,18 @@ struct FetchUri {
     client: HttpClient,
 }
 
+/// A `statusCodeRetryList` entry that covers 200 (`200`, `20x`, `2xx`): retrying a success
+/// would always spend every retry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{entry:?} covers 200, a success status; retrying it would always spend every retry")]
+pub(crate) struct RetriesSuccess {
+    /// The entry as given.
+    pub entry: String,
+}
+
 /// `statusCodeRetryList` entries as status codes: `503`, `50x` (500-509), `5xx` (500-599);
 /// `None` for an entry that is no status code (left out, as Lucille does).
-pub(crate) fn status_codes(entry: &str) -> Result<Option<Vec<i64>>, String> {
+pub(crate) fn status_codes(entry: &str) -> Result<Option<Vec<i64>>, RetriesSuccess> {
     let lower = entry.trim().to_ascii_lowercase();
     let b = lower.as_bytes();
     let valid = b.len() == 3
@@ -116,10 +125,9 @@ pub(crate) fn status_codes(entry: &str) -> Result<Option<Vec<i64>>, String> {
     }
     if b[0] == b'2' {
         if matches!(lower.as_str(), "200" | "20x" | "2xx") {
-            return Err(format!(
-                "{entry:?} covers 200, a success status; retrying it would always spend every \
-                 retry"
-            ));
+            return Err(RetriesSuccess {
+                entry: entry.to_string(),
+            });
         }
         tracing::warn!(
             "FetchUri: statusCodeRetryList has {entry:?}, a success status; it is retried"
@@ -205,7 +213,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
         match status_codes(&entry) {
             Ok(Some(codes)) => retryable.extend(codes),
             Ok(None) => ignored.push(entry),
-            Err(m) => errors.push(config.error("statusCodeRetryList", m)),
+            Err(e) => errors.push(config.error("statusCodeRetryList", e.to_string())),
         }
     }
     if !ignored.is_empty() {
@@ -287,9 +295,44 @@ fn check_url(url: &str) -> Result<(), UrlError> {
     Ok(())
 }
 
+/// Why a document's URL gives no answer to store (the message goes to the error field).
+#[derive(Debug, thiserror::Error)]
+enum FetchError {
+    /// The URL is not fetched.
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    /// The request got no answer, and that is not retried.
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// The answer's status is in statusCodeRetryList, and the retries are spent.
+    #[error("GET {url}: HTTP {status} is in statusCodeRetryList{}", tries(.attempts))]
+    ListedStatus {
+        url: String,
+        status: u16,
+        attempts: u32,
+    },
+    /// No answer, retried until the retries are spent.
+    #[error("GET {url} failed{}: {source}", tries(.attempts))]
+    NoAnswer {
+        url: String,
+        attempts: u32,
+        #[source]
+        source: RequestError,
+    },
+}
+
+/// " after N attempts" when the request was sent more than once.
+fn tries(attempts: &u32) -> String {
+    if *attempts > 1 {
+        format!(" after {attempts} attempts")
+    } else {
+        String::new()
+    }
+}
+
 impl FetchUri {
     /// The GET with Lucille's retries: the final answer, or why there is none.
-    fn fetch(&self, url: &str) -> Result<BytesReply, String> {
+    fn fetch(&self, url: &str) -> Result<BytesReply, FetchError> {
         let policy = &self.client.retry;
         let mut attempt = 0u32;
         loop {
@@ -301,21 +344,22 @@ impl FetchUri {
                 .retryable
                 .contains(&status.map_or(NO_STATUS, i64::from));
             if !listed {
-                return result.map_err(|e| e.to_string());
+                return Ok(result?);
             }
             if attempt >= policy.max_retries {
-                let tries = if attempt == 0 {
-                    String::new()
-                } else {
-                    format!(" after {} attempts", attempt + 1)
-                };
-                return match result {
-                    Ok(r) => Err(format!(
-                        "GET {url}: HTTP {} is in statusCodeRetryList{tries}",
-                        r.status
-                    )),
-                    Err(e) => Err(format!("GET {url} failed{tries}: {e}")),
-                };
+                let attempts = attempt.saturating_add(1);
+                return Err(match result {
+                    Ok(r) => FetchError::ListedStatus {
+                        url: url.to_string(),
+                        status: r.status,
+                        attempts,
+                    },
+                    Err(source) => FetchError::NoAnswer {
+                        url: url.to_string(),
+                        attempts,
+                        source,
+                    },
+                });
             }
             attempt += 1;
             let wait = policy.wait(attempt);
@@ -337,7 +381,7 @@ impl Stage for FetchUri {
             _ => return Ok(None),
         };
         let reply = check_url(&url)
-            .map_err(|e| e.to_string())
+            .map_err(FetchError::from)
             .and_then(|()| self.fetch(&url));
         match reply {
             Ok(reply) => {
@@ -345,7 +389,7 @@ impl Stage for FetchUri {
                 doc.set_field(&self.status_field, reply.status)?;
                 doc.set_field(&self.size_field, reply.body.len() as u64)?;
             }
-            Err(message) => doc.set_field(&self.error_field, message)?,
+            Err(e) => doc.set_field(&self.error_field, e.to_string())?,
         }
         Ok(None)
     }
@@ -569,6 +613,10 @@ mod tests {
             "{err}"
         );
         assert_eq!(super::status_codes("206"), Ok(Some(vec![206])));
+        assert_eq!(
+            super::status_codes(" 2XX").unwrap_err().to_string(),
+            "\" 2XX\" covers 200, a success status; retrying it would always spend every retry"
+        );
         for bad in ["2xx", "20x"] {
             let err = build_err(json!({"class": "FetchUri", "source": "url", "dest": "d",
                 "statusCodeRetryList": ["429", bad]}));
@@ -608,6 +656,26 @@ mod tests {
         assert_eq!(
             super::status_codes("5XX").map(|c| c.map(|c| (c[0], c[99]))),
             Ok(Some((500, 599)))
+        );
+    }
+
+    #[test]
+    fn listed_status_messages_count_attempts_past_the_first() {
+        let listed = |attempts| {
+            super::FetchError::ListedStatus {
+                url: "http://h/x".into(),
+                status: 503,
+                attempts,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            listed(1),
+            "GET http://h/x: HTTP 503 is in statusCodeRetryList"
+        );
+        assert_eq!(
+            listed(3),
+            "GET http://h/x: HTTP 503 is in statusCodeRetryList after 3 attempts"
         );
     }
 }
