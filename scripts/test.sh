@@ -49,6 +49,13 @@ fi
 echo "== cargo clippy"
 cargo clippy --all-targets -- -D warnings
 cargo clippy -p lucille --lib --features python -- -D warnings
+echo "== component features"
+# The extension assembles the component crates, one Cargo feature each (all by default): a
+# build without any (every `cfg(not(feature))` path) and one with a single component (the
+# mixed case of the search / embed functions) must still compile.
+for feature in "" tantivy; do
+    cargo clippy -p lucille --lib --no-default-features --features "python${feature:+,$feature}" -- -D warnings
+done
 echo "== cargo test"
 # The HOCON oracle test runs python3 with pyhocon from the venv.
 PATH="$PWD/$VENV/bin:$PATH" cargo test

@@ -2,4 +2,5 @@
 //! broker of the distributed modes, in `lucille-kafka` (both re-exported here).
 
 pub use lucille_core::messaging::*;
+#[cfg(feature = "kafka")]
 pub use lucille_kafka as kafka;

@@ -92,3 +92,11 @@ fn attached_thread(body: &mut dyn FnMut()) {
         })
     });
 }
+
+/// The error of a function whose component this build leaves out (a Cargo feature).
+#[allow(dead_code)]
+fn missing_component(what: &str, feature: &str) -> PyErr {
+    pyo3::exceptions::PyRuntimeError::new_err(format!(
+        "this build of lucille has no {what} component (the Cargo feature `{feature}`)"
+    ))
+}

@@ -469,6 +469,27 @@ pub fn serve(
     overrides: Option<&Bound<'_, PyAny>>,
     base_dir: Option<PathBuf>,
 ) -> PyResult<()> {
+    #[cfg(feature = "kafka")]
+    return serve_kafka(py, role, path, config, hocon, pipeline, overrides, base_dir);
+    #[cfg(not(feature = "kafka"))]
+    {
+        let _ = (py, role, path, config, hocon, pipeline, overrides, base_dir);
+        Err(super::missing_component("Kafka", "kafka"))
+    }
+}
+
+#[cfg(feature = "kafka")]
+#[allow(clippy::too_many_arguments)]
+fn serve_kafka(
+    py: Python<'_>,
+    role: &str,
+    path: Option<PathBuf>,
+    config: Option<&Bound<'_, PyDict>>,
+    hocon: Option<String>,
+    pipeline: Option<String>,
+    overrides: Option<&Bound<'_, PyAny>>,
+    base_dir: Option<PathBuf>,
+) -> PyResult<()> {
     use runner::distributed::{self, Role};
     let role = Role::parse(role).ok_or_else(|| {
         PyValueError::new_err(format!(

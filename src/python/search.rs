@@ -2,31 +2,11 @@
 //! index, read from Python, by text or by a query vector; `lucille.embed(model, texts)`: the
 //! Embed stage's model, for embedding a query text the way the documents were.
 
-use numpy::{PyArray1, PyArray2, PyArrayMethods};
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyList;
 
-use crate::indexer::tantivy::{search as search_index, search_vector, SearchError};
-use lucille_embed::kept_embedder;
-
-use super::convert::value_to_py;
-
-/// A 1-D numpy float array or a list of numbers as float32s.
-fn floats(vector: &Bound<'_, PyAny>) -> PyResult<Vec<f32>> {
-    match vector.cast::<PyArray1<f32>>() {
-        Ok(arr) => Ok(arr.readonly().as_slice()?.to_vec()),
-        Err(_) => vector
-            .call_method0("tolist")
-            .unwrap_or(vector.clone())
-            .extract()
-            .map_err(|_| {
-                PyTypeError::new_err(
-                    "vector must be a 1-D numeric numpy array or a list of numbers",
-                )
-            }),
-    }
-}
+#[cfg(not(all(feature = "tantivy", feature = "ai")))]
+use super::missing_component;
 
 /// The best `limit` hits for `query` (Tantivy query syntax), each the stored document's
 /// fields plus `id` and `score`. With `vector` (and the `vector` field it is compared with,
@@ -42,32 +22,13 @@ fn search<'py>(
     vector: Option<&Bound<'py, PyAny>>,
     field: Option<String>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let vector = vector.map(floats).transpose()?;
-    let hits = match (vector, field) {
-        (Some(v), Some(f)) => py.detach(|| search_vector(&path, &f, &v, Some(query), limit)),
-        (Some(_), None) => {
-            return Err(PyValueError::new_err(
-                "vector needs field= (the index's vector field to compare it with)",
-            ))
-        }
-        (None, Some(_)) => return Err(PyValueError::new_err("field= is only used with vector=")),
-        (None, None) => py.detach(|| search_index(&path, query, limit)),
+    #[cfg(feature = "tantivy")]
+    return index::search(py, path, query, limit, vector, field);
+    #[cfg(not(feature = "tantivy"))]
+    {
+        let _ = (py, path, query, limit, vector, field);
+        Err(missing_component("Tantivy", "tantivy"))
     }
-    .map_err(|e| match e {
-        SearchError::Missing(_) => PyFileNotFoundError::new_err(e.to_string()),
-        SearchError::Query { .. } => PyValueError::new_err(e.to_string()),
-        SearchError::Open { .. } => PyOSError::new_err(e.to_string()),
-    })?;
-    let out = PyList::empty(py);
-    for hit in hits {
-        let d = PyDict::new(py);
-        for (k, v) in &hit.doc {
-            d.set_item(k, value_to_py(py, v)?)?;
-        }
-        d.set_item("score", hit.score as f64)?;
-        out.append(d)?;
-    }
-    Ok(out)
 }
 
 /// Embeds `texts` with the model folder `model` as the Embed stage does (same tokenizer,
@@ -80,22 +41,120 @@ fn embed<'py>(
     model: std::path::PathBuf,
     texts: Vec<String>,
     normalize: bool,
-) -> PyResult<Bound<'py, PyArray2<f32>>> {
-    let (vectors, dims) = py
-        .detach(|| {
-            let embedder = kept_embedder(&model)?;
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            embedder
-                .embed(&refs, normalize)
-                .map(|v| (v, embedder.dimensions()))
-        })
-        .map_err(|e| PyValueError::new_err(format!("model {}: {e}", model.display())))?;
-    let flat: Vec<f32> = vectors.into_iter().flatten().collect();
-    let rows = flat.len() / dims.max(1);
-    PyArray1::from_vec(py, flat).reshape([rows, dims])
+) -> PyResult<Bound<'py, PyAny>> {
+    #[cfg(feature = "ai")]
+    return model_embed::embed(py, model, texts, normalize).map(Bound::into_any);
+    #[cfg(not(feature = "ai"))]
+    {
+        let _ = (py, model, texts, normalize);
+        Err(missing_component("embedding", "ai"))
+    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search, m)?)?;
     m.add_function(wrap_pyfunction!(embed, m)?)
+}
+
+/// The Tantivy index (the `tantivy` feature).
+#[cfg(feature = "tantivy")]
+mod index {
+    use numpy::{PyArray1, PyArrayMethods};
+    use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyTypeError, PyValueError};
+    use pyo3::prelude::*;
+    use pyo3::types::{PyDict, PyList};
+
+    use super::super::convert::value_to_py;
+    use crate::indexer::tantivy::{search as search_index, search_vector, SearchError};
+
+    /// A 1-D numpy float array or a list of numbers as float32s.
+    fn floats(vector: &Bound<'_, PyAny>) -> PyResult<Vec<f32>> {
+        match vector.cast::<PyArray1<f32>>() {
+            Ok(arr) => Ok(arr.readonly().as_slice()?.to_vec()),
+            Err(_) => vector
+                .call_method0("tolist")
+                .unwrap_or(vector.clone())
+                .extract()
+                .map_err(|_| {
+                    PyTypeError::new_err(
+                        "vector must be a 1-D numeric numpy array or a list of numbers",
+                    )
+                }),
+        }
+    }
+
+    /// The best `limit` hits for `query` (Tantivy query syntax), each the stored document's
+    /// fields plus `id` and `score`. With `vector` (and the `vector` field it is compared with,
+    /// `field`), hits are ranked by cosine similarity instead, among the documents `query`
+    /// matches (every document when `query` is empty); `score` is then the cosine.
+    pub fn search<'py>(
+        py: Python<'py>,
+        path: std::path::PathBuf,
+        query: &str,
+        limit: usize,
+        vector: Option<&Bound<'py, PyAny>>,
+        field: Option<String>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let vector = vector.map(floats).transpose()?;
+        let hits = match (vector, field) {
+            (Some(v), Some(f)) => py.detach(|| search_vector(&path, &f, &v, Some(query), limit)),
+            (Some(_), None) => {
+                return Err(PyValueError::new_err(
+                    "vector needs field= (the index's vector field to compare it with)",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(PyValueError::new_err("field= is only used with vector="))
+            }
+            (None, None) => py.detach(|| search_index(&path, query, limit)),
+        }
+        .map_err(|e| match e {
+            SearchError::Missing(_) => PyFileNotFoundError::new_err(e.to_string()),
+            SearchError::Query { .. } => PyValueError::new_err(e.to_string()),
+            SearchError::Open { .. } => PyOSError::new_err(e.to_string()),
+        })?;
+        let out = PyList::empty(py);
+        for hit in hits {
+            let d = PyDict::new(py);
+            for (k, v) in &hit.doc {
+                d.set_item(k, value_to_py(py, v)?)?;
+            }
+            d.set_item("score", hit.score as f64)?;
+            out.append(d)?;
+        }
+        Ok(out)
+    }
+}
+
+/// The embedding model (the `ai` feature).
+#[cfg(feature = "ai")]
+mod model_embed {
+    use numpy::{PyArray1, PyArray2, PyArrayMethods};
+    use pyo3::exceptions::PyValueError;
+    use pyo3::prelude::*;
+
+    use lucille_embed::kept_embedder;
+
+    /// Embeds `texts` with the model folder `model` as the Embed stage does (same tokenizer,
+    /// truncation, pooling and normalisation): a float32 array of shape (len(texts), dimensions).
+    /// A folder that cannot be loaded: ValueError.
+    pub fn embed<'py>(
+        py: Python<'py>,
+        model: std::path::PathBuf,
+        texts: Vec<String>,
+        normalize: bool,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let (vectors, dims) = py
+            .detach(|| {
+                let embedder = kept_embedder(&model)?;
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                embedder
+                    .embed(&refs, normalize)
+                    .map(|v| (v, embedder.dimensions()))
+            })
+            .map_err(|e| PyValueError::new_err(format!("model {}: {e}", model.display())))?;
+        let flat: Vec<f32> = vectors.into_iter().flatten().collect();
+        let rows = flat.len() / dims.max(1);
+        PyArray1::from_vec(py, flat).reshape([rows, dims])
+    }
 }

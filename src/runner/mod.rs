@@ -2,4 +2,5 @@
 //! Kafka modes' transport and processes in `lucille-kafka` (both re-exported here).
 
 pub use lucille_core::runner::*;
+#[cfg(feature = "kafka")]
 pub use lucille_kafka::distributed;

@@ -109,6 +109,28 @@ fn option_inner(ty: &Type) -> Option<&Type> {
     }
 }
 
+/// How `lucille doc` shows the default of a field with a bare `default` (its type's).
+fn default_text_of(ty: &Type) -> String {
+    let name = match ty {
+        Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    match name.as_str() {
+        "bool" => "false".into(),
+        "UpdateMode" => "overwrite".into(),
+        "Vec" | "Strings" => "none".into(),
+        "Map" => "{}".into(),
+        "String" => "\"\"".into(),
+        "i64" | "usize" | "u64" | "f64" => "0".into(),
+        _ => "the type's default".into(),
+    }
+}
+
 fn parse_field(attrs: &[syn::Attribute]) -> syn::Result<FieldOptions> {
     let mut o = FieldOptions {
         key: None,
@@ -244,7 +266,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         };
         let default_text = match &o.default {
             Some(Some(e)) => e.to_token_stream().to_string(),
-            Some(None) => "the type's default".to_string(),
+            Some(None) => default_text_of(inner),
             None => String::new(),
         };
         let range = match (&o.min, &o.max) {
