@@ -77,40 +77,35 @@ fn every_builtin_checks_its_keys_when_built_and_documents_them() {
         let v = serde_json::json!({"class": class, "name": "x", "zzUnknownKey": 1});
         ComponentConfig::new(v.as_object().cloned().unwrap_or_default(), "c")
     };
-    for d in all_builtins() {
-        let err = match (d.build)(&block(d.name)) {
-            Ok(_) => panic!("{} built with an unknown key", d.name),
-            Err(e) => e.to_string(),
-        };
-        assert!(err.contains("c.zzUnknownKey"), "{}: {err}", d.name);
-        for p in (d.spec)().properties() {
+    // Each built-in stage and connector: its build result with the unknown key, and its spec.
+    let mut built: Vec<(&str, Result<(), String>, crate::config::Spec)> = all_builtins()
+        .into_iter()
+        .map(|d| {
+            let r = (d.build)(&block(d.name))
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            (d.name, r, (d.spec)())
+        })
+        .collect();
+    let common = Common::default();
+    built.extend(registry::all::<ConnectorDescriptor>().into_iter().map(|d| {
+        let r = (d.build)(&block(d.name), &common)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        (d.name, r, (d.spec)())
+    }));
+    for (name, result, spec) in built {
+        match result {
+            Ok(()) => panic!("{name} built with an unknown key"),
+            Err(err) => assert!(err.contains("c.zzUnknownKey"), "{name}: {err}"),
+        }
+        for p in spec.properties() {
             assert!(
                 !p.description.is_empty(),
-                "{}.{} has no description",
-                d.name,
+                "{name}.{} has no description",
                 p.name
             );
         }
-        assert!(
-            !(d.spec)().summary_text().is_empty(),
-            "{} has no summary",
-            d.name
-        );
-    }
-    for d in registry::all::<ConnectorDescriptor>() {
-        let common = Common::default();
-        let err = match (d.build)(&block(d.name), &common) {
-            Ok(_) => panic!("{} built with an unknown key", d.name),
-            Err(e) => e.to_string(),
-        };
-        assert!(err.contains("c.zzUnknownKey"), "{}: {err}", d.name);
-        for p in (d.spec)().properties() {
-            assert!(
-                !p.description.is_empty(),
-                "{}.{} has no description",
-                d.name,
-                p.name
-            );
-        }
+        assert!(!spec.summary_text().is_empty(), "{name} has no summary");
     }
 }

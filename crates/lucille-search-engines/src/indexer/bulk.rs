@@ -78,13 +78,7 @@ impl BulkBlock {
 
     /// What checking the block gives: the warning when it turns the TLS check off.
     pub fn check(&self, settings: &IndexerSettings, config: &ComponentConfig) -> BackendCheck {
-        BackendCheck {
-            warning: http::insecure_warning(
-                self.options.accept_invalid_cert,
-                config.path(),
-                &settings.kind,
-            ),
-        }
+        super::tls_check(self.options.accept_invalid_cert, settings, config)
     }
 }
 

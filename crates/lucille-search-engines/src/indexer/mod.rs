@@ -26,3 +26,15 @@ mod typesense_tests;
 pub mod weaviate;
 #[cfg(test)]
 mod weaviate_tests;
+
+/// What checking an HTTP backend's block gives: the once-per-run warning when it turns the
+/// TLS check off (`acceptInvalidCert: true`).
+pub(crate) fn tls_check(
+    accept_invalid_cert: bool,
+    settings: &IndexerSettings,
+    config: &crate::config::ComponentConfig,
+) -> BackendCheck {
+    BackendCheck {
+        warning: crate::http::insecure_warning(accept_invalid_cert, config.path(), &settings.kind),
+    }
+}

@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map, Value};
 
 use super::solr_cloud::{ZkChroot, ZkHostList, ZkHosts};
-use super::{Backend, BackendCheck, BackendError, IndexOp, IndexerSettings, PositiveMillis};
+use super::{Backend, BackendError, IndexOp, IndexerSettings, PositiveMillis};
 use crate::config::{Checked, ComponentConfig, ConfigError, ConfigErrors, Options};
 use crate::http::{self, Auth, HttpClient, HttpUrls, Reply};
 
@@ -31,9 +31,7 @@ inventory::submit!(super::IndexerDescriptor {
     spec: SolrOptions::spec,
     check: |settings, config| {
         let o = read(settings, config)?;
-        Ok(BackendCheck {
-            warning: http::insecure_warning(o.accept_invalid_cert, config.path(), &settings.kind),
-        })
+        Ok(super::tls_check(o.accept_invalid_cert, settings, config))
     },
     build: |settings, config, _| {
         let o = read(settings, config)?;

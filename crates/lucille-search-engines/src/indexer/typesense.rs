@@ -17,7 +17,7 @@ use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
 
-use super::{Backend, BackendCheck, BackendError, IndexOp, IndexerSettings};
+use super::{Backend, BackendError, IndexOp, IndexerSettings};
 use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, OptionValue, Options};
 use crate::http::{self, Auth, HttpClient, HttpUrl};
 
@@ -27,9 +27,7 @@ inventory::submit!(super::IndexerDescriptor {
     spec: TypesenseOptions::spec,
     check: |settings, config| {
         let o = read(settings, config)?;
-        Ok(BackendCheck {
-            warning: http::insecure_warning(o.accept_invalid_cert, config.path(), &settings.kind),
-        })
+        Ok(super::tls_check(o.accept_invalid_cert, settings, config))
     },
     build: |settings, config, _| {
         let o = read(settings, config)?;

@@ -33,7 +33,7 @@ use aho_corasick::AhoCorasick;
 use super::dictionary_lookup::{read_dictionary, shared_by_files, writable_pairs};
 use super::field_util::check_writable;
 use super::{Stage, StageDescriptor, StageResult};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options, Spec, Strings};
+use crate::config::{ComponentConfig, ConfigErrors, Options, Spec, Strings};
 use crate::document::{Document, UpdateMode};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
@@ -127,27 +127,34 @@ impl Boundaries {
     }
 }
 
-/// The checks shared with ExtractEntitiesFST, every problem at once: the (source,
-/// destination) pairs, at least one dictionary, and a writable `entityField`.
-pub(crate) fn check_shared(
-    config: &ComponentConfig,
-    sources: &[String],
-    dests: &[String],
-    dictionaries: &[String],
-    entity_field: Option<&str>,
-    errors: &mut Vec<ConfigError>,
-) -> Vec<(String, String)> {
-    let pairs = writable_pairs(config, sources, dests).unwrap_or_else(|e| {
-        errors.push(e);
-        Vec::new()
-    });
-    if dictionaries.is_empty() {
-        errors.push(config.error("dictionaries", "needs at least one dictionary file"));
+impl EntityOptions {
+    /// The checks across the keys both entity stages share: the (source, dest) pairs, at
+    /// least one dictionary, a writable entity field. Every problem at once.
+    pub(crate) fn pairs(
+        &self,
+        config: &ComponentConfig,
+    ) -> Result<Vec<(String, String)>, ConfigErrors> {
+        let mut errors = Vec::new();
+        let pairs = writable_pairs(config, &self.source, &self.dest).unwrap_or_else(|e| {
+            errors.push(e);
+            Vec::new()
+        });
+        if self.dictionaries.is_empty() {
+            errors.push(config.error("dictionaries", "needs at least one dictionary file"));
+        }
+        if let Some(Err(e)) = self
+            .entity_field
+            .as_deref()
+            .map(|f| check_writable(config, "entityField", f))
+        {
+            errors.push(e);
+        }
+        if errors.is_empty() {
+            Ok(pairs)
+        } else {
+            Err(errors.into())
+        }
     }
-    if let Some(Err(e)) = entity_field.map(|f| check_writable(config, "entityField", f)) {
-        errors.push(e);
-    }
-    pairs
 }
 
 /// A set of terms found inside text in one pass, with Lucille's trie options.
@@ -295,18 +302,7 @@ struct ExtractEntities {
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let o = ExtractEntitiesOptions::from_config(config)?;
-    let mut errors = Vec::new();
-    let pairs = check_shared(
-        config,
-        &o.common.source,
-        &o.common.dest,
-        &o.common.dictionaries,
-        o.common.entity_field.as_deref(),
-        &mut errors,
-    );
-    if !errors.is_empty() {
-        return Err(errors.into());
-    }
+    let pairs = o.common.pairs(config)?;
     let ignore_case = o.ignore_case;
     let boundaries = Boundaries {
         whole_words: o.only_whole_words,

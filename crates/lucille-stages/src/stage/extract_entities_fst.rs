@@ -27,7 +27,7 @@ use std::sync::Arc;
 use fst::raw::Output;
 
 use super::dictionary_lookup::{read_dictionary, shared_by_files};
-use super::extract_entities::{check_shared, fold, Boundaries, EntityOptions};
+use super::extract_entities::{fold, Boundaries, EntityOptions};
 use super::CLOUD_STORAGE;
 use super::{Stage, StageDescriptor, StageResult};
 use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
@@ -151,18 +151,7 @@ struct ExtractEntitiesFst {
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let o = ExtractEntitiesFstOptions::from_config(config)?;
-    let mut errors = Vec::new();
-    let pairs = check_shared(
-        config,
-        &o.common.source,
-        &o.common.dest,
-        &o.common.dictionaries,
-        o.common.entity_field.as_deref(),
-        &mut errors,
-    );
-    if !errors.is_empty() {
-        return Err(errors.into());
-    }
+    let pairs = o.common.pairs(config)?;
     let (ignore_case, sorted) = (o.ignore_case, o.dicts_sorted);
     let key = format!("ExtractEntitiesFST|{ignore_case}|{sorted}");
     let dictionary = shared_by_files(config, &key, &o.common.dictionaries, || {

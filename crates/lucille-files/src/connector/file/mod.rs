@@ -101,20 +101,9 @@ pub(crate) struct FileConnectorOptions {
     /// handleCompressedFiles, moveToAfterProcessing, moveToErrorFolder }; a key given here and
     /// at the top level is an error.
     file_options: Option<Map<String, Value>>,
-    /// A file read whole gets its bytes in file_content (default true).
-    get_file_content: Option<bool>,
-    /// How file_content is written: auto (text when the bytes are UTF-8, else base64), text
-    /// (invalid UTF-8 replaced) or base64 (default auto).
-    #[option(one_of = ["auto", "text", "base64"])]
-    content_format: Option<String>,
-    /// Each file of a .zip archive is read as archive.zip!entry (default true).
-    handle_archived_files: Option<bool>,
-    /// A .gz file is decompressed and read by its inner name (default true).
-    handle_compressed_files: Option<bool>,
-    /// The folder a file is moved to once read (in the paths' bucket for an object store).
-    move_to_after_processing: Option<String>,
-    /// The folder a file that could not be read to the end is moved to.
-    move_to_error_folder: Option<String>,
+    /// The file keys, here or nested in `fileOptions { }` (a key in both is an error).
+    #[option(flatten)]
+    file: FileOptions,
     /// Handlers by file extension, each with its block: csv { }, json { } / jsonl { }, xml { },
     /// documents { } (text extraction, for every other file).
     file_handlers: Option<Map<String, Value>>,
@@ -156,12 +145,11 @@ impl FileConnectorOptions {
             modified_cutoff: None,
             filter_options: None,
             file_options: None,
-            get_file_content: None,
-            content_format: None,
-            handle_archived_files: None,
-            handle_compressed_files: None,
-            move_to_after_processing,
-            move_to_error_folder,
+            file: FileOptions {
+                move_to_after_processing,
+                move_to_error_folder,
+                ..FileOptions::default()
+            },
             file_handlers: None,
             reader_threads: 2,
             checkpoint: None,
@@ -211,19 +199,21 @@ fn modified_cutoff_alias(spec: Spec) -> Spec {
     spec.alias("modifiedCutoff", "modificationCutoff")
 }
 
-/// Lucille's `fileOptions { }`: the file keys, nested.
-#[derive(Options)]
+/// The file keys: at the top level of the FileConnector's block, or nested in Lucille's
+/// `fileOptions { }`.
+#[derive(Options, Debug, Clone, Default, PartialEq)]
 struct FileOptions {
-    /// A file read whole gets its bytes in file_content.
+    /// A file read whole gets its bytes in file_content (default true).
     get_file_content: Option<bool>,
-    /// How file_content is written: auto, text or base64.
+    /// How file_content is written: auto (text when the bytes are UTF-8, else base64), text
+    /// (invalid UTF-8 replaced) or base64 (default auto).
     #[option(one_of = ["auto", "text", "base64"])]
     content_format: Option<String>,
-    /// Each file of a .zip archive is read.
+    /// Each file of a .zip archive is read as archive.zip!entry (default true).
     handle_archived_files: Option<bool>,
-    /// A .gz file is decompressed and read by its inner name.
+    /// A .gz file is decompressed and read by its inner name (default true).
     handle_compressed_files: Option<bool>,
-    /// The folder a file is moved to once read.
+    /// The folder a file is moved to once read (in the paths' bucket for an object store).
     move_to_after_processing: Option<String>,
     /// The folder a file that could not be read to the end is moved to.
     move_to_error_folder: Option<String>,
@@ -641,26 +631,26 @@ impl FileConnector {
         };
         let get_file_content = flag(
             "getFileContent",
-            o.get_file_content,
+            o.file.get_file_content,
             file_opts.as_ref().and_then(|f| f.get_file_content),
             &mut errors,
         );
         let handle_archives = flag(
             "handleArchivedFiles",
-            o.handle_archived_files,
+            o.file.handle_archived_files,
             file_opts.as_ref().and_then(|f| f.handle_archived_files),
             &mut errors,
         );
         let handle_compressed = flag(
             "handleCompressedFiles",
-            o.handle_compressed_files,
+            o.file.handle_compressed_files,
             file_opts.as_ref().and_then(|f| f.handle_compressed_files),
             &mut errors,
         );
         let content_format = match flat_or_nested(
             config,
             "contentFormat",
-            o.content_format,
+            o.file.content_format,
             within(
                 &file_config,
                 "contentFormat",
@@ -684,7 +674,7 @@ impl FileConnector {
         };
         let move_after = folder(
             "moveToAfterProcessing",
-            o.move_to_after_processing,
+            o.file.move_to_after_processing,
             file_opts
                 .as_ref()
                 .and_then(|f| f.move_to_after_processing.clone()),
@@ -692,7 +682,7 @@ impl FileConnector {
         );
         let move_on_error = folder(
             "moveToErrorFolder",
-            o.move_to_error_folder,
+            o.file.move_to_error_folder,
             file_opts
                 .as_ref()
                 .and_then(|f| f.move_to_error_folder.clone()),

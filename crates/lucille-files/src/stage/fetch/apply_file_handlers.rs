@@ -161,19 +161,16 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
             errors.push(e);
         }
     }
-    match Files::new(config) {
-        Ok(files) if errors.is_empty() => Ok(Box::new(ApplyFileHandlers {
-            handlers,
-            path_field: o.file_path_field,
-            content_field: o.file_content_field,
-            files,
-        })),
-        Ok(_) => Err(errors.into()),
-        Err(e) => {
-            errors.extend(e.0);
-            Err(errors.into())
-        }
+    let files = Files::new(config, &mut errors);
+    if !errors.is_empty() {
+        return Err(errors.into());
     }
+    Ok(Box::new(ApplyFileHandlers {
+        handlers,
+        path_field: o.file_path_field,
+        content_field: o.file_content_field,
+        files,
+    }))
 }
 
 /// The bytes of a content field: base64 as stored for bytes, else the text itself.

@@ -61,18 +61,15 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     .into_iter()
     .filter_map(Result::err)
     .collect();
-    match Files::new(config) {
-        Ok(files) if errors.is_empty() => Ok(Box::new(FetchFileContent {
-            path_field: o.file_path_field,
-            content_field: o.file_content_field,
-            files,
-        })),
-        Ok(_) => Err(errors.into()),
-        Err(e) => {
-            errors.extend(e.0);
-            Err(errors.into())
-        }
+    let files = Files::new(config, &mut errors);
+    if !errors.is_empty() {
+        return Err(errors.into());
     }
+    Ok(Box::new(FetchFileContent {
+        path_field: o.file_path_field,
+        content_field: o.file_content_field,
+        files,
+    }))
 }
 
 impl Stage for FetchFileContent {

@@ -8,7 +8,7 @@
 use std::io::Read;
 
 use super::local_path;
-use crate::config::{ComponentConfig, ConfigErrors};
+use crate::config::{ComponentConfig, ConfigError};
 use crate::stage::StageFailure;
 use crate::storage::cloud_config::{parse_url, CloudConfig};
 use crate::storage::{Listed, Opened, Storage, Stores};
@@ -32,19 +32,15 @@ pub(crate) struct Files {
 }
 
 impl Files {
-    /// Reads the stage's `s3` / `gcp` / `azure` blocks (every problem at once): the storage
-    /// layer's own reading of them, declared by [`with_cloud_blocks`].
-    pub fn new(config: &ComponentConfig) -> Result<Self, ConfigErrors> {
-        let mut errors = Vec::new();
-        let cloud = CloudConfig::from_config(config, &mut errors);
-        if !errors.is_empty() {
-            return Err(errors.into());
-        }
-        Ok(Files {
-            cloud,
+    /// Reads the stage's `s3` / `gcp` / `azure` blocks (the storage layer's own reading of
+    /// them, declared by [`with_cloud_blocks`]); their problems go to `errors`, with the
+    /// stage's others, and the stage is built only when there are none.
+    pub fn new(config: &ComponentConfig, errors: &mut Vec<ConfigError>) -> Self {
+        Files {
+            cloud: CloudConfig::from_config(config, errors),
             config: config.clone(),
             stores: Stores::default(),
-        })
+        }
     }
 
     /// The bytes of the file `value` names, as a stream.
