@@ -24,6 +24,21 @@ def _overrides(items: Sequence[str]) -> list[str]:
     return list(items)
 
 
+def _log_format_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--log-format", choices=["text", "json"], default=None,
+                   help="how log lines are written: text, or json (one object per line); "
+                        "overrides the config's log.format")
+
+
+def _run_overrides(args: argparse.Namespace) -> list[str]:
+    """--set overrides, then --log-format as the override of log.format (the command line
+    wins over the config)."""
+    overrides = _overrides(args.overrides)
+    if args.log_format:
+        overrides.append(f"log.format={args.log_format}")
+    return overrides
+
+
 def _tantivy_path(config: str, overrides: list[str]) -> str | None:
     """The index a config writes with the tantivy indexer (relative paths resolve against the
     working directory, as every output path of a config does)."""
@@ -113,6 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "threads, messaging over Kafka")
     run_p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                        help="override a config value (repeatable)")
+    _log_format_flag(run_p)
 
     val_p = sub.add_parser("validate", help="list every config error; exit 1 if any")
     val_p.add_argument("config")
@@ -164,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         role_p.add_argument("--pipeline", default=None, help="the pipeline to serve (default: "
                             "worker.pipeline, or the config's only pipeline)")
         role_p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
+        _log_format_flag(role_p)
 
     args = parser.parse_args(argv)
     if args.command in ("worker", "indexer", "worker-indexer"):
@@ -172,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGINT, _interrupt)
         try:
             lucille.serve(args.command, args.config, pipeline=args.pipeline,
-                          overrides=_overrides(args.overrides))
+                          overrides=_run_overrides(args))
         except lucille.ConfigError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
@@ -189,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _interrupt)
         signal.signal(signal.SIGINT, _interrupt)
         try:
-            result = lucille.run(args.config, mode=args.mode, overrides=_overrides(args.overrides))
+            result = lucille.run(args.config, mode=args.mode, overrides=_run_overrides(args))
         except lucille.ConfigError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1

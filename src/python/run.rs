@@ -362,6 +362,7 @@ pub fn run(
         .detach(|| runner::plan(&value, dir.as_deref()))
         .map_err(config_err)?;
     runner::check_mode(&plan, mode).map_err(config_err)?;
+    let _json_logs = super::logging::JsonLogs::attach(py, plan.log_format)?;
     let terminal = if progress != Some(false) {
         runner::terminal_progress()
     } else {
@@ -503,6 +504,7 @@ fn serve_kafka(
         .map_err(config_err)?;
     runner::check_mode(&plan, RunMode::Distributed).map_err(config_err)?;
     let pipeline = distributed::choose_pipeline(&plan, pipeline.as_deref()).map_err(config_err)?;
+    let _json_logs = super::logging::JsonLogs::attach(py, plan.log_format)?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stop2 = stop.clone();
     let handle = std::thread::Builder::new()

@@ -40,6 +40,13 @@ pub fn run<T>(body: impl FnOnce() -> T) -> T {
     }
 }
 
+/// `body`, to run in a thread this one starts, inside this thread's current `tracing` span: the
+/// new thread's log lines then carry the span's fields (a run's id) as this thread's do.
+pub fn in_current_span<T>(body: impl FnOnce() -> T + Send) -> impl FnOnce() -> T + Send {
+    let span = tracing::Span::current();
+    move || span.in_scope(body)
+}
+
 /// Interrupting a runtime thread stuck in Python code (`worker.maxProcessingSecs`). The Python
 /// bindings install one that raises `TimeoutError` in the thread (CPython's
 /// `PyThreadState_SetAsyncExc`), so the thread itself unwinds out of the stage and FAILs its

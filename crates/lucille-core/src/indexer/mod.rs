@@ -73,7 +73,7 @@ impl IndexerHandle {
         let (s2, st2) = (stop.clone(), stats.clone());
         let thread = std::thread::Builder::new()
             .name("lucille-indexer".into())
-            .spawn(move || {
+            .spawn(crate::thread_scope::in_current_span(move || {
                 crate::thread_scope::run(move || {
                     let encoder = backend.encoder();
                     let mut loop_ = IndexerLoop {
@@ -91,7 +91,7 @@ impl IndexerHandle {
                     };
                     loop_.run(&s2)
                 })
-            })?;
+            }))?;
         Ok(IndexerHandle {
             stop,
             thread: Some(thread),

@@ -144,6 +144,19 @@ pub struct RunPlan {
     pub worker_pipeline: Option<String>,
     /// `runner.metricsLoggingLevel`: the level of the per-stage metrics lines.
     pub metrics_level: tracing::Level,
+    /// `log.format`: how the process writes its log lines.
+    pub log_format: LogFormat,
+}
+
+/// How log lines are written (`log.format`, or `--log-format` on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// A line of text per event (the default).
+    #[default]
+    Text,
+    /// One JSON object per line: timestamp, level, target, message, run id and the event's
+    /// fields, for log shippers.
+    Json,
 }
 
 /// The `publisher { }` block.
@@ -178,6 +191,9 @@ struct RunnerOptions {
 struct LogOptions {
     /// Seconds between the progress lines a long run logs.
     seconds: Option<usize>,
+    /// How log lines are written: text, or json (one JSON object per line, for log shippers).
+    #[option(default = "text", one_of = ["text", "json"])]
+    format: String,
 }
 
 /// One entry of `pipelines`.
@@ -381,11 +397,14 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     };
 
     // worker, publisher, runner, log.
-    let log_seconds = LogOptions::from_config(&block(root, "log", &mut errors, &paths))
+    let log = LogOptions::from_config(&block(root, "log", &mut errors, &paths))
         .map_err(|e| errors.extend(e))
-        .ok()
-        .and_then(|o| o.seconds)
-        .map(|s| s as u64);
+        .ok();
+    let log_seconds = log.as_ref().and_then(|o| o.seconds).map(|s| s as u64);
+    let log_format = match log.as_ref().map(|o| o.format.as_str()) {
+        Some("json") => LogFormat::Json,
+        _ => LogFormat::Text,
+    };
     let worker_block = block(root, "worker", &mut errors, &paths);
     let worker = match WorkerSettings::from_config(&worker_block, log_seconds) {
         Ok(w) => w,
@@ -465,6 +484,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
         transport,
         worker_pipeline,
         metrics_level,
+        log_format,
     })
 }
 
@@ -548,6 +568,10 @@ pub fn run_plan(plan: &RunPlan, opts: &RunOptions) -> RunResult {
             .unwrap_or_else(crate::document::ids::random_id)
             .as_str(),
     );
+    // Every line the run logs, from this thread and the ones it starts, carries the run id (a
+    // span at error level: enabled whatever level the log filter lets through).
+    let span = tracing::error_span!("run", run_id = &*run_id);
+    let _in_run = span.enter();
     tracing::info!(
         run_id = &*run_id,
         "starting run with {} connector(s)",
@@ -741,11 +765,11 @@ fn run_connector(
             let p2 = publisher.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("lucille-connector-{name}"))
-                .spawn(move || {
+                .spawn(crate::thread_scope::in_current_span(move || {
                     let r = catch(|| connector.execute(&p2))
                         .and_then(|_| p2.flush().map_err(ConnectorError::from));
                     (connector, r)
-                });
+                }));
             match thread {
                 Err(e) => error = Some(format!("cannot start the connector thread: {e}")),
                 Ok(handle) => {

@@ -335,7 +335,9 @@ impl Spawner {
         };
         let handle = std::thread::Builder::new()
             .name(format!("lucille-worker-{n}"))
-            .spawn(move || crate::thread_scope::run(move || ctx.run()))?;
+            .spawn(crate::thread_scope::in_current_span(move || {
+                crate::thread_scope::run(move || ctx.run())
+            }))?;
         Ok(Live {
             handle,
             slot,
@@ -441,7 +443,9 @@ impl WorkerPool {
             Some(
                 std::thread::Builder::new()
                     .name("lucille-worker-pool".into())
-                    .spawn(move || log_loop(&supervising, &stats, &spawner, &threads))?,
+                    .spawn(crate::thread_scope::in_current_span(move || {
+                        log_loop(&supervising, &stats, &spawner, &threads)
+                    }))?,
             )
         };
         Ok(WorkerPool {
