@@ -9,6 +9,7 @@ import datetime
 import json
 import logging
 import sys
+import threading
 from typing import Any
 
 
@@ -36,24 +37,45 @@ class JsonFormatter(logging.Formatter):
 
 class JsonLogs:
     """The "lucille" logger writing JSON lines to stderr, its records kept from the handlers
-    above it (so nothing is written twice, once as text); `detach` puts it back as it was."""
+    above it (so nothing is written twice, once as text); `detach` puts it back as it was.
+    Runs that overlap (threads of one process) share one attachment: the first attaches, the
+    last to end detaches."""
+
+    _lock = threading.Lock()
+    _users = 0
+    _saved: tuple[logging.Handler, bool, int] | None = None
 
     def __init__(self) -> None:
-        self.logger = logging.getLogger("lucille")
-        self.handler = logging.StreamHandler(sys.stderr)
-        self.handler.setFormatter(JsonFormatter())
-        self.propagate = self.logger.propagate
-        self.level = self.logger.level
-        self.logger.addHandler(self.handler)
-        self.logger.propagate = False
-        # What is written is what the extension emits: its filter (LUCILLE_LOG, info by
-        # default) decides, not the root logger's level (WARNING when nothing set logging up).
-        self.logger.setLevel(logging.DEBUG)
+        with JsonLogs._lock:
+            JsonLogs._users += 1
+            self.attached = True
+            if JsonLogs._users > 1:
+                return
+            logger = logging.getLogger("lucille")
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(JsonFormatter())
+            JsonLogs._saved = (handler, logger.propagate, logger.level)
+            logger.addHandler(handler)
+            logger.propagate = False
+            # What is written is what the extension emits: its filter (LUCILLE_LOG, info by
+            # default) decides, not the root logger's level (WARNING when nothing set logging
+            # up).
+            logger.setLevel(logging.DEBUG)
 
     def detach(self) -> None:
-        self.logger.removeHandler(self.handler)
-        self.logger.propagate = self.propagate
-        self.logger.setLevel(self.level)
+        with JsonLogs._lock:
+            if not self.attached:
+                return
+            self.attached = False
+            JsonLogs._users -= 1
+            if JsonLogs._users > 0 or JsonLogs._saved is None:
+                return
+            handler, propagate, level = JsonLogs._saved
+            JsonLogs._saved = None
+            logger = logging.getLogger("lucille")
+            logger.removeHandler(handler)
+            logger.propagate = propagate
+            logger.setLevel(level)
 
 
 def attach_json() -> JsonLogs:

@@ -148,3 +148,22 @@ def test_a_worker_process_logs_json_lines(tmp_path: pathlib.Path) -> None:
     # A worker process serves documents of any run: its own lines belong to none.
     assert "run_id" not in serving, serving
     assert any(o["message"] == "stopped" for o in lines), lines
+
+
+def test_overlapping_runs_share_the_json_logger_and_restore_it_after_the_last() -> None:
+    """Two runs of one process (threads) that overlap: lines stay JSON until both are over,
+    then the logger is as it was."""
+    import logging
+
+    from lucille import _logging
+
+    logger = logging.getLogger("lucille")
+    before = (list(logger.handlers), logger.propagate, logger.level)
+    first, second = _logging.attach_json(), _logging.attach_json()
+    json_handlers = [h for h in logger.handlers if isinstance(h.formatter, _logging.JsonFormatter)]
+    assert len(json_handlers) == 1 and logger.propagate is False
+    first.detach()
+    assert json_handlers[0] in logger.handlers and logger.propagate is False
+    second.detach()
+    second.detach()  # a second detach of the same run changes nothing
+    assert (list(logger.handlers), logger.propagate, logger.level) == before
