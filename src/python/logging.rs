@@ -93,23 +93,6 @@ impl Visit for Message {
 /// The run id a span was opened with (the runner's `run` span), kept in the span.
 struct RunId(String);
 
-#[derive(Default)]
-struct RunIdField(Option<String>);
-
-impl Visit for RunIdField {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "run_id" {
-            self.0 = Some(format!("{value:?}"));
-        }
-    }
-
-    fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == "run_id" {
-            self.0 = Some(value.to_string());
-        }
-    }
-}
-
 fn python_level(level: &Level) -> u32 {
     match *level {
         Level::ERROR => 40,
@@ -152,9 +135,13 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let mut f = RunIdField::default();
-        attrs.record(&mut f);
-        if let (Some(run_id), Some(span)) = (f.0, ctx.span(id)) {
+        let mut m = Message::default();
+        attrs.record(&mut m);
+        let run_id = m.fields.into_iter().find_map(|(name, value)| match value {
+            Value::Str(v) | Value::Debug(v) if name == "run_id" => Some(v),
+            _ => None,
+        });
+        if let (Some(run_id), Some(span)) = (run_id, ctx.span(id)) {
             span.extensions_mut().insert(RunId(run_id));
         }
     }

@@ -470,65 +470,53 @@ pub fn serve(
     overrides: Option<&Bound<'_, PyAny>>,
     base_dir: Option<PathBuf>,
 ) -> PyResult<()> {
-    #[cfg(feature = "kafka")]
-    return serve_kafka(py, role, path, config, hocon, pipeline, overrides, base_dir);
     #[cfg(not(feature = "kafka"))]
     {
         let _ = (py, role, path, config, hocon, pipeline, overrides, base_dir);
         Err(super::missing_component("Kafka", "kafka"))
     }
-}
-
-#[cfg(feature = "kafka")]
-#[allow(clippy::too_many_arguments)]
-fn serve_kafka(
-    py: Python<'_>,
-    role: &str,
-    path: Option<PathBuf>,
-    config: Option<&Bound<'_, PyDict>>,
-    hocon: Option<String>,
-    pipeline: Option<String>,
-    overrides: Option<&Bound<'_, PyAny>>,
-    base_dir: Option<PathBuf>,
-) -> PyResult<()> {
-    use runner::distributed::{self, Role};
-    let role = Role::parse(role).ok_or_else(|| {
-        PyValueError::new_err(format!(
-            "role must be \"worker\", \"indexer\" or \"worker-indexer\", not {role:?}"
-        ))
-    })?;
-    let overrides = overrides_list(overrides)?;
-    let (value, dir) = load(py, path, config, hocon, &overrides, base_dir)?;
-    let plan = py
-        .detach(|| runner::plan(&value, dir.as_deref()))
-        .map_err(config_err)?;
-    runner::check_mode(&plan, RunMode::Distributed).map_err(config_err)?;
-    let pipeline = distributed::choose_pipeline(&plan, pipeline.as_deref()).map_err(config_err)?;
-    let _json_logs = super::logging::JsonLogs::attach(py, plan.log_format)?;
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let stop2 = stop.clone();
-    let handle = std::thread::Builder::new()
-        .name(format!("lucille-{pipeline}"))
-        .spawn(move || distributed::serve(&plan, role, &pipeline, &stop2))
-        .map_err(|e| PyRuntimeError::new_err(format!("cannot start: {e}")))?;
-    loop {
-        if py.detach(|| {
-            let deadline = std::time::Instant::now() + Duration::from_millis(100);
-            while !handle.is_finished() && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
+    #[cfg(feature = "kafka")]
+    {
+        use runner::distributed::{self, Role};
+        let role = Role::parse(role).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "role must be \"worker\", \"indexer\" or \"worker-indexer\", not {role:?}"
+            ))
+        })?;
+        let overrides = overrides_list(overrides)?;
+        let (value, dir) = load(py, path, config, hocon, &overrides, base_dir)?;
+        let plan = py
+            .detach(|| runner::plan(&value, dir.as_deref()))
+            .map_err(config_err)?;
+        runner::check_mode(&plan, RunMode::Distributed).map_err(config_err)?;
+        let pipeline =
+            distributed::choose_pipeline(&plan, pipeline.as_deref()).map_err(config_err)?;
+        let _json_logs = super::logging::JsonLogs::attach(py, plan.log_format)?;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("lucille-{pipeline}"))
+            .spawn(move || distributed::serve(&plan, role, &pipeline, &stop2))
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start: {e}")))?;
+        loop {
+            if py.detach(|| {
+                let deadline = std::time::Instant::now() + Duration::from_millis(100);
+                while !handle.is_finished() && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                handle.is_finished()
+            }) {
+                break;
             }
-            handle.is_finished()
-        }) {
-            break;
+            if py.check_signals().is_err() || super::logging::take_interrupt() {
+                tracing::info!("interrupted: stopping");
+                stop.store(true, Ordering::SeqCst);
+            }
         }
-        if py.check_signals().is_err() || super::logging::take_interrupt() {
-            tracing::info!("interrupted: stopping");
-            stop.store(true, Ordering::SeqCst);
-        }
+        py.detach(|| handle.join())
+            .map_err(|_| PyRuntimeError::new_err("the process panicked"))?
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
-    py.detach(|| handle.join())
-        .map_err(|_| PyRuntimeError::new_err("the process panicked"))?
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
 /// Every config error, as a list of strings (empty when the config is valid).

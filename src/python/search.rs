@@ -83,10 +83,7 @@ mod index {
         }
     }
 
-    /// The best `limit` hits for `query` (Tantivy query syntax), each the stored document's
-    /// fields plus `id` and `score`. With `vector` (and the `vector` field it is compared with,
-    /// `field`), hits are ranked by cosine similarity instead, among the documents `query`
-    /// matches (every document when `query` is empty); `score` is then the cosine.
+    /// `lucille.search` (documented on the Python function above) with Tantivy built in.
     pub fn search<'py>(
         py: Python<'py>,
         path: std::path::PathBuf,
