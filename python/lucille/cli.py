@@ -30,12 +30,24 @@ def _log_format_flag(p: argparse.ArgumentParser) -> None:
                         "overrides the config's log.format")
 
 
+def _metrics_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                   help="serve /metrics (Prometheus), /healthz and /ready on this port "
+                        "(0: a free one, logged); overrides the config's metrics.port")
+    p.add_argument("--metrics-host", default=None, metavar="HOST",
+                   help="the address of that endpoint (default 127.0.0.1); overrides metrics.host")
+
+
 def _run_overrides(args: argparse.Namespace) -> list[str]:
-    """--set overrides, then --log-format as the override of log.format (the command line
-    wins over the config)."""
+    """--set overrides, then --log-format and --metrics-port / --metrics-host as overrides of
+    log.format and metrics.port / metrics.host (the command line wins over the config)."""
     overrides = _overrides(args.overrides)
     if args.log_format:
         overrides.append(f"log.format={args.log_format}")
+    if args.metrics_port is not None:
+        overrides.append(f"metrics.port={args.metrics_port}")
+    if args.metrics_host is not None:
+        overrides.append(f"metrics.host={json.dumps(args.metrics_host)}")
     return overrides
 
 
@@ -129,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                        help="override a config value (repeatable)")
     _log_format_flag(run_p)
+    _metrics_flags(run_p)
 
     val_p = sub.add_parser("validate", help="list every config error; exit 1 if any")
     val_p.add_argument("config")
@@ -181,6 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "worker.pipeline, or the config's only pipeline)")
         role_p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
         _log_format_flag(role_p)
+        _metrics_flags(role_p)
 
     args = parser.parse_args(argv)
     if args.command in ("worker", "indexer", "worker-indexer"):
@@ -193,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except lucille.ConfigError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
-        except RuntimeError as e:
+        except (RuntimeError, OSError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
         return 0
@@ -207,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGINT, _interrupt)
         try:
             result = lucille.run(args.config, mode=args.mode, overrides=_run_overrides(args))
-        except lucille.ConfigError as e:
+        except (lucille.ConfigError, OSError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
         print(result.summary)

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
@@ -18,6 +18,7 @@ use crate::accounting::Publisher;
 use crate::config::{ComponentConfig, ConfigError as CfgError};
 use crate::connector::{Common, Connector, ConnectorError, PythonConnectorFactory};
 use crate::document::Document;
+use crate::health::Health;
 use crate::runner::{self, ConnectorStatus, RunMode, RunOptions, RunResult};
 
 fn overrides_list(overrides: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)>> {
@@ -363,6 +364,7 @@ pub fn run(
         .map_err(config_err)?;
     runner::check_mode(&plan, mode).map_err(config_err)?;
     let _json_logs = super::logging::JsonLogs::attach(py, plan.log_format)?;
+    let health = endpoint(py, &plan, "starting the run")?;
     let terminal = if progress != Some(false) {
         runner::terminal_progress()
     } else {
@@ -396,6 +398,7 @@ pub fn run(
             }
             None => terminal,
         },
+        health: Some(health.clone()),
         ..Default::default()
     };
     let (stop, force) = (opts.stop.clone(), opts.force.clone());
@@ -421,6 +424,7 @@ pub fn run(
         if signalled || super::logging::take_interrupt() {
             if !interrupted {
                 interrupted = true;
+                health.draining();
                 tracing::warn!(
                     "interrupted: stopping the run; workers drain and the indexer flushes \
                      (interrupt again to stop now)"
@@ -492,11 +496,12 @@ pub fn serve(
         let pipeline =
             distributed::choose_pipeline(&plan, pipeline.as_deref()).map_err(config_err)?;
         let _json_logs = super::logging::JsonLogs::attach(py, plan.log_format)?;
+        let health = endpoint(py, &plan, "starting")?;
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let stop2 = stop.clone();
+        let (stop2, health2) = (stop.clone(), health.clone());
         let handle = std::thread::Builder::new()
             .name(format!("lucille-{pipeline}"))
-            .spawn(move || distributed::serve(&plan, role, &pipeline, &stop2))
+            .spawn(move || distributed::serve(&plan, role, &pipeline, &stop2, &health2))
             .map_err(|e| PyRuntimeError::new_err(format!("cannot start: {e}")))?;
         loop {
             if py.detach(|| {
@@ -510,6 +515,7 @@ pub fn serve(
             }
             if py.check_signals().is_err() || super::logging::take_interrupt() {
                 tracing::info!("interrupted: stopping");
+                health.draining();
                 stop.store(true, Ordering::SeqCst);
             }
         }
@@ -517,6 +523,38 @@ pub fn serve(
             .map_err(|_| PyRuntimeError::new_err("the process panicked"))?
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
+}
+
+/// The process's readiness, which every endpoint it serves reports: the runs and roles it
+/// starts set it.
+static HEALTH: std::sync::LazyLock<Arc<Health>> = std::sync::LazyLock::new(Arc::default);
+
+/// The process's endpoints, one per address asked for: they serve the process's metrics
+/// (which add up over its runs) until it exits, as a Prometheus exporter does, so the values
+/// a run ended with can still be scraped after it (from a notebook or a script).
+static ENDPOINTS: parking_lot::Mutex<Vec<(runner::MetricsSettings, lucille_observe::Endpoint)>> =
+    parking_lot::Mutex::new(Vec::new());
+
+/// Starts the metrics and health endpoint the plan asks for (`metrics.port`), unless the
+/// process already serves it, and marks the process not ready for `starting`.
+fn endpoint(py: Python<'_>, plan: &runner::RunPlan, starting: &str) -> PyResult<Arc<Health>> {
+    let health = HEALTH.clone();
+    health.restart(starting);
+    let Some(settings) = &plan.metrics else {
+        return Ok(health);
+    };
+    // The lock is taken without the GIL: a thread holding the GIL never waits on it.
+    py.detach(|| {
+        let mut endpoints = ENDPOINTS.lock();
+        // Port 0 asks for a new free port each time; a fixed one is served once.
+        if settings.port == 0 || !endpoints.iter().any(|(s, _)| s == settings) {
+            let started = lucille_observe::Endpoint::start(settings, health.clone())
+                .map_err(|e| PyOSError::new_err(format!("metrics: {e}")))?;
+            endpoints.push((settings.clone(), started));
+        }
+        Ok::<_, PyErr>(())
+    })?;
+    Ok(health)
 }
 
 /// Every config error, as a list of strings (empty when the config is valid).

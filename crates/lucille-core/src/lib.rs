@@ -15,8 +15,10 @@ pub mod document;
 pub mod event;
 #[cfg(any(test, feature = "testing"))]
 pub mod fault_point;
+pub mod health;
 pub mod indexer;
 pub mod messaging;
+pub mod metrics;
 pub mod op;
 pub mod pipeline;
 pub mod record;

@@ -89,21 +89,30 @@ impl StageMetrics {
         (self.calls < TIME_ALL || self.calls % TIME_EVERY == 0).then(Instant::now)
     }
 
-    fn end_call(&mut self, started: Option<Instant>) {
+    /// Counts a call; returns its duration when it was timed.
+    fn end_call(&mut self, started: Option<Instant>) -> Option<Duration> {
         self.calls += 1;
-        if let Some(started) = started {
+        let took = started.map(|s| s.elapsed());
+        if let Some(took) = took {
             self.timed_calls += 1;
-            self.timed += started.elapsed();
+            self.timed += took;
         }
+        took
     }
 }
 
 /// A stage with what the pipeline wraps around it.
 pub struct StageSlot {
     pub name: String,
+    /// The registry's class name (`CopyFields`), or a Python stage's `module:Class`: the
+    /// `class` label of its metrics.
+    class: String,
     stage: Box<dyn Stage>,
     conditions: Conditions,
     metrics: StageMetrics,
+    /// The process's metrics for this stage, in a worker of a run (see
+    /// [`Pipeline::record_metrics`]).
+    live: Option<crate::metrics::StageLive>,
 }
 
 impl StageSlot {
@@ -114,9 +123,24 @@ impl StageSlot {
                 name: name.clone(),
                 ..Default::default()
             },
+            class: String::new(),
             name,
             stage,
             conditions,
+            live: None,
+        }
+    }
+
+    /// The class its metrics are labelled with.
+    pub fn with_class(mut self, class: impl Into<String>) -> Self {
+        self.class = class.into();
+        self
+    }
+
+    /// Counts a call (its duration observed when it was timed).
+    fn end_call(&mut self, started: Option<Instant>) {
+        if let (Some(took), Some(live)) = (self.metrics.end_call(started), &self.live) {
+            live.observe(took);
         }
     }
 }
@@ -196,7 +220,7 @@ impl Run {
             let result = catch_unwind(AssertUnwindSafe(|| {
                 slot.stage.process_document(&mut input.doc)
             }));
-            slot.metrics.end_call(started);
+            slot.end_call(started);
             slot.metrics.processed += 1;
             match result {
                 Ok(Ok(None)) => return Some(input),
@@ -231,7 +255,7 @@ impl Run {
         let slot = &mut pipeline.stages[i];
         let started = slot.metrics.start_call();
         let next = catch_unwind(AssertUnwindSafe(|| children.next()));
-        slot.metrics.end_call(started);
+        slot.end_call(started);
         let failure = match next {
             Ok(Some(Ok(mut child))) => {
                 slot.metrics.children += 1;
@@ -353,7 +377,7 @@ fn settle(
             });
         }
     }
-    slot.metrics.end_call(Some(started));
+    slot.end_call(Some(started));
     if let Some(message) = failure {
         slot.metrics.errors += 1;
         out.error = Some(StageError::Process {
@@ -505,7 +529,7 @@ impl Pipeline {
                     let started = Instant::now();
                     let results =
                         catch_unwind(AssertUnwindSafe(|| slot.stage.process_batch(&mut docs)));
-                    slot.metrics.end_call(Some(started));
+                    slot.end_call(Some(started));
                     slot.metrics.processed += chunk.len() as u64;
                     let results: Vec<Result<crate::stage::StageResult, Panicked>> = match results {
                         Ok(r) if r.len() == chunk.len() => r.into_iter().map(Ok).collect(),
@@ -541,7 +565,7 @@ impl Pipeline {
                         slot.stage.process_document(&mut out.doc)
                     }))
                     .map_err(|payload| Panicked(panic_message(payload.as_ref())));
-                    slot.metrics.end_call(Some(started));
+                    slot.end_call(Some(started));
                     slot.metrics.processed += 1;
                     children[k] = settle(slot, out, result, true);
                 }
@@ -565,6 +589,24 @@ impl Pipeline {
 
     pub fn metrics(&self) -> Vec<StageMetrics> {
         self.stages.iter().map(|s| s.metrics.clone()).collect()
+    }
+
+    /// Makes the stages count in the process's metrics (`lucille_stage_*`), from the next
+    /// flush on; a worker of a run calls it once.
+    pub fn record_metrics(&mut self) {
+        let metrics = crate::metrics::global();
+        for slot in &mut self.stages {
+            slot.live = Some(metrics.stage(&self.name, &slot.name, &slot.class));
+        }
+    }
+
+    /// Adds what the stages did since the last flush to the process's metrics.
+    pub fn flush_metrics(&mut self) {
+        for slot in &mut self.stages {
+            if let Some(live) = &mut slot.live {
+                live.flush(slot.metrics.processed, slot.metrics.errors);
+            }
+        }
     }
 }
 
@@ -613,6 +655,15 @@ impl StagePlan {
         }
     }
 
+    /// Its class as its metrics name it: the registered name of a built-in stage, a Python
+    /// stage's `module:Class`.
+    pub fn class_name(&self) -> &str {
+        match &self.class {
+            PlanClass::Builtin(d) => d.name,
+            PlanClass::Python(class) => class,
+        }
+    }
+
     /// Its config block.
     pub fn config(&self) -> &ComponentConfig {
         &self.config
@@ -632,11 +683,10 @@ impl StagePlan {
                     .build(class, &self.name, &self.config)?
             }
         };
-        Ok(StageSlot::new(
-            self.name.clone(),
-            stage,
-            self.conditions.clone(),
-        ))
+        Ok(
+            StageSlot::new(self.name.clone(), stage, self.conditions.clone())
+                .with_class(self.class_name()),
+        )
     }
 }
 

@@ -29,6 +29,8 @@ pub struct RetryPolicy {
     /// 0.5 means each wait is drawn from 50%..150% of the computed backoff.
     pub randomization: f64,
     pub retryable: Vec<i64>,
+    /// Counts each retry (`lucille_indexer_retries_total` for an indexer's policy).
+    pub counter: Option<crate::metrics::RetryCounter>,
 }
 
 impl Default for RetryPolicy {
@@ -39,6 +41,7 @@ impl Default for RetryPolicy {
             max_wait: Duration::from_millis(DEFAULT_RETRY_MAX_WAIT_MS),
             randomization: DEFAULT_RANDOMIZATION,
             retryable: DEFAULT_RETRYABLE.to_vec(),
+            counter: None,
         }
     }
 }

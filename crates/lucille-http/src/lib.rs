@@ -436,6 +436,9 @@ impl HttpClient {
                 )));
             }
             attempt += 1;
+            if let Some(counter) = &self.retry.counter {
+                counter.inc();
+            }
             let wait = self.retry.wait_after(attempt, retry_after);
             tracing::warn!(
                 "{} request {method} {url} failed ({}); retry {attempt}/{} in {} ms",

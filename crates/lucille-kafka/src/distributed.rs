@@ -12,6 +12,7 @@ use std::any::Any;
 
 use crate::{producer::KafkaProducer, retries::RetryCounter, KafkaSettings, Topics};
 use lucille_core::config::{ComponentConfig, ConfigError, ConfigErrors};
+use lucille_core::health::Health;
 use lucille_core::indexer::{self, IndexerHandle};
 use lucille_core::messaging::transport::{
     Connection, Transport, TransportDescriptor, TransportError, TransportRun,
@@ -201,8 +202,13 @@ pub fn serve(
     role: Role,
     pipeline: &str,
     stop: &AtomicBool,
+    health: &Health,
 ) -> Result<(), ServeError> {
     let settings = kafka_settings(plan).ok_or(ServeError::NoKafka)?;
+    health.not_ready(format!(
+        "connecting to the broker at {}",
+        settings.bootstrap_servers
+    ));
     let pipeline_plan = plan
         .pipelines
         .get(pipeline)
@@ -299,6 +305,7 @@ pub fn serve(
                 .map_err(ServeError::IndexerThread)?,
         );
     }
+    health.ready();
     tracing::info!(
         "{} serving pipeline {pipeline:?} on {} (source {}, dest {}); SIGTERM stops it",
         match role {

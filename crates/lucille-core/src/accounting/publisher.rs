@@ -12,6 +12,7 @@ use super::ledger::{Counts, Ledger};
 use crate::document::Document;
 use crate::event::{Event, EventType};
 use crate::messaging::{MessagingError, PublisherSide};
+use crate::metrics::PublisherMetrics;
 use crate::record::{Record, ToProcess};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,6 +31,16 @@ pub enum PublishError {
 pub struct PublisherSettings {
     pub max_pending_docs: Option<usize>,
     pub collapse: bool,
+    /// The labels of the process's document metrics (`None`: not counted, as in tests that
+    /// drive a publisher alone).
+    pub metrics: Option<PublisherLabels>,
+}
+
+/// The connector and pipeline a publisher's documents are counted under.
+#[derive(Debug, Clone, Default)]
+pub struct PublisherLabels {
+    pub connector: String,
+    pub pipeline: String,
 }
 
 /// How `wait_for_completion` ended.
@@ -66,6 +77,7 @@ pub struct Publisher {
     terminal_listener: parking_lot::RwLock<Option<TerminalListener>>,
     /// Told of every record `publish_failed` accounts for (the dead-letter file).
     failed_record_sink: parking_lot::RwLock<Option<FailedRecordSink>>,
+    metrics: Option<PublisherMetrics>,
 }
 
 /// Called with the id and reason of each record a connector could not turn into a document.
@@ -101,6 +113,9 @@ impl Publisher {
             num_received: AtomicU64::new(0),
             terminal_listener: parking_lot::RwLock::new(None),
             failed_record_sink: parking_lot::RwLock::new(None),
+            metrics: settings
+                .metrics
+                .map(|l| crate::metrics::global().publisher(&l.connector, &l.pipeline)),
         }
     }
 
@@ -186,6 +201,7 @@ impl Publisher {
                 source,
             });
         }
+        self.count_published();
         if let Some(sink) = self.failed_record_sink.read().as_ref() {
             sink(id, reason);
         }
@@ -224,7 +240,17 @@ impl Publisher {
             self.ledger.lock().rollback(&id);
             return Err(PublishError::Send { id, source });
         }
+        self.count_published();
         Ok(())
+    }
+
+    /// Counted once the send succeeded, as the ledger keeps only documents actually sent (a
+    /// fast worker's terminal event may be counted first: in flight dips below zero for a
+    /// moment).
+    fn count_published(&self) {
+        if let Some(m) = &self.metrics {
+            m.published();
+        }
     }
 
     fn wait_below_max(&self, id: &str) -> Result<(), PublishError> {
@@ -277,10 +303,14 @@ impl Publisher {
         let mut ignored: Vec<usize> = Vec::new();
         {
             let mut ledger = self.ledger.lock();
+            let before = self.metrics.as_ref().map(|_| ledger.counts());
             for (i, e) in events.iter().enumerate() {
                 if !ledger.handle(e) {
                     ignored.push(i);
                 }
+            }
+            if let (Some(m), Some(before)) = (&self.metrics, before) {
+                m.applied(&before, &ledger.counts());
             }
             if let Some(max) = self.max_pending {
                 if ledger.pending() < max {

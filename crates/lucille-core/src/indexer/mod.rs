@@ -76,7 +76,9 @@ impl IndexerHandle {
             .spawn(crate::thread_scope::in_current_span(move || {
                 crate::thread_scope::run(move || {
                     let encoder = backend.encoder();
+                    let metrics = crate::metrics::global().indexer(&settings.kind);
                     let mut loop_ = IndexerLoop {
+                        metrics,
                         rate: RateLine::new(settings.log_rate),
                         settings,
                         backend,
@@ -170,6 +172,7 @@ struct IndexerLoop {
     held: Vec<String>,
     commits_seen: u64,
     last_commit: Instant,
+    metrics: crate::metrics::IndexerMetrics,
 }
 
 /// `indexer.logRate`: a line every `every` documents the indexer has finished with.
@@ -302,11 +305,11 @@ impl IndexerLoop {
         for doc_id in std::mem::take(&mut self.held) {
             match failed {
                 None => {
-                    self.stats.indexed.fetch_add(1, Ordering::Relaxed);
+                    self.count_indexed();
                     self.event(&doc_id, EventType::Finish, None);
                 }
                 Some(e) => {
-                    self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                    self.count_failed();
                     self.event(
                         &doc_id,
                         EventType::Fail,
@@ -343,6 +346,16 @@ impl IndexerLoop {
             self.commits_seen = self.backend.commits().unwrap_or(self.commits_seen);
         }
         self.settle_held(committed.as_ref().err());
+    }
+
+    fn count_indexed(&self) {
+        self.stats.indexed.fetch_add(1, Ordering::Relaxed);
+        self.metrics.succeeded.inc();
+    }
+
+    fn count_failed(&self) {
+        self.stats.failed.fetch_add(1, Ordering::Relaxed);
+        self.metrics.failed.inc();
     }
 
     fn event(&self, doc_id: &str, kind: EventType, message: Option<String>) {
@@ -382,9 +395,10 @@ impl IndexerLoop {
 
     fn send_batch(&mut self, batch: &mut Vec<ToIndex>) {
         self.stats.batches.fetch_add(1, Ordering::Relaxed);
+        self.metrics.batches.inc();
         if self.bypass || !self.settings.send_enabled {
             for item in batch.drain(..) {
-                self.stats.indexed.fetch_add(1, Ordering::Relaxed);
+                self.count_indexed();
                 self.event(item.id(), EventType::Finish, None);
             }
             return;
@@ -402,7 +416,7 @@ impl IndexerLoop {
                     ids.push(p.doc_id);
                 }
                 Err(reason) => {
-                    self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                    self.count_failed();
                     tracing::warn!(doc_id = p.doc_id, "cannot index document: {reason}");
                     self.event(&p.doc_id, EventType::Fail, Some(reason.to_string()));
                 }
@@ -420,11 +434,11 @@ impl IndexerLoop {
                     match result {
                         None if deferred => self.held.push(doc_id),
                         None => {
-                            self.stats.indexed.fetch_add(1, Ordering::Relaxed);
+                            self.count_indexed();
                             self.event(&doc_id, EventType::Finish, None);
                         }
                         Some(reason) => {
-                            self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                            self.count_failed();
                             tracing::warn!(doc_id, "backend rejected document: {reason}");
                             self.event(&doc_id, EventType::Fail, Some(reason));
                         }
@@ -435,7 +449,7 @@ impl IndexerLoop {
             Err(e) => {
                 tracing::error!("indexing a batch of {} documents failed: {e}", ids.len());
                 for doc_id in &ids {
-                    self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                    self.count_failed();
                     self.event(doc_id, EventType::Fail, Some(e.message.clone()));
                 }
             }
@@ -450,11 +464,15 @@ impl IndexerLoop {
     ) -> Result<Vec<Option<String>>, BackendError> {
         let backend = &mut self.backend;
         self.stats.sending.store(true, Ordering::Relaxed);
+        let started = Instant::now();
         // A backend without an encoder gets no encodings; send_encoded then is send.
         let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             backend.send_encoded(ops, encoded)
         }));
         self.stats.sending.store(false, Ordering::Relaxed);
+        self.metrics
+            .batch_duration
+            .observe(started.elapsed().as_secs_f64());
         self.stats.progress.fetch_add(1, Ordering::Relaxed);
         match sent {
             Ok(Ok(r)) if r.len() == ops.len() => Ok(r),

@@ -252,7 +252,7 @@ impl IndexerSettings {
                 "indexer.versionType and indexer.versionField must be set together",
             ));
         }
-        let retry = o.retry.policy(config, "indexer.maxRetries", 0, &mut errors);
+        let mut retry = o.retry.policy(config, "indexer.maxRetries", 0, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -263,13 +263,17 @@ impl IndexerSettings {
             None if batch_byte_size.is_some() => usize::MAX,
             None => DEFAULT_BATCH_SIZE,
         };
+        let kind = kind.to_ascii_lowercase();
+        retry.counter = Some(crate::metrics::RetryCounter(
+            crate::metrics::global().indexer_retries(&kind),
+        ));
         let inactivity_timeout = match o.inactivity_timeout {
             None => Some(watchdog::DEFAULT_INACTIVITY_TIMEOUT),
             Some(ms) if ms <= 0 => None,
             Some(ms) => Some(Duration::from_millis(ms.unsigned_abs())),
         };
         Ok(IndexerSettings {
-            kind: kind.to_ascii_lowercase(),
+            kind,
             class,
             batch_size,
             batch_byte_size,

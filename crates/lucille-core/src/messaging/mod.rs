@@ -27,10 +27,26 @@ pub enum MessagingError {
     Kafka(String),
 }
 
+/// What waits in a process's queues (`lucille_queue_depth`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueDepths {
+    /// Documents waiting for a worker.
+    pub source: usize,
+    /// Documents waiting for the indexer.
+    pub destination: usize,
+    /// Events waiting for the publisher.
+    pub events: usize,
+}
+
 /// Lifecycle events, sent by every role: the publisher (a record FAILed before it became a
 /// document), the workers and the indexer.
 pub trait Events: Send + Sync {
     fn send_event(&self, event: Event) -> Result<(), MessagingError>;
+    /// What waits in this process's queues (`lucille_queue_depth`), for messengers that
+    /// hold queues.
+    fn queue_depths(&self) -> Option<QueueDepths> {
+        None
+    }
 }
 
 /// The publisher's side of a run: documents out to the workers, their events back.
@@ -206,6 +222,13 @@ impl Events for LocalMessenger {
     fn send_event(&self, event: Event) -> Result<(), MessagingError> {
         send(&self.events.0, event, "event")
     }
+    fn queue_depths(&self) -> Option<QueueDepths> {
+        Some(QueueDepths {
+            source: self.source.1.len(),
+            destination: self.destination.1.len(),
+            events: self.events.1.len(),
+        })
+    }
 }
 
 impl PublisherSide for LocalMessenger {
@@ -269,6 +292,9 @@ impl Events for TestMessenger {
     fn send_event(&self, event: Event) -> Result<(), MessagingError> {
         self.history.lock().events.push(event.clone());
         self.inner.send_event(event)
+    }
+    fn queue_depths(&self) -> Option<QueueDepths> {
+        self.inner.queue_depths()
     }
 }
 

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use crate::accounting::publisher::PublisherLabels;
 use crate::accounting::EventType;
 use crate::accounting::{Event, Publisher, PublisherSettings};
 use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Options, PathContext};
@@ -146,6 +147,17 @@ pub struct RunPlan {
     pub metrics_level: tracing::Level,
     /// `log.format`: how the process writes its log lines.
     pub log_format: LogFormat,
+    /// `metrics { port, host }`: where the process serves `/metrics`, `/healthz` and
+    /// `/ready` (`None`: no endpoint).
+    pub metrics: Option<MetricsSettings>,
+}
+
+/// Where a process serves its metrics and health endpoints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsSettings {
+    pub host: String,
+    /// 0: a free port the system picks (logged).
+    pub port: u16,
 }
 
 /// How log lines are written (`log.format`, or `--log-format` on the command line).
@@ -194,6 +206,18 @@ struct LogOptions {
     /// How log lines are written: text, or json (one JSON object per line, for log shippers).
     #[option(default = "text", one_of = ["text", "json"])]
     format: String,
+}
+
+/// The `metrics { }` block (`--metrics-port` / `--metrics-host` on the command line).
+#[derive(Options)]
+struct MetricsOptions {
+    /// The port of the endpoint serving /metrics (Prometheus text format), /healthz and
+    /// /ready; 0 lets the system pick a free one (logged). Without it there is no endpoint.
+    #[option(min = 0, max = 65535)]
+    port: Option<usize>,
+    /// The address the endpoint listens on.
+    #[option(default = "127.0.0.1")]
+    host: String,
 }
 
 /// One entry of `pipelines`.
@@ -405,6 +429,29 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
         Some("json") => LogFormat::Json,
         _ => LogFormat::Text,
     };
+    let metrics_block = block(root, "metrics", &mut errors, &paths);
+    let metrics = match MetricsOptions::from_config(&metrics_block) {
+        Ok(MetricsOptions {
+            port: Some(port),
+            host,
+        }) => Some(MetricsSettings {
+            host,
+            port: u16::try_from(port).unwrap_or(u16::MAX),
+        }),
+        Ok(_) if metrics_block.map().contains_key("host") => {
+            errors.push(metrics_block.error(
+                "port",
+                "metrics.host is set but metrics.port is not: set the port to serve /metrics \
+                 (or remove the block)",
+            ));
+            None
+        }
+        Ok(_) => None,
+        Err(e) => {
+            errors.extend(e);
+            None
+        }
+    };
     let worker_block = block(root, "worker", &mut errors, &paths);
     let worker = match WorkerSettings::from_config(&worker_block, log_seconds) {
         Ok(w) => w,
@@ -485,6 +532,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
         worker_pipeline,
         metrics_level,
         log_format,
+        metrics,
     })
 }
 
@@ -507,6 +555,9 @@ pub struct RunOptions {
     pub run_id: Option<String>,
     /// Record documents and events (as test mode does) while still using the real backend.
     pub record_history: bool,
+    /// Told when the run is ready (its first connector's workers and indexer started, the
+    /// backend reached), for `/ready`.
+    pub health: Option<Arc<crate::health::Health>>,
 }
 
 impl Default for RunOptions {
@@ -518,6 +569,7 @@ impl Default for RunOptions {
             progress: None,
             run_id: None,
             record_history: false,
+            health: None,
         }
     }
 }
@@ -744,9 +796,17 @@ fn run_connector(
         PublisherSettings {
             max_pending_docs: plan.max_pending_docs,
             collapse: cplan.common.collapse,
+            metrics: Some(PublisherLabels {
+                connector: name.clone(),
+                pipeline: pool_pipeline_name.clone(),
+            }),
         },
         opts.stop.clone(),
     ));
+    crate::metrics::global().watch_messenger(Arc::downgrade(&topology.publisher));
+    if let Some(health) = &opts.health {
+        health.ready();
+    }
     if let Some(dead_letter) = pool.as_ref().and_then(WorkerPool::dead_letter) {
         let (run, pipeline) = (run_id.clone(), pool_pipeline_name.clone());
         publisher.on_failed_record(Box::new(move |id, reason| {

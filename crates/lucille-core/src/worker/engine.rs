@@ -2,7 +2,7 @@
 //! in a worker process. The worker turns the outputs of either into the same events.
 
 use crate::document::Document;
-use crate::pipeline::{Output, Outputs, Pipeline, StageMetrics};
+use crate::pipeline::{Output, Outputs, Pipeline, PipelinePlan, StageMetrics};
 use crate::stage::StageError;
 
 use super::process::remote::RemotePipeline;
@@ -48,6 +48,30 @@ impl Engine {
         match self {
             Engine::Local(p) => p.metrics(),
             Engine::Remote(r) => r.metrics(),
+        }
+    }
+
+    /// Makes the stages count in the process's metrics (see [`Engine::flush_metrics`]).
+    pub fn record_metrics(&mut self) {
+        if let Engine::Local(p) = self {
+            p.record_metrics();
+        }
+    }
+
+    /// Adds what the stages did since the last flush to the process's metrics. A worker
+    /// process reports its stages' counts only when it stops: those are added once `stop`
+    /// has returned them (without call durations), by this call after it.
+    pub fn flush_metrics(&mut self, plan: &PipelinePlan) {
+        match self {
+            Engine::Local(p) => p.flush_metrics(),
+            Engine::Remote(r) => {
+                let metrics = crate::metrics::global();
+                for (stage, m) in plan.stages.iter().zip(r.take_reported_metrics()) {
+                    metrics
+                        .stage(&plan.name, &stage.name, stage.class_name())
+                        .flush(m.processed, m.errors);
+                }
+            }
         }
     }
 

@@ -41,6 +41,8 @@ use watch::{Abandoned, Observed, Slot, Verdict};
 
 // Short, so an idle worker notices the stop flag quickly; the poll blocks, it does not spin.
 const POLL: Duration = Duration::from_millis(10);
+/// How often a worker adds its stages' counts and timings to the process's metrics.
+const METRICS_FLUSH: Duration = Duration::from_secs(1);
 
 /// How long a worker whose pipeline has a batching stage waits to fill a batch after its
 /// first document before running what it has.
@@ -807,8 +809,16 @@ impl WorkerContext {
         if let Err(message) = &pipeline {
             tracing::error!("{message}; every document this worker takes will FAIL");
         }
+        if let Ok(p) = &mut pipeline {
+            p.record_metrics();
+        }
         let batch = pipeline.as_ref().map_or(1, |p| p.batch_size());
+        let mut flushed = Instant::now();
         while self.running.load(Ordering::SeqCst) {
+            if let (Ok(p), true) = (&mut pipeline, flushed.elapsed() >= METRICS_FLUSH) {
+                p.flush_metrics(&self.plan);
+                flushed = Instant::now();
+            }
             let Some(item) = self.messenger.poll_doc_to_process(POLL) else {
                 continue;
             };
@@ -842,6 +852,7 @@ impl WorkerContext {
                 if let Err(e) = p.stop() {
                     tracing::error!("{e}");
                 }
+                p.flush_metrics(&self.plan);
                 p.metrics()
             }
             Err(_) => Vec::new(),

@@ -245,6 +245,8 @@ fn answers_429_and_503_are_retried_honouring_retry_after_up_to_the_max_wait() {
                 }
             }),
         );
+        let retries = lucille_core::metrics::global().indexer_retries(kind);
+        let retried_before = retries.get();
         let (out, _) = run(
             kind,
             &server.url,
@@ -253,6 +255,8 @@ fn answers_429_and_503_are_retried_honouring_retry_after_up_to_the_max_wait() {
         );
         let log = server.log.lock().clone();
         assert!(failed(&out).is_empty(), "{kind}: {out:?}");
+        // lucille_indexer_retries_total counts both (other tests may add theirs meanwhile).
+        assert!(retries.get() - retried_before >= 2, "{kind}");
         let times: Vec<_> = log
             .iter()
             .filter(|(_, r)| is_write(r))

@@ -177,6 +177,7 @@ pub(crate) fn retry_policy(settings: &IndexerSettings) -> RetryPolicy {
         RetryPolicy {
             max_retries: 3,
             retryable: vec![429, 500, 502, 503, 504, http::NO_STATUS],
+            counter: settings.retry.counter.clone(),
             ..RetryPolicy::default()
         }
     }

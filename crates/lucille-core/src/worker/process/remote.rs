@@ -136,6 +136,8 @@ pub struct RemotePipeline {
     connect: Connect,
     conn: Option<Conn>,
     metrics: Vec<StageMetrics>,
+    /// Whether `metrics` was handed to the process's metrics already.
+    metrics_counted: bool,
 }
 
 fn read_reply(conn: &mut Conn) -> Result<Reply, WorkerProcessError> {
@@ -158,6 +160,7 @@ impl RemotePipeline {
             connect,
             conn: None,
             metrics: Vec::new(),
+            metrics_counted: false,
         };
         remote.connect()?;
         Ok(remote)
@@ -296,6 +299,16 @@ impl RemotePipeline {
             return self.metrics.clone();
         }
         self.stage_names.iter().map(StageMetrics::named).collect()
+    }
+
+    /// The metrics the process reported when it stopped, the first time they are asked for
+    /// (empty before it stopped and after that).
+    pub fn take_reported_metrics(&mut self) -> Vec<StageMetrics> {
+        if self.metrics_counted {
+            return Vec::new();
+        }
+        self.metrics_counted = !self.metrics.is_empty();
+        self.metrics.clone()
     }
 }
 

@@ -236,6 +236,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
         max_wait: Duration::from_millis(max_wait),
         randomization: 0.0,
         retryable,
+        counter: None,
     };
     let client = HttpClient::new(
         "FetchUri",
