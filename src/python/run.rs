@@ -438,7 +438,12 @@ pub fn run(
         }
     }
     let result = py
-        .detach(|| handle.join())
+        .detach(|| {
+            let joined = handle.join();
+            // The run's last spans, before the process may exit.
+            lucille_observe::otlp::flush(Duration::from_secs(5));
+            joined
+        })
         .map_err(|_| PyRuntimeError::new_err("the run panicked"))?;
     if let Some(bar) = &shown {
         // The last progress report can precede the last events: end on the final counts.
@@ -519,9 +524,13 @@ pub fn serve(
                 stop.store(true, Ordering::SeqCst);
             }
         }
-        py.detach(|| handle.join())
-            .map_err(|_| PyRuntimeError::new_err("the process panicked"))?
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        py.detach(|| {
+            let joined = handle.join();
+            lucille_observe::otlp::flush(Duration::from_secs(5));
+            joined
+        })
+        .map_err(|_| PyRuntimeError::new_err("the process panicked"))?
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 }
 
@@ -535,11 +544,15 @@ static HEALTH: std::sync::LazyLock<Arc<Health>> = std::sync::LazyLock::new(Arc::
 static ENDPOINTS: parking_lot::Mutex<Vec<(runner::MetricsSettings, lucille_observe::Endpoint)>> =
     parking_lot::Mutex::new(Vec::new());
 
-/// Starts the metrics and health endpoint the plan asks for (`metrics.port`), unless the
-/// process already serves it, and marks the process not ready for `starting`.
+/// Starts the trace exporter (`tracing`) and the metrics and health endpoint
+/// (`metrics.port`) the plan asks for, unless the process already has them, and marks the
+/// process not ready for `starting`.
 fn endpoint(py: Python<'_>, plan: &runner::RunPlan, starting: &str) -> PyResult<Arc<Health>> {
     let health = HEALTH.clone();
     health.restart(starting);
+    if let Some(tracing) = &plan.tracing {
+        py.detach(|| lucille_observe::otlp::start(tracing));
+    }
     let Some(settings) = &plan.metrics else {
         return Ok(health);
     };

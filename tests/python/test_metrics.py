@@ -7,7 +7,6 @@ accepted by `promtool check metrics` and by the prometheus_client parser, `/heal
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -26,22 +25,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import lucille
 from kafka_service import bootstrap
+from observed_pipeline import write_config
 from services import service_env
-
-# A stage that makes two children of document 0, fails on document 5 and drops document 7:
-# every outcome and every counter has a value to check.
-SPLITTER = '''
-import lucille
-
-class Splitter(lucille.Stage):
-    def process_document(self, doc):
-        if doc.id == "5":
-            raise ValueError("poison document 5")
-        if doc.id == "0":
-            return [lucille.Document(f"0-child-{i}") for i in range(2)]
-        return None
-'''
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -56,26 +41,6 @@ def http_get(url: str) -> tuple[int, str]:
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
-
-
-def write_config(tmp_path: Path, name: str, n: int, extra: str = "", slow: float = 0.0) -> Path:
-    (tmp_path / "splitter.py").write_text(SPLITTER)
-    sleep = (f'{{ class: "EmbeddedPython", script: "import time\\ntime.sleep({slow})" }},'
-             if slow else "")
-    conf = tmp_path / f"{name}.conf"
-    conf.write_text(f"""
-connectors: [{{ name: "{name}-c", class: "SequenceConnector", numDocs: {n}, pipeline: "{name}" }}]
-pipelines: [{{ name: "{name}", stages: [
-  {sleep}
-  {{ name: "split", class: "{tmp_path / 'splitter.py'}:Splitter" }},
-  {{ class: "DropDocument", conditions: [{{ fields: ["id"], values: ["7"] }}] }},
-  {{ name: "copy", class: "CopyFields", source: ["id"], dest: ["copied"] }}
-] }}]
-indexer {{ type: "jsonl" }}
-jsonl {{ path: "{tmp_path / (name + '.jsonl')}" }}
-{extra}
-""")
-    return conf
 
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]

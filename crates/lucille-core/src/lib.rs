@@ -29,6 +29,7 @@ pub mod stage;
 #[cfg(any(test, feature = "testing"))]
 pub mod test_service;
 pub mod thread_scope;
+pub mod trace;
 pub mod worker;
 
 pub use document::{Document, DocumentError, UpdateMode};

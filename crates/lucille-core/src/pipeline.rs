@@ -15,7 +15,7 @@
 //! after skip it. A children iterator that breaks fails its parent.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value};
 
@@ -160,6 +160,8 @@ pub struct Output {
     pub is_child: bool,
     /// Set when a stage failed on this document (the worker sends FAIL).
     pub error: Option<StageError>,
+    /// Its place in its run's trace, when it is traced: its stages make `stage` spans.
+    pub trace: Option<crate::trace::DocTrace>,
 }
 
 #[derive(Default)]
@@ -177,11 +179,22 @@ pub struct Run {
 
 impl Run {
     pub fn new(doc: Document, stages: usize) -> Self {
+        Run::traced(doc, stages, false)
+    }
+
+    /// A run whose documents make `stage` spans when `traced` and the run traces them.
+    pub fn traced(doc: Document, stages: usize, traced: bool) -> Self {
+        let trace = if traced {
+            crate::trace::document(doc.run_id(), doc.id())
+        } else {
+            None
+        };
         Run {
             input: Some(Output {
                 doc,
                 is_child: false,
                 error: None,
+                trace,
             }),
             levels: (0..stages).map(|_| Level::default()).collect(),
         }
@@ -217,11 +230,24 @@ impl Run {
             }
             let mut input = input;
             let started = slot.metrics.start_call();
+            // The id before the call: a stage may hold the document while it makes children.
+            let span_start = input.trace.map(|_| {
+                let run = input.doc.run_id().unwrap_or_default().to_string();
+                (SystemTime::now(), input.doc.id().to_string(), run)
+            });
             let result = catch_unwind(AssertUnwindSafe(|| {
                 slot.stage.process_document(&mut input.doc)
             }));
             slot.end_call(started);
             slot.metrics.processed += 1;
+            if let (Some(t), Some((start, doc_id, run_id))) = (input.trace, span_start) {
+                let error = match &result {
+                    Ok(Ok(_)) => None,
+                    Ok(Err(failure)) => Some(failure.to_string()),
+                    Err(payload) => Some(format!("panicked: {}", panic_message(payload.as_ref()))),
+                };
+                stage_span(slot, (&run_id, &doc_id), t, start, error);
+            }
             match result {
                 Ok(Ok(None)) => return Some(input),
                 Ok(Ok(Some(children))) => {
@@ -266,10 +292,16 @@ impl Run {
                         let _ = child.initialize_run_id(&run_id);
                     }
                 }
+                let trace = if pipeline.traced {
+                    crate::trace::document(child.run_id(), child.id())
+                } else {
+                    None
+                };
                 return Some(Output {
                     doc: child,
                     is_child: true,
                     error: None,
+                    trace,
                 });
             }
             Ok(None) => None,
@@ -303,6 +335,28 @@ impl Run {
         }
         Some(parent)
     }
+}
+
+/// The `stage` span of a traced document's call of a stage.
+fn stage_span(
+    slot: &StageSlot,
+    (run_id, doc_id): (&str, &str),
+    t: crate::trace::DocTrace,
+    start: SystemTime,
+    error: Option<String>,
+) {
+    let span = crate::trace::SpanData::new(
+        "stage",
+        t.trace_id,
+        crate::trace::random_span_id(),
+        Some(t.span_id),
+        start,
+    )
+    .attr("lucille.run_id", run_id)
+    .attr("lucille.doc_id", doc_id)
+    .attr("lucille.stage", slot.name.clone())
+    .attr("lucille.class", slot.class.clone());
+    crate::trace::emit(span.failed(error));
 }
 
 /// A stage call that panicked: the panic's message.
@@ -351,6 +405,7 @@ fn settle(
                     doc: child,
                     is_child: true,
                     error: None,
+                    trace: None,
                 });
             }
             Ok(None) => break None,
@@ -414,6 +469,8 @@ pub struct Pipeline {
     name: String,
     stages: Vec<StageSlot>,
     started: bool,
+    /// Whether its documents make `stage` spans (a worker of a traced process).
+    traced: bool,
 }
 
 impl Pipeline {
@@ -422,6 +479,7 @@ impl Pipeline {
             name: name.into(),
             stages,
             started: false,
+            traced: false,
         }
     }
 
@@ -460,7 +518,7 @@ impl Pipeline {
     /// Runs a document through the pipeline lazily (starting the stages if needed is the
     /// caller's job: see [`Pipeline::start`]).
     pub fn process(&mut self, doc: Document) -> Outputs<'_> {
-        let run = Run::new(doc, self.stages.len());
+        let run = Run::traced(doc, self.stages.len(), self.traced);
         Outputs {
             pipeline: self,
             run,
@@ -497,6 +555,7 @@ impl Pipeline {
                         doc,
                         is_child: false,
                         error: None,
+                        trace: None,
                     },
                 )
             })
@@ -594,6 +653,7 @@ impl Pipeline {
     /// Makes the stages count in the process's metrics (`lucille_stage_*`), from the next
     /// flush on; a worker of a run calls it once.
     pub fn record_metrics(&mut self) {
+        self.traced = crate::trace::enabled();
         let metrics = crate::metrics::global();
         for slot in &mut self.stages {
             slot.live = Some(metrics.stage(&self.name, &slot.name, &slot.class));

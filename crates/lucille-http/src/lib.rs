@@ -370,17 +370,13 @@ impl HttpClient {
         read_timeout: Option<Duration>,
     ) -> Result<BytesReply, RequestError> {
         use std::io::Read;
-        let mut builder = ureq::http::Request::builder().method("GET").uri(url);
-        if let Some((k, v)) = &self.auth {
-            builder = builder.header(k.as_str(), v.as_str());
-        }
-        for (k, v) in headers {
-            builder = builder.header(k.as_str(), v.as_str());
-        }
-        let request = builder.body(()).map_err(|source| RequestError::Build {
-            url: url.to_string(),
-            source,
-        })?;
+        let request = self
+            .builder("GET", url, headers)
+            .body(())
+            .map_err(|source| RequestError::Build {
+                url: url.to_string(),
+                source,
+            })?;
         let request = self
             .agent
             .configure_request(request)
@@ -400,6 +396,60 @@ impl HttpClient {
                 source,
             })?;
         Ok(BytesReply { status, body })
+    }
+
+    /// A request with the client's authentication and `headers` as given.
+    fn builder(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+    ) -> ureq::http::request::Builder {
+        let mut builder = ureq::http::Request::builder().method(method).uri(url);
+        if let Some((k, v)) = &self.auth {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        for (k, v) in headers {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        builder
+    }
+
+    /// One POST of a binary body (the OTLP trace exporter's protobuf) with `headers` sent as
+    /// given; the answer's body is read as text. `Err` is a failure without a response.
+    pub fn post_bytes(
+        &self,
+        url: &str,
+        content_type: &str,
+        body: &[u8],
+        headers: &[(String, String)],
+    ) -> Result<Reply, RequestError> {
+        let request = self
+            .builder("POST", url, headers)
+            .header("Content-Type", content_type)
+            .body(body)
+            .map_err(|source| RequestError::Build {
+                url: url.to_string(),
+                source,
+            })?;
+        let request = self
+            .agent
+            .configure_request(request)
+            .timeout_global(self.timeout)
+            .build();
+        let mut response = self.agent.run(request)?;
+        let status = response.status().as_u16();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_BODY)
+            .read_to_string()
+            .unwrap_or_default();
+        Ok(Reply {
+            status,
+            body,
+            retry_after: None,
+        })
     }
 
     /// Sends with retries on retryable statuses and connection failures. Returns the final

@@ -209,6 +209,16 @@ impl GroupConsumer {
         };
         match parsed {
             Ok(doc) => {
+                if let (Some(run_id), Some(header)) = (doc.run_id(), msg.headers()) {
+                    if let Some(t) = header
+                        .iter()
+                        .find(|h| h.key == super::TRACEPARENT_HEADER)
+                        .and_then(|h| h.value)
+                        .and_then(|v| std::str::from_utf8(v).ok())
+                    {
+                        lucille_core::trace::accept_traceparent(run_id, t);
+                    }
+                }
                 self.tracker.begin(partition, offset);
                 Some(Taken {
                     doc,

@@ -84,6 +84,10 @@ impl KafkaError {
     }
 }
 
+/// The W3C trace context of a document's message (source and dest topics), when its run is
+/// traced: the run's trace id, so a worker's and an indexer's spans join the run's trace.
+pub const TRACEPARENT_HEADER: &str = "traceparent";
+
 /// The message header that carries a document's [`Origin`] from the worker to the indexer.
 pub const ORIGIN_HEADER: &str = "lucille-origin";
 

@@ -161,10 +161,11 @@ impl KafkaProducer {
         payload: &[u8],
         ticket: &Arc<Ticket>,
     ) -> Result<(), KafkaError> {
-        self.send_from(topic, key, payload, ticket, None)
+        self.send_from(topic, key, payload, ticket, None, None)
     }
 
-    /// [`KafkaProducer::send`], with the document's origin in a header when known.
+    /// [`KafkaProducer::send`] of a document: its origin in a header when known, and its
+    /// W3C `traceparent` when its run is traced (`lucille_core::trace::traceparent`).
     pub fn send_from(
         &self,
         topic: &str,
@@ -172,17 +173,28 @@ impl KafkaProducer {
         payload: &[u8],
         ticket: &Arc<Ticket>,
         origin: Option<Origin>,
+        traceparent: Option<String>,
     ) -> Result<(), KafkaError> {
         ticket.hold();
         let mut record = BaseRecord::with_opaque_to(topic, ticket.clone())
             .key(key)
             .payload(payload);
-        if let Some(o) = origin {
-            let value = o.to_string();
-            record = record.headers(OwnedHeaders::new().insert(Header {
-                key: super::ORIGIN_HEADER,
-                value: Some(value.as_str()),
-            }));
+        if origin.is_some() || traceparent.is_some() {
+            let mut headers = OwnedHeaders::new();
+            if let Some(o) = origin {
+                let value = o.to_string();
+                headers = headers.insert(Header {
+                    key: super::ORIGIN_HEADER,
+                    value: Some(value.as_str()),
+                });
+            }
+            if let Some(t) = &traceparent {
+                headers = headers.insert(Header {
+                    key: super::TRACEPARENT_HEADER,
+                    value: Some(t.as_str()),
+                });
+            }
+            record = record.headers(headers);
         }
         loop {
             match self.inner.send(record) {

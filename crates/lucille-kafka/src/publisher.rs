@@ -183,11 +183,13 @@ impl PublisherSide for KafkaPublisherMessenger {
             let at = weak.upgrade().and_then(|t| t.delivered_at());
             positions.lock().delivered(&id, at.filter(|_| delivered));
         }));
-        let r = self.producer.send(
+        let r = self.producer.send_from(
             &self.topics.source,
             doc.id(),
             doc.to_json().as_bytes(),
             &ticket,
+            None,
+            lucille_core::trace::traceparent(doc.run_id(), doc.id()),
         );
         ticket.seal();
         r.map_err(MessagingError::from)

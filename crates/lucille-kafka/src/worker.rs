@@ -201,7 +201,7 @@ impl KafkaWorkerMessenger {
     }
 
     fn send(&self, topic: &str, key: &str, payload: &[u8]) -> Result<(), MessagingError> {
-        self.send_from(topic, key, payload, None)
+        self.send_from(topic, key, payload, None, None)
     }
 
     fn send_from(
@@ -210,11 +210,12 @@ impl KafkaWorkerMessenger {
         key: &str,
         payload: &[u8],
         origin: Option<Origin>,
+        traceparent: Option<String>,
     ) -> Result<(), MessagingError> {
         let ticket = self.ticket();
         let r = self
             .producer
-            .send_from(topic, key, payload, &ticket, origin);
+            .send_from(topic, key, payload, &ticket, origin, traceparent);
         if !self.owns_current_thread() {
             ticket.seal();
         }
@@ -323,6 +324,7 @@ impl WorkerSide for KafkaWorkerMessenger {
                     doc.id(),
                     doc.to_json().as_bytes(),
                     origin,
+                    lucille_core::trace::traceparent(doc.run_id(), doc.id()),
                 )
             }
             // A Kafka run ships whole documents (its publisher `records_documents`), so its

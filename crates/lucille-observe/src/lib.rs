@@ -1,4 +1,5 @@
-//! The endpoint every long-running Lucille-rs process serves when `metrics.port` (or
+//! Observability: the OTLP trace exporter (`otlp`: the spans `lucille_core::trace` makes,
+//! sent to a collector) and the endpoint every long-running Lucille-rs process serves when `metrics.port` (or
 //! `--metrics-port`) is set: `GET /metrics` (the process's metrics, `lucille_core::metrics`,
 //! plus the standard `process_*` ones, in the Prometheus text format 0.0.4), `GET /healthz`
 //! (200 while the process answers) and `GET /ready` (200 once its [`Health`] says ready, else
@@ -6,6 +7,7 @@
 //! server (`routes`).
 
 mod exposition;
+pub mod otlp;
 mod probes;
 
 use std::sync::Arc;

@@ -2,9 +2,10 @@
 //! tracks it before sending it for processing (rolling back if the send fails), consumes the
 //! events workers and the indexer send, and decides when a connector's run is complete.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -78,6 +79,10 @@ pub struct Publisher {
     /// Told of every record `publish_failed` accounts for (the dead-letter file).
     failed_record_sink: parking_lot::RwLock<Option<FailedRecordSink>>,
     metrics: Option<PublisherMetrics>,
+    /// The run's trace (when this process traces it), and when each traced document still
+    /// in flight was published or created: its `document` span ends at its terminal event.
+    trace: Option<crate::trace::RunTrace>,
+    traced: Mutex<HashMap<String, SystemTime>>,
 }
 
 /// Called with the id and reason of each record a connector could not turn into a document.
@@ -100,7 +105,6 @@ impl Publisher {
         stopping: Arc<AtomicBool>,
     ) -> Self {
         Publisher {
-            run_id,
             messenger,
             ledger: Mutex::new(Ledger::new()),
             below_max: Condvar::new(),
@@ -116,6 +120,9 @@ impl Publisher {
             metrics: settings
                 .metrics
                 .map(|l| crate::metrics::global().publisher(&l.connector, &l.pipeline)),
+            trace: crate::trace::run_trace(&run_id),
+            traced: Mutex::new(HashMap::new()),
+            run_id,
         }
     }
 
@@ -193,9 +200,11 @@ impl Publisher {
         self.num_received.fetch_add(1, Ordering::Relaxed);
         self.wait_below_max(id)?;
         self.ledger.lock().track(id);
+        self.start_document_span(id);
         let event = Event::new(id, self.run_id.clone(), EventType::Fail).with_message(reason);
         if let Err(source) = self.messenger.send_event(event) {
             self.ledger.lock().rollback(id);
+            self.traced.lock().remove(id);
             return Err(PublishError::Send {
                 id: id.to_string(),
                 source,
@@ -236,8 +245,10 @@ impl Publisher {
         self.wait_below_max(&id)?;
         // Track first: a fast worker's terminal event must find the id already pending.
         self.ledger.lock().track(&id);
+        self.start_document_span(&id);
         if let Err(source) = self.messenger.send_for_processing(item) {
             self.ledger.lock().rollback(&id);
+            self.traced.lock().remove(&id);
             return Err(PublishError::Send { id, source });
         }
         self.count_published();
@@ -250,6 +261,43 @@ impl Publisher {
     fn count_published(&self) {
         if let Some(m) = &self.metrics {
             m.published();
+        }
+    }
+
+    /// Notes when a traced document entered the run (published, or created by a stage).
+    fn start_document_span(&self, id: &str) {
+        if self.trace.is_some() && crate::trace::document(Some(&self.run_id), id).is_some() {
+            self.traced.lock().insert(id.to_string(), SystemTime::now());
+        }
+    }
+
+    /// The `document` spans of the traced documents these events ended (and the start of
+    /// the traced children they created).
+    fn trace_events(&self, events: &[Event], ignored: &[usize]) {
+        let Some(run) = self.trace else { return };
+        for (i, e) in events.iter().enumerate() {
+            if ignored.contains(&i) {
+                continue;
+            }
+            if e.kind == EventType::Create {
+                self.start_document_span(&e.doc_id);
+                continue;
+            }
+            let Some(started) = self.traced.lock().remove(&e.doc_id) else {
+                continue;
+            };
+            let span = crate::trace::SpanData::new(
+                "document",
+                run.trace_id,
+                crate::trace::document_span_id(&run.trace_id, &e.doc_id),
+                run.span_id,
+                started,
+            )
+            .attr("lucille.run_id", &*self.run_id)
+            .attr("lucille.doc_id", e.doc_id.clone())
+            .attr("lucille.outcome", e.kind.to_string());
+            let error = (e.kind == EventType::Fail).then(|| e.message.clone().unwrap_or_default());
+            crate::trace::emit(span.failed(error));
         }
     }
 
@@ -318,6 +366,7 @@ impl Publisher {
                 }
             }
         }
+        self.trace_events(events, &ignored);
         // After the ledger: a listener that checkpoints an acknowledgement may then rely on
         // the document no longer being pending.
         if let Some(listener) = self.terminal_listener.read().as_ref() {

@@ -18,7 +18,7 @@ pub mod watchdog;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::accounting::EventType;
 use crate::messaging::IndexerSide;
@@ -403,6 +403,7 @@ impl IndexerLoop {
             }
             return;
         }
+        let traced = self.traced(batch);
         let pending = self.pending(batch);
         // Documents whose encoding failed FAIL here and never reach the backend.
         let mut ops = Vec::with_capacity(pending.len());
@@ -425,8 +426,12 @@ impl IndexerLoop {
         if ops.is_empty() {
             return;
         }
+        let sent_at = SystemTime::now();
         let results = self.send(&ops, encoded);
         drop(ops);
+        if crate::trace::enabled() {
+            self.trace_batch(sent_at, &ids, &results, &traced);
+        }
         let deferred = self.backend.commits().is_some();
         match results {
             Ok(results) => {
@@ -453,6 +458,71 @@ impl IndexerLoop {
                     self.event(doc_id, EventType::Fail, Some(e.message.clone()));
                 }
             }
+        }
+    }
+
+    /// The traced documents of a batch (none unless this process traces): each one's id and
+    /// place in its run's trace. A document that came whole names its run; an op prepared on
+    /// a worker belongs to this indexer's run.
+    fn traced(&self, batch: &[ToIndex]) -> Vec<(String, crate::trace::DocTrace)> {
+        if !crate::trace::enabled() {
+            return Vec::new();
+        }
+        batch
+            .iter()
+            .filter_map(|item| {
+                let run = match item {
+                    ToIndex::Doc(doc) => doc.run_id(),
+                    ToIndex::Op(_) => Some(&*self.run_id),
+                };
+                crate::trace::document(run, item.id()).map(|t| (item.id().to_string(), t))
+            })
+            .collect()
+    }
+
+    /// The batch's `index_batch` span (under the run's span when this process runs the run)
+    /// and an `index` span under each traced document's span, failed with its reason.
+    fn trace_batch(
+        &self,
+        sent_at: SystemTime,
+        ids: &[String],
+        results: &Result<Vec<Option<String>>, BackendError>,
+        traced: &[(String, crate::trace::DocTrace)],
+    ) {
+        use crate::trace::{random_span_id, random_trace_id, SpanData};
+        let run = crate::trace::run_trace(&self.run_id);
+        let batch_error = results.as_ref().err().map(|e| e.message.clone());
+        let span = SpanData::new(
+            "index_batch",
+            run.map_or_else(random_trace_id, |r| r.trace_id),
+            random_span_id(),
+            run.and_then(|r| r.span_id),
+            sent_at,
+        )
+        .attr("lucille.indexer", self.settings.kind.clone())
+        .attr("lucille.documents", ids.len().to_string());
+        let end = span.end;
+        crate::trace::emit(span.failed(batch_error.clone()));
+        for (doc_id, t) in traced {
+            let error = match results {
+                Err(_) => batch_error.clone(),
+                Ok(r) => match ids.iter().position(|id| id == doc_id) {
+                    Some(i) => r.get(i).cloned().flatten(),
+                    // Not sent: its operation could not be encoded (FAILed above).
+                    None => Some("not indexed: its operation could not be encoded".into()),
+                },
+            };
+            let mut span = SpanData::new(
+                "index",
+                t.trace_id,
+                random_span_id(),
+                Some(t.span_id),
+                sent_at,
+            )
+            .attr("lucille.doc_id", doc_id.clone())
+            .attr("lucille.indexer", self.settings.kind.clone());
+            span.end = end;
+            crate::trace::emit(span.failed(error));
         }
     }
 

@@ -150,7 +150,26 @@ pub struct RunPlan {
     /// `metrics { port, host }`: where the process serves `/metrics`, `/healthz` and
     /// `/ready` (`None`: no endpoint).
     pub metrics: Option<MetricsSettings>,
+    /// `tracing { ... }` or the `OTEL_EXPORTER_OTLP_*` variables: where the process sends its
+    /// trace spans (`None`: it makes none).
+    pub tracing: Option<TracingSettings>,
 }
+
+/// Where and how a process exports trace spans (OTLP over HTTP, protobuf).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TracingSettings {
+    /// The collector's traces URL (`.../v1/traces`).
+    pub endpoint: String,
+    /// The share of documents traced (decided by id).
+    pub sample_ratio: f64,
+    pub service_name: String,
+    /// Sent with every export (an API key, for example).
+    pub headers: Vec<(String, String)>,
+}
+
+/// The default share of documents traced: spans for every document of a large run would
+/// cost more than they tell.
+pub const DEFAULT_SAMPLE_RATIO: f64 = 0.01;
 
 /// Where a process serves its metrics and health endpoints.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,6 +237,76 @@ struct MetricsOptions {
     /// The address the endpoint listens on.
     #[option(default = "127.0.0.1")]
     host: String,
+}
+
+/// The `tracing { }` block (OpenTelemetry traces over OTLP/HTTP). The standard variables
+/// fill in what the block leaves out: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the traces URL) or
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` (its base), `OTEL_SERVICE_NAME`, `OTEL_EXPORTER_OTLP_HEADERS`.
+#[derive(Options)]
+struct TracingOptions {
+    /// The collector's OTLP/HTTP address (http://host:4318; /v1/traces is added unless the
+    /// URL already ends with it). Without it (or OTEL_EXPORTER_OTLP_ENDPOINT) nothing is traced.
+    otlp_endpoint: Option<String>,
+    /// The share of documents traced, from 0 to 1, decided by document id (so a replay is
+    /// sampled alike); default 0.01. Runs, connectors and indexer batches are always traced.
+    #[option(min = 0.0, max = 1.0)]
+    sample_ratio: Option<f64>,
+    /// The service.name of the spans (default OTEL_SERVICE_NAME, else "lucille").
+    service_name: Option<String>,
+    /// Headers sent with every export (for example an API key).
+    headers: Option<Vec<(String, String)>>,
+}
+
+/// The tracing settings from the block and the OTLP environment variables.
+fn tracing_settings(
+    block: &ComponentConfig,
+    errors: &mut Vec<ConfigError>,
+) -> Option<TracingSettings> {
+    let o = TracingOptions::from_config(block)
+        .map_err(|e| errors.extend(e))
+        .ok()?;
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let traces_url = |base: &str| {
+        let base = base.trim_end_matches('/');
+        if base.ends_with("/v1/traces") {
+            base.to_string()
+        } else {
+            format!("{base}/v1/traces")
+        }
+    };
+    let endpoint = match o.otlp_endpoint {
+        Some(url) => traces_url(&url),
+        None => match env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+            Some(url) => url,
+            None => traces_url(&env("OTEL_EXPORTER_OTLP_ENDPOINT")?),
+        },
+    };
+    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        errors.push(block.error(
+            "otlpEndpoint",
+            format!("{endpoint:?} is not an http:// or https:// URL (OTLP over HTTP)"),
+        ));
+        return None;
+    }
+    let headers = o.headers.unwrap_or_else(|| {
+        env("OTEL_EXPORTER_OTLP_HEADERS")
+            .map(|h| {
+                h.split(',')
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    Some(TracingSettings {
+        endpoint,
+        sample_ratio: o.sample_ratio.unwrap_or(DEFAULT_SAMPLE_RATIO),
+        service_name: o
+            .service_name
+            .or_else(|| env("OTEL_SERVICE_NAME"))
+            .unwrap_or_else(|| "lucille".into()),
+        headers,
+    })
 }
 
 /// One entry of `pipelines`.
@@ -452,6 +541,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             None
         }
     };
+    let tracing = tracing_settings(&block(root, "tracing", &mut errors, &paths), &mut errors);
     let worker_block = block(root, "worker", &mut errors, &paths);
     let worker = match WorkerSettings::from_config(&worker_block, log_seconds) {
         Ok(w) => w,
@@ -533,6 +623,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
         metrics_level,
         log_format,
         metrics,
+        tracing,
     })
 }
 
@@ -635,6 +726,8 @@ pub fn run_plan(plan: &RunPlan, opts: &RunOptions) -> RunResult {
             tracing::warn!("{w}");
         }
     }
+    let run_trace = crate::trace::start_run(&run_id);
+    let run_started = std::time::SystemTime::now();
     let mut results = Vec::new();
     let mut stage_metrics: Vec<(String, Vec<StageMetrics>)> = Vec::new();
     for (i, connector) in plan.connectors.iter().enumerate() {
@@ -661,6 +754,30 @@ pub fn run_plan(plan: &RunPlan, opts: &RunOptions) -> RunResult {
     for line in result.summary.lines() {
         tracing::info!("{line}");
     }
+    if let Some(t) = run_trace {
+        let status = if result.ok { "Success" } else { "Failure" };
+        let span = crate::trace::SpanData::new(
+            "run",
+            t.trace_id,
+            t.span_id.unwrap_or_else(crate::trace::random_span_id),
+            None,
+            run_started,
+        )
+        .attr("lucille.run_id", &*run_id)
+        .attr("lucille.status", status);
+        let error = (!result.ok).then(|| {
+            result
+                .connectors
+                .iter()
+                .find_map(|c| match &c.status {
+                    ConnectorStatus::Failed(m) => Some(format!("{}: {m}", c.name)),
+                    _ => None,
+                })
+                .unwrap_or_else(|| "the run failed".into())
+        });
+        crate::trace::emit(span.failed(error));
+        crate::trace::end_run(&run_id);
+    }
     result
 }
 
@@ -673,6 +790,7 @@ fn run_connector(
 ) -> (ConnectorResult, Option<Vec<StageMetrics>>) {
     let name = cplan.common.name.clone();
     let started = Instant::now();
+    let trace_started = std::time::SystemTime::now();
     let fail = |message: String| ConnectorResult::failed(&name, message, started.elapsed());
     let mut connector = match cplan.instantiate() {
         Ok(c) => c,
@@ -978,6 +1096,23 @@ fn run_connector(
     result.received = publisher.num_received();
     result.in_flight = publisher.pending() as u64;
     result.history = history;
+    if let Some(t) = crate::trace::run_trace(run_id) {
+        let span = crate::trace::SpanData::new(
+            "connector",
+            t.trace_id,
+            crate::trace::random_span_id(),
+            t.span_id,
+            trace_started,
+        )
+        .attr("lucille.run_id", &**run_id)
+        .attr("lucille.connector", name.clone())
+        .attr("lucille.pipeline", pool_pipeline_name.clone());
+        let error = match &result.status {
+            ConnectorStatus::Failed(m) => Some(m.clone()),
+            _ => None,
+        };
+        crate::trace::emit(span.failed(error));
+    }
     (result, Some(metrics))
 }
 

@@ -225,6 +225,7 @@ impl RemotePipeline {
                             doc,
                             is_child: false,
                             error: Some(error),
+                            trace: None,
                         }
                     })
                     .collect()
@@ -264,6 +265,8 @@ impl RemotePipeline {
                     doc,
                     is_child: o.child,
                     error: o.error.map(super::WireError::into_error),
+                    // A worker process's stages make no spans.
+                    trace: None,
                 })
             })
             .collect()
