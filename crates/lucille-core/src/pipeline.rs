@@ -179,16 +179,12 @@ pub struct Run {
 
 impl Run {
     pub fn new(doc: Document, stages: usize) -> Self {
-        Run::traced(doc, stages, false)
+        Run::traced(doc, stages, None)
     }
 
-    /// A run whose documents make `stage` spans when `traced` and the run traces them.
-    pub fn traced(doc: Document, stages: usize, traced: bool) -> Self {
-        let trace = if traced {
-            crate::trace::document(doc.run_id(), doc.id())
-        } else {
-            None
-        };
+    /// A run whose documents make `stage` spans when `trace` is their run's trace.
+    fn traced(doc: Document, stages: usize, run: Option<&crate::trace::RunTrace>) -> Self {
+        let trace = run.and_then(|r| crate::trace::in_run(r, doc.id()));
         Run {
             input: Some(Output {
                 doc,
@@ -292,11 +288,9 @@ impl Run {
                         let _ = child.initialize_run_id(&run_id);
                     }
                 }
-                let trace = if pipeline.traced {
-                    crate::trace::document(child.run_id(), child.id())
-                } else {
-                    None
-                };
+                let trace = pipeline
+                    .run_trace(child.run_id())
+                    .and_then(|r| crate::trace::in_run(&r, child.id()));
                 return Some(Output {
                     doc: child,
                     is_child: true,
@@ -471,6 +465,9 @@ pub struct Pipeline {
     started: bool,
     /// Whether its documents make `stage` spans (a worker of a traced process).
     traced: bool,
+    /// The trace of the run its last document belonged to (a worker sees one run at a time,
+    /// or a few in a Kafka worker): looked up again only when the run changes.
+    last_run: Option<(String, Option<crate::trace::RunTrace>)>,
 }
 
 impl Pipeline {
@@ -480,6 +477,7 @@ impl Pipeline {
             stages,
             started: false,
             traced: false,
+            last_run: None,
         }
     }
 
@@ -518,7 +516,8 @@ impl Pipeline {
     /// Runs a document through the pipeline lazily (starting the stages if needed is the
     /// caller's job: see [`Pipeline::start`]).
     pub fn process(&mut self, doc: Document) -> Outputs<'_> {
-        let run = Run::traced(doc, self.stages.len(), self.traced);
+        let trace = self.run_trace(doc.run_id());
+        let run = Run::traced(doc, self.stages.len(), trace.as_ref());
         Outputs {
             pipeline: self,
             run,
@@ -648,6 +647,25 @@ impl Pipeline {
 
     pub fn metrics(&self) -> Vec<StageMetrics> {
         self.stages.iter().map(|s| s.metrics.clone()).collect()
+    }
+
+    /// The trace of run `run_id` when this pipeline traces and the process knows it.
+    fn run_trace(&mut self, run_id: Option<&str>) -> Option<crate::trace::RunTrace> {
+        if !self.traced {
+            return None;
+        }
+        let run_id = run_id?;
+        match &self.last_run {
+            Some((id, t)) if id == run_id => *t,
+            _ => {
+                let t = crate::trace::run_trace(run_id);
+                // A Kafka worker learns a run's trace from its messages: not cached until known.
+                if t.is_some() {
+                    self.last_run = Some((run_id.to_string(), t));
+                }
+                t
+            }
+        }
     }
 
     /// Makes the stages count in the process's metrics (`lucille_stage_*`), from the next

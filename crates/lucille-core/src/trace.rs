@@ -207,8 +207,13 @@ pub struct DocTrace {
 /// The trace context of document `doc_id` of run `run_id`, when this process traces that run
 /// and the document is sampled.
 pub fn document(run_id: Option<&str>, doc_id: &str) -> Option<DocTrace> {
+    in_run(&run_trace(run_id?)?, doc_id)
+}
+
+/// The trace context of document `doc_id` of the traced run `run`, when it is sampled (for a
+/// caller that holds its run's trace: no lookup).
+pub fn in_run(run: &RunTrace, doc_id: &str) -> Option<DocTrace> {
     let tracer = TRACER.get().filter(|_| enabled())?;
-    let run = run_trace(run_id?)?;
     sampled_at(doc_id, tracer.ratio).then(|| DocTrace {
         trace_id: run.trace_id,
         span_id: document_span_id(&run.trace_id, doc_id),

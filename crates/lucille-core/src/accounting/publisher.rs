@@ -266,7 +266,10 @@ impl Publisher {
 
     /// Notes when a traced document entered the run (published, or created by a stage).
     fn start_document_span(&self, id: &str) {
-        if self.trace.is_some() && crate::trace::document(Some(&self.run_id), id).is_some() {
+        if self
+            .trace
+            .is_some_and(|run| crate::trace::in_run(&run, id).is_some())
+        {
             self.traced.lock().insert(id.to_string(), SystemTime::now());
         }
     }

@@ -468,14 +468,18 @@ impl IndexerLoop {
         if !crate::trace::enabled() {
             return Vec::new();
         }
+        // This indexer's run, looked up once per batch.
+        let own = crate::trace::run_trace(&self.run_id);
         batch
             .iter()
             .filter_map(|item| {
-                let run = match item {
-                    ToIndex::Doc(doc) => doc.run_id(),
-                    ToIndex::Op(_) => Some(&*self.run_id),
+                let t = match item {
+                    ToIndex::Doc(doc) if doc.run_id() != Some(&*self.run_id) => {
+                        crate::trace::document(doc.run_id(), item.id())
+                    }
+                    _ => crate::trace::in_run(own.as_ref()?, item.id()),
                 };
-                crate::trace::document(run, item.id()).map(|t| (item.id().to_string(), t))
+                t.map(|t| (item.id().to_string(), t))
             })
             .collect()
     }
