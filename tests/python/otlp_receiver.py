@@ -5,6 +5,7 @@ spans, or answers every request with an error status to play a failing collector
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -31,6 +32,7 @@ class Span:
 class Receiver:
     server: ThreadingHTTPServer
     status: int = 200
+    delay: float = 0.0
     spans: list[Span] = field(default_factory=list)
     requests: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -53,13 +55,15 @@ def _value(v: Any) -> str:
     return str(getattr(v, kind)) if kind else ""
 
 
-def start(status: int = 200) -> Receiver:
-    """A receiver on a free port of 127.0.0.1 answering `status` to every export."""
+def start(status: int = 200, delay: float = 0.0) -> Receiver:
+    """A receiver on a free port of 127.0.0.1 answering `status` to every export, after
+    `delay` seconds (a slow collector)."""
     receiver: Receiver
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (the handler's API)
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            time.sleep(receiver.delay)
             with receiver.lock:
                 receiver.requests += 1
             if receiver.status != 200 or self.path != "/v1/traces":
@@ -93,6 +97,6 @@ def start(status: int = 200) -> Receiver:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver = Receiver(server, status)
+    receiver = Receiver(server, status, delay)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return receiver

@@ -162,6 +162,21 @@ def metrics_after_run_with_port(conf: Path, cwd: Path) -> tuple[list[object], st
     return result, text + out.stderr
 
 
+def test_a_slow_collector_never_holds_the_pipeline_back_the_spans_that_do_not_fit_are_dropped(
+        tmp_path: Path) -> None:
+    # Each export takes 3 s; 3000 documents at ratio 1 make ~15000 spans, more than the
+    # buffer holds while the exporter waits.
+    receiver = otlp_receiver.start(delay=3.0)
+    try:
+        conf = write_config(tmp_path, "ts", 3000, f'otlpEndpoint: "{receiver.url}", sampleRatio: 1')
+        result, text = metrics_after_run_with_port(conf, tmp_path)
+        assert result[0] == "Success"
+        assert result[3] == 3000 and result[4] == 1, result
+        assert dropped(text) > 0, text
+    finally:
+        receiver.close()
+
+
 def test_one_document_s_trace_crosses_the_publisher_a_worker_and_an_indexer_over_kafka(
         tmp_path: Path, receiver: Receiver) -> None:
     label = f"tk_{uuid.uuid4().hex[:8]}"

@@ -146,9 +146,10 @@ pub fn random_span_id() -> SpanId {
     }
 }
 
-/// A fixed hasher, the same in every process of a build (sampling and span ids must agree).
-fn hash(parts: &[&[u8]]) -> u64 {
-    foldhash::quality::FixedState::with_seed(0x4c75_6369_6c6c_6554).hash_one(parts)
+/// Fixed hashers, the same in every process of a build (sampling and span ids must agree);
+/// foldhash's fast one: sampling hashes every document once per process it passes.
+fn hash<T: std::hash::Hash>(seed: u64, value: T) -> u64 {
+    foldhash::fast::FixedState::with_seed(seed).hash_one(value)
 }
 
 /// Whether the document `doc_id` is traced, at `ratio`.
@@ -160,13 +161,13 @@ pub fn sampled_at(doc_id: &str, ratio: f64) -> bool {
         return false;
     }
     // The top 53 bits as a fraction in [0, 1).
-    let h = hash(&[b"sample", doc_id.as_bytes()]) >> 11;
+    let h = hash(0x4c75_6369_6c6c_6553, doc_id) >> 11;
     (h as f64) / ((1u64 << 53) as f64) < ratio
 }
 
 /// The id of document `doc_id`'s span in the trace `trace_id`.
 pub fn document_span_id(trace_id: &TraceId, doc_id: &str) -> SpanId {
-    let h = hash(&[b"document", trace_id, doc_id.as_bytes()]).max(1);
+    let h = hash(0x4c75_6369_6c6c_6544, (trace_id, doc_id)).max(1);
     h.to_be_bytes()
 }
 

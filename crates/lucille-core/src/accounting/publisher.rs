@@ -286,6 +286,10 @@ impl Publisher {
                 self.start_document_span(&e.doc_id);
                 continue;
             }
+            // Sampled documents only (a hash) reach the map (a lock and a lookup).
+            if crate::trace::in_run(&run, &e.doc_id).is_none() {
+                continue;
+            }
             let Some(started) = self.traced.lock().remove(&e.doc_id) else {
                 continue;
             };
