@@ -364,7 +364,7 @@ pub fn run(
         .map_err(config_err)?;
     runner::check_mode(&plan, mode).map_err(config_err)?;
     let _json_logs = super::logging::JsonLogs::attach(py, plan.log_format)?;
-    let health = endpoint(py, &plan, "starting the run")?;
+    let health = observe(py, &plan, "starting the run")?;
     let terminal = if progress != Some(false) {
         runner::terminal_progress()
     } else {
@@ -501,7 +501,7 @@ pub fn serve(
         let pipeline =
             distributed::choose_pipeline(&plan, pipeline.as_deref()).map_err(config_err)?;
         let _json_logs = super::logging::JsonLogs::attach(py, plan.log_format)?;
-        let health = endpoint(py, &plan, "starting")?;
+        let health = observe(py, &plan, "starting")?;
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (stop2, health2) = (stop.clone(), health.clone());
         let handle = std::thread::Builder::new()
@@ -547,7 +547,7 @@ static ENDPOINTS: parking_lot::Mutex<Vec<(runner::MetricsSettings, lucille_obser
 /// Starts the trace exporter (`tracing`) and the metrics and health endpoint
 /// (`metrics.port`) the plan asks for, unless the process already has them, and marks the
 /// process not ready for `starting`.
-fn endpoint(py: Python<'_>, plan: &runner::RunPlan, starting: &str) -> PyResult<Arc<Health>> {
+fn observe(py: Python<'_>, plan: &runner::RunPlan, starting: &str) -> PyResult<Arc<Health>> {
     let health = HEALTH.clone();
     health.restart(starting);
     if let Some(tracing) = &plan.tracing {
