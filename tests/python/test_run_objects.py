@@ -193,8 +193,14 @@ def test_no_progress_display_in_a_plain_script_by_default(capsys: pytest.Capture
 
 
 INTERRUPTED_SCRIPT = """
-import json, sys, time
+import json, signal, sys, time
 import lucille
+
+# As a notebook kernel has it: SIGINT delivered and raising KeyboardInterrupt, whatever this
+# process inherited from the test runner's (an inherited ignored or blocked SIGINT, seen under
+# pytest-xdist, would make the interrupt below never arrive).
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 class Source(lucille.Connector):
     def execute(self, publisher):
