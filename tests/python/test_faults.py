@@ -214,6 +214,41 @@ def test_a_full_disk_under_tantivy_is_a_clear_error_and_the_index_stays_readable
     assert len({i for i in ids if i.startswith("m-")}) == indexed, out
 
 
+def test_documents_after_a_failed_tantivy_commit_are_really_indexed(tmp_path: Path) -> None:
+    # 1500 large documents, then a pause (the idle indexer commits them: a segment past the
+    # file-size limit, so the commit fails), then 100 small ones that fit. A Tantivy writer
+    # whose commit failed has lost its indexing threads but still takes documents, and its
+    # next commit "succeeds" without them: the small documents were counted as indexed and
+    # were not in the index. The writer is now reopened after a failed commit.
+    records = tmp_path / "records.jsonl"
+    with records.open("w") as f:
+        for i in range(1500):
+            words = " ".join(os.urandom(4).hex() for _ in range(60))
+            f.write(json.dumps({"id": f"big-{i}", "body": words}) + "\n")
+        for i in range(100):
+            f.write(json.dumps({"id": f"small-{i}", "body": "small"}) + "\n")
+    index = tmp_path / "index"
+    cfg = tmp_path / "fail-then-fit.conf"
+    cfg.write_text(json.dumps({
+        "connectors": [{"name": "c", "class": "FileConnector", "pipeline": "p",
+                        "paths": [str(records)], "fileHandlers": {"jsonl": {"idField": "id"}}}],
+        "pipelines": [{"name": "p", "stages": [
+            {"class": "EmbeddedPython",
+             "script": "import time\nif doc['id'] == 'small-0':\n    time.sleep(1.5)\n"}]}],
+        "indexer": {"type": "tantivy", "batchSize": 100},
+        "tantivy": {"path": str(index)},
+        "worker": {"threads": 1},
+    }))
+    p = cli("run", str(cfg), cwd=tmp_path, limit=200_000)
+    out = p.stdout + p.stderr
+    assert "commit that would make them durable failed" in out, out
+    indexed, failed = counts(out)
+    assert indexed + failed == 1600 and failed >= 1500, out
+    ids = {h["id"] for h in lucille.search(str(index), "small", limit=1000)}
+    # Every document counted as indexed is in the index.
+    assert len(ids) == indexed == 100, out
+
+
 def test_an_unwritable_output_is_a_clear_error_before_the_run(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where a folder should be")

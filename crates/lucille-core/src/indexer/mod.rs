@@ -457,6 +457,13 @@ impl IndexerLoop {
                     self.count_failed();
                     self.event(doc_id, EventType::Fail, Some(e.message.clone()));
                 }
+                // A backend that holds documents until a commit failed its send: what it
+                // held is not durable either (a commit inside the send failed, or the backend
+                // was reset), so those documents FAIL too instead of waiting for the next
+                // commit, which would not contain them.
+                if deferred {
+                    self.settle_held(Some(&e));
+                }
             }
         }
     }

@@ -439,11 +439,18 @@ struct Committing {
     every: Option<u64>,
     batches: u64,
     commits: u64,
+    /// The send of this batch fails (as Tantivy's when its timed commit fails).
+    fail_send_at: Option<u64>,
 }
 
 impl Backend for Committing {
     fn send(&mut self, ops: &[super::IndexOp]) -> Result<Vec<Option<String>>, super::BackendError> {
         self.batches += 1;
+        if self.fail_send_at == Some(self.batches) {
+            return Err(super::BackendError::new(
+                "tantivy commit failed: File too large (os error 27)",
+            ));
+        }
         if self.every.is_some_and(|n| self.batches % n == 0) {
             self.commits += 1;
         }
@@ -475,6 +482,7 @@ fn documents_of_a_committing_backend_finish_only_when_a_commit_succeeds() {
         every: Some(3),
         batches: 0,
         commits: 0,
+        fail_send_at: None,
     };
     let (out, closed) = run_backend("committing", s.clone(), Box::new(b), 9);
     assert!(closed.is_err());
@@ -489,9 +497,34 @@ fn documents_of_a_committing_backend_finish_only_when_a_commit_succeeds() {
         every: None,
         batches: 0,
         commits: 0,
+        fail_send_at: None,
     };
     let (out, closed) = run_backend("committing", s, Box::new(b), 7);
     assert!(failed(&out).is_empty() && closed.is_ok(), "{out:?}");
+}
+
+/// A send that fails on a committing backend (its commit inside the send failed) loses what
+/// the backend held since its last commit: those documents FAIL with the batch's, instead of
+/// FINISHing at the next commit, which does not contain them.
+#[test]
+fn a_failed_send_of_a_committing_backend_fails_what_it_held() {
+    let s = settings("nop", json!({}));
+    let b = Committing {
+        disk_full: false,
+        every: None,
+        batches: 0,
+        commits: 0,
+        fail_send_at: Some(3),
+    };
+    let (out, closed) = run_backend("committing", s, Box::new(b), 9);
+    assert!(closed.is_ok());
+    // Batches of 2: d0..d3 held, the third batch (d4, d5) fails, d6..d8 commit at close.
+    assert_eq!(
+        failed(&out),
+        ["d0", "d1", "d2", "d3", "d4", "d5"],
+        "{out:?}"
+    );
+    assert!(message(&out, "d0").starts_with("not indexed: tantivy commit failed"));
 }
 
 /// The runner waits for every document's terminal event before it stops the indexer, so an
@@ -505,6 +538,7 @@ fn an_idle_indexer_commits_the_documents_it_holds() {
         every: None,
         batches: 0,
         commits: 0,
+        fail_send_at: None,
     };
     let h = super::IndexerHandle::start(s, Box::new(b), m.clone(), Arc::from("r"), false).unwrap();
     use crate::messaging::{PublisherSide, WorkerSide};

@@ -770,15 +770,27 @@ impl TantivyBackend {
     }
 
     fn commit(&mut self) -> Result<(), BackendError> {
+        let mut failed = None;
         for (name, t) in self.targets.iter_mut() {
-            t.writer.commit().map_err(|e| {
-                BackendError::new(format!(
+            if let Err(e) = t.writer.commit() {
+                failed = Some(BackendError::new(format!(
                     "tantivy commit failed{}: {e}",
                     name.as_deref()
                         .map(|n| format!(" (index {n:?})"))
                         .unwrap_or_default()
-                ))
-            })?;
+                )));
+                break;
+            }
+        }
+        if let Some(e) = failed {
+            // A writer whose commit failed has lost its indexing threads (Tantivy's
+            // prepare_commit stops at the first failed one and starts no others), but goes on
+            // taking documents into a queue nobody reads, and its next commit "succeeds"
+            // without them. Drop the writers: the next document reopens the index at its last
+            // good commit with a fresh writer. Everything not committed FAILs (the indexer
+            // holds those documents' events until a commit, and fails them with this error).
+            self.targets.clear();
+            return Err(e);
         }
         self.last_commit = Instant::now();
         self.commits += 1;
