@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kafka_service import bootstrap
+
 SPLITTER = '''
 import lucille
 
@@ -41,3 +43,15 @@ jsonl {{ path: "{tmp_path / (name + '.jsonl')}" }}
 {extra}
 """)
     return conf
+
+
+def kafka_block(label: str) -> str:
+    """A `kafka` block on the test broker, with a consumer group of its own and short session
+    timeouts (for configs run by `lucille worker` / `indexer` processes)."""
+    return f"""
+kafka {{
+  bootstrapServers: "{bootstrap()}"
+  consumerGroupId: "g-{label}"
+  topicPartitions: 2
+  consumer {{ "session.timeout.ms": 6000, "heartbeat.interval.ms": 500 }}
+}}"""

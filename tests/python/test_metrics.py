@@ -24,8 +24,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import lucille
-from kafka_service import bootstrap
-from observed_pipeline import write_config
+from observed_pipeline import kafka_block, write_config
 from services import service_env
 
 def free_port() -> int:
@@ -271,13 +270,7 @@ def test_prometheus_scrapes_a_run_and_its_final_values_equal_the_summary(tmp_pat
 
 def test_prometheus_scrapes_a_kafka_worker_and_indexer(tmp_path: Path) -> None:
     label = f"kafka_{uuid.uuid4().hex[:8]}"
-    conf = write_config(tmp_path, label, 40, extra=f"""
-kafka {{
-  bootstrapServers: "{bootstrap()}"
-  consumerGroupId: "g-{label}"
-  topicPartitions: 2
-  consumer {{ "session.timeout.ms": 6000, "heartbeat.interval.ms": 500 }}
-}}""")
+    conf = write_config(tmp_path, label, 40, extra=kafka_block(label))
     ports = {"worker": free_port(), "indexer": free_port()}
     targets = [scraped_by_prometheus(port, f"{label}-{role}") for role, port in ports.items()]
     log = open(tmp_path / "procs.log", "w")

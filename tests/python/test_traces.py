@@ -22,7 +22,6 @@ import pytest
 
 import observed_pipeline
 import otlp_receiver
-from kafka_service import bootstrap
 from otlp_receiver import Receiver, Span
 
 RUN = """
@@ -181,13 +180,7 @@ def test_one_document_s_trace_crosses_the_publisher_a_worker_and_an_indexer_over
         tmp_path: Path, receiver: Receiver) -> None:
     label = f"tk_{uuid.uuid4().hex[:8]}"
     conf = write_config(tmp_path, label, 20, f'otlpEndpoint: "{receiver.url}", sampleRatio: 1',
-                        extra=f"""
-kafka {{
-  bootstrapServers: "{bootstrap()}"
-  consumerGroupId: "g-{label}"
-  topicPartitions: 2
-  consumer {{ "session.timeout.ms": 6000, "heartbeat.interval.ms": 500 }}
-}}""")
+                        extra=observed_pipeline.kafka_block(label))
     log = open(tmp_path / "procs.log", "w")
     procs = [subprocess.Popen([sys.executable, "-m", "lucille.cli", role, str(conf),
                                "--pipeline", label], stdout=log, stderr=subprocess.STDOUT)
