@@ -21,6 +21,8 @@ use std::sync::OnceLock;
 use std::time::SystemTime;
 
 use crossbeam_channel::Sender;
+
+use crate::document::ids::hex;
 use parking_lot::RwLock;
 
 pub type TraceId = [u8; 16];
@@ -219,10 +221,6 @@ pub fn in_run(run: &RunTrace, doc_id: &str) -> Option<DocTrace> {
         trace_id: run.trace_id,
         span_id: document_span_id(&run.trace_id, doc_id),
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
