@@ -299,35 +299,16 @@ impl HttpClient {
         content_type: &str,
         body: Option<&str>,
     ) -> Result<Reply, RequestError> {
-        let mut builder = ureq::http::Request::builder()
-            .method(method)
-            .uri(url)
+        let mut builder = self
+            .builder(method, url, &[])
             .header("Accept", "application/json");
         if body.is_some() {
             builder = builder.header("Content-Type", content_type);
         }
-        if let Some((k, v)) = &self.auth {
-            builder = builder.header(k.as_str(), v.as_str());
-        }
-        let timeout = self.timeout;
         let result = match body {
-            Some(b) => builder.body(b).map(|r| {
-                let r = self
-                    .agent
-                    .configure_request(r)
-                    .timeout_global(timeout)
-                    .build();
-                self.agent.run(r)
-            }),
+            Some(b) => builder.body(b).map(|r| self.run(r, None)),
             // GET / DELETE without a body.
-            None => builder.body(()).map(|r| {
-                let r = self
-                    .agent
-                    .configure_request(r)
-                    .timeout_global(timeout)
-                    .build();
-                self.agent.run(r)
-            }),
+            None => builder.body(()).map(|r| self.run(r, None)),
         }
         .map_err(|source| RequestError::Build {
             url: url.to_string(),
@@ -377,13 +358,7 @@ impl HttpClient {
                 url: url.to_string(),
                 source,
             })?;
-        let request = self
-            .agent
-            .configure_request(request)
-            .timeout_global(self.timeout)
-            .timeout_per_read(read_timeout)
-            .build();
-        let mut response = self.agent.run(request)?;
+        let mut response = self.run(request, read_timeout)?;
         let status = response.status().as_u16();
         let mut body = Vec::new();
         response
@@ -415,6 +390,22 @@ impl HttpClient {
         builder
     }
 
+    /// Sends a built request within the client's whole-request limit and, when set,
+    /// `read_timeout` per wait for data.
+    fn run(
+        &self,
+        request: ureq::http::Request<impl ureq::AsSendBody>,
+        read_timeout: Option<Duration>,
+    ) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
+        let request = self
+            .agent
+            .configure_request(request)
+            .timeout_global(self.timeout)
+            .timeout_per_read(read_timeout)
+            .build();
+        self.agent.run(request)
+    }
+
     /// One POST of a binary body (the OTLP trace exporter's protobuf) with `headers` sent as
     /// given; the answer's body is read as text. `Err` is a failure without a response.
     pub fn post_bytes(
@@ -432,12 +423,7 @@ impl HttpClient {
                 url: url.to_string(),
                 source,
             })?;
-        let request = self
-            .agent
-            .configure_request(request)
-            .timeout_global(self.timeout)
-            .build();
-        let mut response = self.agent.run(request)?;
+        let mut response = self.run(request, None)?;
         let status = response.status().as_u16();
         let body = response
             .body_mut()
