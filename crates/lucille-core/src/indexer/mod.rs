@@ -207,6 +207,12 @@ impl RateLine {
     }
 }
 
+/// This indexer's run's trace and a batch's traced documents (see `IndexerLoop::traced`).
+type TracedBatch = (
+    Option<crate::trace::RunTrace>,
+    Vec<(String, crate::trace::DocTrace)>,
+);
+
 /// One document of a batch: its id, and its operation unless it already failed to encode.
 struct Pending {
     doc_id: String,
@@ -403,7 +409,7 @@ impl IndexerLoop {
             }
             return;
         }
-        let traced = self.traced(batch);
+        let traced = crate::trace::enabled().then(|| self.traced(batch));
         let pending = self.pending(batch);
         // Documents whose encoding failed FAIL here and never reach the backend.
         let mut ops = Vec::with_capacity(pending.len());
@@ -429,8 +435,8 @@ impl IndexerLoop {
         let sent_at = SystemTime::now();
         let results = self.send(&ops, encoded);
         drop(ops);
-        if crate::trace::enabled() {
-            self.trace_batch(sent_at, &ids, &results, &traced);
+        if let Some((run, traced)) = &traced {
+            self.trace_batch(sent_at, run.as_ref(), &ids, &results, traced);
         }
         let deferred = self.backend.commits().is_some();
         match results {
@@ -468,16 +474,12 @@ impl IndexerLoop {
         }
     }
 
-    /// The traced documents of a batch (none unless this process traces): each one's id and
-    /// place in its run's trace. A document that came whole names its run; an op prepared on
-    /// a worker belongs to this indexer's run.
-    fn traced(&self, batch: &[ToIndex]) -> Vec<(String, crate::trace::DocTrace)> {
-        if !crate::trace::enabled() {
-            return Vec::new();
-        }
-        // This indexer's run, looked up once per batch.
+    /// This indexer's run's trace (looked up once per batch), and the batch's traced
+    /// documents: each one's id and place in its run's trace. A document that came whole names
+    /// its run; an op prepared on a worker belongs to this indexer's run.
+    fn traced(&self, batch: &[ToIndex]) -> TracedBatch {
         let own = crate::trace::run_trace(&self.run_id);
-        batch
+        let docs = batch
             .iter()
             .filter_map(|item| {
                 let t = match item {
@@ -488,7 +490,8 @@ impl IndexerLoop {
                 };
                 t.map(|t| (item.id().to_string(), t))
             })
-            .collect()
+            .collect();
+        (own, docs)
     }
 
     /// The batch's `index_batch` span (under the run's span when this process runs the run)
@@ -496,12 +499,12 @@ impl IndexerLoop {
     fn trace_batch(
         &self,
         sent_at: SystemTime,
+        run: Option<&crate::trace::RunTrace>,
         ids: &[String],
         results: &Result<Vec<Option<String>>, BackendError>,
         traced: &[(String, crate::trace::DocTrace)],
     ) {
         use crate::trace::{random_span_id, random_trace_id, SpanData};
-        let run = crate::trace::run_trace(&self.run_id);
         let batch_error = results.as_ref().err().map(|e| e.message.clone());
         let span = SpanData::new(
             "index_batch",
