@@ -1,7 +1,7 @@
 """Type stubs for the native module `lucille._lucille` (checked by mypy.stubtest)."""
 
 import os
-from typing import Any, Iterator, Optional, Protocol, Union, final
+from typing import Any, Callable, Iterator, Optional, Protocol, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -232,7 +232,20 @@ def run(
     stages: Optional[list[Any]] = None,
     connector: Optional[_ConnectorObject] = None,
     indexer: Optional[_IndexerObject] = None,
+    replay: Optional[str] = None,
 ) -> RunResult: ...
+def run_service(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    data_dir: str = "lucille-data",
+    token_file: Optional[str] = None,
+    max_concurrent_runs: int = 1,
+    max_body_bytes: int = 1048576,
+    on_ready: Optional[Callable[[str], None]] = None,
+) -> None:
+    """Runs `lucille serve` (the REST API, run history, schedules and web console) in this
+    process until KeyboardInterrupt; `on_ready(url)` is called once it listens."""
 def _serve_pipeline(input_fd: int, output_fd: int) -> None: ...
 def serve(
     role: str,

@@ -127,6 +127,32 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    if args.log_format == "json":
+        from lucille import _logging
+        _logging.attach_json()  # for the life of the process
+    else:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+
+    def ready(url: str) -> None:
+        print(f"lucille serve: listening on {url} (console: {url}/)", flush=True)
+
+    try:
+        lucille._lucille.run_service(
+            host=args.host, port=args.port, data_dir=args.data_dir, token_file=args.token_file,
+            max_concurrent_runs=args.max_concurrent_runs, max_body_bytes=args.max_body_bytes,
+            on_ready=ready)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lucille", description="Lucille-rs search ETL")
     parser.add_argument("--version", action="version", version=f"lucille-rs {lucille.__version__}")
@@ -196,7 +222,53 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log_format_flag(role_p)
         _metrics_flags(role_p)
 
+    serve_p = sub.add_parser(
+        "serve",
+        help="run as a service: a REST API to submit and watch runs, their history, schedules, "
+             "dead-letter replay and a web console (SIGTERM stops it cleanly)")
+    serve_p.add_argument("--host", default="127.0.0.1",
+                         help="the address to listen on (default 127.0.0.1; any other needs a token)")
+    serve_p.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0: a free one)")
+    serve_p.add_argument("--data-dir", default="./lucille-data",
+                         help="where the run history (SQLite) and each run's failures are kept")
+    serve_p.add_argument("--token-file", default=None, metavar="FILE",
+                         help="a file whose first line is the API token (else LUCILLE_TOKEN); "
+                              "every API call then needs Authorization: Bearer <token>")
+    serve_p.add_argument("--max-concurrent-runs", type=int, default=1, metavar="N",
+                         help="runs going at once; the rest wait in the queue (default 1)")
+    serve_p.add_argument("--max-body-bytes", type=int, default=1048576, metavar="N",
+                         help="the largest request body accepted (default 1 MiB; larger: 413)")
+    _log_format_flag(serve_p)
+
+    replay_p = sub.add_parser(
+        "replay",
+        help="run the documents of a dead-letter file again through a config's pipelines and "
+             "indexer (in place of its connectors); exit 0 only on Success")
+    replay_p.add_argument("dead_letter", metavar="DEAD_LETTER_FILE",
+                          help="a dead-letter file, as worker.deadLetterPath writes it")
+    replay_p.add_argument("config")
+    replay_p.add_argument("--mode", choices=["local", "test"], default="local")
+    replay_p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
+    _log_format_flag(replay_p)
+
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "replay":
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, _interrupt)
+        overrides = _overrides(args.overrides)
+        if args.log_format:
+            overrides.append(f"log.format={args.log_format}")
+        try:
+            result = lucille.run(args.config, mode=args.mode, overrides=overrides,
+                                 replay=args.dead_letter)
+        except (lucille.ConfigError, OSError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(result.summary)
+        return 0 if result.status == "Success" else 1
     if args.command in ("worker", "indexer", "worker-indexer"):
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         signal.signal(signal.SIGTERM, _interrupt)

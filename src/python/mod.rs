@@ -10,6 +10,7 @@ mod pipeline;
 mod process;
 mod run;
 mod search;
+mod service;
 mod stage;
 mod stage_factory;
 mod stages;
@@ -31,6 +32,7 @@ fn _lucille(m: &Bound<'_, PyModule>) -> PyResult<()> {
     run::register(m)?;
     indexer::register(m)?;
     search::register(m)?;
+    service::register(m)?;
     process::register(m)?;
     logging::install();
     crate::stage::registry::PYTHON.install(Box::new(stage_factory::PyStageFactory));

@@ -321,12 +321,16 @@ fn show_progress(
 /// is needed. An object is used as it is, shared by every worker thread: its start() runs once
 /// before the first document and stop() once after the last.
 ///
+/// `replay="dead-letter.jsonl"` runs the documents of a dead-letter file (what
+/// `worker.deadLetterPath` collected) again through the config's pipelines and indexer, in
+/// place of its connectors (`lucille replay`).
+///
 /// The GIL is released while the run goes on. Ctrl-C (a notebook's interrupt, or SIGTERM, which
 /// the CLI turns into KeyboardInterrupt) stops it gracefully and returns the partial result; a
 /// second one stops at once. Progress: a line on a terminal, a tqdm bar (plain text without
 /// tqdm) in a notebook or with `progress=True`; `progress=False` shows none.
 #[pyfunction]
-#[pyo3(signature = (path = None, *, config = None, hocon = None, mode = "local", overrides = None, base_dir = None, progress = None, stages = None, connector = None, indexer = None))]
+#[pyo3(signature = (path = None, *, config = None, hocon = None, mode = "local", overrides = None, base_dir = None, progress = None, stages = None, connector = None, indexer = None, replay = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     py: Python<'_>,
@@ -340,6 +344,7 @@ pub fn run(
     stages: Option<&Bound<'_, PyList>>,
     connector: Option<&Bound<'_, PyAny>>,
     indexer: Option<&Bound<'_, PyAny>>,
+    replay: Option<PathBuf>,
 ) -> PyResult<PyRunResult> {
     let mode = RunMode::parse(mode).ok_or_else(|| {
         PyValueError::new_err(format!(
@@ -355,6 +360,13 @@ pub fn run(
     } else {
         load(py, path, config, hocon, &overrides, base_dir)?
     };
+    if let Some(dead_letter) = replay {
+        // `lucille replay`: the config's pipelines and indexer, its connectors replaced by the
+        // dead-letter file's records.
+        value = py
+            .detach(|| crate::connector::dead_letter::replay_config(&value, &dead_letter))
+            .map_err(config_err)?;
+    }
     // Released (the loader forgets the objects) when the run returns.
     let _given = objects
         .then(|| super::given::Given::attach(py, &mut value, stages, connector, indexer))
@@ -537,6 +549,11 @@ pub fn serve(
 /// The process's readiness, which every endpoint it serves reports: the runs and roles it
 /// starts set it.
 static HEALTH: std::sync::LazyLock<Arc<Health>> = std::sync::LazyLock::new(Arc::default);
+
+/// The process's one readiness (the service reports it too).
+pub(super) fn process_health() -> Arc<Health> {
+    HEALTH.clone()
+}
 
 /// The process's endpoints, one per address asked for: they serve the process's metrics
 /// (which add up over its runs) until it exits, as a Prometheus exporter does, so the values

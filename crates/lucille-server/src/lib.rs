@@ -65,8 +65,9 @@ impl Server {
         };
         let addr = listener.local_addr().map_err(start_err)?;
         listener.set_nonblocking(true).map_err(start_err)?;
+        // Timers too: a route may wait (the service's progress streams poll their run).
         let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
+            .enable_all()
             .build()
             .map_err(start_err)?;
         let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();

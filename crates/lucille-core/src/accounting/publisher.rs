@@ -78,6 +78,8 @@ pub struct Publisher {
     terminal_listener: parking_lot::RwLock<Option<TerminalListener>>,
     /// Told of every record `publish_failed` accounts for (the dead-letter file).
     failed_record_sink: parking_lot::RwLock<Option<FailedRecordSink>>,
+    /// Told the id and reason of every FAIL the ledger counts (see `on_fail`).
+    fail_listener: parking_lot::RwLock<Option<FailListener>>,
     metrics: Option<PublisherMetrics>,
     /// The run's trace (when this process traces it), and when each traced document still
     /// in flight was published or created: its `document` span ends at its terminal event.
@@ -90,6 +92,10 @@ pub type FailedRecordSink = Box<dyn Fn(&str, &str) + Send + Sync>;
 
 /// Called with the doc id of each terminal event, on the thread that applies events.
 pub type TerminalListener = Box<dyn Fn(&str) + Send + Sync>;
+
+/// Called with the doc id and reason of each FAIL the ledger counts, on the thread that
+/// applies events.
+pub type FailListener = Box<dyn Fn(&str, &str) + Send + Sync>;
 
 /// How long a blocked `publish` sleeps before re-checking its condition (a safety net for a
 /// missed wake-up, as in Lucille).
@@ -117,6 +123,7 @@ impl Publisher {
             num_received: AtomicU64::new(0),
             terminal_listener: parking_lot::RwLock::new(None),
             failed_record_sink: parking_lot::RwLock::new(None),
+            fail_listener: parking_lot::RwLock::new(None),
             metrics: settings
                 .metrics
                 .map(|l| crate::metrics::global().publisher(&l.connector, &l.pipeline)),
@@ -385,6 +392,15 @@ impl Publisher {
                 listener(&e.doc_id);
             }
         }
+        if let Some(listener) = self.fail_listener.read().as_ref() {
+            for (_, e) in events
+                .iter()
+                .enumerate()
+                .filter(|(i, e)| e.kind == EventType::Fail && !ignored.contains(i))
+            {
+                listener(&e.doc_id, e.message.as_deref().unwrap_or_default());
+            }
+        }
     }
 
     /// Registers the one listener told of every terminal event (FINISH, FAIL, DROP) by doc id,
@@ -392,6 +408,13 @@ impl Publisher {
     /// Replaces an earlier listener.
     pub fn on_terminal(&self, listener: TerminalListener) {
         *self.terminal_listener.write() = Some(listener);
+    }
+
+    /// Registers the one listener told of every FAIL the ledger counts (children and records
+    /// that never became documents included), with its reason: how a service keeps a run's
+    /// failures. Replayed duplicates are not told. Replaces an earlier listener.
+    pub fn on_fail(&self, listener: FailListener) {
+        *self.fail_listener.write() = Some(listener);
     }
 
     /// Blocks until the run of this connector is complete: the connector thread has finished,

@@ -132,17 +132,102 @@ fn redact_connection_string(s: &str, marker: &str) -> Option<String> {
 /// `scheme://user:secret@host...` (a connection string or URL) with the password replaced;
 /// `None` when the string carries no password.
 fn redact_url_password(s: &str, marker: &str) -> Option<String> {
+    let password = url_password(s)?;
+    Some(format!(
+        "{}{marker}{}",
+        &s[..password.start],
+        &s[password.end..]
+    ))
+}
+
+/// Where the password of `scheme://user:secret@host...` is in `s`.
+fn url_password(s: &str) -> Option<std::ops::Range<usize>> {
     let start = s.find("://")? + 3;
     let authority_end = s[start..]
         .find(['/', '?', '#'])
         .map_or(s.len(), |i| start + i);
     let at = s[start..authority_end].rfind('@')? + start;
     let colon = s[start..at].find(':')? + start;
-    Some(format!("{}{marker}{}", &s[..=colon], &s[at..]))
+    Some(colon + 1..at)
+}
+
+/// The secret values of a config, as [`redact`] finds them (values of secret keys, passwords
+/// in URLs and connection strings), for a process that must also keep them out of texts it
+/// did not build (error messages, reasons): see [`scrub`].
+pub fn secrets(value: &serde_json::Value) -> Vec<String> {
+    fn walk(value: &serde_json::Value, secret_key: bool, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    walk(v, is_secret_key(k), out);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, false, out)),
+            serde_json::Value::String(s) if secret_key => out.push(s.clone()),
+            serde_json::Value::String(s) => {
+                if let Some(r) = url_password(s) {
+                    out.push(s[r].to_string());
+                }
+                for part in s.split(';') {
+                    if let Some((k, v)) = part.split_once('=') {
+                        let k = k.trim();
+                        if k.eq_ignore_ascii_case("AccountKey")
+                            || k.eq_ignore_ascii_case("SharedAccessSignature")
+                        {
+                            out.push(v.to_string());
+                        }
+                    }
+                }
+            }
+            serde_json::Value::Number(n) if secret_key => out.push(n.to_string()),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, false, &mut out);
+    // Too short to hide without mangling the text around it (and nothing worth hiding).
+    out.retain(|s| s.chars().count() >= 3);
+    // Longest first, so a secret that contains another is replaced whole.
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out.dedup();
+    out
+}
+
+/// `text` with every one of `secrets` replaced by the marker [`redact`] writes.
+pub fn scrub(text: &str, secrets: &[String]) -> String {
+    let mut text = text.to_string();
+    for s in secrets {
+        if text.contains(s.as_str()) {
+            text = text.replace(s.as_str(), "***REDACTED***");
+        }
+    }
+    text
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn secrets_are_found_as_redact_finds_them_and_scrubbed() {
+        let config = serde_json::json!({
+            "indexer": {"type": "solr", "password": "hunter22", "apiKey": 12345},
+            "db": {"url": "postgres://me:s3cr3t@db/x", "maxTokenCount": "plain"},
+            "azure": {"connectionString": "AccountName=a;AccountKey=k3y-value;x=y"},
+            "short": {"token": "ab"}
+        });
+        let found = super::secrets(&config);
+        for s in ["hunter22", "12345", "s3cr3t", "k3y-value"] {
+            assert!(found.iter().any(|f| f == s), "{s} not in {found:?}");
+        }
+        assert!(
+            !found.iter().any(|f| f == "plain" || f == "ab"),
+            "{found:?}"
+        );
+        assert_eq!(
+            super::scrub("login with hunter22 to db (s3cr3t)", &found),
+            "login with ***REDACTED*** to db (***REDACTED***)"
+        );
+    }
+
     #[test]
     fn redacts_secret_keys_at_any_depth() {
         let mut v = serde_json::json!({"opensearch": {"url": "http://x", "password": "p", "api_key": 5},

@@ -5,6 +5,7 @@
 //! Common keys: `name`, `class`, `pipeline`, `docIdPrefix`, `collapse`. Each built-in
 //! connector lives in its own file and exposes a `DESCRIPTOR`.
 
+pub mod dead_letter;
 pub mod sequence;
 
 use std::sync::Arc;

@@ -630,6 +630,9 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
 /// Called between completion polls with the connector name and its publisher.
 pub type ProgressFn = Arc<dyn Fn(&str, &Publisher) + Send + Sync>;
 
+/// Called with the connector name, doc id and reason of every FAIL a run counts.
+pub type FailureFn = Arc<dyn Fn(&str, &str, &str) + Send + Sync>;
+
 /// Options for one run.
 #[derive(Clone)]
 pub struct RunOptions {
@@ -649,6 +652,8 @@ pub struct RunOptions {
     /// Told when the run is ready (its first connector's workers and indexer started, the
     /// backend reached), for `/ready`.
     pub health: Option<Arc<crate::health::Health>>,
+    /// Told of every FAIL the run counts, with its reason (a service keeps them).
+    pub on_fail: Option<FailureFn>,
 }
 
 impl Default for RunOptions {
@@ -661,6 +666,7 @@ impl Default for RunOptions {
             run_id: None,
             record_history: false,
             health: None,
+            on_fail: None,
         }
     }
 }
@@ -922,6 +928,10 @@ fn run_connector(
         opts.stop.clone(),
     ));
     crate::metrics::global().watch_messenger(Arc::downgrade(&topology.publisher));
+    if let Some(on_fail) = opts.on_fail.clone() {
+        let connector = name.clone();
+        publisher.on_fail(Box::new(move |id, reason| on_fail(&connector, id, reason)));
+    }
     if let Some(health) = &opts.health {
         health.ready();
     }

@@ -74,6 +74,27 @@ impl StageError {
     }
 }
 
+/// The stage a FAIL's reason names, when a stage failed (the reason is a [`StageError`]'s
+/// text, perhaps followed by a retry or timeout note); `None` for failures of the indexer, the
+/// connector or a record. Read back from the text because a FAIL event carries only its reason,
+/// across processes too; kept beside the `#[error]` formats it reads.
+pub fn failed_stage(reason: &str) -> Option<String> {
+    let start = reason.find("stage \"")? + "stage ".len();
+    let rest = &reason[start..];
+    // The name is written with `{:?}`: a quoted string with escapes; read it as JSON reads one.
+    let mut de = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+    let name = de.next()?.ok()?;
+    let after = rest.get(de.byte_offset()..)?;
+    [
+        " failed on document ",
+        " panicked on document ",
+        " failed to ",
+    ]
+    .iter()
+    .any(|p| after.starts_with(p))
+    .then_some(name)
+}
+
 /// Children produced lazily by a stage. Items are fallible so a generator that breaks
 /// half-way fails its parent without losing the children already emitted.
 pub type Children = Box<dyn Iterator<Item = Result<Document, StageFailure>> + Send>;
@@ -123,4 +144,32 @@ pub struct StageDescriptor {
 /// Turns an owned list of children into the lazy `Children` form.
 pub fn children_from(docs: Vec<Document>) -> Children {
     Box::new(docs.into_iter().map(Ok))
+}
+
+#[cfg(test)]
+mod failed_stage_tests {
+    use super::{failed_stage, StageError};
+
+    #[test]
+    fn the_stage_is_read_back_from_a_fail_reason() {
+        let e = StageError::Process {
+            stage: "parse \"dates\"".into(),
+            doc_id: "d1".into(),
+            message: "bad: stage \"other\" is not it".into(),
+        };
+        assert_eq!(
+            failed_stage(&e.to_string()).as_deref(),
+            Some("parse \"dates\"")
+        );
+        let p = StageError::Panic {
+            stage: "boom".into(),
+            doc_id: "d1".into(),
+            message: "x".into(),
+        };
+        let reason = format!("{p} (after 3 attempts)");
+        assert_eq!(failed_stage(&reason).as_deref(), Some("boom"));
+        assert_eq!(failed_stage("could not send for indexing: closed"), None);
+        assert_eq!(failed_stage("stage \"x\" was fine"), None);
+        assert_eq!(failed_stage("stage \"unterminated"), None);
+    }
 }

@@ -9,7 +9,8 @@
 //! being retried and is never silently lost. Children an earlier attempt already emitted are
 //! emitted again by the retry (ids are deterministic, so the index sees an upsert; the
 //! accounting tracks each emission). Every FAIL is written to the dead-letter file when one is
-//! configured.
+//! configured, with the document as it entered the pipeline (a child as its stage emitted
+//! it), so a replay (`DeadLetterConnector`) processes it again from the start.
 
 pub mod engine;
 pub mod meter;
@@ -906,7 +907,10 @@ impl WorkerContext {
         let started = Instant::now();
         let n = docs.len();
         let max_retries = self.settings.max_retries.unwrap_or(0);
-        let mut originals = (max_retries > 0).then(|| docs.clone()).map(Vec::into_iter);
+        // Copies for retries, and for the dead-letter file, which keeps a document as it
+        // entered the pipeline (what a replay must process again), not as a stage left it.
+        let keep = max_retries > 0 || self.dead_letter.is_some();
+        let mut originals = keep.then(|| docs.clone()).map(Vec::into_iter);
         let mut retries = Vec::new();
         self.begin(docs.iter().map(Document::id));
         let outputs = pipeline.process_batch(docs);
@@ -921,14 +925,18 @@ impl WorkerContext {
                 self.event_of(&out.doc, EventType::Create, None);
             }
             match (out.error, original) {
-                (Some(e), Some(fresh)) if !out.is_child && !timed_out => {
+                (Some(e), Some(fresh)) if max_retries > 0 && !out.is_child && !timed_out => {
                     tracing::warn!(doc_id = fresh.id(), "attempt 1 failed ({e}); retrying");
                     retries.push(fresh);
                 }
-                (Some(e), _) if timed_out => {
-                    self.fail(&out.doc, self.timeout_reason(&e.to_string()), 1)
+                (Some(e), original) => {
+                    let reason = if timed_out {
+                        self.timeout_reason(&e.to_string())
+                    } else {
+                        e.to_string()
+                    };
+                    self.fail(original.as_ref().unwrap_or(&out.doc), reason, 1);
                 }
-                (Some(e), _) => self.fail(&out.doc, e.to_string(), 1),
                 (None, _) => self.index_or_drop(out.doc),
             }
         }
@@ -998,7 +1006,8 @@ impl WorkerContext {
     /// event and a supervisor's timeout can never both be sent.
     fn attempts(&self, pipeline: &mut Engine, doc: Document, first: u32) -> Result<(), Abandoned> {
         let max_retries = self.settings.max_retries.unwrap_or(0);
-        let original = (max_retries > 0).then(|| doc.clone());
+        // For retries, and for the dead-letter file (the document as it entered the pipeline).
+        let original = (max_retries > 0 || self.dead_letter.is_some()).then(|| doc.clone());
         let mut doc = doc;
         let mut attempt = first;
         loop {

@@ -1,0 +1,470 @@
+//! The service's history: runs, their numbers and failures, and schedules, in one SQLite
+//! database in the data directory (`lucille.db`), so they survive a restart. One connection
+//! behind a mutex: every statement is short (a row or a page), and writes of a live run are
+//! batched about once a second.
+
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde_json::Value;
+
+use crate::model::{ConnectorView, Mode, RunState, RunView, StageView};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the history database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("the history database: {0}")]
+    Sql(#[from] rusqlite::Error),
+}
+
+/// A failed document of a run: its id, the connector whose document it was, the stage that
+/// failed it (none for the indexer, the connector or a record), and the reason.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failure {
+    pub doc_id: String,
+    pub connector: String,
+    pub stage: Option<String>,
+    pub reason: String,
+}
+
+/// A run as submitted: what the store keeps to run it (again, after a restart).
+pub struct NewRun<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub mode: Mode,
+    pub schedule_id: Option<&'a str>,
+    pub replay_of: Option<&'a str>,
+    pub submitted_at: &'a str,
+    /// The resolved config (secrets included: it is run again from here; never shown).
+    pub config: &'a Value,
+    pub base_dir: Option<&'a Path>,
+    pub connectors: &'a [ConnectorView],
+}
+
+/// What a queued run needs to start.
+pub struct StoredConfig {
+    pub config: Value,
+    pub base_dir: Option<PathBuf>,
+    pub mode: Mode,
+}
+
+/// A schedule as stored.
+#[derive(Clone, Debug)]
+pub struct ScheduleRow {
+    pub id: String,
+    pub name: String,
+    pub cron: Option<String>,
+    pub every_secs: Option<u64>,
+    /// HOCON text, or a path read again each time it fires.
+    pub source: crate::submit::Source,
+    pub mode: Mode,
+    pub paused: bool,
+    pub last_run_id: Option<String>,
+    pub created_at: String,
+}
+
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
+    state TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    schedule_id TEXT,
+    replay_of TEXT,
+    submitted_at TEXT NOT NULL,
+    started_at TEXT,
+    ended_at TEXT,
+    connectors TEXT NOT NULL,
+    stages TEXT NOT NULL DEFAULT '[]',
+    error TEXT,
+    summary TEXT,
+    config TEXT NOT NULL,
+    base_dir TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_by_state ON runs(state);
+CREATE INDEX IF NOT EXISTS runs_by_schedule ON runs(schedule_id);
+CREATE TABLE IF NOT EXISTS failures (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    connector TEXT NOT NULL,
+    stage TEXT,
+    reason TEXT NOT NULL,
+    UNIQUE (run_id, doc_id)
+);
+CREATE TABLE IF NOT EXISTS schedules (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
+    cron TEXT,
+    every_secs INTEGER,
+    source_kind TEXT NOT NULL,
+    source TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    paused INTEGER NOT NULL DEFAULT 0,
+    last_run_id TEXT,
+    created_at TEXT NOT NULL
+);
+";
+
+const RUN_COLUMNS: &str = "id, name, state, mode, schedule_id, replay_of, submitted_at, \
+                           started_at, ended_at, connectors, stages, error, summary";
+
+fn json_list<T>(text: &str, each: impl Fn(&Value) -> T) -> Vec<T> {
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.as_array().map(|a| a.iter().map(each).collect()))
+        .unwrap_or_default()
+}
+
+fn run_row(row: &Row<'_>) -> rusqlite::Result<RunView> {
+    let state: String = row.get(2)?;
+    let mode: String = row.get(3)?;
+    let connectors: String = row.get(9)?;
+    let stages: String = row.get(10)?;
+    Ok(RunView {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        state: RunState::parse(&state).unwrap_or(RunState::Failed),
+        mode: Mode::parse(&mode).unwrap_or(Mode::Local),
+        schedule_id: row.get(4)?,
+        replay_of: row.get(5)?,
+        submitted_at: row.get(6)?,
+        started_at: row.get(7)?,
+        ended_at: row.get(8)?,
+        connectors: json_list(&connectors, ConnectorView::from_json),
+        stages: json_list(&stages, StageView::from_json),
+        error: row.get(11)?,
+        summary: row.get(12)?,
+    })
+}
+
+fn to_text<T>(items: &[T], each: impl Fn(&T) -> Value) -> String {
+    Value::Array(items.iter().map(each).collect()).to_string()
+}
+
+impl Store {
+    /// Opens (creating) `lucille.db` in `dir`.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let path = dir.join("lucille.db");
+        let open = |path: &Path| -> rusqlite::Result<Connection> {
+            let conn = Connection::open(path)?;
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            conn.execute_batch(SCHEMA)?;
+            Ok(conn)
+        };
+        let conn = open(&path).map_err(|source| StoreError::Open { path, source })?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    pub fn insert_run(&self, run: &NewRun<'_>) -> Result<(), StoreError> {
+        self.conn.lock().execute(
+            "INSERT INTO runs (id, name, state, mode, schedule_id, replay_of, submitted_at, \
+             connectors, config, base_dir) VALUES (?1, ?2, 'queued', ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                run.id,
+                run.name,
+                run.mode.as_str(),
+                run.schedule_id,
+                run.replay_of,
+                run.submitted_at,
+                to_text(run.connectors, ConnectorView::to_json),
+                run.config.to_string(),
+                run.base_dir.map(|p| p.to_string_lossy().into_owned()),
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn set_running(&self, id: &str, started_at: &str) -> Result<(), StoreError> {
+        self.conn.lock().execute(
+            "UPDATE runs SET state = 'running', started_at = ?2 WHERE id = ?1",
+            params![id, started_at],
+        )?;
+        Ok(())
+    }
+
+    /// A live run's numbers so far, and the failures seen since the last call.
+    pub fn progress(
+        &self,
+        id: &str,
+        connectors: &[ConnectorView],
+        failures: &[Failure],
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn.lock();
+        let tx = conn.transaction()?;
+        tx.execute(
+            "UPDATE runs SET connectors = ?2 WHERE id = ?1",
+            params![id, to_text(connectors, ConnectorView::to_json)],
+        )?;
+        insert_failures(&tx, id, failures)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records how a run ended.
+    pub fn finish(&self, run: &RunView, failures: &[Failure]) -> Result<(), StoreError> {
+        let mut conn = self.conn.lock();
+        let tx = conn.transaction()?;
+        tx.execute(
+            "UPDATE runs SET state = ?2, started_at = ?3, ended_at = ?4, connectors = ?5, \
+             stages = ?6, error = ?7, summary = ?8 WHERE id = ?1",
+            params![
+                run.id,
+                run.state.as_str(),
+                run.started_at,
+                run.ended_at,
+                to_text(&run.connectors, ConnectorView::to_json),
+                to_text(&run.stages, StageView::to_json),
+                run.error,
+                run.summary,
+            ],
+        )?;
+        insert_failures(&tx, &run.id, failures)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// A queued run cancelled before it started.
+    pub fn cancel_queued(&self, id: &str, at: &str) -> Result<bool, StoreError> {
+        let n = self.conn.lock().execute(
+            "UPDATE runs SET state = 'cancelled', ended_at = ?2 WHERE id = ?1 AND state = 'queued'",
+            params![id, at],
+        )?;
+        Ok(n == 1)
+    }
+
+    pub fn get_run(&self, id: &str) -> Result<Option<RunView>, StoreError> {
+        Ok(self
+            .conn
+            .lock()
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+                [id],
+                run_row,
+            )
+            .optional()?)
+    }
+
+    /// Newest first.
+    pub fn list_runs(&self, limit: u64, offset: u64) -> Result<(Vec<RunView>, u64), StoreError> {
+        let conn = self.conn.lock();
+        let total: i64 = conn.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT ?1 OFFSET ?2"
+        ))?;
+        let runs = stmt
+            .query_map(params![sql_int(limit), sql_int(offset)], run_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok((runs, count(total)))
+    }
+
+    pub fn run_config(&self, id: &str) -> Result<Option<StoredConfig>, StoreError> {
+        let row: Option<(String, Option<String>, String)> = self
+            .conn
+            .lock()
+            .query_row(
+                "SELECT config, base_dir, mode FROM runs WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        Ok(row.map(|(config, base_dir, mode)| StoredConfig {
+            config: serde_json::from_str(&config).unwrap_or(Value::Null),
+            base_dir: base_dir.map(PathBuf::from),
+            mode: Mode::parse(&mode).unwrap_or(Mode::Local),
+        }))
+    }
+
+    /// Runs still queued (oldest first): after a restart they are queued again.
+    pub fn queued(&self) -> Result<Vec<String>, StoreError> {
+        let conn = self.conn.lock();
+        let mut stmt = conn.prepare("SELECT id FROM runs WHERE state = 'queued' ORDER BY seq")?;
+        let ids = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(ids)
+    }
+
+    /// At start: runs the last process left `running` (it was killed) become `interrupted`;
+    /// their ids.
+    pub fn interrupt_running(&self, at: &str) -> Result<Vec<String>, StoreError> {
+        let conn = self.conn.lock();
+        let ids = {
+            let mut stmt = conn.prepare("SELECT id FROM runs WHERE state = 'running'")?;
+            let ids = stmt
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            ids
+        };
+        conn.execute(
+            "UPDATE runs SET state = 'interrupted', ended_at = ?1, \
+             error = 'the service stopped while the run was going' WHERE state = 'running'",
+            [at],
+        )?;
+        Ok(ids)
+    }
+
+    /// Whether a schedule's last run is still queued or running.
+    pub fn schedule_busy(&self, schedule_id: &str) -> Result<bool, StoreError> {
+        Ok(self.conn.lock().query_row(
+            "SELECT EXISTS (SELECT 1 FROM runs WHERE schedule_id = ?1 \
+             AND state IN ('queued', 'running'))",
+            [schedule_id],
+            |r| r.get(0),
+        )?)
+    }
+
+    pub fn add_failures(&self, run_id: &str, failures: &[Failure]) -> Result<(), StoreError> {
+        let mut conn = self.conn.lock();
+        let tx = conn.transaction()?;
+        insert_failures(&tx, run_id, failures)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// A page of a run's failures, in the order they happened, and how many there are.
+    pub fn failures(
+        &self,
+        run_id: &str,
+        limit: u64,
+        offset: u64,
+    ) -> Result<(Vec<Failure>, u64), StoreError> {
+        let conn = self.conn.lock();
+        let total: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM failures WHERE run_id = ?1",
+            [run_id],
+            |r| r.get(0),
+        )?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT doc_id, connector, stage, reason FROM failures WHERE run_id = ?1 \
+             ORDER BY seq LIMIT ?2 OFFSET ?3",
+        )?;
+        let rows = stmt
+            .query_map(params![run_id, sql_int(limit), sql_int(offset)], |r| {
+                Ok(Failure {
+                    doc_id: r.get(0)?,
+                    connector: r.get(1)?,
+                    stage: r.get(2)?,
+                    reason: r.get(3)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok((rows, count(total)))
+    }
+
+    pub fn insert_schedule(&self, s: &ScheduleRow) -> Result<(), StoreError> {
+        let (kind, source) = s.source.to_stored();
+        self.conn.lock().execute(
+            "INSERT INTO schedules (id, name, cron, every_secs, source_kind, source, mode, \
+             paused, last_run_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                s.id,
+                s.name,
+                s.cron,
+                s.every_secs.map(sql_int),
+                kind,
+                source,
+                s.mode.as_str(),
+                s.paused,
+                s.last_run_id,
+                s.created_at
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn schedules(&self) -> Result<Vec<ScheduleRow>, StoreError> {
+        let conn = self.conn.lock();
+        let mut stmt = conn.prepare(
+            "SELECT id, name, cron, every_secs, source_kind, source, mode, paused, last_run_id, \
+             created_at FROM schedules ORDER BY seq",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                let kind: String = r.get(4)?;
+                let source: String = r.get(5)?;
+                let mode: String = r.get(6)?;
+                Ok(ScheduleRow {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    cron: r.get(2)?,
+                    every_secs: r.get::<_, Option<i64>>(3)?.map(count),
+                    source: crate::submit::Source::from_stored(&kind, source),
+                    mode: Mode::parse(&mode).unwrap_or(Mode::Local),
+                    paused: r.get(7)?,
+                    last_run_id: r.get(8)?,
+                    created_at: r.get(9)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Pauses or resumes a schedule; false when there is none with that id.
+    pub fn set_paused(&self, id: &str, paused: bool) -> Result<bool, StoreError> {
+        let n = self.conn.lock().execute(
+            "UPDATE schedules SET paused = ?2 WHERE id = ?1",
+            params![id, paused],
+        )?;
+        Ok(n == 1)
+    }
+
+    pub fn set_last_run(&self, id: &str, run_id: &str) -> Result<(), StoreError> {
+        self.conn.lock().execute(
+            "UPDATE schedules SET last_run_id = ?2 WHERE id = ?1",
+            params![id, run_id],
+        )?;
+        Ok(())
+    }
+
+    pub fn delete_schedule(&self, id: &str) -> Result<bool, StoreError> {
+        let n = self
+            .conn
+            .lock()
+            .execute("DELETE FROM schedules WHERE id = ?1", [id])?;
+        Ok(n == 1)
+    }
+}
+
+/// SQLite's integers are signed.
+fn sql_int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+fn insert_failures(
+    tx: &rusqlite::Transaction<'_>,
+    run_id: &str,
+    failures: &[Failure],
+) -> rusqlite::Result<()> {
+    if failures.is_empty() {
+        return Ok(());
+    }
+    // A document fails once per run; a second report of it (a replayed event) is ignored.
+    let mut stmt = tx.prepare_cached(
+        "INSERT OR IGNORE INTO failures (run_id, doc_id, connector, stage, reason) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for f in failures {
+        stmt.execute(params![run_id, f.doc_id, f.connector, f.stage, f.reason])?;
+    }
+    Ok(())
+}
