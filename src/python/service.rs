@@ -22,16 +22,16 @@ fn service_err(e: ServiceError) -> PyErr {
     }
 }
 
-/// Runs the service until interrupted. `on_ready(url)` is called once it listens (the CLI
+/// Runs the service until interrupted (`data_dir` None: ./lucille-data). `on_ready(url)` is called once it listens (the CLI
 /// prints the address).
 #[pyfunction]
-#[pyo3(signature = (*, host = "127.0.0.1".to_string(), port = 8765, data_dir = PathBuf::from("lucille-data"), token_file = None, max_concurrent_runs = 1, max_body_bytes = 1_048_576, on_ready = None))]
+#[pyo3(signature = (*, host = "127.0.0.1", port = 8765, data_dir = None, token_file = None, max_concurrent_runs = 1, max_body_bytes = 1_048_576, on_ready = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_service(
     py: Python<'_>,
-    host: String,
+    host: &str,
     port: u16,
-    data_dir: PathBuf,
+    data_dir: Option<PathBuf>,
     token_file: Option<PathBuf>,
     max_concurrent_runs: usize,
     max_body_bytes: usize,
@@ -40,9 +40,9 @@ pub fn run_service(
     let token = read_token(token_file.as_deref(), std::env::var("LUCILLE_TOKEN").ok())
         .map_err(service_err)?;
     let settings = ServiceSettings {
-        host,
+        host: host.to_string(),
         port,
-        data_dir,
+        data_dir: data_dir.unwrap_or_else(|| PathBuf::from("lucille-data")),
         token,
         max_concurrent_runs,
         max_body_bytes,

@@ -143,7 +143,7 @@ class Service:
             req.add_header("Authorization", f"Bearer {self.token}")
         with urllib.request.urlopen(req, timeout=timeout) as r:
             assert r.headers["Content-Type"].startswith("text/event-stream")
-            event, data = "message", []
+            event, data = "message", list[str]()
             for raw in r:
                 line = raw.decode().rstrip("\n")
                 if line.startswith(":"):

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,7 @@ worker {{ threads: {threads} }}
 SMALL_QUEUE = "publisher { queueCapacity: 20 }\n"
 
 
-def lines(path: pathlib.Path) -> list[dict]:
+def lines(path: pathlib.Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
@@ -298,7 +299,7 @@ opensearch {{ url: "http://admin:{SECRET}@127.0.0.1:9/", index: "x", username: "
 """
     invalid = config + f'\npipelines: [{{ name: "p", stages: [{{ class: "SetStaticValues", staticValues: "{SECRET}" }}] }}]\n'
     with Service(tmp_path / "data") as svc:
-        seen = []
+        seen: list[Any] = []
         status, body = svc.call("POST", "/api/runs", {"config": config, "name": f"run {SECRET}"})
         assert status == 201
         run = svc.wait(body["id"])
@@ -454,7 +455,7 @@ def test_fifty_runs_at_once_with_twenty_pollers(tmp_path: pathlib.Path) -> None:
         for t in pollers:
             t.join()
         assert errors == []
-        by_docs = {}
+        by_docs: dict[int, dict[str, Any]] = {}
         for run in runs:
             assert run["state"] == "succeeded", run
             c = run["counts"]

@@ -223,8 +223,11 @@ async function loadFailures(id, offset) {
   const limit = 20;
   const r = await api("GET", `/api/runs/${id}/failures?limit=${limit}&offset=${offset}`);
   if (!r.ok) return;
-  fill($("#run-failures tbody"), r.data.failures.map((f) => row([[f.id, "mono"], f.stage || "—",
-    [f.reason, "reason"]])), "No failed documents.", 3);
+  fill($("#run-failures tbody"), r.data.failures.map((f) => {
+    const reason = el("div", f.reason, "reason");
+    reason.title = f.reason; // the whole reason; the cell shows its first lines
+    return row([[f.id, "mono"], f.stage || "—", reason]);
+  }), "No failed documents.", 3);
   const total = r.data.total;
   $("#failures-title").textContent = `Failures (${n(total)})`;
   $("#failures-page").textContent = total ? `${offset + 1}–${Math.min(offset + limit, total)} of ${n(total)}` : "";
@@ -264,16 +267,17 @@ async function runPage(id) {
 
 // ----- New run -----
 
-const EXAMPLE = `connectors: [
-  { name: "files", class: "FileConnector", paths: ["examples/corpus"], pipeline: "enrich" }
+const EXAMPLE = `# A config as \`lucille run\` takes it; paths are read by the service.
+connectors: [
+  { name: "numbers", class: "SequenceConnector", numDocs: 1000, pipeline: "enrich" }
 ]
 pipelines: [
   { name: "enrich", stages: [
-    { class: "CopyFields", fieldMapping: { title: "title_copy" } }
+    { name: "mark", class: "SetStaticValues", staticValues: { source: "console" } }
   ] }
 ]
 indexer { type: "tantivy" }
-tantivy { path: "lucille-index" }
+tantivy { path: "console-index" }
 `;
 
 // The line a key path names in the text, found by its last key (a best guess: HOCON allows
