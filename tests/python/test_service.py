@@ -363,6 +363,29 @@ def test_a_schedule_fires_again_and_never_overlaps_its_runs(tmp_path: pathlib.Pa
         assert svc.ok("GET", "/api/schedules")["schedules"][0]["cron"] == "*/5 * * * *"
 
 
+def test_a_schedule_reads_its_file_each_time_and_records_a_broken_one(tmp_path: pathlib.Path) -> None:
+    conf = tmp_path / "scheduled.conf"
+    conf.write_text(jsonl_config(tmp_path, 3))
+    with Service(tmp_path / "data") as svc:
+        sched = svc.ok("POST", "/api/schedules", {"configPath": str(conf), "everySecs": 1})["id"]
+        deadline = time.time() + 60
+        while not any(r["scheduleId"] == sched and r["state"] == "succeeded"
+                      for r in svc.ok("GET", "/api/runs")["runs"]):
+            assert time.time() < deadline
+            time.sleep(0.1)
+        conf.write_text(jsonl_config(tmp_path, 3).replace("staticValues", "staticValuez"))
+        while True:
+            broken = [r for r in svc.ok("GET", "/api/runs")["runs"]
+                      if r["scheduleId"] == sched and r["state"] == "failed"]
+            if broken:
+                break
+            assert time.time() < deadline
+            time.sleep(0.1)
+        assert "the config is not valid" in broken[0]["error"]
+        assert "staticValuez" in broken[0]["error"], broken[0]["error"]
+        svc.ok("DELETE", f"/api/schedules/{sched}")
+
+
 def test_history_survives_a_restart_and_a_kill_leaves_the_run_interrupted(
         tmp_path: pathlib.Path, stages: pathlib.Path) -> None:
     data = tmp_path / "data"
@@ -394,6 +417,40 @@ def test_history_survives_a_restart_and_a_kill_leaves_the_run_interrupted(
         assert svc.wait(queued)["state"] == "succeeded"
         assert len(lines(tmp_path / "later.jsonl")) == 4
         assert svc.ok("GET", "/api/runs")["total"] == 3
+
+
+def test_a_killed_run_resubmitted_resumes_from_its_checkpoint(
+        tmp_path: pathlib.Path, stages: pathlib.Path) -> None:
+    data = tmp_path / "data"
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "records.jsonl").write_text(
+        "".join(json.dumps({"id": f"rec-{i}", "n": i}) + "\n" for i in range(600)))
+    config = f"""
+connectors: [{{ name: "files", class: "FileConnector", pipeline: "p", paths: ["{corpus}"],
+  fileHandlers {{ jsonl {{ }} }}, checkpoint {{ path: "{tmp_path / 'state.sqlite'}" }} }}]
+pipelines: [{{ name: "p", stages: [{{ class: "{stages}:Slow", seconds: 0.01 }}] }}]
+indexer {{ type: "tantivy", batchSize: 20 }}
+tantivy {{ path: "{tmp_path / 'index'}", commitEverySecs: 1 }}
+publisher {{ queueCapacity: 20 }}
+"""
+    svc = Service(data).start()
+    first = svc.submit(config)
+    deadline = time.time() + 60
+    while svc.run(first)["counts"]["succeeded"] < 100:
+        assert time.time() < deadline
+        time.sleep(0.1)
+    time.sleep(1.5)
+    svc.kill()
+    with Service(data) as again:
+        assert again.run(first)["state"] == "interrupted"
+        second = again.wait(again.submit(config))
+        assert second["state"] == "succeeded", second
+        # Resumed: the records acknowledged before the kill are not published again.
+        assert second["counts"]["published"] < 600, second["counts"]
+    import lucille
+    hits = lucille.search(str(tmp_path / "index"), "*", limit=1000)
+    assert sorted(h["id"] for h in hits) == sorted(f"rec-{i}" for i in range(600)), "every record indexed"
 
 
 def test_sigterm_interrupts_the_running_run_and_keeps_the_queue(
@@ -475,3 +532,13 @@ def test_metrics_and_probes_on_the_same_port(tmp_path: pathlib.Path) -> None:
         assert 'lucille_documents_total{outcome="succeeded",pipeline="p"} 12' in text, text[:2000]
         assert svc.call("GET", "/ready")[0] == 200
         assert svc.call("GET", "/healthz")[0] == 200
+
+
+def test_json_logs_carry_the_run_id(tmp_path: pathlib.Path) -> None:
+    svc = Service(tmp_path / "data", "--log-format", "json").start()
+    run_id = svc.submit(jsonl_config(tmp_path, 5))
+    svc.wait(run_id)
+    assert svc.stop() == 0
+    records = [json.loads(line) for line in svc.logs().splitlines() if line.strip()]
+    assert any("listening on" in r["message"] for r in records)
+    assert any(r.get("run_id") == run_id and "RUN SUMMARY" in r["message"] for r in records), records
