@@ -127,6 +127,24 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(config: str, mode: str, overrides: list[str],
+         replay: str | None = None) -> lucille.RunResult | None:
+    """`lucille run` / `lucille replay`: runs with logging and signals set up, prints the summary;
+    None (the error printed) when the config is refused."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # SIGINT explicitly too: a process started in the background by a shell inherits
+    # SIGINT ignored, and `kill -INT` must still stop it (a second one stops it now).
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    try:
+        result = lucille.run(config, mode=mode, overrides=overrides, replay=replay)
+    except (lucille.ConfigError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None
+    print(result.summary)
+    return result
+
+
 def _serve(args: argparse.Namespace) -> int:
     if args.log_format == "json":
         from lucille import _logging
@@ -255,19 +273,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "replay":
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        signal.signal(signal.SIGTERM, _interrupt)
-        signal.signal(signal.SIGINT, _interrupt)
         overrides = _overrides(args.overrides)
         if args.log_format:
             overrides.append(f"log.format={args.log_format}")
-        try:
-            result = lucille.run(args.config, mode=args.mode, overrides=overrides,
-                                 replay=args.dead_letter)
-        except (lucille.ConfigError, OSError) as e:
-            print(f"error: {e}", file=sys.stderr)
+        result = _run(args.config, args.mode, overrides, replay=args.dead_letter)
+        if result is None:
             return 1
-        print(result.summary)
         return 0 if result.status == "Success" else 1
     if args.command in ("worker", "indexer", "worker-indexer"):
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -286,17 +297,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "search":
         return _search(args)
     if args.command == "run":
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        # SIGINT explicitly too: a process started in the background by a shell inherits
-        # SIGINT ignored, and `kill -INT` must still stop it (a second one stops it now).
-        signal.signal(signal.SIGTERM, _interrupt)
-        signal.signal(signal.SIGINT, _interrupt)
-        try:
-            result = lucille.run(args.config, mode=args.mode, overrides=_run_overrides(args))
-        except (lucille.ConfigError, OSError) as e:
-            print(f"error: {e}", file=sys.stderr)
+        result = _run(args.config, args.mode, _run_overrides(args))
+        if result is None:
             return 1
-        print(result.summary)
         index = _tantivy_path(args.config, _overrides(args.overrides))
         if index and args.mode != "test" and os.path.isdir(index):
             print(f'Search it: lucille search {index} "<query>"')

@@ -64,6 +64,9 @@ pub struct Executor {
     queue: Mutex<VecDeque<String>>,
     wake: Condvar,
     live: Mutex<HashMap<String, Arc<LiveRun>>>,
+    /// Runs cancelled while a runner thread was taking them from the queue: cancelled as soon
+    /// as they are live.
+    cancel_on_start: Mutex<std::collections::HashSet<String>>,
     stopping: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -82,6 +85,7 @@ impl Executor {
             queue: Mutex::new(queued.into_iter().collect()),
             wake: Condvar::new(),
             live: Mutex::new(HashMap::new()),
+            cancel_on_start: Mutex::new(std::collections::HashSet::new()),
             stopping: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
         });
@@ -272,8 +276,10 @@ impl Executor {
         match self.store.get_run(id)? {
             None => Err(RunError::NotFound(id.into())),
             Some(v) if v.state == RunState::Cancelled && removed => Ok(v),
-            // Taken by a runner thread between the two looks: cancel it there.
+            // Taken by a runner thread between the two looks: cancelled there, as soon as it
+            // is live (the runner thread looks after making it live).
             Some(v) if v.state == RunState::Queued || v.state == RunState::Running => {
+                self.cancel_on_start.lock().insert(id.to_string());
                 match self.live.lock().get(id).cloned() {
                     Some(live) => {
                         live.cancelled.store(true, Ordering::SeqCst);
@@ -434,6 +440,10 @@ impl Executor {
             secrets,
         });
         self.live.lock().insert(id.to_string(), live.clone());
+        if self.cancel_on_start.lock().remove(id) {
+            live.cancelled.store(true, Ordering::SeqCst);
+            live.stop.store(true, Ordering::SeqCst);
+        }
         if self.stopping.load(Ordering::SeqCst) {
             // The service stopped between taking the run and starting it: it stays queued.
             self.live.lock().remove(id);

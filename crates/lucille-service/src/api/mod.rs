@@ -84,8 +84,10 @@ async fn authorize(State(app): State<Arc<App>>, req: Request, next: Next) -> Res
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        // The scheme is case-insensitive (RFC 9110).
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim());
     match given {
         Some(g) if same_token(g.as_bytes(), token.as_bytes()) => next.run(req).await,
         Some(_) => unauthorized("the token is wrong"),
