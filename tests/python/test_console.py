@@ -140,6 +140,17 @@ def test_the_console_end_to_end(tmp_path: pathlib.Path, browser: Any) -> None:
         assert d.find_element(By.ID, "run-replay").get_attribute("disabled") is None
         shot(d, "run")
 
+        # Replay its failures from the page: a new run of exactly those 20 documents (they fail
+        # again: the stage is not fixed), linked to the first.
+        d.find_element(By.ID, "run-replay").click()
+        wait_for(lambda: run_id not in d.current_url, message="the replay's page")
+        replay_id = d.current_url.rsplit("/", 1)[1]
+        wait_for(lambda: d.find_element(By.ID, "run-state").text == "succeeded", message="replayed")
+        assert d.find_element(By.ID, "count-published").text == "20"
+        assert d.find_element(By.ID, "count-failed").text == "20"
+        assert f"replay of {run_id}" in d.find_element(By.ID, "run-times").text
+        assert svc.run(replay_id)["replayOf"] == run_id
+
         # A slow run, cancelled from its page.
         slow = config(3000, extra='{ class: "service_stages:Slow", seconds: 0.02 }',
                       out="slow.jsonl") + "publisher { queueCapacity: 20 }\n"
@@ -155,9 +166,9 @@ def test_the_console_end_to_end(tmp_path: pathlib.Path, browser: Any) -> None:
 
         # The runs list.
         d.find_element(By.ID, "nav-runs").click()
-        wait_for(lambda: len(d.find_elements(By.CSS_SELECTOR, "#runs-table tbody tr a")) == 2, message="2 runs")
+        wait_for(lambda: len(d.find_elements(By.CSS_SELECTOR, "#runs-table tbody tr a")) == 3, message="3 runs")
         names = [a.text for a in d.find_elements(By.CSS_SELECTOR, "#runs-table tbody tr a")]
-        assert names == ["slow", "numbers from the console"]
+        assert names == ["slow", "replay of numbers from the console", "numbers from the console"]
         shot(d, "runs")
 
         # Schedules: one created from the form.

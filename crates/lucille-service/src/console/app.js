@@ -144,6 +144,7 @@ async function runsPage(offset) {
       const rows = r.data.runs.map((run) => {
         const link = el("a", run.name || run.id);
         link.href = `#/runs/${run.id}`;
+        link.title = run.name || run.id; // the whole name where the column cuts it
         const state = el("span");
         badge(state, run.state);
         return row([link, state, [n(run.counts.published), "n"], [n(run.counts.succeeded), "n"],
