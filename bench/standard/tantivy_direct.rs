@@ -1,9 +1,16 @@
-//! The Tantivy reference of the standard benchmark: the documents the pipeline produced (row 1's
-//! JSONL output) fed straight to Tantivy's own `IndexWriter`, into the schema the tantivy
-//! indexer uses (`id`, `_all`, `_fields`, `_source`), with the same writer memory, one commit at
-//! the end. It measures what the library alone costs, so the runtime's row 4 can be compared.
+//! The Tantivy references of the standard benchmark: the documents the pipeline produced (row
+//! 1's JSONL output) fed straight to Tantivy's own `IndexWriter` with the same writer memory and
+//! one commit at the end, in one of two schemas:
 //!
-//!   cargo run --release --example tantivy_direct -- PIPELINE_OUTPUT.jsonl INDEX_DIR
+//! - `dynamic` (the default): the schema the tantivy indexer uses without `tantivy.fields`
+//!   (`id`, `_fields` holding every field as JSON text with positions, `_source` stored), built
+//!   by the indexer's own `build_schema`: what the library alone costs, beside row 4;
+//! - `hand`: the schema a Tantivy user would write by hand for these documents: a text field per
+//!   text value, `tags` as exact strings, the numbers as numeric fields, the dates as exact
+//!   strings, `author` as a JSON text field; every field stored. What the dynamic schema costs
+//!   is the difference.
+//!
+//!   cargo run --release --example tantivy_direct -- PIPELINE_OUTPUT.jsonl INDEX_DIR [dynamic|hand]
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -11,9 +18,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 
-use lucille::indexer::tantivy::{self as tv, ALL_FIELD, ID_FIELD, JSON_FIELD, SOURCE_FIELD};
+use lucille::indexer::tantivy::{self as tv, ID_FIELD, JSON_FIELD, SOURCE_FIELD};
 use serde_json::{Map, Value};
-use tantivy::schema::OwnedValue;
+use tantivy::schema::{JsonObjectOptions, OwnedValue, Schema, FAST, INDEXED, STORED, STRING, TEXT};
 use tantivy::{Index, TantivyDocument};
 
 fn owned(v: Value) -> OwnedValue {
@@ -31,34 +38,54 @@ fn owned(v: Value) -> OwnedValue {
     }
 }
 
-fn strings<'a>(v: &'a Value, out: &mut dyn FnMut(&'a str)) {
-    match v {
-        Value::String(s) => out(s),
-        Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
-        Value::Object(m) => m.values().for_each(|v| strings(v, out)),
-        _ => {}
+/// The fields of the hand-written schema, by how they are indexed.
+const TEXT_FIELDS: [&str; 5] = ["title", "title_copy", "body", "body_clean", "summary"];
+const EXACT_FIELDS: [&str; 3] = ["tags", "date", "date_parsed"];
+const I64_FIELDS: [&str; 2] = ["publication_year", "tag_count"];
+
+fn hand_schema() -> Schema {
+    let mut b = Schema::builder();
+    b.add_text_field(ID_FIELD, STRING | STORED | FAST);
+    for f in TEXT_FIELDS {
+        b.add_text_field(f, TEXT | STORED);
     }
+    for f in EXACT_FIELDS {
+        b.add_text_field(f, STRING | STORED);
+    }
+    for f in I64_FIELDS {
+        b.add_i64_field(f, INDEXED | STORED);
+    }
+    b.add_f64_field("price", INDEXED | STORED);
+    b.add_json_field("author", JsonObjectOptions::from(TEXT) | STORED);
+    b.build()
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() != 3 {
-        eprintln!("usage: tantivy_direct PIPELINE_OUTPUT.jsonl INDEX_DIR");
+    if !(3..=4).contains(&args.len()) {
+        eprintln!("usage: tantivy_direct PIPELINE_OUTPUT.jsonl INDEX_DIR [dynamic|hand]");
         std::process::exit(2);
     }
+    let hand = match args.get(3).map(String::as_str) {
+        None | Some("dynamic") => false,
+        Some("hand") => true,
+        Some(other) => {
+            eprintln!("unknown schema {other:?}: dynamic or hand");
+            std::process::exit(2);
+        }
+    };
     let dir = std::path::Path::new(&args[2]);
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)?;
-    let schema = tv::build_schema(&[]);
+    let schema = if hand {
+        hand_schema()
+    } else {
+        tv::build_schema(&[])
+    };
     let field = |n: &str| schema.get_field(n);
-    let (id_f, all_f, json_f, source_f) = (
-        field(ID_FIELD)?,
-        field(ALL_FIELD)?,
-        field(JSON_FIELD)?,
-        field(SOURCE_FIELD)?,
-    );
+    let id_f = field(ID_FIELD)?;
     let index = Index::create_in_dir(dir, schema.clone())?;
-    let mut writer = tv::writer(&index, tv::DEFAULT_WRITER_MEMORY_MB)?;
+    let mut writer: tantivy::IndexWriter = tv::writer(&index, tv::DEFAULT_WRITER_MEMORY_MB)?;
     let mut n = 0u64;
     for line in BufReader::with_capacity(1 << 20, File::open(&args[1])?).lines() {
         let Value::Object(mut fields): Value = serde_json::from_str(&line?)? else {
@@ -70,14 +97,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let mut doc = TantivyDocument::new();
         doc.add_text(id_f, &id);
-        doc.add_text(all_f, &id);
-        for v in fields.values() {
-            strings(v, &mut |s| doc.add_text(all_f, s));
+        if hand {
+            for (name, value) in fields {
+                let Ok(f) = field(&name) else { continue };
+                match value {
+                    Value::String(s) => doc.add_text(f, s),
+                    Value::Array(items) => {
+                        for s in items.iter().filter_map(Value::as_str) {
+                            doc.add_text(f, s);
+                        }
+                    }
+                    Value::Number(x) if name == "price" => {
+                        doc.add_f64(f, x.as_f64().unwrap_or_default())
+                    }
+                    Value::Number(x) => doc.add_i64(f, x.as_i64().unwrap_or_default()),
+                    v @ Value::Object(_) => doc.add_field_value(f, &owned(v)),
+                    _ => {}
+                }
+            }
+        } else {
+            doc.add_text(field(SOURCE_FIELD)?, serde_json::to_string(&fields)?);
+            let object: Vec<(String, OwnedValue)> =
+                Map::into_iter(fields).map(|(k, v)| (k, owned(v))).collect();
+            doc.add_field_value(field(JSON_FIELD)?, &OwnedValue::Object(object));
         }
-        doc.add_text(source_f, serde_json::to_string(&fields)?);
-        let object: Vec<(String, OwnedValue)> =
-            Map::into_iter(fields).map(|(k, v)| (k, owned(v))).collect();
-        doc.add_field_value(json_f, &OwnedValue::Object(object));
         writer.add_document(doc)?;
         n += 1;
     }

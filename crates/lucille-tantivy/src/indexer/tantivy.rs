@@ -2,14 +2,19 @@
 //! `tantivy { path, fields { name: { type, stored, fast } }, commitEverySecs, writerMemoryMb }`,
 //! and [`search`] over such an index.
 //!
-//! Every index has four fields of its own:
+//! Every index has three fields of its own:
 //! - `id`: the index id as a raw string (indexed, stored, fast); upserts replace by it;
-//! - `_all`: every string value of the document, tokenized (the default search field);
-//! - `_fields`: a JSON field holding every field without a configured type, text-indexed, so
-//!   `package:json` finds `{"package": "json"}` without a schema;
+//! - `_fields`: a JSON field holding every field without a configured type, text-indexed with
+//!   positions, so `package:json` finds `{"package": "json"}` without a schema;
 //! - `_source`: the JSON text of those same fields, stored only, so a stored document comes
 //!   back with its original shape (Tantivy's own JSON conversion turns date-like strings into
 //!   dates).
+//!
+//! Each string is tokenized once, in `_fields` (or its typed field). Bare words of a query
+//! search every text field: [`search`] expands them over the JSON paths that hold text (read
+//! from the term dictionaries, a seek per path) and the typed text fields. Indexes written
+//! before this layout also have `_all` (every string again, tokenized: the old default search
+//! field); they are still written and searched as they were.
 //!
 //! Configured fields (`fields { ... }`) are ordinary typed Tantivy fields; their `stored` flag
 //! is Tantivy's. A `vector` field (an embedding: a list of numbers) is a Tantivy bytes field,
@@ -28,11 +33,12 @@ use serde_json::{Map, Number, Value};
 use crate::document::Fields;
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
+use tantivy::query_grammar::{Occur, UserInputAst, UserInputLeaf};
 use tantivy::schema::{
     Field, FieldType, JsonObjectOptions, NumericOptions, OwnedValue, Schema, TextFieldIndexing,
     TextOptions, Value as _, FAST, STORED, STRING, TEXT,
 };
-use tantivy::{DateTime, Index, IndexWriter, TantivyDocument, Term};
+use tantivy::{DateTime, Index, IndexWriter, Searcher, TantivyDocument, Term};
 
 use super::{
     take_encoded, Backend, BackendCheck, BackendError, EncodeError, Encoded, Encoder, IndexOp,
@@ -64,6 +70,31 @@ struct TantivyOptions {
     /// The index writer's memory in MB (at least 15, Tantivy's minimum per indexing thread).
     #[option(default = 128, min = 15)]
     writer_memory_mb: i64,
+    /// The index writer's indexing threads (default: one per core, at most 8, as far as
+    /// writerMemoryMb allows 15 MB each).
+    #[option(min = 1, max = 8)]
+    writer_threads: Option<i64>,
+}
+
+/// The `tantivy` block, with the checks across its keys.
+fn options(config: &ComponentConfig) -> Result<TantivyOptions, ConfigErrors> {
+    let o = TantivyOptions::from_config(config)?;
+    if let Some(t) = o.writer_threads {
+        if o.writer_memory_mb < t * MIN_MB_PER_THREAD as i64 {
+            return Err(config
+                .error(
+                    "writerThreads",
+                    format!(
+                        "{t} threads need writerMemoryMb of at least {} (Tantivy takes 15 MB per \
+                         indexing thread); it is {}",
+                        t * MIN_MB_PER_THREAD as i64,
+                        o.writer_memory_mb
+                    ),
+                )
+                .into());
+        }
+    }
+    Ok(o)
 }
 
 // `writerMemoryMb`'s documented default and minimum are these.
@@ -156,7 +187,6 @@ fn field_defs(
 pub fn build_schema(defs: &[FieldDef]) -> Schema {
     let mut b = Schema::builder();
     b.add_text_field(ID_FIELD, STRING | STORED | FAST);
-    b.add_text_field(ALL_FIELD, TEXT);
     let json = JsonObjectOptions::default().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer("default")
@@ -212,7 +242,8 @@ pub fn build_schema(defs: &[FieldDef]) -> Schema {
 struct Layout {
     schema: Schema,
     id: Field,
-    all: Field,
+    /// `_all`, in an index written before each string was tokenized once.
+    all: Option<Field>,
     json: Field,
     source: Field,
     /// Typed fields by name.
@@ -287,12 +318,8 @@ impl Layout {
                 .get_field(name)
                 .map_err(|_| IndexError::NotOurs(name.to_string()))
         };
-        let (id, all, json, source) = (
-            get(ID_FIELD)?,
-            get(ALL_FIELD)?,
-            get(JSON_FIELD)?,
-            get(SOURCE_FIELD)?,
-        );
+        let (id, json, source) = (get(ID_FIELD)?, get(JSON_FIELD)?, get(SOURCE_FIELD)?);
+        let all = schema.get_field(ALL_FIELD).ok();
         let typed = schema
             .fields()
             .filter(|(_, e)| !RESERVED.contains(&e.name()))
@@ -317,9 +344,13 @@ impl Layout {
     fn document_owned(&self, id: &str, mut fields: Fields) -> Result<TantivyDocument, IndexError> {
         let mut doc = TantivyDocument::new();
         doc.add_text(self.id, id);
-        doc.add_text(self.all, id);
+        if let Some(all) = self.all {
+            doc.add_text(all, id);
+        }
         for (name, value) in &fields {
-            collect_strings(value, &mut |s| doc.add_text(self.all, s));
+            if let Some(all) = self.all {
+                collect_strings(value, &mut |s| doc.add_text(all, s));
+            }
             if let Some((field, ty)) = self.typed.get(name) {
                 add_typed(&mut doc, *field, ty, name, value)?;
             }
@@ -376,19 +407,133 @@ impl Layout {
         out
     }
 
-    /// Default search fields: `_all`, typed text fields, and `_fields` (so unknown field names
-    /// in a query go to the JSON field).
+    /// Default search fields: `_all` (an index of the old layout), typed text fields, and
+    /// `_fields` (so unknown field names in a query go to the JSON field).
     fn default_fields(&self) -> Vec<Field> {
-        let mut v = vec![self.all];
-        v.extend(
-            self.typed
-                .values()
-                .filter(|(_, t)| matches!(t, FieldType::Str(o) if o.get_indexing_options().is_some_and(|i| i.tokenizer() != "raw")))
-                .map(|(f, _)| *f),
-        );
+        let mut v: Vec<Field> = self.all.into_iter().collect();
+        v.extend(self.text_fields().into_iter().map(|(_, f)| f));
         v.push(self.json);
         v
     }
+
+    /// The typed fields that are tokenized text, by name.
+    fn text_fields(&self) -> Vec<(&str, Field)> {
+        let mut v: Vec<(&str, Field)> = self
+            .typed
+            .iter()
+            .filter(|(_, (_, t))| matches!(t, FieldType::Str(o) if o.get_indexing_options().is_some_and(|i| i.tokenizer() != "raw")))
+            .map(|(name, (f, _))| (name.as_str(), *f))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// A query in Tantivy's syntax. In an index of the old layout bare words search `_all`;
+    /// otherwise each bare word (or phrase) is looked for in every field that holds text: the
+    /// typed text fields and the JSON paths of `_fields` that hold strings.
+    fn query(
+        &self,
+        index: &Index,
+        searcher: &Searcher,
+        text: &str,
+    ) -> Result<Box<dyn tantivy::query::Query>, String> {
+        let parser = QueryParser::for_index(index, self.default_fields());
+        if self.all.is_some() {
+            return parser.parse_query(text).map_err(|e| e.to_string());
+        }
+        let ast = tantivy::query_grammar::parse_query(text)
+            .map_err(|_| format!("syntax error in {text:?}"))?;
+        let mut targets: Vec<String> = self
+            .text_fields()
+            .into_iter()
+            .map(|(name, _)| name.replace('.', "\\."))
+            .collect();
+        targets.extend(text_paths(searcher, self.json).map_err(|e| e.to_string())?);
+        parser
+            .build_query_from_user_input_ast(expand_bare(ast, &targets))
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// `ast` with each word or phrase that names no field replaced by "any of `targets`".
+fn expand_bare(ast: UserInputAst, targets: &[String]) -> UserInputAst {
+    match ast {
+        UserInputAst::Clause(clauses) => UserInputAst::Clause(
+            clauses
+                .into_iter()
+                .map(|(occur, a)| (occur, expand_bare(a, targets)))
+                .collect(),
+        ),
+        UserInputAst::Boost(a, boost) => {
+            UserInputAst::Boost(Box::new(expand_bare(*a, targets)), boost)
+        }
+        UserInputAst::Leaf(leaf) => match *leaf {
+            UserInputLeaf::Literal(literal)
+                if literal.field_name.is_none() && !targets.is_empty() =>
+            {
+                UserInputAst::Clause(
+                    targets
+                        .iter()
+                        .map(|t| {
+                            let mut l = literal.clone();
+                            l.field_name = Some(t.clone());
+                            (
+                                Some(Occur::Should),
+                                UserInputAst::Leaf(Box::new(UserInputLeaf::Literal(l))),
+                            )
+                        })
+                        .collect(),
+                )
+            }
+            other => UserInputAst::Leaf(Box::new(other)),
+        },
+    }
+}
+
+/// Tantivy's JSON term layout: a path's segments are separated by 1, the path ends with 0, then
+/// one byte of value type (`Type::to_code`) and the value. Checked by the tests, which find the
+/// paths of a real index.
+const JSON_PATH_SEGMENT_SEP: u8 = 1;
+const JSON_END_OF_PATH: u8 = 0;
+
+/// The JSON paths of `field` that hold text in any segment, as query field names (segments
+/// joined by `.`, a `.` inside a key escaped). Read from each segment's term dictionary by
+/// seeking from one path to the next, so its cost is a seek per path, not a walk over the terms.
+fn text_paths(searcher: &Searcher, field: Field) -> tantivy::Result<Vec<String>> {
+    let mut paths = std::collections::BTreeSet::new();
+    let text = tantivy::schema::Type::Str.to_code();
+    for segment in searcher.segment_readers() {
+        let inverted = segment.inverted_index(field)?;
+        let dict = inverted.terms();
+        let mut from: Vec<u8> = Vec::new();
+        loop {
+            let mut stream = dict.range().ge(&from).into_stream()?;
+            if !stream.advance() {
+                break;
+            }
+            let key = stream.key();
+            let Some(end) = key.iter().position(|&b| b == JSON_END_OF_PATH) else {
+                break;
+            };
+            let Some(&kind) = key.get(end + 1) else {
+                break;
+            };
+            if kind == text {
+                let path: Vec<String> = key[..end]
+                    .split(|&b| b == JSON_PATH_SEGMENT_SEP)
+                    .map(|seg| String::from_utf8_lossy(seg).replace('.', "\\."))
+                    .collect();
+                paths.insert(path.join("."));
+            }
+            // The first term after every term of this path and type.
+            from = key[..end + 2].to_vec();
+            match from.last_mut() {
+                Some(b) if *b < u8::MAX => *b += 1,
+                _ => break,
+            }
+        }
+    }
+    Ok(paths.into_iter().collect())
 }
 
 fn collect_strings(v: &Value, f: &mut impl FnMut(&str)) {
@@ -613,8 +758,18 @@ fn describe_schema(s: &Schema) -> String {
 /// A writer for an index with a memory budget of `memory_mb`, split over as many indexing
 /// threads as cores allow (each needs Tantivy's minimum of 15 MB).
 pub fn writer(index: &Index, memory_mb: usize) -> Result<IndexWriter, tantivy::TantivyError> {
+    writer_with(index, memory_mb, None)
+}
+
+/// As [`writer`], with `threads` indexing threads when given (`writerThreads`).
+pub fn writer_with(
+    index: &Index,
+    memory_mb: usize,
+    threads: Option<usize>,
+) -> Result<IndexWriter, tantivy::TantivyError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = (memory_mb / MIN_MB_PER_THREAD).clamp(1, cpus.min(8));
+    let fit = (memory_mb / MIN_MB_PER_THREAD).max(1);
+    let threads = threads.map_or_else(|| fit.min(cpus.min(8)), |t| t.clamp(1, fit));
     index.writer_with_num_threads(threads, memory_mb.max(MIN_MB_PER_THREAD) * 1024 * 1024)
 }
 
@@ -655,7 +810,7 @@ inventory::submit!(super::IndexerDescriptor {
     aliases: &[],
     spec: TantivyOptions::spec,
     check: |_, config| {
-        TantivyOptions::from_config(config)?;
+        options(config)?;
         Ok(BackendCheck::default())
     },
     // Opens nothing: the index (and its lock) is taken at `validate_connection` or the first
@@ -667,6 +822,8 @@ pub struct TantivyBackend {
     path: PathBuf,
     defs: Vec<FieldDef>,
     memory_mb: usize,
+    /// `writerThreads`, when given.
+    threads: Option<usize>,
     commit_every: Option<Duration>,
     last_commit: Instant,
     /// Successful commits so far (the indexer holds FINISH events until one).
@@ -678,7 +835,8 @@ pub struct TantivyBackend {
 impl TantivyBackend {
     /// A backend on the `tantivy` block; opens nothing.
     pub fn from_config(config: &ComponentConfig) -> Result<Self, ConfigErrors> {
-        let o = TantivyOptions::from_config(config)?;
+        let o = options(config)?;
+        let threads = o.writer_threads.map(|t| t.unsigned_abs() as usize);
         Ok(Self::new(
             config.resolve_output_path(&o.path),
             o.fields.map(|f| f.0).unwrap_or_default(),
@@ -687,7 +845,14 @@ impl TantivyBackend {
             o.commit_every_secs
                 .filter(|s| *s > 0)
                 .map(|s| Duration::from_secs(s.unsigned_abs())),
-        ))
+        )
+        .with_writer_threads(threads))
+    }
+
+    /// Sets the writer's indexing threads (`writerThreads`; `None`: sized to the machine).
+    pub fn with_writer_threads(mut self, threads: Option<usize>) -> Self {
+        self.threads = threads;
+        self
     }
 
     /// Nothing is opened until `validate_connection` or the first `send`.
@@ -701,6 +866,7 @@ impl TantivyBackend {
             path,
             defs,
             memory_mb,
+            threads: None,
             commit_every,
             last_commit: Instant::now(),
             commits: 0,
@@ -751,10 +917,12 @@ impl TantivyBackend {
                 })?
                 .is_empty();
             let writer =
-                writer(&index_obj, self.memory_mb).map_err(|source| IndexError::Tantivy {
-                    action: "open a writer on",
-                    path: path.clone(),
-                    source,
+                writer_with(&index_obj, self.memory_mb, self.threads).map_err(|source| {
+                    IndexError::Tantivy {
+                        action: "open a writer on",
+                        path: path.clone(),
+                        source,
+                    }
                 })?;
             let fresh = FreshIds(empty.then(std::collections::HashSet::new));
             self.targets.insert(
@@ -993,11 +1161,12 @@ pub fn search(path: &Path, query: &str, limit: usize) -> Result<Vec<Hit>, Search
     let layout = Layout::of(index.schema()).map_err(|e| open(&e))?;
     let reader = index.reader().map_err(|e| open(&e))?;
     let searcher = reader.searcher();
-    let parser = QueryParser::for_index(&index, layout.default_fields());
-    let q = parser.parse_query(query).map_err(|e| SearchError::Query {
-        query: query.to_string(),
-        message: e.to_string(),
-    })?;
+    let q = layout
+        .query(&index, &searcher, query)
+        .map_err(|message| SearchError::Query {
+            query: query.to_string(),
+            message,
+        })?;
     if limit == 0 {
         return Ok(Vec::new());
     }
@@ -1058,10 +1227,7 @@ pub fn search_vector(
     // The documents a text query allows, per segment.
     let allowed: Option<std::collections::HashSet<tantivy::DocAddress>> = match query {
         Some(q) if !q.trim().is_empty() => {
-            let parser = QueryParser::for_index(&index, layout.default_fields());
-            let q = parser
-                .parse_query(q)
-                .map_err(|e| bad_query(e.to_string()))?;
+            let q = layout.query(&index, &searcher, q).map_err(bad_query)?;
             Some(
                 searcher
                     .search(&q, &tantivy::collector::DocSetCollector)

@@ -423,3 +423,128 @@ fn vector_fields_rank_by_cosine_and_come_back_as_floats() {
 fn every_backend_checks_its_keys() {
     crate::indexer::test_backends::assert_every_backend_checks_its_keys();
 }
+
+#[test]
+fn each_string_is_indexed_once_and_bare_words_search_every_text_path() {
+    let dir = tempdir();
+    let mut b = backend(&dir, vec![def("summary", "text")]);
+    b.send(&[
+        upsert(
+            "a",
+            json!({"title": "Parse JSON quickly", "author": {"name": "Grace Hopper"},
+                           "odd.key": "dotted words", "n": 3, "summary": "a typed summary"}),
+        ),
+        upsert(
+            "b",
+            json!({"body": "nothing about parsing", "tags": ["hopper", "x"]}),
+        ),
+    ])
+    .unwrap();
+    b.close().unwrap();
+    let index = Index::open_in_dir(&dir).unwrap();
+    assert!(
+        index.schema().get_field(ALL_FIELD).is_err(),
+        "no second copy of the text"
+    );
+    let searcher = index.reader().unwrap().searcher();
+    let json = index.schema().get_field(JSON_FIELD).unwrap();
+    // Tantivy's JSON term layout as `text_paths` reads it: numbers are not text paths.
+    assert_eq!(
+        text_paths(&searcher, json).unwrap(),
+        ["author.name", "body", "odd\\.key", "tags", "title"]
+    );
+    // Bare words: any text path (nested, dotted, list) or typed text field.
+    assert_eq!(ids(&dir, "hopper"), ["a", "b"]);
+    assert_eq!(ids(&dir, "dotted"), ["a"]);
+    assert_eq!(ids(&dir, "typed"), ["a"]);
+    assert_eq!(
+        ids(&dir, "\"parse json\""),
+        ["a"],
+        "phrases keep their positions"
+    );
+    assert_eq!(ids(&dir, "+hopper -grace"), ["b"]);
+    assert_eq!(ids(&dir, "json AND quickly"), ["a"]);
+    // Fields by name, as before.
+    assert_eq!(ids(&dir, "title:json"), ["a"]);
+    assert_eq!(ids(&dir, "author.name:grace"), ["a"]);
+    assert_eq!(ids(&dir, "tags:hopper"), ["b"]);
+    assert_eq!(ids(&dir, "n:3"), ["a"]);
+    assert_eq!(ids(&dir, "*"), ["a", "b"]);
+}
+
+#[test]
+fn an_index_of_the_old_layout_is_still_written_and_searched_through_all() {
+    let dir = tempdir();
+    // The layout before each string was tokenized once: `_all` holds every string again.
+    let mut sb = Schema::builder();
+    sb.add_text_field(ID_FIELD, STRING | STORED | FAST);
+    sb.add_text_field(ALL_FIELD, TEXT);
+    let json = JsonObjectOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("default")
+            .set_index_option(tantivy::schema::IndexRecordOption::WithFreqsAndPositions),
+    );
+    sb.add_json_field(JSON_FIELD, json);
+    sb.add_text_field(SOURCE_FIELD, STORED);
+    Index::create_in_dir(&dir, sb.build()).unwrap();
+    let mut b = backend(&dir, vec![]);
+    b.send(&[upsert(
+        "a",
+        json!({"title": "Old layout", "author": {"name": "Ada"}}),
+    )])
+    .unwrap();
+    b.close().unwrap();
+    assert_eq!(ids(&dir, "ada"), ["a"]);
+    assert_eq!(ids(&dir, "a"), ["a"], "the id is in _all too");
+    assert_eq!(ids(&dir, "title:layout"), ["a"]);
+}
+
+#[test]
+fn writer_threads_are_checked_against_the_memory_and_used() {
+    let settings = IndexerSettings {
+        kind: "tantivy".into(),
+        ..IndexerSettings::default()
+    };
+    let check = |v: Value| {
+        let c = ComponentConfig::new(obj(v), "tantivy");
+        crate::indexer::validate_backend(&settings, &c)
+            .err()
+            .map(|e| {
+                e.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+    };
+    let e = check(json!({"path": "i", "writerThreads": 4, "writerMemoryMb": 30})).unwrap();
+    assert!(
+        e.contains("tantivy.writerThreads: 4 threads need writerMemoryMb of at least 60"),
+        "{e}"
+    );
+    let e = check(json!({"path": "i", "writerThreads": 9})).unwrap();
+    assert!(
+        e.contains("tantivy.writerThreads: must be between 1 and 8"),
+        "{e}"
+    );
+    assert_eq!(
+        check(json!({"path": "i", "writerThreads": 2, "writerMemoryMb": 30})),
+        None
+    );
+    // Used: one thread writes one segment per commit.
+    let dir = tempdir();
+    let c = ComponentConfig::new(
+        obj(json!({"path": dir.to_str().unwrap(), "writerThreads": 1, "writerMemoryMb": 64})),
+        "tantivy",
+    );
+    let mut b = TantivyBackend::from_config(&c).unwrap();
+    b.validate_connection().unwrap();
+    let ops: Vec<IndexOp> = (0..50)
+        .map(|i| upsert(&format!("d{i}"), json!({"t": "x"})))
+        .collect();
+    b.send(&ops).unwrap();
+    b.commit().unwrap();
+    let index = Index::open_in_dir(&dir).unwrap();
+    assert_eq!(index.searchable_segment_ids().unwrap().len(), 1);
+    b.close().unwrap();
+    assert_eq!(ids(&dir, "x").len(), 50);
+}
