@@ -223,7 +223,7 @@ def test_documents_after_a_failed_tantivy_commit_are_really_indexed(tmp_path: Pa
     records = tmp_path / "records.jsonl"
     with records.open("w") as f:
         for i in range(1500):
-            words = " ".join(os.urandom(4).hex() for _ in range(60))
+            words = " ".join(os.urandom(4).hex() for _ in range(200))
             f.write(json.dumps({"id": f"big-{i}", "body": words}) + "\n")
         for i in range(100):
             f.write(json.dumps({"id": f"small-{i}", "body": "small"}) + "\n")
@@ -243,10 +243,14 @@ def test_documents_after_a_failed_tantivy_commit_are_really_indexed(tmp_path: Pa
     out = p.stdout + p.stderr
     assert "commit that would make them durable failed" in out, out
     indexed, failed = counts(out)
-    assert indexed + failed == 1600 and failed >= 1500, out
-    ids = {h["id"] for h in lucille.search(str(index), "small", limit=1000)}
-    # Every document counted as indexed is in the index.
-    assert len(ids) == indexed == 100, out
+    # Big documents held for the failed commit FAIL (an idle commit may have landed some
+    # before it, and the writer may split them over segments of different sizes); the small
+    # ones, sent after the failure to a reopened writer, are indexed.
+    assert indexed + failed == 1600 and 0 < failed <= 1500, out
+    ids = {h["id"] for h in lucille.search(str(index), "*", limit=5000)}
+    # Every document counted as indexed is in the index, and every small one is.
+    assert len(ids) == indexed, out
+    assert {f"small-{i}" for i in range(100)} <= ids, out
 
 
 def test_an_unwritable_output_is_a_clear_error_before_the_run(tmp_path: Path) -> None:
