@@ -73,7 +73,7 @@ fn load_checked(
                     .ok()
                     .and_then(|mut o| o.as_object_mut().and_then(|m| m.remove("v")))
                     .unwrap_or(Value::String(val.clone()));
-                set_path(&mut v, k, parsed);
+                crate::config::set_path(&mut v, k, parsed);
             }
             Ok(Ok((v, base_dir)))
         }
@@ -86,24 +86,6 @@ fn load_checked(
         _ => Err(PyValueError::new_err(
             "give exactly one of: a config path, config=dict, or hocon=str",
         )),
-    }
-}
-
-fn set_path(root: &mut Value, path: &str, value: Value) {
-    let mut node = root;
-    let parts: Vec<&str> = path.split('.').collect();
-    for (i, part) in parts.iter().enumerate() {
-        if !node.is_object() {
-            *node = Value::Object(serde_json::Map::new());
-        }
-        let Value::Object(map) = node else { return };
-        if i + 1 == parts.len() {
-            map.insert((*part).to_string(), value);
-            return;
-        }
-        node = map
-            .entry((*part).to_string())
-            .or_insert_with(|| Value::Object(serde_json::Map::new()));
     }
 }
 

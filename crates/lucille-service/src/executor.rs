@@ -58,6 +58,15 @@ struct LiveRun {
     secrets: Vec<String>,
 }
 
+impl LiveRun {
+    /// Asks the run to drain and end `cancelled`; the run as it is now.
+    fn cancel(&self) -> RunView {
+        self.cancelled.store(true, Ordering::SeqCst);
+        self.stop.store(true, Ordering::SeqCst);
+        self.view.lock().clone()
+    }
+}
+
 pub struct Executor {
     store: Arc<Store>,
     data_dir: PathBuf,
@@ -259,10 +268,8 @@ impl Executor {
     /// publishing, what is in flight finishes) and ends `cancelled`.
     pub fn cancel(&self, id: &str) -> Result<RunView, RunError> {
         if let Some(live) = self.live.lock().get(id).cloned() {
-            live.cancelled.store(true, Ordering::SeqCst);
-            live.stop.store(true, Ordering::SeqCst);
             tracing::info!(run_id = id, "cancelling: the run drains");
-            return Ok(live.view.lock().clone());
+            return Ok(live.cancel());
         }
         let removed = {
             let mut q = self.queue.lock();
@@ -280,14 +287,8 @@ impl Executor {
             // is live (the runner thread looks after making it live).
             Some(v) if v.state == RunState::Queued || v.state == RunState::Running => {
                 self.cancel_on_start.lock().insert(id.to_string());
-                match self.live.lock().get(id).cloned() {
-                    Some(live) => {
-                        live.cancelled.store(true, Ordering::SeqCst);
-                        live.stop.store(true, Ordering::SeqCst);
-                        Ok(live.view.lock().clone())
-                    }
-                    None => Ok(v),
-                }
+                let live = self.live.lock().get(id).cloned();
+                Ok(live.map_or(v, |live| live.cancel()))
             }
             Some(v) => Err(RunError::Conflict(format!(
                 "run {id} has already ended ({})",
@@ -406,7 +407,7 @@ impl Executor {
         let secrets = lucille_core::config::secrets(&stored.config);
         let mut config = stored.config;
         let dead_letter = self.run_dir(id).join("dead-letter.jsonl");
-        submit::set(
+        lucille_core::config::set_path(
             &mut config,
             "worker.deadLetterPath",
             Value::from(dead_letter.to_string_lossy().into_owned()),
@@ -441,8 +442,7 @@ impl Executor {
         });
         self.live.lock().insert(id.to_string(), live.clone());
         if self.cancel_on_start.lock().remove(id) {
-            live.cancelled.store(true, Ordering::SeqCst);
-            live.stop.store(true, Ordering::SeqCst);
+            live.cancel();
         }
         if self.stopping.load(Ordering::SeqCst) {
             // The service stopped between taking the run and starting it: it stays queued.
@@ -630,7 +630,10 @@ fn write_replay_input(
                     .find(|c| c.get("name").and_then(Value::as_str) == Some(connector))
             })
             .and_then(|c| c.get("pipeline").and_then(Value::as_str))
-            .map_or_else(|| format!("{connector}_no_pipeline"), str::to_string)
+            .map_or_else(
+                || lucille_core::connector::no_pipeline_name(connector),
+                str::to_string,
+            )
     };
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir)?;

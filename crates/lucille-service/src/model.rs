@@ -1,6 +1,7 @@
 //! What the API shows: a run's state and its numbers (the `RUN` object of interface.md), a
 //! schedule, a failure. Built from the store's rows or a live run's snapshot.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// Where a run is in its life.
@@ -70,7 +71,8 @@ impl Mode {
 }
 
 /// Published, succeeded, failed, dropped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Counts {
     pub published: u64,
     pub succeeded: u64,
@@ -85,60 +87,22 @@ impl Counts {
         self.failed += other.failed;
         self.dropped += other.dropped;
     }
-
-    fn fields(&self, out: &mut serde_json::Map<String, Value>) {
-        out.insert("published".into(), self.published.into());
-        out.insert("succeeded".into(), self.succeeded.into());
-        out.insert("failed".into(), self.failed.into());
-        out.insert("dropped".into(), self.dropped.into());
-    }
-
-    pub fn to_json(self) -> Value {
-        let mut m = serde_json::Map::new();
-        self.fields(&mut m);
-        Value::Object(m)
-    }
-
-    pub fn from_json(v: &Value) -> Counts {
-        let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-        Counts {
-            published: n("published"),
-            succeeded: n("succeeded"),
-            failed: n("failed"),
-            dropped: n("dropped"),
-        }
-    }
 }
 
 /// One connector of a run: `pending`, `running`, then how it ended (`complete`, `failed`,
-/// `skipped`, as the RUN SUMMARY says).
-#[derive(Clone, Debug, PartialEq)]
+/// `skipped`, as the RUN SUMMARY says), with its counts beside its name.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ConnectorView {
     pub name: String,
     pub state: String,
+    #[serde(flatten)]
     pub counts: Counts,
 }
 
-impl ConnectorView {
-    pub fn to_json(&self) -> Value {
-        let mut m = serde_json::Map::new();
-        m.insert("name".into(), self.name.clone().into());
-        m.insert("state".into(), self.state.clone().into());
-        self.counts.fields(&mut m);
-        Value::Object(m)
-    }
-
-    pub fn from_json(v: &Value) -> ConnectorView {
-        ConnectorView {
-            name: str_field(v, "name"),
-            state: str_field(v, "state"),
-            counts: Counts::from_json(v),
-        }
-    }
-}
-
 /// One stage's numbers at the end of a run (documents processed, errors, seconds in it).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StageView {
     pub pipeline: String,
     pub name: String,
@@ -146,33 +110,6 @@ pub struct StageView {
     pub documents: u64,
     pub errors: u64,
     pub seconds: f64,
-}
-
-impl StageView {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "pipeline": self.pipeline, "name": self.name, "class": self.class,
-            "documents": self.documents, "errors": self.errors, "seconds": self.seconds,
-        })
-    }
-
-    pub fn from_json(v: &Value) -> StageView {
-        StageView {
-            pipeline: str_field(v, "pipeline"),
-            name: str_field(v, "name"),
-            class: str_field(v, "class"),
-            documents: v.get("documents").and_then(Value::as_u64).unwrap_or(0),
-            errors: v.get("errors").and_then(Value::as_u64).unwrap_or(0),
-            seconds: v.get("seconds").and_then(Value::as_f64).unwrap_or(0.0),
-        }
-    }
-}
-
-fn str_field(v: &Value, k: &str) -> String {
-    v.get(k)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// A run as the API shows it.
@@ -203,6 +140,7 @@ impl RunView {
         c
     }
 
+    /// The `RUN` object of interface.md (its `counts` are the connectors' totals).
     pub fn to_json(&self) -> Value {
         json!({
             "id": self.id,
@@ -214,9 +152,9 @@ impl RunView {
             "submittedAt": self.submitted_at,
             "startedAt": self.started_at,
             "endedAt": self.ended_at,
-            "counts": self.counts().to_json(),
-            "connectors": self.connectors.iter().map(ConnectorView::to_json).collect::<Vec<_>>(),
-            "stages": self.stages.iter().map(StageView::to_json).collect::<Vec<_>>(),
+            "counts": self.counts(),
+            "connectors": self.connectors,
+            "stages": self.stages,
             "error": self.error,
             "summary": self.summary,
         })
@@ -224,7 +162,8 @@ impl RunView {
 }
 
 /// A schedule as the API shows it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ScheduleView {
     pub id: String,
     pub name: String,
@@ -233,15 +172,6 @@ pub struct ScheduleView {
     pub paused: bool,
     pub last_run_id: Option<String>,
     pub next_run_at: Option<String>,
-}
-
-impl ScheduleView {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id, "name": self.name, "cron": self.cron, "everySecs": self.every_secs,
-            "paused": self.paused, "lastRunId": self.last_run_id, "nextRunAt": self.next_run_at,
-        })
-    }
 }
 
 /// The time now as the API writes times: RFC 3339, UTC, milliseconds.

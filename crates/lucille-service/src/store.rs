@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde_json::Value;
 
-use crate::model::{ConnectorView, Mode, RunState, RunView, StageView};
+use crate::model::{ConnectorView, Mode, RunState, RunView};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -120,11 +120,9 @@ CREATE TABLE IF NOT EXISTS schedules (
 const RUN_COLUMNS: &str = "id, name, state, mode, schedule_id, replay_of, submitted_at, \
                            started_at, ended_at, connectors, stages, error, summary";
 
-fn json_list<T>(text: &str, each: impl Fn(&Value) -> T) -> Vec<T> {
-    serde_json::from_str::<Value>(text)
-        .ok()
-        .and_then(|v| v.as_array().map(|a| a.iter().map(each).collect()))
-        .unwrap_or_default()
+/// A JSON list the store wrote; empty when it cannot be read (a row from a newer version).
+fn json_list<T: serde::de::DeserializeOwned>(text: &str) -> Vec<T> {
+    serde_json::from_str(text).unwrap_or_default()
 }
 
 fn run_row(row: &Row<'_>) -> rusqlite::Result<RunView> {
@@ -142,15 +140,16 @@ fn run_row(row: &Row<'_>) -> rusqlite::Result<RunView> {
         submitted_at: row.get(6)?,
         started_at: row.get(7)?,
         ended_at: row.get(8)?,
-        connectors: json_list(&connectors, ConnectorView::from_json),
-        stages: json_list(&stages, StageView::from_json),
+        connectors: json_list(&connectors),
+        stages: json_list(&stages),
         error: row.get(11)?,
         summary: row.get(12)?,
     })
 }
 
-fn to_text<T>(items: &[T], each: impl Fn(&T) -> Value) -> String {
-    Value::Array(items.iter().map(each).collect()).to_string()
+/// A list as the store keeps it: JSON text.
+fn to_text<T: serde::Serialize>(items: &[T]) -> String {
+    serde_json::to_string(items).unwrap_or_else(|_| "[]".into())
 }
 
 impl Store {
@@ -182,7 +181,7 @@ impl Store {
                 run.schedule_id,
                 run.replay_of,
                 run.submitted_at,
-                to_text(run.connectors, ConnectorView::to_json),
+                to_text(run.connectors),
                 run.config.to_string(),
                 run.base_dir.map(|p| p.to_string_lossy().into_owned()),
             ],
@@ -209,7 +208,7 @@ impl Store {
         let tx = conn.transaction()?;
         tx.execute(
             "UPDATE runs SET connectors = ?2 WHERE id = ?1",
-            params![id, to_text(connectors, ConnectorView::to_json)],
+            params![id, to_text(connectors)],
         )?;
         insert_failures(&tx, id, failures)?;
         tx.commit()?;
@@ -228,8 +227,8 @@ impl Store {
                 run.state.as_str(),
                 run.started_at,
                 run.ended_at,
-                to_text(&run.connectors, ConnectorView::to_json),
-                to_text(&run.stages, StageView::to_json),
+                to_text(&run.connectors),
+                to_text(&run.stages),
                 run.error,
                 run.summary,
             ],

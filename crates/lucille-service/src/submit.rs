@@ -146,25 +146,6 @@ pub fn validate(loaded: &Loaded) -> Result<runner::RunPlan, Vec<Problem>> {
     Ok(plan)
 }
 
-/// Sets `path` (dotted) in a config object, making the objects on the way.
-pub fn set(config: &mut Value, path: &str, value: Value) {
-    let mut node = config;
-    let mut parts = path.split('.').peekable();
-    while let Some(part) = parts.next() {
-        if !node.is_object() {
-            *node = Value::Object(serde_json::Map::new());
-        }
-        let Value::Object(map) = node else { return };
-        if parts.peek().is_none() {
-            map.insert(part.to_string(), value);
-            return;
-        }
-        node = map
-            .entry(part.to_string())
-            .or_insert_with(|| Value::Object(serde_json::Map::new()));
-    }
-}
-
 /// A path given by a client, made absolute against the service's working folder.
 pub fn absolute(path: &Path) -> PathBuf {
     if path.is_absolute() {
@@ -196,17 +177,6 @@ mod tests {
         assert_eq!(
             (plain.message.as_str(), plain.suggestion),
             ("must be a number", None)
-        );
-    }
-
-    #[test]
-    fn set_makes_the_objects_on_the_way() {
-        let mut v = json!({"worker": {"threads": 2}});
-        set(&mut v, "worker.deadLetterPath", json!("/x"));
-        set(&mut v, "a.b.c", json!(1));
-        assert_eq!(
-            v,
-            json!({"worker": {"threads": 2, "deadLetterPath": "/x"}, "a": {"b": {"c": 1}}})
         );
     }
 }

@@ -78,6 +78,29 @@ pub fn is_secret_key(key: &str) -> bool {
     words.len() >= 2 && PAIRS.contains(&format!("{}{last}", words[words.len() - 2]).as_str())
 }
 
+/// Sets the dotted `path` (`worker.deadLetterPath`) of a config object to `value`, making the
+/// objects on the way (and replacing a value on the way that is not one): how an override given
+/// as a value, not as HOCON text, is laid on a resolved config.
+pub fn set_path(config: &mut serde_json::Value, path: &str, value: serde_json::Value) {
+    let mut node = config;
+    let mut parts = path.split('.').peekable();
+    while let Some(part) = parts.next() {
+        if !node.is_object() {
+            *node = serde_json::Value::Object(serde_json::Map::new());
+        }
+        let serde_json::Value::Object(map) = node else {
+            return;
+        };
+        if parts.peek().is_none() {
+            map.insert(part.to_string(), value);
+            return;
+        }
+        node = map
+            .entry(part.to_string())
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    }
+}
+
 /// Replaces the values of secret keys (password, apiKey, token, secret, ...: see
 /// [`is_secret_key`]) and the passwords of connection strings with a marker, for
 /// `lucille render`.
@@ -111,10 +134,8 @@ pub fn redact(value: &mut serde_json::Value) {
 /// `AccountKey` and `SharedAccessSignature` values replaced; `None` when it has neither.
 fn redact_connection_string(s: &str, marker: &str) -> Option<String> {
     let secret = |part: &str| {
-        part.split_once('=').is_some_and(|(k, _)| {
-            let k = k.trim();
-            k.eq_ignore_ascii_case("AccountKey") || k.eq_ignore_ascii_case("SharedAccessSignature")
-        })
+        part.split_once('=')
+            .is_some_and(|(k, _)| is_connection_string_secret(k))
     };
     if !s.split(';').any(secret) {
         return None;
@@ -127,6 +148,13 @@ fn redact_connection_string(s: &str, marker: &str) -> Option<String> {
         })
         .collect();
     Some(parts.join(";"))
+}
+
+/// Whether a key of an Azure-style connection string (`AccountName=a;AccountKey=secret`) holds
+/// a secret.
+fn is_connection_string_secret(key: &str) -> bool {
+    let k = key.trim();
+    k.eq_ignore_ascii_case("AccountKey") || k.eq_ignore_ascii_case("SharedAccessSignature")
 }
 
 /// `scheme://user:secret@host...` (a connection string or URL) with the password replaced;
@@ -170,10 +198,7 @@ pub fn secrets(value: &serde_json::Value) -> Vec<String> {
                 }
                 for part in s.split(';') {
                     if let Some((k, v)) = part.split_once('=') {
-                        let k = k.trim();
-                        if k.eq_ignore_ascii_case("AccountKey")
-                            || k.eq_ignore_ascii_case("SharedAccessSignature")
-                        {
+                        if is_connection_string_secret(k) {
                             out.push(v.to_string());
                         }
                     }
@@ -206,6 +231,17 @@ pub fn scrub(text: &str, secrets: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn set_path_makes_the_objects_on_the_way() {
+        let mut v = serde_json::json!({"worker": {"threads": 2}, "a": 1});
+        super::set_path(&mut v, "worker.deadLetterPath", serde_json::json!("/x"));
+        super::set_path(&mut v, "a.b.c", serde_json::json!(1));
+        assert_eq!(
+            v,
+            serde_json::json!({"worker": {"threads": 2, "deadLetterPath": "/x"}, "a": {"b": {"c": 1}}})
+        );
+    }
+
     #[test]
     fn secrets_are_found_as_redact_finds_them_and_scrubbed() {
         let config = serde_json::json!({

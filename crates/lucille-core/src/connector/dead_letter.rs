@@ -190,7 +190,7 @@ pub fn replay_config(config: &Value, path: &std::path::Path) -> Result<Value, Co
         c.insert("fromPipeline".into(), Value::from(name.clone()));
         if known.contains(&name.as_str()) {
             c.insert("pipeline".into(), Value::from(name.clone()));
-        } else if !name.ends_with("_no_pipeline") {
+        } else if !name.ends_with(super::NO_PIPELINE_SUFFIX) {
             // (`{connector}_no_pipeline`: records of a connector without a pipeline, which
             // went straight to the indexer and go there again.)
             errors.push(ConfigError::new(

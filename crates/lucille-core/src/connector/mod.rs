@@ -136,6 +136,15 @@ impl Common {
     }
 }
 
+/// The end of the pipeline name a connector without a pipeline runs under (its documents go
+/// straight to the indexer): in logs, metrics and the dead-letter file.
+pub const NO_PIPELINE_SUFFIX: &str = "_no_pipeline";
+
+/// The pipeline name of `connector` when it has none: `{connector}_no_pipeline`.
+pub fn no_pipeline_name(connector: &str) -> String {
+    format!("{connector}{NO_PIPELINE_SUFFIX}")
+}
+
 pub const LUCILLE_CONNECTOR_PACKAGE: &str = "com.kmwllc.lucille.connector.";
 
 /// `class: "PythonConnector"`: a Python connector class defined by inline code (`script`) or

@@ -808,7 +808,7 @@ fn run_connector(
             None => return (fail(format!("no pipeline named {p:?}")), None),
         },
         None => PipelinePlan {
-            name: format!("{name}_no_pipeline"),
+            name: crate::connector::no_pipeline_name(&name),
             stages: Vec::new(),
         },
     };

@@ -13,7 +13,6 @@ use super::{
     blocking, body_object, field_error, json_response, mode_of, schedule_error, source_of,
     string_of, App,
 };
-use crate::model::ScheduleView;
 use crate::schedule::NewSchedule;
 
 /// `POST /api/schedules {"config" | "configPath", "cron"? | "everySecs"?, "name"?, "mode"?}`.
@@ -47,10 +46,7 @@ pub async fn create(State(app): State<Arc<App>>, body: Result<Bytes, BytesReject
 
 pub async fn list(State(app): State<Arc<App>>) -> Response {
     match app.scheduler.list() {
-        Ok(all) => json_response(
-            StatusCode::OK,
-            &json!({ "schedules": all.iter().map(ScheduleView::to_json).collect::<Vec<_>>() }),
-        ),
+        Ok(all) => json_response(StatusCode::OK, &json!({ "schedules": all })),
         Err(e) => schedule_error(e),
     }
 }
@@ -65,7 +61,7 @@ pub async fn resume(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resp
 
 fn paused(app: &App, id: &str, paused: bool) -> Response {
     match app.scheduler.set_paused(id, paused) {
-        Ok(s) => json_response(StatusCode::OK, &s.to_json()),
+        Ok(s) => json_response(StatusCode::OK, &json!(s)),
         Err(e) => schedule_error(e),
     }
 }
