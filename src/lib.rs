@@ -10,6 +10,7 @@ pub use lucille_core::{health, metrics, thread_scope, worker};
 pub use lucille_core::{Document, DocumentError, UpdateMode};
 
 // The services the components share.
+pub use lucille_changes as changes;
 pub use lucille_http as http;
 pub use lucille_storage as storage;
 

@@ -106,6 +106,8 @@ pub struct PyConnectorResult {
     failed: u64,
     /// Documents (children included) that were dropped.
     dropped: u64,
+    /// Documents `skipUnchanged` found unchanged (0 when the key is off).
+    unchanged: u64,
     /// How long the connector's run took, in seconds.
     seconds: f64,
 }
@@ -114,8 +116,8 @@ pub struct PyConnectorResult {
 impl PyConnectorResult {
     fn __repr__(&self) -> String {
         format!(
-            "ConnectorResult(name={:?}, status={:?}, published={}, succeeded={}, failed={}, dropped={})",
-            self.name, self.status, self.published, self.succeeded, self.failed, self.dropped
+            "ConnectorResult(name={:?}, status={:?}, published={}, succeeded={}, failed={}, dropped={}, unchanged={})",
+            self.name, self.status, self.published, self.succeeded, self.failed, self.dropped, self.unchanged
         )
     }
 }
@@ -161,6 +163,12 @@ impl PyRunResult {
     fn dropped(&self) -> u64 {
         self.result.totals().dropped
     }
+    /// Documents `skipUnchanged` found unchanged since the last run (0 when the key is off):
+    /// counted as published, not as dropped.
+    #[getter]
+    fn unchanged(&self) -> u64 {
+        self.result.totals().unchanged
+    }
     /// How long the run took, in seconds.
     #[getter]
     fn seconds(&self) -> f64 {
@@ -193,6 +201,7 @@ impl PyRunResult {
                 succeeded: c.succeeded,
                 failed: c.failed,
                 dropped: c.dropped,
+                unchanged: c.unchanged,
                 seconds: c.seconds,
             })
             .collect()

@@ -30,6 +30,7 @@ pub mod stage;
 pub mod test_service;
 pub mod thread_scope;
 pub mod trace;
+pub mod unchanged;
 pub mod worker;
 
 pub use document::{Document, DocumentError, UpdateMode};

@@ -209,6 +209,7 @@ impl Metrics {
             succeeded: self.documents.with_label_values(&[pipeline, "succeeded"]),
             failed: self.documents.with_label_values(&[pipeline, "failed"]),
             dropped: self.documents.with_label_values(&[pipeline, "dropped"]),
+            unchanged: self.documents.with_label_values(&[pipeline, "unchanged"]),
             in_flight: self.in_flight.clone(),
             counted_in_flight: AtomicI64::new(0),
         }
@@ -321,6 +322,7 @@ pub struct PublisherMetrics {
     succeeded: IntCounter,
     failed: IntCounter,
     dropped: IntCounter,
+    unchanged: IntCounter,
     in_flight: IntGauge,
     counted_in_flight: AtomicI64,
 }
@@ -333,6 +335,13 @@ impl PublisherMetrics {
         self.counted_in_flight.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// `docs` documents of a unit `skipUnchanged` did not read: published and unchanged at
+    /// once.
+    pub fn unread_unchanged(&self, docs: u64) {
+        self.published.inc_by(docs);
+        self.unchanged.inc_by(docs);
+    }
+
     /// What applying events changed in the ledger's counts.
     pub fn applied(&self, before: &Counts, after: &Counts) {
         let delta = |a: u64, b: u64| a.saturating_sub(b);
@@ -340,11 +349,13 @@ impl PublisherMetrics {
         let succeeded = delta(after.succeeded, before.succeeded);
         let failed = delta(after.failed, before.failed);
         let dropped = delta(after.dropped, before.dropped);
+        let unchanged = delta(after.unchanged, before.unchanged);
         self.created.inc_by(created);
+        self.unchanged.inc_by(unchanged);
         self.succeeded.inc_by(succeeded);
         self.failed.inc_by(failed);
         self.dropped.inc_by(dropped);
-        let change = created as i64 - (succeeded + failed + dropped) as i64;
+        let change = created as i64 - (succeeded + failed + dropped + unchanged) as i64;
         self.in_flight.add(change);
         self.counted_in_flight.fetch_add(change, Ordering::Relaxed);
     }
@@ -480,6 +491,7 @@ mod tests {
             succeeded: 3,
             failed: 1,
             dropped: 1,
+            unchanged: 0,
         };
         m.applied(&before, &after);
         let outcome = |o| {

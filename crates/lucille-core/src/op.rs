@@ -83,6 +83,28 @@ pub struct PreparedOp {
     pub encoded: Result<Option<Encoded>, EncodeError>,
     /// The document's JSON size when `indexer.batchByteSize` is set, else 0.
     pub bytes: u64,
+    /// `skipUnchanged: "output"`: the hash of what the op sends, taken before encoding (which
+    /// may move the fields out of the op).
+    pub output_hash: Option<crate::unchanged::Hash>,
+}
+
+impl IndexOp {
+    /// The hash of what an upsert sends (`skipUnchanged: "output"`); `None` for deletes, which
+    /// are always sent.
+    pub fn content_hash(&self) -> Option<crate::unchanged::Hash> {
+        match self {
+            IndexOp::Upsert {
+                id,
+                index,
+                fields,
+                routing,
+                version,
+            } => Some(crate::unchanged::json_hash(&(
+                id, index, fields, routing, version,
+            ))),
+            _ => None,
+        }
+    }
 }
 
 /// What the destination queue carries.

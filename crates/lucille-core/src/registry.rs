@@ -129,6 +129,11 @@ pub fn is_python_reference(class: &str) -> bool {
     }
 }
 
+/// The start of the reference a Python object given to `lucille.run(stages=, connector=,
+/// indexer=)` is named by for one run (`lucille._loader:given.o7`): the number differs from run
+/// to run, the object is the same.
+pub const GIVEN_OBJECT_PREFIX: &str = "lucille._loader:given.";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ pub mod indexer;
 pub mod stage;
 
 // The core and the services under the paths the components use.
-pub(crate) use lucille_core::{accounting, config, document, record, registry};
+pub(crate) use lucille_core::{accounting, config, document, record, registry, unchanged};
 #[cfg(test)]
 pub(crate) use lucille_core::{messaging, runner, test_service};
 pub(crate) use lucille_http as http;

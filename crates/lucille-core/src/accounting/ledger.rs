@@ -27,6 +27,9 @@ pub struct Counts {
     pub succeeded: u64,
     pub failed: u64,
     pub dropped: u64,
+    /// Documents `skipUnchanged` found unchanged: a DROP with the message
+    /// [`crate::unchanged::UNCHANGED`], or a unit not read at all (counted as published too).
+    pub unchanged: u64,
 }
 
 #[derive(Debug, Default)]
@@ -96,6 +99,13 @@ impl Ledger {
         self.counts.published += 1;
     }
 
+    /// Counts `n` documents of a unit `skipUnchanged` did not read (unchanged since the last
+    /// run): published and unchanged at once, with no events.
+    pub fn count_unread_unchanged(&mut self, n: u64) {
+        self.counts.published += n;
+        self.counts.unchanged += n;
+    }
+
     /// Undoes `track` after a failed send.
     pub fn rollback(&mut self, id: &str) {
         if self.pending.remove_one(id) {
@@ -139,6 +149,11 @@ impl Ledger {
                 match kind {
                     EventType::Finish => self.counts.succeeded += 1,
                     EventType::Fail => self.counts.failed += 1,
+                    EventType::Drop
+                        if event.message.as_deref() == Some(crate::unchanged::UNCHANGED) =>
+                    {
+                        self.counts.unchanged += 1
+                    }
                     EventType::Drop => self.counts.dropped += 1,
                     EventType::Create => {}
                 }
@@ -199,6 +214,19 @@ mod tests {
 
     fn ev(id: &str, kind: EventType) -> Event {
         Event::new(id, Arc::from("run"), kind)
+    }
+
+    #[test]
+    fn unchanged_drops_and_unread_documents_are_counted_apart_from_drops() {
+        let mut l = Ledger::new();
+        l.track("a");
+        l.track("b");
+        l.handle(&ev("a", EventType::Drop).with_message(crate::unchanged::UNCHANGED));
+        l.handle(&ev("b", EventType::Drop).with_message("dropped by a stage"));
+        l.count_unread_unchanged(5);
+        let c = l.counts();
+        assert_eq!((c.published, c.unchanged, c.dropped), (7, 6, 1));
+        assert!(!l.has_pending());
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::event::{Event, EventType};
 use crate::messaging::{MessagingError, PublisherSide};
 use crate::metrics::PublisherMetrics;
 use crate::record::{Record, ToProcess};
+use crate::unchanged::{ChangeTracker, Hash, SkipMode, UnitRef};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PublishError {
@@ -68,7 +69,7 @@ pub struct Publisher {
     ledger: Mutex<Ledger>,
     below_max: Condvar,
     max_pending: Option<usize>,
-    collapsing: Option<Mutex<Option<Document>>>,
+    collapsing: Option<Mutex<Option<Held>>>,
     paused: AtomicBool,
     pause_lock: Mutex<()>,
     resumed: Condvar,
@@ -85,6 +86,20 @@ pub struct Publisher {
     /// in flight was published or created: its `document` span ends at its terminal event.
     trace: Option<crate::trace::RunTrace>,
     traced: Mutex<HashMap<String, SystemTime>>,
+    /// `skipUnchanged`: the connector's run against the change store.
+    changes: std::sync::OnceLock<Arc<ChangeTracker>>,
+}
+
+/// A document held back by collapsing, with the unit it was read from.
+type Held = (Document, Option<UnitRef>);
+
+/// What `send_for_processing` checks against the change store.
+#[derive(Clone, Copy)]
+enum Check {
+    /// The document's content, or the hash of the record it was built from.
+    Content(Option<Hash>),
+    /// A delete marker for a vanished document: sent, and its entry removed once it ends.
+    Deletion,
 }
 
 /// Called with the id and reason of each record a connector could not turn into a document.
@@ -96,6 +111,8 @@ pub type TerminalListener = Box<dyn Fn(&str) + Send + Sync>;
 /// Called with the doc id and reason of each FAIL the ledger counts, on the thread that
 /// applies events.
 pub type FailListener = Box<dyn Fn(&str, &str) + Send + Sync>;
+
+const UNCHANGED_MSG: &str = crate::unchanged::UNCHANGED;
 
 /// How long a blocked `publish` sleeps before re-checking its condition (a safety net for a
 /// missed wake-up, as in Lucille).
@@ -129,6 +146,7 @@ impl Publisher {
                 .map(|l| crate::metrics::global().publisher(&l.connector, &l.pipeline)),
             trace: crate::trace::run_trace(&run_id),
             traced: Mutex::new(HashMap::new()),
+            changes: std::sync::OnceLock::new(),
             run_id,
         }
     }
@@ -145,6 +163,20 @@ impl Publisher {
     /// Hands a document to the run. Blocks while the publisher is paused, while
     /// `maxPendingDocs` documents are in flight, or while the source queue is full.
     pub fn publish(&self, doc: Document) -> Result<(), PublishError> {
+        self.publish_in(doc, None)
+    }
+
+    /// As `publish`, for a document read from `unit` (see [`ChangeTracker::begin_unit`]).
+    pub fn publish_in(&self, doc: Document, unit: Option<UnitRef>) -> Result<(), PublishError> {
+        self.publish_checked(doc, unit, None)
+    }
+
+    fn publish_checked(
+        &self,
+        doc: Document,
+        unit: Option<UnitRef>,
+        hash: Option<Hash>,
+    ) -> Result<(), PublishError> {
         if self.stopping.load(Ordering::Relaxed) {
             return Err(PublishError::Stopped(doc.id().to_string()));
         }
@@ -157,16 +189,18 @@ impl Publisher {
         self.wait_while_paused(doc.id())?;
         self.num_received.fetch_add(1, Ordering::Relaxed);
         match &self.collapsing {
-            None => self.send_for_processing(doc),
+            None => self.send_for_processing(doc, unit, Check::Content(hash)),
             Some(previous) => {
                 let mut held = previous.lock();
                 match held.as_mut() {
-                    Some(prev) if prev.id() == doc.id() => {
+                    Some((prev, _)) if prev.id() == doc.id() => {
                         prev.set_or_add_all(&doc);
                         Ok(())
                     }
-                    _ => match held.replace(doc) {
-                        Some(prev) => self.send_for_processing(prev),
+                    _ => match held.replace((doc, unit)) {
+                        Some((prev, unit)) => {
+                            self.send_for_processing(prev, unit, Check::Content(None))
+                        }
                         None => Ok(()),
                     },
                 }
@@ -178,11 +212,25 @@ impl Publisher {
     /// tracked by its id before it is sent, as `publish` tracks a document. When the run keeps
     /// whole documents (test mode) or collapses them, the record is built here instead, and
     /// one that cannot be built is accounted as `publish_failed` does.
-    pub fn publish_record(&self, mut record: Record) -> Result<(), PublishError> {
+    pub fn publish_record(&self, record: Record) -> Result<(), PublishError> {
+        self.publish_record_in(record, None)
+    }
+
+    /// As `publish_record`, for a record read from `unit`.
+    pub fn publish_record_in(
+        &self,
+        mut record: Record,
+        unit: Option<UnitRef>,
+    ) -> Result<(), PublishError> {
+        // The record as read, before anything is built from it.
+        let hash = self
+            .record_mode()
+            .map(|_| crate::unchanged::record_hash(&record.id, &record.text));
         if self.collapsing.is_some() || self.messenger.records_documents() {
             return match record.build() {
-                Ok(doc) => self.publish(doc),
-                Err(e) => self.publish_failed(&e.id, &e.reason),
+                Ok(doc) if self.collapsing.is_some() => self.publish_in(doc, unit),
+                Ok(doc) => self.publish_checked(doc, unit, hash),
+                Err(e) => self.publish_failed_in(&e.id, &e.reason, unit),
             };
         }
         if self.stopping.load(Ordering::Relaxed) {
@@ -190,6 +238,15 @@ impl Publisher {
         }
         self.wait_while_paused(&record.id)?;
         self.num_received.fetch_add(1, Ordering::Relaxed);
+        if let Some(tracker) = self.changes.get() {
+            match hash {
+                Some(h) if tracker.check(&record.id, h, unit) => {
+                    return self.account_unprocessed(&record.id, EventType::Drop, UNCHANGED_MSG);
+                }
+                Some(_) => {}
+                None => tracker.published(&record.id, unit),
+            }
+        }
         record.run_id = Some(self.run_id.clone());
         let id = record.id.clone();
         self.track_and_send(id, ToProcess::Record(record))
@@ -200,15 +257,43 @@ impl Publisher {
     /// so the run summary counts it as failed and test mode lists it with its reason. It never
     /// reaches a worker, so nothing else sees it.
     pub fn publish_failed(&self, id: &str, reason: &str) -> Result<(), PublishError> {
+        self.publish_failed_in(id, reason, None)
+    }
+
+    /// As `publish_failed`, for a record of `unit` (which is then read again next run).
+    pub fn publish_failed_in(
+        &self,
+        id: &str,
+        reason: &str,
+        unit: Option<UnitRef>,
+    ) -> Result<(), PublishError> {
         if self.stopping.load(Ordering::Relaxed) {
             return Err(PublishError::Stopped(id.to_string()));
         }
         self.wait_while_paused(id)?;
         self.num_received.fetch_add(1, Ordering::Relaxed);
+        if let Some(tracker) = self.changes.get() {
+            tracker.failed_record(id, unit);
+        }
+        self.account_unprocessed(id, EventType::Fail, reason)?;
+        if let Some(sink) = self.failed_record_sink.read().as_ref() {
+            sink(id, reason);
+        }
+        Ok(())
+    }
+
+    /// Tracks `id` and ends it at once with an event of `kind` (a FAIL for a record that is
+    /// not a document, a DROP for an unchanged one): it never reaches a worker.
+    fn account_unprocessed(
+        &self,
+        id: &str,
+        kind: EventType,
+        message: &str,
+    ) -> Result<(), PublishError> {
         self.wait_below_max(id)?;
         self.ledger.lock().track(id);
         self.start_document_span(id);
-        let event = Event::new(id, self.run_id.clone(), EventType::Fail).with_message(reason);
+        let event = Event::new(id, self.run_id.clone(), kind).with_message(message);
         if let Err(source) = self.messenger.send_event(event) {
             self.ledger.lock().rollback(id);
             self.traced.lock().remove(id);
@@ -218,10 +303,43 @@ impl Publisher {
             });
         }
         self.count_published();
-        if let Some(sink) = self.failed_record_sink.read().as_ref() {
-            sink(id, reason);
-        }
         Ok(())
+    }
+
+    /// Starts `skipUnchanged` for this connector's run (the runner, before the connector
+    /// starts).
+    pub fn skip_unchanged(&self, tracker: Arc<ChangeTracker>) {
+        let _ = self.changes.set(tracker);
+    }
+
+    /// The connector's run against the change store, when `skipUnchanged` is on: a connector
+    /// that reads units asks it which are unchanged.
+    pub fn changes(&self) -> Option<&Arc<ChangeTracker>> {
+        self.changes.get()
+    }
+
+    fn record_mode(&self) -> Option<&Arc<ChangeTracker>> {
+        self.changes.get().filter(|t| t.mode() == SkipMode::Record)
+    }
+
+    /// Counts the `docs` documents of a unit `skipUnchanged` found unchanged without reading
+    /// it: published and unchanged, with no events.
+    pub fn count_unread_unchanged(&self, docs: u64) {
+        self.ledger.lock().count_unread_unchanged(docs);
+        if let Some(m) = &self.metrics {
+            m.unread_unchanged(docs);
+        }
+    }
+
+    /// Publishes the delete marker of a document that vanished from the source: it is not
+    /// checked against the store, and its entry is removed once the deletion ended well.
+    pub fn publish_deletion(&self, doc: Document) -> Result<(), PublishError> {
+        if self.stopping.load(Ordering::Relaxed) {
+            return Err(PublishError::Stopped(doc.id().to_string()));
+        }
+        self.wait_while_paused(doc.id())?;
+        self.num_received.fetch_add(1, Ordering::Relaxed);
+        self.send_for_processing(doc, None, Check::Deletion)
     }
 
     /// Where records accounted for by `publish_failed` are also written (the run's dead-letter
@@ -233,14 +351,32 @@ impl Publisher {
     /// Sends a document held back by collapsing. Called after the connector's `execute`.
     pub fn flush(&self) -> Result<(), PublishError> {
         if let Some(previous) = &self.collapsing {
-            if let Some(doc) = previous.lock().take() {
-                return self.send_for_processing(doc);
+            if let Some((doc, unit)) = previous.lock().take() {
+                return self.send_for_processing(doc, unit, Check::Content(None));
             }
         }
         Ok(())
     }
 
-    fn send_for_processing(&self, mut doc: Document) -> Result<(), PublishError> {
+    fn send_for_processing(
+        &self,
+        mut doc: Document,
+        unit: Option<UnitRef>,
+        check: Check,
+    ) -> Result<(), PublishError> {
+        if let Some(tracker) = self.changes.get() {
+            match (check, tracker.mode()) {
+                (Check::Deletion, _) => tracker.deleting(doc.id()),
+                (Check::Content(hash), SkipMode::Record) => {
+                    // Before the run id is stamped: the hash is of the document as read.
+                    let hash = hash.unwrap_or_else(|| crate::unchanged::document_hash(&doc));
+                    if tracker.check(doc.id(), hash, unit) {
+                        return self.account_unprocessed(doc.id(), EventType::Drop, UNCHANGED_MSG);
+                    }
+                }
+                (Check::Content(_), SkipMode::Output) => tracker.published(doc.id(), unit),
+            }
+        }
         // A fresh document (checked in publish) has no run id, so this cannot fail.
         let _ = doc.initialize_run_id(&self.run_id);
         let id = doc.id().to_string();
@@ -381,6 +517,9 @@ impl Publisher {
             }
         }
         self.trace_events(events, &ignored);
+        if let Some(tracker) = self.changes.get() {
+            tracker.on_events(events, &ignored);
+        }
         // After the ledger: a listener that checkpoints an acknowledgement may then rely on
         // the document no longer being pending.
         if let Some(listener) = self.terminal_listener.read().as_ref() {

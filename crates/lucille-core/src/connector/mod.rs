@@ -62,6 +62,10 @@ pub fn connector_spec() -> Spec {
         .doc("put before every document id it publishes")
         .optional("collapse", Kind::Bool)
         .doc("merge consecutive documents with the same id into one (Lucille's collapse)")
+        .optional("skipUnchanged", Kind::Any)
+        .doc("true: a record unchanged since the last run that indexed it (with the same pipeline and indexer config) is not processed; \"output\": every record is processed and the backend is sent only what changed")
+        .optional("skipUnchangedPath", Kind::String)
+        .doc("the skipUnchanged store (default: beside the index or output file)")
 }
 
 pub type BuildConnector = fn(&ComponentConfig, &Common) -> Result<Box<dyn Connector>, ConfigErrors>;
@@ -108,6 +112,11 @@ struct CommonOptions {
     /// whole.
     #[option(min = 1)]
     max_document_bytes: Option<usize>,
+    /// true: a record unchanged since the last run that indexed it is not processed;
+    /// "output": the backend is sent only what changed.
+    skip_unchanged: Option<crate::unchanged::SkipMode>,
+    /// The skipUnchanged store (default: beside the index or output file).
+    skip_unchanged_path: Option<String>,
 }
 
 /// The common keys, read.
@@ -120,6 +129,10 @@ pub struct Common {
     /// `maxDocumentBytes`: a record larger than this FAILs with its position instead of being
     /// read whole (the connectors that read records enforce it).
     pub max_document_bytes: Option<u64>,
+    /// `skipUnchanged` (`None`: off).
+    pub skip_unchanged: Option<crate::unchanged::SkipMode>,
+    /// `skipUnchangedPath`, resolved.
+    pub skip_unchanged_path: Option<std::path::PathBuf>,
 }
 
 impl Common {
@@ -177,6 +190,8 @@ enum Class {
 #[derive(Clone)]
 pub struct ConnectorPlan {
     pub common: Common,
+    /// `skipUnchanged`, resolved by the run's plan (its store and config hash).
+    pub skip: Option<crate::unchanged::SkipSettings>,
     class: Class,
     config: ComponentConfig,
 }
@@ -228,10 +243,15 @@ impl ConnectorPlan {
                 doc_id_prefix: o.doc_id_prefix,
                 collapse: o.collapse,
                 max_document_bytes: o.max_document_bytes.map(|n| n as u64),
+                skip_unchanged: o.skip_unchanged,
+                skip_unchanged_path: o
+                    .skip_unchanged_path
+                    .map(|p| config.resolve_output_path(&p)),
             })
             .unwrap_or_default();
         let plan = ConnectorPlan {
             common,
+            skip: None,
             class,
             config,
         };

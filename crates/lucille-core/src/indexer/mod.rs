@@ -68,6 +68,19 @@ impl IndexerHandle {
         run_id: Arc<str>,
         bypass: bool,
     ) -> std::io::Result<Self> {
+        Self::start_with(settings, backend, messenger, run_id, bypass, None)
+    }
+
+    /// As `start`; with `changes` (`skipUnchanged: "output"`), a document whose operation is
+    /// what the backend already has is not sent: it ends with an unchanged DROP.
+    pub fn start_with(
+        settings: IndexerSettings,
+        backend: Box<dyn Backend>,
+        messenger: Arc<dyn IndexerSide>,
+        run_id: Arc<str>,
+        bypass: bool,
+        changes: Option<Arc<crate::unchanged::ChangeTracker>>,
+    ) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(IndexerStats::default());
         let (s2, st2) = (stop.clone(), stats.clone());
@@ -88,6 +101,7 @@ impl IndexerHandle {
                         bypass,
                         stats: st2,
                         held: Vec::new(),
+                        changes,
                         commits_seen: 0,
                         last_commit: Instant::now(),
                     };
@@ -159,6 +173,8 @@ impl Drop for IndexerHandle {
     }
 }
 
+use crate::unchanged::UNCHANGED;
+
 struct IndexerLoop {
     settings: IndexerSettings,
     backend: Box<dyn Backend>,
@@ -170,6 +186,8 @@ struct IndexerLoop {
     rate: RateLine,
     /// Accepted documents waiting for a commit (see `Backend::commits`), and the commits seen.
     held: Vec<String>,
+    /// `skipUnchanged: "output"`: the connector's change store.
+    changes: Option<Arc<crate::unchanged::ChangeTracker>>,
     commits_seen: u64,
     last_commit: Instant,
     metrics: crate::metrics::IndexerMetrics,
@@ -217,6 +235,8 @@ type TracedBatch = (
 struct Pending {
     doc_id: String,
     op: Result<(IndexOp, Option<Encoded>), EncodeError>,
+    /// `skipUnchanged: "output"`: the hash of what the op sends.
+    hash: Option<crate::unchanged::Hash>,
 }
 
 impl IndexerLoop {
@@ -377,14 +397,18 @@ impl IndexerLoop {
                 ToIndex::Op(p) => Pending {
                     doc_id: p.doc_id,
                     op: p.encoded.map(|e| (p.op, e)),
+                    hash: p.output_hash,
                 },
                 ToIndex::Doc(doc) => {
                     let doc_id = doc.id().to_string();
                     let mut op = self.settings.op_into(doc);
+                    // Before encoding, which may move the fields out of the op.
+                    let hash = self.changes.as_ref().and_then(|_| op.content_hash());
                     let encoded = prepare::encode(self.encoder.as_deref(), &mut op);
                     Pending {
                         doc_id,
                         op: encoded.map(|e| (op, e)),
+                        hash,
                     }
                 }
             })
@@ -404,8 +428,20 @@ impl IndexerLoop {
         self.metrics.batches.inc();
         if self.bypass || !self.settings.send_enabled {
             for item in batch.drain(..) {
-                self.count_indexed();
-                self.event(item.id(), EventType::Finish, None);
+                let unchanged = match (&self.changes, item.document()) {
+                    (Some(c), Some(doc)) => self
+                        .settings
+                        .op_for(doc)
+                        .content_hash()
+                        .is_some_and(|h| c.check_output(item.id(), h)),
+                    _ => false,
+                };
+                if unchanged {
+                    self.event(item.id(), EventType::Drop, Some(UNCHANGED.into()));
+                } else {
+                    self.count_indexed();
+                    self.event(item.id(), EventType::Finish, None);
+                }
             }
             return;
         }
@@ -417,6 +453,14 @@ impl IndexerLoop {
         let mut ids = Vec::with_capacity(pending.len());
         for p in pending {
             match p.op {
+                Ok(_)
+                    if self
+                        .changes
+                        .as_ref()
+                        .is_some_and(|c| p.hash.is_some_and(|h| c.check_output(&p.doc_id, h))) =>
+                {
+                    self.event(&p.doc_id, EventType::Drop, Some(UNCHANGED.into()));
+                }
                 Ok((op, e)) => {
                     ops.push(op);
                     encoded.push(e);

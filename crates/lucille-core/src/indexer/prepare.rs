@@ -31,6 +31,8 @@ pub trait Encoder: Send + Sync {
 pub struct Preparer {
     settings: Arc<IndexerSettings>,
     encoder: Option<Arc<dyn Encoder>>,
+    /// `skipUnchanged: "output"`: hash each op before it is encoded.
+    hash_output: bool,
 }
 
 impl Preparer {
@@ -38,7 +40,14 @@ impl Preparer {
         Preparer {
             settings: Arc::new(settings),
             encoder,
+            hash_output: false,
         }
+    }
+
+    /// Hashes each op before encoding it (`skipUnchanged: "output"`).
+    pub fn hashing_output(mut self, on: bool) -> Self {
+        self.hash_output = on;
+        self
     }
 
     /// The document's operation, its fields moved out, encoded when the backend encodes.
@@ -49,12 +58,14 @@ impl Preparer {
             None => 0,
         };
         let mut op = self.settings.op_into(doc);
+        let output_hash = self.hash_output.then(|| op.content_hash()).flatten();
         let encoded = encode(self.encoder.as_deref(), &mut op);
         PreparedOp {
             doc_id,
             op,
             encoded,
             bytes,
+            output_hash,
         }
     }
 }

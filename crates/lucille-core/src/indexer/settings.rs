@@ -406,6 +406,18 @@ pub struct IndexerDescriptor {
 pub struct BackendCheck {
     /// A warning about the block, logged once per run (a TLS check turned off).
     pub warning: Option<String>,
+    /// What the backend writes on this machine (an index folder, a file), if anything: the
+    /// change store of `skipUnchanged` is kept beside it.
+    pub output: Option<BackendOutput>,
+}
+
+/// A backend's local output (see [`BackendCheck::output`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendOutput {
+    pub path: std::path::PathBuf,
+    /// True when a run replaces it (a file without `append`): documents a run skips would be
+    /// missing from it.
+    pub replaced: bool,
 }
 
 pub type CheckBackend =
@@ -531,11 +543,9 @@ fn python_factory<'a>(
 pub fn validate_backend(
     settings: &IndexerSettings,
     backend_config: &ComponentConfig,
-) -> Result<(), Vec<ConfigError>> {
+) -> Result<BackendCheck, Vec<ConfigError>> {
     let d = backend_descriptor(&settings.kind).map_err(|e| vec![e])?;
-    (d.check)(settings, backend_config)
-        .map(|_| ())
-        .map_err(|e| e.0)
+    (d.check)(settings, backend_config).map_err(|e| e.0)
 }
 
 /// Builds the backend named by `indexer.type`; `backend_config` is its own block (`jsonl { }`;

@@ -430,8 +430,9 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
         Some(_) => errors.push(ConfigError::new("pipelines", "must be a list of pipelines")),
     }
 
-    // Connectors.
+    // Connectors (and, for skipUnchanged, where each came from).
     let mut connectors = Vec::new();
+    let mut connector_blocks: Vec<(String, Map<String, Value>)> = Vec::new();
     match root.get("connectors") {
         None | Some(Value::Null) => errors.push(ConfigError::new(
             "connectors",
@@ -472,6 +473,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
                                 ));
                             }
                         }
+                        connector_blocks.push((path.clone(), m.clone()));
                         connectors.push(plan);
                     }
                     Err(e) => errors.extend(e),
@@ -493,6 +495,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             None
         }
     };
+    let mut backend_output = None;
     let backend_config = match &indexer {
         Some(s) => {
             // A Python indexer's own keys sit in the indexer block (`indexer { class, ... }`).
@@ -501,13 +504,27 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             } else {
                 block(root, &s.kind, &mut errors, &paths)
             };
-            if let Err(e) = indexer::validate_backend(s, &b) {
-                errors.extend(e);
+            match indexer::validate_backend(s, &b) {
+                Ok(check) => backend_output = check.output,
+                Err(e) => errors.extend(e),
             }
             b
         }
         None => ComponentConfig::new(Map::new(), ""),
     };
+    if let Some(settings) = &indexer {
+        for (plan, (path, block)) in connectors.iter_mut().zip(&connector_blocks) {
+            let Some(mode) = plan.common.skip_unchanged else {
+                continue;
+            };
+            match skip_settings(root, settings, backend_output.as_ref(), plan, block, mode) {
+                Ok(s) => plan.skip = Some(s),
+                Err(message) => {
+                    errors.push(ConfigError::new(format!("{path}.skipUnchanged"), message))
+                }
+            }
+        }
+    }
 
     // worker, publisher, runner, log.
     let log = LogOptions::from_config(&block(root, "log", &mut errors, &paths))
@@ -627,6 +644,70 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     })
 }
 
+/// A connector's `skipUnchanged`: where its store is, and the hash of the config its
+/// documents are processed with (its own block, its pipeline's, the indexer's and the
+/// backend's), so a changed config processes every document again.
+fn skip_settings(
+    root: &Map<String, Value>,
+    indexer: &IndexerSettings,
+    output: Option<&indexer::BackendOutput>,
+    plan: &ConnectorPlan,
+    block: &Map<String, Value>,
+    mode: crate::unchanged::SkipMode,
+) -> Result<crate::unchanged::SkipSettings, String> {
+    if !crate::unchanged::store_available() {
+        return Err("this build links no change store (the lucille-changes crate)".into());
+    }
+    let kind = indexer.class.as_deref().unwrap_or(&indexer.kind);
+    if let Some(o) = output.filter(|o| o.replaced) {
+        return Err(format!(
+            "the {kind} indexer replaces {} at each run, so the documents a run skips would be \
+             missing from it: set {}.append: true (or remove skipUnchanged)",
+            o.path.display(),
+            indexer.kind
+        ));
+    }
+    let path = match (&plan.common.skip_unchanged_path, output) {
+        (Some(p), _) => p.clone(),
+        (None, Some(o)) => crate::unchanged::beside(&o.path),
+        (None, None) => {
+            return Err(format!(
+                "the {kind} indexer keeps nothing on this machine to put the store beside: set \
+                 skipUnchangedPath (a file, e.g. \"state/{}.unchanged.sqlite\")",
+                plan.common.name
+            ))
+        }
+    };
+    let pipeline = plan.common.pipeline.as_deref().and_then(|name| {
+        root.get("pipelines")
+            .and_then(Value::as_array)
+            .and_then(|ps| {
+                ps.iter()
+                    .find(|p| p.get("name").and_then(Value::as_str) == Some(name))
+            })
+    });
+    let mut hashed = serde_json::json!([
+        block,
+        pipeline,
+        root.get("indexer"),
+        root.get(&indexer.kind),
+    ]);
+    // A Python object given to the run is named anew by each run: the same object for this.
+    fn same_objects(v: &mut Value) {
+        match v {
+            Value::String(s) if s.starts_with(crate::registry::GIVEN_OBJECT_PREFIX) => {
+                s.truncate(crate::registry::GIVEN_OBJECT_PREFIX.len())
+            }
+            Value::Array(items) => items.iter_mut().for_each(same_objects),
+            Value::Object(m) => m.values_mut().for_each(same_objects),
+            _ => {}
+        }
+    }
+    same_objects(&mut hashed);
+    let config = crate::unchanged::json_hash(&hashed);
+    Ok(crate::unchanged::SkipSettings { mode, path, config })
+}
+
 /// Called between completion polls with the connector name and its publisher.
 pub type ProgressFn = Arc<dyn Fn(&str, &Publisher) + Send + Sync>;
 
@@ -689,13 +770,30 @@ enum Abort {
 
 /// A run in `mode` needs the broker's block (`kafka`); checked before anything starts.
 pub fn check_mode(plan: &RunPlan, mode: RunMode) -> Result<(), ConfigErrors> {
+    let mut errors = Vec::new();
     if matches!(mode, RunMode::Distributed | RunMode::External) && plan.transport.is_none() {
-        return Err(ConfigErrors(vec![ConfigError::new(
+        errors.push(ConfigError::new(
             "kafka",
             "mode distributed / external needs a kafka block (at least kafka.bootstrapServers)",
-        )]));
+        ));
     }
-    Ok(())
+    if mode == RunMode::Distributed {
+        for (i, c) in plan.connectors.iter().enumerate() {
+            if c.common.skip_unchanged == Some(crate::unchanged::SkipMode::Output) {
+                errors.push(ConfigError::new(
+                    format!("connectors[{i}].skipUnchanged"),
+                    "\"output\" compares what the indexer sends, and in distributed mode the \
+                     indexer is another process: use skipUnchanged: true (the records as read), \
+                     or mode external",
+                ));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ConfigErrors(errors))
+    }
 }
 
 /// Validates and runs a config. Config errors come back before anything starts.
@@ -886,7 +984,13 @@ fn run_connector(
     // Workers turn documents into index operations (and encode them) in parallel, unless the
     // run records whole documents (test mode, history) or ships them (Kafka).
     let preparer = (!bypass && test_messenger.is_none() && !topology.publisher.records_documents())
-        .then(|| indexer::Preparer::new(plan.indexer.clone(), backend.encoder()));
+        .then(|| {
+            let output = cplan
+                .skip
+                .as_ref()
+                .is_some_and(|s| s.mode == crate::unchanged::SkipMode::Output);
+            indexer::Preparer::new(plan.indexer.clone(), backend.encoder()).hashing_output(output)
+        });
     let pool = if let Some(worker_side) = topology.worker.clone() {
         match WorkerPool::start(pipeline, worker, worker_side, run_id.clone(), preparer) {
             Ok(p) => Some(p),
@@ -895,13 +999,39 @@ fn run_connector(
     } else {
         None
     };
+    // skipUnchanged: the connector's run against its change store, read only when nothing
+    // this run does reaches a backend (test mode, `indexer.sendEnabled: false`).
+    let changes = match &cplan.skip {
+        None => None,
+        Some(skip) => {
+            let writes = opts.mode != RunMode::Test && plan.indexer.send_enabled;
+            let marker = plan
+                .indexer
+                .deletion_marker_field
+                .clone()
+                .zip(plan.indexer.deletion_marker_field_value.clone());
+            match crate::unchanged::ChangeTracker::open(&name, skip, writes, marker) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    if let Some(p) = pool {
+                        p.stop();
+                    }
+                    return (fail(format!("skipUnchanged: {e}")), None);
+                }
+            }
+        }
+    };
+    let output_changes = changes
+        .clone()
+        .filter(|c| c.mode() == crate::unchanged::SkipMode::Output);
     let mut indexer = if let Some(indexer_side) = topology.indexer.clone() {
-        match IndexerHandle::start(
+        match IndexerHandle::start_with(
             plan.indexer.clone(),
             backend,
             indexer_side,
             run_id.clone(),
             bypass,
+            output_changes,
         ) {
             Ok(i) => Some(i),
             Err(e) => {
@@ -928,6 +1058,9 @@ fn run_connector(
         opts.stop.clone(),
     ));
     crate::metrics::global().watch_messenger(Arc::downgrade(&topology.publisher));
+    if let Some(c) = &changes {
+        publisher.skip_unchanged(c.clone());
+    }
     if let Some(on_fail) = opts.on_fail.clone() {
         let connector = name.clone();
         publisher.on_fail(Box::new(move |id, reason| on_fail(&connector, id, reason)));
@@ -1081,6 +1214,10 @@ fn run_connector(
     while let Some(e) = topology.publisher.try_poll_event() {
         publisher.handle_event(&e);
     }
+    // Every terminal event is applied: what they recorded is written before the next run.
+    if let Some(c) = &changes {
+        c.finish();
+    }
     if let Some(k) = &transport_run {
         k.close();
     }
@@ -1104,6 +1241,7 @@ fn run_connector(
         Some(m) => ConnectorResult::failed_with_counts(&name, m, counts, started.elapsed()),
     };
     result.received = publisher.num_received();
+    result.skip_unchanged = changes.is_some();
     result.in_flight = publisher.pending() as u64;
     result.history = history;
     if let Some(t) = crate::trace::run_trace(run_id) {

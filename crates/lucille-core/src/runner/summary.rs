@@ -34,6 +34,10 @@ pub struct ConnectorResult {
     pub succeeded: u64,
     pub failed: u64,
     pub dropped: u64,
+    /// Documents `skipUnchanged` found unchanged (DROPs counted apart).
+    pub unchanged: u64,
+    /// Whether the connector had `skipUnchanged` (its summary line counts unchanged ones).
+    pub skip_unchanged: bool,
     /// Documents (children included) tracked but without a terminal event when the
     /// connector ended: only after a stop, a timeout or a failure.
     pub in_flight: u64,
@@ -51,6 +55,8 @@ impl ConnectorResult {
             succeeded: counts.succeeded,
             failed: counts.failed,
             dropped: counts.dropped,
+            unchanged: counts.unchanged,
+            skip_unchanged: false,
             in_flight: 0,
             seconds: elapsed.as_secs_f64(),
             history: None,
@@ -105,8 +111,13 @@ impl ConnectorResult {
                     _ => "complete.".to_string(),
                 };
                 let failed = if self.failed > 0 { "FAILED" } else { "failed" };
+                let unchanged = if self.skip_unchanged || self.unchanged > 0 {
+                    format!(" {} docs unchanged.", self.unchanged)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "{}: {head} {} docs succeeded. {} docs {failed}. {} docs dropped. Time: {:.2} secs.",
+                    "{}: {head} {} docs succeeded. {} docs {failed}. {} docs dropped.{unchanged} Time: {:.2} secs.",
                     self.name, self.succeeded, self.failed, self.dropped, self.seconds
                 )
             }
@@ -162,6 +173,7 @@ impl RunResult {
             t.succeeded += c.succeeded;
             t.failed += c.failed;
             t.dropped += c.dropped;
+            t.unchanged += c.unchanged;
         }
         t
     }
@@ -171,7 +183,7 @@ fn render(ok: bool, connectors: &[ConnectorResult], seconds: f64) -> String {
     let any_failed_docs = connectors.iter().any(|c| c.failed > 0);
     let any_docs = connectors
         .iter()
-        .any(|c| c.published > 0 || c.succeeded + c.failed + c.dropped > 0);
+        .any(|c| c.published > 0 || c.succeeded + c.failed + c.dropped + c.unchanged > 0);
     let verdict = match (ok, any_failed_docs) {
         (true, false) => "Success.",
         (true, true) => "Partial success.",
@@ -217,6 +229,7 @@ mod tests {
             failed,
             dropped,
             created: 0,
+            unchanged: 0,
         }
     }
 
@@ -239,6 +252,35 @@ mod tests {
              Run took 41.80 secs."
         );
         assert_eq!(r.status(), "Success");
+    }
+
+    #[test]
+    fn a_skip_unchanged_connector_counts_unchanged_documents_on_its_line() {
+        let mut files = ConnectorResult::complete(
+            "files",
+            Counts {
+                unchanged: 990,
+                ..counts(1000, 10, 0, 0)
+            },
+            Duration::from_millis(1500),
+        );
+        files.skip_unchanged = true;
+        let mut none = ConnectorResult::complete("none", counts(0, 0, 0, 0), Duration::ZERO);
+        none.skip_unchanged = true;
+        let r = RunResult::new(
+            "r".into(),
+            vec![files, none],
+            Duration::from_secs(2),
+            vec![],
+        );
+        assert_eq!(
+            r.summary,
+            "RUN SUMMARY: Success. 2/2 connectors complete. All published docs succeeded.\n\
+             files: complete. 10 docs succeeded. 0 docs failed. 0 docs dropped. 990 docs unchanged. Time: 1.50 secs.\n\
+             none: complete. 0 docs succeeded. 0 docs failed. 0 docs dropped. 0 docs unchanged. Time: 0.00 secs.\n\
+             Run took 2.00 secs."
+        );
+        assert_eq!(r.totals().unchanged, 990);
     }
 
     #[test]

@@ -913,6 +913,10 @@ impl WorkerContext {
         let mut originals = keep.then(|| docs.clone()).map(Vec::into_iter);
         let mut retries = Vec::new();
         self.begin(docs.iter().map(Document::id));
+        // Outputs come per input, children before their parent: a child's root is the input
+        // of the next parent out (its CREATE names it, as in `attempts`).
+        let roots: Vec<String> = docs.iter().map(|d| d.id().to_string()).collect();
+        let mut parents_out = 0usize;
         let outputs = pipeline.process_batch(docs);
         self.enter_send()?;
         let timed_out = self.timed_out();
@@ -922,7 +926,10 @@ impl WorkerContext {
                 _ => None,
             };
             if out.is_child {
-                self.event_of(&out.doc, EventType::Create, None);
+                let root = roots.get(parents_out).cloned();
+                self.event_of(&out.doc, EventType::Create, root);
+            } else {
+                parents_out += 1;
             }
             match (out.error, original) {
                 (Some(e), Some(fresh)) if max_retries > 0 && !out.is_child && !timed_out => {
@@ -1012,10 +1019,13 @@ impl WorkerContext {
         let mut attempt = first;
         loop {
             let mut parent_failure = None;
+            // A child's CREATE names the root of its tree (how skipUnchanged waits for a
+            // whole tree before recording its root).
+            let root = doc.id().to_string();
             for out in pipeline.process(doc) {
                 self.enter_send()?;
                 if out.is_child {
-                    self.event_of(&out.doc, EventType::Create, None);
+                    self.event_of(&out.doc, EventType::Create, Some(root.clone()));
                 }
                 match out.error {
                     Some(e) if !out.is_child => parent_failure = Some((out.doc, e.to_string())),

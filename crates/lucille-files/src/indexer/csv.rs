@@ -23,8 +23,14 @@ inventory::submit!(super::IndexerDescriptor {
     spec: CsvOptions::spec,
     // Checking only reads the block: the file is created (or truncated) at build.
     check: |settings, config| {
-        read(settings, config)?;
-        Ok(BackendCheck::default())
+        let o = read(settings, config)?;
+        Ok(BackendCheck {
+            output: Some(super::BackendOutput {
+                path: config.resolve_output_path(&o.path),
+                replaced: !super::Opening::Fresh.appends(o.append),
+            }),
+            ..BackendCheck::default()
+        })
     },
     build: |settings, config, opening| {
         let o = read(settings, config)?;

@@ -17,8 +17,8 @@ use serde_json::json;
 
 use super::batch_file::BatchFile;
 use super::{
-    take_encoded, Backend, BackendCheck, BackendError, EncodeError, Encoded, Encoder, IndexOp,
-    Opening,
+    take_encoded, Backend, BackendCheck, BackendError, BackendOutput, EncodeError, Encoded,
+    Encoder, IndexOp, Opening,
 };
 use crate::config::{ComponentConfig, ConfigErrors, Options};
 use crate::document::write::{write_str, write_value};
@@ -29,8 +29,14 @@ inventory::submit!(super::IndexerDescriptor {
     spec: JsonlOptions::spec,
     // Checking only reads the block: the file is created (or truncated) at build.
     check: |_, config| {
-        JsonlOptions::from_config(config)?;
-        Ok(BackendCheck::default())
+        let o = JsonlOptions::from_config(config)?;
+        Ok(BackendCheck {
+            output: Some(BackendOutput {
+                path: config.resolve_output_path(&o.path),
+                replaced: !Opening::Fresh.appends(o.append),
+            }),
+            ..BackendCheck::default()
+        })
     },
     build: |_, config, opening| Ok(Box::new(JsonlBackend::from_config(config, opening)?)),
 });

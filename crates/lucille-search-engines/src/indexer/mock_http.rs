@@ -86,7 +86,7 @@ pub fn config_errors(indexer: Value, block: Value) -> String {
         };
     let config = ComponentConfig::new(obj(block), settings.kind.clone());
     match validate_backend(&settings, &config) {
-        Ok(()) => String::new(),
+        Ok(_) => String::new(),
         Err(e) => e
             .iter()
             .map(ToString::to_string)

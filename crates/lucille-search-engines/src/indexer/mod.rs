@@ -36,5 +36,6 @@ pub(crate) fn tls_check(
 ) -> BackendCheck {
     BackendCheck {
         warning: crate::http::insecure_warning(accept_invalid_cert, config.path(), &settings.kind),
+        output: None,
     }
 }

@@ -810,8 +810,14 @@ inventory::submit!(super::IndexerDescriptor {
     aliases: &[],
     spec: TantivyOptions::spec,
     check: |_, config| {
-        options(config)?;
-        Ok(BackendCheck::default())
+        let o = options(config)?;
+        Ok(BackendCheck {
+            output: Some(super::BackendOutput {
+                path: config.resolve_output_path(&o.path),
+                replaced: false,
+            }),
+            ..BackendCheck::default()
+        })
     },
     // Opens nothing: the index (and its lock) is taken at `validate_connection` or the first
     // `send`.

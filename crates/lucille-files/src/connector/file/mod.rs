@@ -26,6 +26,7 @@
 //! `handleCompressedFiles` / `handleArchivedFiles`), and regexes must match the whole path as
 //! Lucille's do.
 
+mod changes;
 mod compressed;
 pub(crate) mod csv;
 pub mod documents;
@@ -464,6 +465,8 @@ struct Job {
     entry: storage::Entry,
     unit: Option<resume::UnitId>,
     skip: u64,
+    /// Its unit in the change store (`skipUnchanged`).
+    change: Option<crate::unchanged::UnitRef>,
 }
 
 /// A nested block (`filterOptions`, `checkpoint`, `state`, a handler's) as a config of its
@@ -887,18 +890,20 @@ pub(crate) fn extension(name: &str) -> Option<String> {
 /// Sends records to the Publisher and counts failures.
 struct PublisherSink<'a> {
     publisher: &'a Publisher,
+    /// The file's unit in the change store (`skipUnchanged`).
+    unit: Option<crate::unchanged::UnitRef>,
 }
 
 impl RecordSink for PublisherSink<'_> {
     fn publish(&mut self, doc: Document) -> Result<(), PublishError> {
-        self.publisher.publish(doc)
+        self.publisher.publish_in(doc, self.unit)
     }
     fn publish_record(&mut self, record: Record) -> Result<(), PublishError> {
-        self.publisher.publish_record(record)
+        self.publisher.publish_record_in(record, self.unit)
     }
     fn fail(&mut self, id: String, reason: String) -> Result<(), PublishError> {
         tracing::warn!(id, "{reason}");
-        self.publisher.publish_failed(&id, &reason)
+        self.publisher.publish_failed_in(&id, &reason, self.unit)
     }
 }
 
@@ -1129,7 +1134,10 @@ impl FileConnector {
         tracker: Option<&resume::TrackerHandle>,
     ) -> Result<(), ConnectorError> {
         let entry = &job.entry;
-        let mut sink = PublisherSink { publisher };
+        let mut sink = PublisherSink {
+            publisher,
+            unit: job.change,
+        };
         let outcome = match (tracker, job.unit) {
             (Some(tracker), Some(unit)) => {
                 let mut counted = resume::CheckpointSink {
@@ -1150,6 +1158,18 @@ impl FileConnector {
             }
             _ => self.read_file(entry, &mut sink)?,
         };
+        if let (Some(changes), Some(unit)) = (publisher.changes(), job.change) {
+            let complete = matches!(outcome, Outcome::Done);
+            changes::end(
+                changes,
+                publisher,
+                entry.path(),
+                unit,
+                complete,
+                // A file resumed mid-way did not show the records before its watermark.
+                self.deletes_vanished() && job.skip == 0,
+            )?;
+        }
         let target = match outcome {
             Outcome::Done => &self.settings.move_after,
             Outcome::Failed => &self.settings.move_on_error,
@@ -1174,9 +1194,61 @@ impl FileConnector {
                 entry: entry.clone(),
                 unit: None,
                 skip: 0,
+                change: None,
             })
             .collect();
+        let jobs = self.plan_changes(jobs, publisher)?;
         self.read_jobs(&jobs, publisher, None)
+    }
+
+    /// Whether documents that vanished are deleted under `skipUnchanged`: not when files
+    /// leave their folder by design (`moveToAfterProcessing`, `moveToErrorFolder`).
+    fn deletes_vanished(&self) -> bool {
+        self.settings.move_after.is_none() && self.settings.move_on_error.is_none()
+    }
+
+    /// `skipUnchanged`: the jobs whose file changed, each with its unit in the change store
+    /// (the others are counted unchanged, unread).
+    fn plan_changes(
+        &self,
+        jobs: Vec<Job>,
+        publisher: &Publisher,
+    ) -> Result<Vec<Job>, ConnectorError> {
+        let Some(changes) = publisher.changes() else {
+            return Ok(jobs);
+        };
+        let entries: Vec<storage::Entry> = jobs.iter().map(|j| j.entry.clone()).collect();
+        let gone = |path: &str| self.is_gone(path);
+        let deletes: Option<&dyn Fn(&str) -> bool> = self.deletes_vanished().then_some(&gone);
+        let units = changes::plan(changes, publisher, &entries, deletes)?;
+        if changes.mode() == crate::unchanged::SkipMode::Output {
+            return Ok(jobs);
+        }
+        Ok(jobs
+            .into_iter()
+            .zip(units)
+            .filter_map(|(job, unit)| {
+                unit.map(|u| Job {
+                    change: Some(u),
+                    ..job
+                })
+            })
+            .collect())
+    }
+
+    /// A `file_path` no longer listed is gone when its storage says so; one no storage of
+    /// this config owns (a path since removed from `paths`) is kept, never deleted.
+    fn is_gone(&self, path: &str) -> bool {
+        match self.settings.storages.iter().find(|s| s.owns(path)) {
+            Some(s) => match s.exists(path) {
+                Ok(exists) => !exists,
+                Err(e) => {
+                    tracing::warn!("cannot tell whether {path} still exists: {e}");
+                    false
+                }
+            },
+            None => false,
+        }
     }
 
     /// Reads `files` on `readerThreads` threads; the first connector error stops them all.
@@ -1284,19 +1356,7 @@ impl Connector for FileConnector {
         let Some(settings) = &self.settings.resume else {
             return self.read_all(&files, publisher);
         };
-        // A file_path no longer listed is gone when its storage says so; one no storage of
-        // this config owns (a path since removed from `paths`) is kept, never deleted.
-        let storages = &self.settings.storages;
-        let gone = |path: &str| match storages.iter().find(|s| s.owns(path)) {
-            Some(s) => match s.exists(path) {
-                Ok(exists) => !exists,
-                Err(e) => {
-                    tracing::warn!("cannot tell whether {path} still exists: {e}");
-                    false
-                }
-            },
-            None => false,
-        };
+        let gone = |path: &str| self.is_gone(path);
         let (run, planned) =
             resume::ResumeRun::start(settings, &self.common, &files, &gone, publisher)?;
         let jobs: Vec<Job> = planned
@@ -1305,8 +1365,10 @@ impl Connector for FileConnector {
                 entry: p.entry,
                 unit: Some(p.unit),
                 skip: p.skip,
+                change: None,
             })
             .collect();
+        let jobs = self.plan_changes(jobs, publisher)?;
         let handle = run.handle();
         self.run = Some(run);
         self.read_jobs(&jobs, publisher, Some(&handle))

@@ -1,0 +1,144 @@
+//! The FileConnector under `skipUnchanged` (see `lucille_core::unchanged`): each file is a
+//! unit of the change store, its token its size and modification time (nanoseconds), so
+//! - a file whose token is what the store holds, and whose every document ended well the last
+//!   time it was read, is not read at all: its documents are counted unchanged;
+//! - a file that is read has each record checked on its own (a changed record goes through
+//!   the pipeline, the others end unchanged);
+//! - documents that vanished are deleted (through the indexer's deletion marker): every
+//!   document of a file that is gone from its storage, and those a file read to the end no
+//!   longer holds. Not with `moveToAfterProcessing` / `moveToErrorFolder`, where files leave
+//!   their folder by design.
+//!
+//! With `skipUnchanged: "output"` every file is read and every record processed (the stages
+//! may read outside data); only the indexer skips what the backend already has, so there are
+//! no unit tokens and no vanished documents.
+
+use std::collections::HashSet;
+use std::time::UNIX_EPOCH;
+
+use crate::accounting::{PublishError, Publisher};
+use crate::connector::ConnectorError;
+use crate::document::Document;
+use crate::storage::Entry;
+use crate::unchanged::{ChangeTracker, Hash, UnitRef};
+
+/// A file's token: its size and modification time; `None` when its metadata cannot be read
+/// (it is then read, and never skipped).
+fn token(entry: &Entry) -> Option<Hash> {
+    let m = entry.metadata().ok()?;
+    let modified = m
+        .modified
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    Some(crate::unchanged::json_hash(&(m.size, modified.to_string())))
+}
+
+/// The unit each of `files` is read as; `None`: not read, its documents counted unchanged (or,
+/// in output mode, where every file is read, read without one). With `deletes`, the documents
+/// of files gone since the last run are deleted first.
+pub fn plan(
+    changes: &ChangeTracker,
+    publisher: &Publisher,
+    files: &[Entry],
+    deletes: Option<&dyn Fn(&str) -> bool>,
+) -> Result<Vec<Option<UnitRef>>, ConnectorError> {
+    let mut units = Vec::with_capacity(files.len());
+    if changes.mode() == crate::unchanged::SkipMode::Output {
+        // Every file is read: the stages may read outside data; only the backend is spared.
+        return Ok(files.iter().map(|_| None).collect());
+    }
+    let (mut skipped, mut skipped_docs) = (0u64, 0u64);
+    for entry in files {
+        let key = entry.path();
+        let token = token(entry);
+        if let Some(docs) = token.and_then(|t| changes.unit_unchanged(key, t)) {
+            publisher.count_unread_unchanged(docs);
+            skipped += 1;
+            skipped_docs += docs;
+            units.push(None);
+            continue;
+        }
+        if token.is_none() {
+            // Read, under a token no later listing gives it: never skipped.
+            tracing::warn!("{key}: cannot read its size and modification time; it is read");
+        }
+        units.push(Some(changes.begin_unit(key, token.unwrap_or(0))));
+    }
+    tracing::info!(
+        "skipUnchanged ({}): {} file(s) unchanged ({skipped_docs} document(s) not read), {} to read",
+        changes.path().display(),
+        skipped,
+        files.len() as u64 - skipped
+    );
+    if let Some(gone) = deletes {
+        let listed: HashSet<String> = files.iter().map(|e| e.path().to_string()).collect();
+        for unit in changes.known_units() {
+            if listed.contains(&unit) || !gone(&unit) {
+                continue;
+            }
+            let ids = changes.unseen_in_unit(&unit);
+            if !ids.is_empty() {
+                tracing::info!("{unit} is gone: its {} document(s) are deleted", ids.len());
+            }
+            delete(changes, publisher, &ids)?;
+            changes.forget_unit(&unit);
+        }
+    }
+    Ok(units)
+}
+
+/// After a file was read: whether to the end, and (with `deletes`) the documents it no longer
+/// holds are deleted.
+pub fn end(
+    changes: &ChangeTracker,
+    publisher: &Publisher,
+    key: &str,
+    unit: UnitRef,
+    complete: bool,
+    deletes: bool,
+) -> Result<(), ConnectorError> {
+    if complete && deletes {
+        let ids = changes.unseen_in_unit(key);
+        if !ids.is_empty() {
+            tracing::info!(
+                "{key} no longer holds {} document(s): they are deleted",
+                ids.len()
+            );
+        }
+        delete(changes, publisher, &ids)?;
+    }
+    changes.end_unit(unit, complete);
+    Ok(())
+}
+
+/// Deletes vanished documents through the indexer's deletion marker; without one they are
+/// only forgotten (said once per call).
+fn delete(
+    changes: &ChangeTracker,
+    publisher: &Publisher,
+    ids: &[String],
+) -> Result<(), ConnectorError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let Some((field, value)) = changes.deletion_marker() else {
+        tracing::warn!(
+            "{} document(s) vanished from the source but stay in the index: set \
+             indexer.deletionMarkerField and indexer.deletionMarkerFieldValue for \
+             skipUnchanged to delete them (first: {:?})",
+            ids.len(),
+            ids[0]
+        );
+        changes.forget(ids);
+        return Ok(());
+    };
+    for id in ids {
+        let mut doc = Document::new(id.as_str()).map_err(|e| ConnectorError::new(e.to_string()))?;
+        doc.set_field(field, serde_json::Value::from(value.as_str()))
+            .map_err(|e| ConnectorError::new(e.to_string()))?;
+        publisher
+            .publish_deletion(doc)
+            .map_err(|e: PublishError| ConnectorError::new(e.to_string()))?;
+    }
+    Ok(())
+}
