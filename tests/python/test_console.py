@@ -124,8 +124,10 @@ def test_the_console_end_to_end(tmp_path: pathlib.Path, browser: Any) -> None:
         wait_for(lambda: "#/runs/" in d.current_url, message="the run page")
         run_id = d.current_url.rsplit("/", 1)[1]
         wait_for(lambda: d.find_element(By.ID, "run-state").text == "succeeded", message="succeeded")
-        counts = {k: d.find_element(By.ID, f"count-{k}").text for k in ("published", "succeeded", "failed", "dropped")}
-        assert counts == {"published": "200", "succeeded": "180", "failed": "20", "dropped": "0"}
+        counts = {k: d.find_element(By.ID, f"count-{k}").text
+                  for k in ("published", "succeeded", "failed", "dropped", "unchanged")}
+        assert counts == {"published": "200", "succeeded": "180", "failed": "20", "dropped": "0",
+                          "unchanged": "0"}
         assert counts == {k: str(v) for k, v in svc.run(run_id)["counts"].items()}
         stage_rows = d.find_elements(By.CSS_SELECTOR, "#run-stages tbody tr")
         assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in stage_rows] == ["mark", "check"]

@@ -463,3 +463,30 @@ connectors: [{{ name: "fails", class: "KafkaConnector", idField: "id", maxMessag
     got = lucille.run(str(reader), mode="test", progress=False)
     assert [d.id for d in got.documents] == ["5"], got.summary
     assert "started 3 times" in (got.documents[0].get_string("error") or "")
+
+
+def test_skip_unchanged_in_external_mode_counts_from_the_events_kafka_carries(tmp_path: Path) -> None:
+    pipeline = f"skip_{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "ext.jsonl"
+    conf = write_config(tmp_path, pipeline, out, 60)
+    text = conf.read_text().replace(f'pipeline: "{pipeline}" }}]',
+                                    f'pipeline: "{pipeline}", skipUnchanged: true }}]')
+    conf.write_text(text.replace(f'jsonl {{ path: "{out}" }}', f'jsonl {{ path: "{out}", append: true }}'))
+    first = lucille.run(str(conf), mode="external", progress=False)
+    assert (first.status, *counts(first), first.unchanged) == ("Success", 60, 58, 1, 1, 0)
+    # The FINISH and DROP events came back over the event topic: 13 failed, so only it runs.
+    second = lucille.run(str(conf), mode="external", progress=False)
+    assert (second.status, *counts(second), second.unchanged) == ("Success", 60, 0, 1, 0, 59)
+    assert len(ids_in(out)) == 58
+
+
+def test_skip_unchanged_output_needs_the_indexer_in_the_process(tmp_path: Path) -> None:
+    conf = tmp_path / "c.conf"
+    conf.write_text(f"""
+connectors: [{{ name: "s", class: "SequenceConnector", numDocs: 1, skipUnchanged: "output" }}]
+indexer {{ type: "jsonl" }}
+jsonl {{ path: "{tmp_path / 'o.jsonl'}", append: true }}
+kafka {{ bootstrapServers: "{bootstrap()}" }}
+""")
+    with pytest.raises(lucille.ConfigError, match=r"connectors\[0\]\.skipUnchanged.*mode external"):
+        lucille.run(str(conf), mode="distributed", progress=False)

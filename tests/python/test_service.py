@@ -50,9 +50,11 @@ def test_submit_poll_list_and_read_a_run(tmp_path: pathlib.Path) -> None:
         run = svc.wait(run_id)
         assert run["state"] == "succeeded", run
         assert run["name"] == "numbers" and run["mode"] == "local"
-        assert run["counts"] == {"published": 120, "succeeded": 120, "failed": 0, "dropped": 0}
+        assert run["counts"] == {"published": 120, "succeeded": 120, "failed": 0, "dropped": 0,
+                                 "unchanged": 0}
         assert run["connectors"] == [{"name": "numbers", "state": "complete", "published": 120,
-                                      "succeeded": 120, "failed": 0, "dropped": 0}]
+                                      "succeeded": 120, "failed": 0, "dropped": 0,
+                                      "unchanged": 0}]
         assert [(s["pipeline"], s["name"], s["class"], s["documents"], s["errors"])
                 for s in run["stages"]] == [("p", "mark", "SetStaticValues", 120, 0)]
         assert run["stages"][0]["seconds"] >= 0
@@ -75,6 +77,22 @@ def test_submit_poll_list_and_read_a_run(tmp_path: pathlib.Path) -> None:
         assert status == 404 and "error" in body
         # A test-mode run writes nothing: the sink still has the first run's lines only.
         assert len(lines(tmp_path / "out.jsonl")) == 120
+
+
+def test_a_second_run_with_skip_unchanged_counts_its_documents_unchanged(
+        tmp_path: pathlib.Path) -> None:
+    conf = jsonl_config(tmp_path, 40).replace('pipeline: "p" }]', 'pipeline: "p", skipUnchanged: true }]')
+    assert conf != jsonl_config(tmp_path, 40)
+    with Service(tmp_path / "data") as svc:
+        first = svc.wait(svc.submit(conf))
+        second = svc.wait(svc.submit(conf))
+    assert first["counts"] == {"published": 40, "succeeded": 40, "failed": 0, "dropped": 0,
+                               "unchanged": 0}
+    assert second["counts"] == {"published": 40, "succeeded": 0, "failed": 0, "dropped": 0,
+                                "unchanged": 40}
+    assert second["connectors"][0]["unchanged"] == 40
+    assert "40 docs unchanged." in second["summary"]
+    assert len(lines(tmp_path / "out.jsonl")) == 40
 
 
 def test_a_config_with_errors_is_refused_with_every_error_at_its_key(tmp_path: pathlib.Path) -> None:
@@ -179,7 +197,8 @@ def test_failures_are_listed_and_replayed_exactly(tmp_path: pathlib.Path, stages
         run_id = svc.submit(jsonl_config(tmp_path, 50, flaky))
         run = svc.wait(run_id)
         assert run["state"] == "succeeded", run  # FAILed documents do not fail the run
-        assert run["counts"] == {"published": 50, "succeeded": 40, "failed": 10, "dropped": 0}
+        assert run["counts"] == {"published": 50, "succeeded": 40, "failed": 10, "dropped": 0,
+                                 "unchanged": 0}
         assert [s["errors"] for s in run["stages"]] == [0, 10]
         failures = svc.ok("GET", f"/api/runs/{run_id}/failures")
         assert failures["total"] == 10
@@ -196,7 +215,8 @@ def test_failures_are_listed_and_replayed_exactly(tmp_path: pathlib.Path, stages
         assert status == 201, body
         replay = svc.wait(body["id"])
         assert replay["replayOf"] == run_id and replay["state"] == "succeeded", replay
-        assert replay["counts"] == {"published": 10, "succeeded": 10, "failed": 0, "dropped": 0}
+        assert replay["counts"] == {"published": 10, "succeeded": 10, "failed": 0,
+                                    "dropped": 0, "unchanged": 0}
         out = lines(tmp_path / "out.jsonl")
         assert len(out) == 50 and len({d["id"] for d in out}) == 50
         replayed = [d for d in out if d["id"] in {f"doc-{n}" for n in range(0, 50, 5)}]

@@ -209,7 +209,9 @@ impl Metrics {
             succeeded: self.documents.with_label_values(&[pipeline, "succeeded"]),
             failed: self.documents.with_label_values(&[pipeline, "failed"]),
             dropped: self.documents.with_label_values(&[pipeline, "dropped"]),
-            unchanged: self.documents.with_label_values(&[pipeline, "unchanged"]),
+            unchanged: std::sync::OnceLock::new(),
+            documents: self.documents.clone(),
+            pipeline: pipeline.to_string(),
             in_flight: self.in_flight.clone(),
             counted_in_flight: AtomicI64::new(0),
         }
@@ -322,7 +324,10 @@ pub struct PublisherMetrics {
     succeeded: IntCounter,
     failed: IntCounter,
     dropped: IntCounter,
-    unchanged: IntCounter,
+    /// Made on the first unchanged document: a run without skipUnchanged shows no such series.
+    unchanged: std::sync::OnceLock<IntCounter>,
+    documents: IntCounterVec,
+    pipeline: String,
     in_flight: IntGauge,
     counted_in_flight: AtomicI64,
 }
@@ -339,7 +344,18 @@ impl PublisherMetrics {
     /// once.
     pub fn unread_unchanged(&self, docs: u64) {
         self.published.inc_by(docs);
-        self.unchanged.inc_by(docs);
+        self.count_unchanged(docs);
+    }
+
+    fn count_unchanged(&self, n: u64) {
+        if n > 0 {
+            self.unchanged
+                .get_or_init(|| {
+                    self.documents
+                        .with_label_values(&[self.pipeline.as_str(), "unchanged"])
+                })
+                .inc_by(n);
+        }
     }
 
     /// What applying events changed in the ledger's counts.
@@ -351,7 +367,7 @@ impl PublisherMetrics {
         let dropped = delta(after.dropped, before.dropped);
         let unchanged = delta(after.unchanged, before.unchanged);
         self.created.inc_by(created);
-        self.unchanged.inc_by(unchanged);
+        self.count_unchanged(unchanged);
         self.succeeded.inc_by(succeeded);
         self.failed.inc_by(failed);
         self.dropped.inc_by(dropped);
@@ -476,6 +492,33 @@ mod tests {
             ),
             Some(1.0)
         );
+    }
+
+    #[test]
+    fn unchanged_documents_have_their_own_outcome_made_on_the_first_one() {
+        let m = global().publisher("metrics-test-u", "metrics-test-u");
+        let outcome = |o| {
+            value(
+                "lucille_documents_total",
+                &[("pipeline", "metrics-test-u"), ("outcome", o)],
+            )
+        };
+        m.applied(&Counts::default(), &Counts::default());
+        assert_eq!(
+            outcome("unchanged"),
+            None,
+            "no series without skipUnchanged"
+        );
+        m.published();
+        let after = Counts {
+            published: 1,
+            unchanged: 1,
+            ..Counts::default()
+        };
+        m.applied(&Counts::default(), &after);
+        m.unread_unchanged(5);
+        assert_eq!(outcome("unchanged"), Some(6.0));
+        assert_eq!(outcome("dropped"), Some(0.0));
     }
 
     #[test]

@@ -529,6 +529,7 @@ impl Executor {
                                 succeeded: c.succeeded,
                                 failed: c.failed,
                                 dropped: c.dropped,
+                                unchanged: c.unchanged,
                             };
                         }
                         Some(a) if i < a && k.state == "running" => k.state = "complete".into(),
@@ -568,6 +569,7 @@ fn finish_view(view: &mut RunView, result: &RunResult, plan: &runner::RunPlan, s
                 succeeded: c.succeeded,
                 failed: c.failed,
                 dropped: c.dropped,
+                unchanged: c.unchanged,
             },
         })
         .collect();

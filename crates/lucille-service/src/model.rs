@@ -70,7 +70,7 @@ impl Mode {
     }
 }
 
-/// Published, succeeded, failed, dropped.
+/// Published, succeeded, failed, dropped, and unchanged (`skipUnchanged`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Counts {
@@ -78,6 +78,7 @@ pub struct Counts {
     pub succeeded: u64,
     pub failed: u64,
     pub dropped: u64,
+    pub unchanged: u64,
 }
 
 impl Counts {
@@ -86,6 +87,7 @@ impl Counts {
         self.succeeded += other.succeeded;
         self.failed += other.failed;
         self.dropped += other.dropped;
+        self.unchanged += other.unchanged;
     }
 }
 

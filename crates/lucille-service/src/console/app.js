@@ -172,8 +172,8 @@ function renderRun(run) {
   if (run.endedAt) parts.push(`ended ${when(run.endedAt)} (${duration(run)})`);
   if (run.replayOf) parts.push(`replay of ${run.replayOf}`);
   $("#run-times").textContent = parts.join(" · ");
-  for (const k of ["published", "succeeded", "failed", "dropped"]) {
-    $(`#count-${k}`).textContent = n(run.counts[k]);
+  for (const k of ["published", "succeeded", "failed", "dropped", "unchanged"]) {
+    $(`#count-${k}`).textContent = n(run.counts[k] || 0);
   }
   $("#run-error").textContent = run.error || "";
   fill($("#run-connectors tbody"), run.connectors.map((c) => row([c.name, c.state,
