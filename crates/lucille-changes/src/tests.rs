@@ -69,3 +69,63 @@ fn a_store_of_another_schema_version_is_refused_with_what_to_do() {
     let e = SqliteChangeStore::open(&path).err().unwrap();
     assert!(e.message.contains("delete it"), "{e}");
 }
+
+#[test]
+fn a_unit_is_forgotten_once_no_document_names_it() {
+    let (_, mut s) = temp_store();
+    s.apply(
+        "files",
+        &[
+            put("a", 1, Some("gone.jsonl")),
+            Change::Unit {
+                unit: Arc::from("gone.jsonl"),
+                token: 5,
+                docs: 1,
+            },
+        ],
+    )
+    .unwrap();
+    s.apply(
+        "files",
+        &[
+            Change::Remove { id: "a".into() },
+            Change::RemoveUnit {
+                unit: Arc::from("gone.jsonl"),
+            },
+        ],
+    )
+    .unwrap();
+    assert!(s.units("files").unwrap().is_empty());
+    assert!(s.ids_of_unit("files", "gone.jsonl").unwrap().is_empty());
+    // A connector never stored reads as empty, and is not created by reading.
+    assert!(s.entries("never").unwrap().is_empty());
+    assert_eq!(s.unit("never", "x").unwrap(), None);
+}
+
+/// `cargo test --release -p lucille-changes -- --ignored --nocapture`: 200k puts in batches.
+#[test]
+#[ignore]
+fn time_puts() {
+    let (_, mut s) = temp_store();
+    let unit: Arc<str> = Arc::from("/data/corpus-200000.jsonl");
+    let started = std::time::Instant::now();
+    for batch in 0..20 {
+        let changes: Vec<Change> = (0..10_000)
+            .map(|i| put(&format!("{}", batch * 10_000 + i), i as u128, None))
+            .map(|c| match c {
+                Change::Put { id, key, hash, .. } => Change::Put {
+                    id,
+                    key,
+                    hash,
+                    unit: Some(unit.clone()),
+                },
+                c => c,
+            })
+            .collect();
+        s.apply("files", &changes).unwrap();
+    }
+    println!("200k puts: {:?}", started.elapsed());
+    let started = std::time::Instant::now();
+    let n = s.entries("files").unwrap().len();
+    println!("entries ({n}): {:?}", started.elapsed());
+}

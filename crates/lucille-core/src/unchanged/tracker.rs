@@ -60,7 +60,8 @@ struct State {
 }
 
 struct Writer {
-    sender: Sender<Change>,
+    /// Changes in batches (one per applied batch of events), not one message each.
+    sender: Sender<Vec<Change>>,
     thread: JoinHandle<()>,
 }
 
@@ -143,9 +144,16 @@ impl ChangeTracker {
     }
 
     fn write(&self, change: Change) {
+        self.write_all(vec![change]);
+    }
+
+    fn write_all(&self, changes: Vec<Change>) {
+        if changes.is_empty() {
+            return;
+        }
         if let Some(w) = self.writer.lock().as_ref() {
             // The writer ends only when `finish` drops the sender.
-            let _ = w.sender.send(change);
+            let _ = w.sender.send(changes);
         }
     }
 
@@ -219,9 +227,11 @@ impl ChangeTracker {
 
     /// Forgets vanished documents that cannot be deleted (the indexer has no deletion marker).
     pub fn forget(&self, ids: &[String]) {
-        for id in ids {
-            self.write(Change::Remove { id: id.clone() });
-        }
+        self.write_all(
+            ids.iter()
+                .map(|id| Change::Remove { id: id.clone() })
+                .collect(),
+        );
     }
 
     /// A unit's stored document count when its token (with the config) is what the store
@@ -313,9 +323,7 @@ impl ChangeTracker {
                 state.apply(e, &mut changes);
             }
         }
-        for c in changes {
-            self.write(c);
-        }
+        self.write_all(changes);
     }
 
     /// Writes what is pending and stops the writer (end of the connector's run). Documents
@@ -457,7 +465,7 @@ impl State {
 }
 
 fn write_loop(
-    receiver: &Receiver<Change>,
+    receiver: &Receiver<Vec<Change>>,
     store: &Mutex<Box<dyn ChangeStore>>,
     scope: &str,
     path: &str,
@@ -468,8 +476,13 @@ fn write_loop(
     loop {
         let done = match receiver.recv_timeout(WRITE_INTERVAL) {
             Ok(c) => {
-                batch.push(c);
-                batch.extend(receiver.try_iter().take(65_536));
+                batch.extend(c);
+                for more in receiver.try_iter() {
+                    batch.extend(more);
+                    if batch.len() >= 65_536 {
+                        break;
+                    }
+                }
                 false
             }
             Err(RecvTimeoutError::Timeout) => false,
