@@ -188,6 +188,20 @@ fn replayed_events_are_ignored_and_an_id_in_flight_twice_is_not_recorded() {
         assert!(!t.check("a", 2, None));
         assert!(t.check("b", 1, None), "the FAIL was a replayed duplicate");
     });
+    // b changed in its first copy and is as stored in its second: both are processed, and
+    // the unchanged-looking copy ends nothing early.
+    run(&s, |t| {
+        assert!(!t.check("b", 9, None));
+        assert!(!t.check("b", 1, None), "a copy of b is in flight");
+        t.on_events(&[ev("b", EventType::Finish)], &[]);
+        t.on_events(&[ev("b", EventType::Finish)], &[]);
+    });
+    run(&s, |t| {
+        assert!(
+            !t.check("b", 1, None),
+            "which copy the index kept is not known"
+        )
+    });
 }
 
 #[test]

@@ -163,8 +163,11 @@ impl ChangeTracker {
     pub fn check(&self, id: &str, hash: Hash, unit: Option<UnitRef>) -> bool {
         let stored = with_config(hash, self.config);
         let key = id_key(id);
-        let unchanged = self.known().get(&key) == Some(&stored);
+        let matches = self.known().get(&key) == Some(&stored);
         let mut state = self.state.lock();
+        // The same id already in flight this run: which copy the index keeps is not known, so
+        // this one is processed too (and neither is recorded).
+        let unchanged = matches && !state.roots.contains_key(id);
         state.seen.insert(key);
         if let Some(u) = unit.and_then(|u| state.units.get_mut(u.0 as usize)) {
             u.docs += 1;
@@ -370,6 +373,11 @@ impl State {
     }
 
     fn apply(&mut self, e: &Event, changes: &mut Vec<Change>) {
+        // An unchanged document's own DROP: nothing to record (a copy of its id in flight,
+        // if any, ends with its own event).
+        if e.kind == EventType::Drop && e.message.as_deref() == Some(super::UNCHANGED) {
+            return;
+        }
         if e.kind == EventType::Create {
             let Some(parent) = e.message.as_deref() else {
                 return;
