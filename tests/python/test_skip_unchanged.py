@@ -301,3 +301,30 @@ def test_a_kill_9_mid_run_can_only_cause_a_resend(tmp_path: Path, kill_after_lin
     assert set(ids_in(out)) == everything
     assert r.unchanged <= len(written)
     assert r.unchanged + r.succeeded == 20_000
+
+
+def test_a_record_that_moved_to_another_file_is_not_deleted(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    a, b = tmp_path / "data" / "a.jsonl", tmp_path / "data" / "b.jsonl"
+    write_records(a, 10)
+    write_records(b, 10, prefix="e")
+    conf = config(tmp_path)
+    assert lucille.run(hocon=conf, progress=False).succeeded == 20
+    seen(tmp_path)
+    before = len(lines(tmp_path / "out.jsonl"))
+    # d5 moves from a.jsonl (read first) to b.jsonl, and d7 leaves for good.
+    write_records(a, 10, gone={5, 7})
+    with b.open("a") as f:
+        f.write(json.dumps({"id": "d5", "body": "text 5"}) + "\n")
+    r = lucille.run(hocon=conf, progress=False)
+    sent = lines(tmp_path / "out.jsonl")[before:]
+    assert [s["id"] for s in sent if s.get("_delete")] == ["d7"]
+    assert [s["id"] for s in sent if not s.get("_delete")] == ["d5"]  # stored again, with b
+    assert (r.succeeded, r.unchanged) == (2, 18)
+    r = lucille.run(hocon=conf, progress=False)
+    assert (r.succeeded, r.unchanged) == (0, 19)
+    # b changes later: d5 is still known as b's, not a's.
+    write_records(a, 10, gone={5, 7}, changed={0: "new"})
+    r = lucille.run(hocon=conf, progress=False)
+    assert (r.succeeded, r.unchanged) == (1, 18)
+    assert not [s for s in lines(tmp_path / "out.jsonl") if s.get("_delete") and s["id"] == "d5"]

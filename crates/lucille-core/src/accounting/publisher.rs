@@ -331,15 +331,20 @@ impl Publisher {
         }
     }
 
-    /// Publishes the delete marker of a document that vanished from the source: it is not
-    /// checked against the store, and its entry is removed once the deletion ended well.
-    pub fn publish_deletion(&self, doc: Document) -> Result<(), PublishError> {
+    /// Publishes the delete marker of a document that vanished from the source (from `unit`,
+    /// whose token then waits for it): it is not checked against the store, and its entry is
+    /// removed once the deletion ended well.
+    pub fn publish_deletion(
+        &self,
+        doc: Document,
+        unit: Option<UnitRef>,
+    ) -> Result<(), PublishError> {
         if self.stopping.load(Ordering::Relaxed) {
             return Err(PublishError::Stopped(doc.id().to_string()));
         }
         self.wait_while_paused(doc.id())?;
         self.num_received.fetch_add(1, Ordering::Relaxed);
-        self.send_for_processing(doc, None, Check::Deletion)
+        self.send_for_processing(doc, unit, Check::Deletion)
     }
 
     /// Where records accounted for by `publish_failed` are also written (the run's dead-letter
@@ -366,7 +371,7 @@ impl Publisher {
     ) -> Result<(), PublishError> {
         if let Some(tracker) = self.changes.get() {
             match (check, tracker.mode()) {
-                (Check::Deletion, _) => tracker.deleting(doc.id()),
+                (Check::Deletion, _) => tracker.deleting(doc.id(), unit),
                 (Check::Content(hash), SkipMode::Record) => {
                     // Before the run id is stamped: the hash is of the document as read.
                     let hash = hash.unwrap_or_else(|| crate::unchanged::document_hash(&doc));

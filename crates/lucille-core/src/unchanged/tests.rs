@@ -303,7 +303,7 @@ fn a_deleted_document_leaves_the_store_once_its_deletion_ended() {
         t.on_events(&[ev("gone", EventType::Finish)], &[]);
     });
     run(&s, |t| {
-        t.deleting("gone");
+        t.deleting("gone", None);
         t.on_events(&[ev("gone", EventType::Finish)], &[]);
     });
     run(&s, |t| assert!(!t.check("gone", 1, None)));

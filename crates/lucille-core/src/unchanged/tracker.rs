@@ -21,9 +21,11 @@ use crate::event::{Event, EventType};
 /// How often the writer commits what it was sent.
 pub const WRITE_INTERVAL: Duration = Duration::from_millis(200);
 
-/// A unit a connector is reading (see [`ChangeTracker::begin_unit`]).
+/// A unit a connector is reading (see [`ChangeTracker::begin_unit`]): its number in this run
+/// and the hash of its key, which a record read from it is stored with (a record that moved to
+/// another unit is processed again, so each stored document names the unit it is in).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UnitRef(u32);
+pub struct UnitRef(u32, Hash);
 
 /// A published document (the root of its tree) still in flight.
 struct Root {
@@ -161,6 +163,7 @@ impl ChangeTracker {
     /// (the caller ends it with an unchanged DROP and does not send it); else it is tracked
     /// until its tree ends, and stored then.
     pub fn check(&self, id: &str, hash: Hash, unit: Option<UnitRef>) -> bool {
+        let hash = unit.map_or(hash, |u| with_config(hash, u.1));
         let stored = with_config(hash, self.config);
         let key = id_key(id);
         let matches = self.known().get(&key) == Some(&stored);
@@ -218,9 +221,13 @@ impl ChangeTracker {
     }
 
     /// A delete marker for a vanished document, about to be published: its entry goes once
-    /// the deletion ended well.
-    pub fn deleting(&self, id: &str) {
-        self.state.lock().track(id, 0, None, true);
+    /// the deletion ended well; the token of the unit it vanished from (if any) waits for it.
+    pub fn deleting(&self, id: &str, unit: Option<UnitRef>) {
+        let mut state = self.state.lock();
+        if let Some(u) = unit.and_then(|u| state.units.get_mut(u.0 as usize)) {
+            u.outstanding += 1;
+        }
+        state.track(id, 0, unit.map(|u| u.0), true);
     }
 
     /// The indexer's deletion marker (field, value), when it has one.
@@ -263,7 +270,7 @@ impl ChangeTracker {
             failed: false,
             read: None,
         });
-        UnitRef((state.units.len() - 1) as u32)
+        UnitRef((state.units.len() - 1) as u32, super::json_hash(key))
     }
 
     /// The connector finished reading a unit; `complete` when it read it to the end (else

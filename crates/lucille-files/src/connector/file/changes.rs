@@ -4,10 +4,11 @@
 //!   time it was read, is not read at all: its documents are counted unchanged;
 //! - a file that is read has each record checked on its own (a changed record goes through
 //!   the pipeline, the others end unchanged);
-//! - documents that vanished are deleted (through the indexer's deletion marker): every
-//!   document of a file that is gone from its storage, and those a file read to the end no
-//!   longer holds. Not with `moveToAfterProcessing` / `moveToErrorFolder`, where files leave
-//!   their folder by design.
+//! - documents that vanished are deleted (through the indexer's deletion marker) once every
+//!   file was read: every document of a file that is gone from its storage, and those a file
+//!   read to the end no longer holds (a record is stored with its file, so one that moved to
+//!   another file is processed again there and is not vanished). Not with
+//!   `moveToAfterProcessing` / `moveToErrorFolder`, where files leave their folder by design.
 //!
 //! With `skipUnchanged: "output"` every file is read and every record processed (the stages
 //! may read outside data); only the indexer skips what the backend already has, so there are
@@ -15,6 +16,8 @@
 
 use std::collections::HashSet;
 use std::time::UNIX_EPOCH;
+
+use parking_lot::Mutex;
 
 use crate::accounting::{PublishError, Publisher};
 use crate::connector::ConnectorError;
@@ -34,19 +37,17 @@ fn token(entry: &Entry) -> Option<Hash> {
 }
 
 /// The unit each of `files` is read as; `None`: not read, its documents counted unchanged (or,
-/// in output mode, where every file is read, read without one). With `deletes`, the documents
-/// of files gone since the last run are deleted first.
+/// in output mode, where every file is read, read without one).
 pub fn plan(
     changes: &ChangeTracker,
     publisher: &Publisher,
     files: &[Entry],
-    deletes: Option<&dyn Fn(&str) -> bool>,
-) -> Result<Vec<Option<UnitRef>>, ConnectorError> {
-    let mut units = Vec::with_capacity(files.len());
+) -> Vec<Option<UnitRef>> {
     if changes.mode() == crate::unchanged::SkipMode::Output {
         // Every file is read: the stages may read outside data; only the backend is spared.
-        return Ok(files.iter().map(|_| None).collect());
+        return files.iter().map(|_| None).collect();
     }
+    let mut units = Vec::with_capacity(files.len());
     let (mut skipped, mut skipped_docs) = (0u64, 0u64);
     for entry in files {
         let key = entry.path();
@@ -70,44 +71,62 @@ pub fn plan(
         skipped,
         files.len() as u64 - skipped
     );
-    if let Some(gone) = deletes {
-        let listed: HashSet<String> = files.iter().map(|e| e.path().to_string()).collect();
-        for unit in changes.known_units() {
-            if listed.contains(&unit) || !gone(&unit) {
-                continue;
-            }
-            let ids = changes.unseen_in_unit(&unit);
-            if !ids.is_empty() {
-                tracing::info!("{unit} is gone: its {} document(s) are deleted", ids.len());
-            }
-            delete(changes, publisher, &ids)?;
-            changes.forget_unit(&unit);
-        }
-    }
-    Ok(units)
+    units
 }
 
-/// After a file was read: whether to the end, and (with `deletes`) the documents it no longer
-/// holds are deleted.
+/// The files read to the end this run whose vanished documents are looked for once every file
+/// was read (a document that moved to a file read later is not vanished).
+#[derive(Default)]
+pub struct ReadToTheEnd(Mutex<Vec<(String, UnitRef)>>);
+
+/// After a file was read: whether to the end. With `looked_for`, its token waits for the
+/// look for vanished documents at the end of the traversal (`finish`).
 pub fn end(
     changes: &ChangeTracker,
-    publisher: &Publisher,
     key: &str,
     unit: UnitRef,
     complete: bool,
-    deletes: bool,
+    looked_for: Option<&ReadToTheEnd>,
+) {
+    match looked_for {
+        Some(read) if complete => read.0.lock().push((key.to_string(), unit)),
+        _ => changes.end_unit(unit, complete),
+    }
+}
+
+/// Once every file was read: the documents of files gone from their storage since the last
+/// run, and those the files read to the end no longer hold, are deleted; then those files'
+/// tokens can be stored. `listed` are the files this run listed.
+pub fn finish(
+    changes: &ChangeTracker,
+    publisher: &Publisher,
+    read: ReadToTheEnd,
+    listed: &[Entry],
+    gone: &dyn Fn(&str) -> bool,
 ) -> Result<(), ConnectorError> {
-    if complete && deletes {
-        let ids = changes.unseen_in_unit(key);
+    for (key, unit) in read.0.into_inner() {
+        let ids = changes.unseen_in_unit(&key);
         if !ids.is_empty() {
             tracing::info!(
                 "{key} no longer holds {} document(s): they are deleted",
                 ids.len()
             );
         }
-        delete(changes, publisher, &ids)?;
+        delete(changes, publisher, &ids, Some(unit))?;
+        changes.end_unit(unit, true);
     }
-    changes.end_unit(unit, complete);
+    let listed: HashSet<String> = listed.iter().map(|e| e.path().to_string()).collect();
+    for unit in changes.known_units() {
+        if listed.contains(&unit) || !gone(&unit) {
+            continue;
+        }
+        let ids = changes.unseen_in_unit(&unit);
+        if !ids.is_empty() {
+            tracing::info!("{unit} is gone: its {} document(s) are deleted", ids.len());
+        }
+        delete(changes, publisher, &ids, None)?;
+        changes.forget_unit(&unit);
+    }
     Ok(())
 }
 
@@ -117,6 +136,7 @@ fn delete(
     changes: &ChangeTracker,
     publisher: &Publisher,
     ids: &[String],
+    unit: Option<UnitRef>,
 ) -> Result<(), ConnectorError> {
     if ids.is_empty() {
         return Ok(());
@@ -137,7 +157,7 @@ fn delete(
         doc.set_field(field, serde_json::Value::from(value.as_str()))
             .map_err(|e| ConnectorError::new(e.to_string()))?;
         publisher
-            .publish_deletion(doc)
+            .publish_deletion(doc, unit)
             .map_err(|e: PublishError| ConnectorError::new(e.to_string()))?;
     }
     Ok(())

@@ -458,6 +458,9 @@ pub struct FileConnector {
     documents: Option<Arc<documents::DocumentsHandler>>,
     /// The checkpoint of the current `execute`, finished in `post_execute`.
     run: Option<resume::ResumeRun>,
+    /// `skipUnchanged`: the files of the current `execute` read to the end, whose vanished
+    /// documents are looked for once every file was read.
+    read_to_the_end: Option<changes::ReadToTheEnd>,
 }
 
 /// A file to read: where its records start (`skip`) and its checkpoint unit.
@@ -794,6 +797,7 @@ impl FileConnector {
             every_file: None,
             documents,
             run: None,
+            read_to_the_end: None,
         })
     }
 }
@@ -1160,15 +1164,9 @@ impl FileConnector {
         };
         if let (Some(changes), Some(unit)) = (publisher.changes(), job.change) {
             let complete = matches!(outcome, Outcome::Done);
-            changes::end(
-                changes,
-                publisher,
-                entry.path(),
-                unit,
-                complete,
-                // A file resumed mid-way did not show the records before its watermark.
-                self.deletes_vanished() && job.skip == 0,
-            )?;
+            // A file resumed mid-way did not show the records before its watermark.
+            let looked_for = self.read_to_the_end.as_ref().filter(|_| job.skip == 0);
+            changes::end(changes, entry.path(), unit, complete, looked_for);
         }
         let target = match outcome {
             Outcome::Done => &self.settings.move_after,
@@ -1218,9 +1216,7 @@ impl FileConnector {
             return Ok(jobs);
         };
         let entries: Vec<storage::Entry> = jobs.iter().map(|j| j.entry.clone()).collect();
-        let gone = |path: &str| self.is_gone(path);
-        let deletes: Option<&dyn Fn(&str) -> bool> = self.deletes_vanished().then_some(&gone);
-        let units = changes::plan(changes, publisher, &entries, deletes)?;
+        let units = changes::plan(changes, publisher, &entries);
         if changes.mode() == crate::unchanged::SkipMode::Output {
             return Ok(jobs);
         }
@@ -1344,21 +1340,19 @@ pub(crate) fn insert_field(map: &mut Map<String, Value>, name: &str, value: Valu
     }
 }
 
-impl Connector for FileConnector {
-    fn execute(&mut self, publisher: &Arc<Publisher>) -> Result<(), ConnectorError> {
-        let files = self.list_files()?;
-        tracing::info!(
-            connector = self.common.name.as_str(),
-            "{} file(s) to read with {} reader thread(s)",
-            files.len(),
-            self.settings.reader_threads
-        );
+impl FileConnector {
+    /// Reads the listed files (through the checkpoint when there is one).
+    fn read_listed(
+        &mut self,
+        files: &[storage::Entry],
+        publisher: &Arc<Publisher>,
+    ) -> Result<(), ConnectorError> {
         let Some(settings) = &self.settings.resume else {
-            return self.read_all(&files, publisher);
+            return self.read_all(files, publisher);
         };
         let gone = |path: &str| self.is_gone(path);
         let (run, planned) =
-            resume::ResumeRun::start(settings, &self.common, &files, &gone, publisher)?;
+            resume::ResumeRun::start(settings, &self.common, files, &gone, publisher)?;
         let jobs: Vec<Job> = planned
             .into_iter()
             .map(|p| Job {
@@ -1372,6 +1366,31 @@ impl Connector for FileConnector {
         let handle = run.handle();
         self.run = Some(run);
         self.read_jobs(&jobs, publisher, Some(&handle))
+    }
+}
+
+impl Connector for FileConnector {
+    fn execute(&mut self, publisher: &Arc<Publisher>) -> Result<(), ConnectorError> {
+        let files = self.list_files()?;
+        tracing::info!(
+            connector = self.common.name.as_str(),
+            "{} file(s) to read with {} reader thread(s)",
+            files.len(),
+            self.settings.reader_threads
+        );
+        let changes = publisher
+            .changes()
+            .filter(|c| c.mode() == crate::unchanged::SkipMode::Record);
+        self.read_to_the_end = changes
+            .filter(|_| self.deletes_vanished())
+            .map(|_| changes::ReadToTheEnd::default());
+        self.read_listed(&files, publisher)?;
+        // Every file was read: what vanished from them, or with them, is deleted now.
+        if let (Some(changes), Some(read)) = (changes, self.read_to_the_end.take()) {
+            let gone = |path: &str| self.is_gone(path);
+            changes::finish(changes, publisher, read, &files, &gone)?;
+        }
+        Ok(())
     }
 
     /// Every document reached its terminal event: the checkpoint's watermarks are final.
