@@ -74,14 +74,21 @@ def run_result_html(result: "RunResult") -> str:
     head = (
         f"<p><b style=\"color:{status_color}\">{html.escape(result.status)}</b> · "
         f"{result.published} published · {result.succeeded} succeeded · {result.failed} failed · "
-        f"{result.dropped} dropped · {result.seconds:.2f} s"
+        f"{result.dropped} dropped · "
+        f"{f'{result.unchanged} unchanged · ' if result.unchanged else ''}{result.seconds:.2f} s"
         f"{' · interrupted' if result.interrupted else ''}</p>"
     )
-    cols = ["connector", "status", "published", "succeeded", "failed", "dropped", "seconds", "message"]
+    # The unchanged column only when skipUnchanged skipped something.
+    unchanged = any(c.unchanged for c in result.connectors)
+    cols = ["connector", "status", "published", "succeeded", "failed", "dropped"]
+    cols += ["unchanged"] if unchanged else []
+    cols += ["seconds", "message"]
     header = "".join(f"<th {_CELL}>{c}</th>" for c in cols)
     rows = []
     for c in result.connectors:
-        cells = [c.name, c.status, c.published, c.succeeded, c.failed, c.dropped, f"{c.seconds:.2f}", c.message or ""]
+        cells = [c.name, c.status, c.published, c.succeeded, c.failed, c.dropped]
+        cells += [c.unchanged] if unchanged else []
+        cells += [f"{c.seconds:.2f}", c.message or ""]
         rows.append("<tr>" + "".join(f"<td {_CELL}>{html.escape(str(v))}</td>" for v in cells) + "</tr>")
     return f"<div>{head}<table {_TABLE}><tr>{header}</tr>{''.join(rows)}</table></div>"
 

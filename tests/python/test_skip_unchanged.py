@@ -86,6 +86,10 @@ def test_a_second_run_over_an_unchanged_source_processes_nothing(tmp_path: Path)
         r"files: complete\. 0 docs succeeded\. 0 docs failed\. 0 docs dropped\. "
         r"1000 docs unchanged\. Time: \d+\.\d\d secs\.", line), line
     assert second.connectors[0].unchanged == 1000
+    # The notebook view says so too; a run without skipped documents keeps its columns.
+    assert "1000 unchanged" in second._repr_html_() and "<th" in second._repr_html_()
+    assert ">unchanged</th>" in second._repr_html_()
+    assert ">unchanged</th>" not in first._repr_html_()
 
 
 def test_only_the_changed_records_reach_the_stages_and_the_backend(tmp_path: Path) -> None:
