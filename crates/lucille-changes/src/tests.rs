@@ -13,7 +13,6 @@ fn temp_store() -> (std::path::PathBuf, SqliteChangeStore) {
 fn put(id: &str, hash: Hash, unit: Option<&str>) -> Change {
     Change::Put {
         id: id.into(),
-        key: lucille_core::unchanged::id_key(id),
         hash,
         unit: unit.map(Arc::from),
     }
@@ -113,9 +112,8 @@ fn time_puts() {
         let changes: Vec<Change> = (0..10_000)
             .map(|i| put(&format!("{}", batch * 10_000 + i), i as u128, None))
             .map(|c| match c {
-                Change::Put { id, key, hash, .. } => Change::Put {
+                Change::Put { id, hash, .. } => Change::Put {
                     id,
-                    key,
                     hash,
                     unit: Some(unit.clone()),
                 },

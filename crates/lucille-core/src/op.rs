@@ -8,7 +8,7 @@ use std::any::Any;
 use crate::document::{Document, Fields};
 
 /// One operation for the backend, in the order the documents arrived.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub enum IndexOp {
     Upsert {
         /// The id in the index (`idOverrideField` applied).
@@ -92,18 +92,7 @@ impl IndexOp {
     /// The hash of what an upsert sends (`skipUnchanged: "output"`); `None` for deletes, which
     /// are always sent.
     pub fn content_hash(&self) -> Option<crate::unchanged::Hash> {
-        match self {
-            IndexOp::Upsert {
-                id,
-                index,
-                fields,
-                routing,
-                version,
-            } => Some(crate::unchanged::json_hash(&(
-                id, index, fields, routing, version,
-            ))),
-            _ => None,
-        }
+        matches!(self, IndexOp::Upsert { .. }).then(|| crate::unchanged::json_hash(self))
     }
 }
 

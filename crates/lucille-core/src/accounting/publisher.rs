@@ -222,9 +222,11 @@ impl Publisher {
         mut record: Record,
         unit: Option<UnitRef>,
     ) -> Result<(), PublishError> {
-        // The record as read, before anything is built from it.
+        // The record as read, before anything is built from it (a collapsed document is
+        // hashed whole instead).
         let hash = self
             .record_mode()
+            .filter(|_| self.collapsing.is_none())
             .map(|_| crate::unchanged::record_hash(&record.id, &record.text));
         if self.collapsing.is_some() || self.messenger.records_documents() {
             return match record.build() {

@@ -160,6 +160,15 @@ fn found(path: &Path) -> bool {
     path.exists()
 }
 
+/// Creates the folder an output file goes in (an index's store, a JSONL or CSV file, a
+/// checkpoint, a dead-letter file), if it has one and it is missing.
+pub fn create_parent_folder(path: &Path) -> std::io::Result<()> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => std::fs::create_dir_all(dir),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -126,11 +126,11 @@ pub fn document_hash(doc: &crate::document::Document) -> Hash {
     json_hash(doc.as_map())
 }
 
-/// What is stored: a content hash combined with the config's.
-pub fn with_config(hash: Hash, config: Hash) -> Hash {
+/// Two hashes as one (a content hash with the config's, a record's with its unit's).
+pub fn combine(hash: Hash, other: Hash) -> Hash {
     let mut bytes = [0u8; 32];
     bytes[..16].copy_from_slice(&hash.to_le_bytes());
-    bytes[16..].copy_from_slice(&config.to_le_bytes());
+    bytes[16..].copy_from_slice(&other.to_le_bytes());
     xxhash_rust::xxh3::xxh3_128(&bytes)
 }
 
@@ -146,7 +146,6 @@ pub enum Change {
     /// it was read from, when the connector reads units.
     Put {
         id: String,
-        key: u64,
         hash: Hash,
         unit: Option<std::sync::Arc<str>>,
     },

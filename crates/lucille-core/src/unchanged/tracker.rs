@@ -15,7 +15,7 @@ use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::{id_key, open_store, with_config, Change, ChangeStore, Hash, SkipMode, StoreError};
+use super::{combine, id_key, open_store, Change, ChangeStore, Hash, SkipMode, StoreError};
 use crate::event::{Event, EventType};
 
 /// How often the writer commits what it was sent.
@@ -89,12 +89,10 @@ impl ChangeTracker {
         writes: bool,
         deletion_marker: Option<(String, String)>,
     ) -> Result<Arc<Self>, StoreError> {
-        if let Some(dir) = settings.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError {
-                path: settings.path.display().to_string(),
-                message: format!("cannot create its folder: {e}"),
-            })?;
-        }
+        crate::config::paths::create_parent_folder(&settings.path).map_err(|e| StoreError {
+            path: settings.path.display().to_string(),
+            message: format!("cannot create its folder: {e}"),
+        })?;
         let store = Arc::new(Mutex::new(open_store(&settings.path)?));
         let writer = if writes {
             let (sender, receiver) = unbounded();
@@ -159,14 +157,20 @@ impl ChangeTracker {
         }
     }
 
+    /// `id`'s key, the hash it would be stored under (`hash` with the config's), and whether
+    /// the store holds that hash for it.
+    fn lookup(&self, id: &str, hash: Hash) -> (u64, Hash, bool) {
+        let stored = combine(hash, self.config);
+        let key = id_key(id);
+        (key, stored, self.known().get(&key) == Some(&stored))
+    }
+
     /// A record (or published document) with content hash `hash`: true when it is unchanged
     /// (the caller ends it with an unchanged DROP and does not send it); else it is tracked
     /// until its tree ends, and stored then.
     pub fn check(&self, id: &str, hash: Hash, unit: Option<UnitRef>) -> bool {
-        let hash = unit.map_or(hash, |u| with_config(hash, u.1));
-        let stored = with_config(hash, self.config);
-        let key = id_key(id);
-        let matches = self.known().get(&key) == Some(&stored);
+        let hash = unit.map_or(hash, |u| combine(hash, u.1));
+        let (key, stored, matches) = self.lookup(id, hash);
         let mut state = self.state.lock();
         // The same id already in flight this run: which copy the index keeps is not known, so
         // this one is processed too (and neither is recorded).
@@ -186,9 +190,7 @@ impl ChangeTracker {
     /// operation. True when the backend already has it (the caller ends it with an unchanged
     /// DROP instead of sending it).
     pub fn check_output(&self, id: &str, hash: Hash) -> bool {
-        let stored = with_config(hash, self.config);
-        let key = id_key(id);
-        let unchanged = self.known().get(&key) == Some(&stored);
+        let (key, stored, unchanged) = self.lookup(id, hash);
         let mut state = self.state.lock();
         state.seen.insert(key);
         if !unchanged {
@@ -208,16 +210,14 @@ impl ChangeTracker {
 
     /// A record that could not become a document: processed again next run, and its unit
     /// read again.
+    /// (Its entry, if any, goes with its FAIL event, as for any FAIL of an id not tracked.)
     pub fn failed_record(&self, id: &str, unit: Option<UnitRef>) {
-        {
-            let mut state = self.state.lock();
-            state.seen.insert(id_key(id));
-            if let Some(u) = unit.and_then(|u| state.units.get_mut(u.0 as usize)) {
-                u.docs += 1;
-                u.failed = true;
-            }
+        let mut state = self.state.lock();
+        state.seen.insert(id_key(id));
+        if let Some(u) = unit.and_then(|u| state.units.get_mut(u.0 as usize)) {
+            u.docs += 1;
+            u.failed = true;
         }
-        self.write(Change::Remove { id: id.to_string() });
     }
 
     /// A delete marker for a vanished document, about to be published: its entry goes once
@@ -249,7 +249,7 @@ impl ChangeTracker {
     pub fn unit_unchanged(&self, key: &str, token: Hash) -> Option<u64> {
         let found = self.store.lock().unit(&self.scope, key);
         match found {
-            Ok(Some((stored, docs))) if stored == with_config(token, self.config) => Some(docs),
+            Ok(Some((stored, docs))) if stored == combine(token, self.config) => Some(docs),
             Ok(_) => None,
             Err(e) => {
                 tracing::error!("{e}; {key} is read");
@@ -264,7 +264,7 @@ impl ChangeTracker {
         let mut state = self.state.lock();
         state.units.push(Unit {
             key: Arc::from(key),
-            token: with_config(token, self.config),
+            token: combine(token, self.config),
             outstanding: 0,
             docs: 0,
             failed: false,
@@ -404,7 +404,6 @@ impl State {
             changes.push(match e.kind {
                 EventType::Finish => Change::Put {
                     id: e.doc_id.clone(),
-                    key: id_key(&e.doc_id),
                     hash: stored,
                     unit: None,
                 },
@@ -413,7 +412,8 @@ impl State {
                 },
             });
         } else if failed && !self.roots.contains_key(&e.doc_id) {
-            // Output mode: a document that failed before the indexer.
+            // A FAIL of an id not tracked here: a record that never became a document, or
+            // (output mode) a document that failed before the indexer.
             if !self.children.contains_key(&e.doc_id) {
                 changes.push(Change::Remove {
                     id: e.doc_id.clone(),
@@ -441,7 +441,6 @@ impl State {
         } else {
             let unit = root.unit.and_then(|u| self.units.get(u as usize));
             changes.push(Change::Put {
-                key: id_key(&root_id),
                 id: root_id,
                 hash: root.hash,
                 unit: unit.map(|u| u.key.clone()),

@@ -253,9 +253,8 @@ impl DeadLetter {
     fn append(&self, id: &str, line: &serde_json::Value) {
         let mut out = self.out.lock();
         if out.is_none() {
-            if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                let _ = std::fs::create_dir_all(dir);
-            }
+            // A folder that cannot be made fails the open below, which says so.
+            let _ = crate::config::paths::create_parent_folder(&self.path);
             match OpenOptions::new()
                 .create(true)
                 .append(true)

@@ -129,12 +129,12 @@ impl Checkpoint {
     pub fn open(path: &Path, connector: &str, incremental: bool) -> Result<Self, CheckpointError> {
         let shown = path.display().to_string();
         let err = store_err(&shown);
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| CheckpointError::Folder {
+        crate::config::paths::create_parent_folder(path).map_err(|source| {
+            CheckpointError::Folder {
                 path: shown.clone(),
                 source,
-            })?;
-        }
+            }
+        })?;
         let conn = Connection::open(path).map_err(&err)?;
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;

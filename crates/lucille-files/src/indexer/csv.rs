@@ -105,9 +105,8 @@ impl CsvBackend {
         let fail = |what: &str, e: std::io::Error| {
             BackendError::new(format!("cannot {what} {}: {e}", path.display()))
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| fail("create the folder of", e))?;
-        }
+        crate::config::paths::create_parent_folder(&path)
+            .map_err(|e| fail("create the folder of", e))?;
         let file = OpenOptions::new()
             .create(true)
             .write(true)

@@ -67,10 +67,10 @@ impl JsonlBackend {
     }
 
     pub fn open(path: PathBuf, append: bool) -> Result<Self, BackendError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| BackendError::new(format!("cannot create {}: {e}", dir.display())))?;
-        }
+        crate::config::paths::create_parent_folder(&path).map_err(|e| {
+            let dir = path.parent().unwrap_or(&path);
+            BackendError::new(format!("cannot create {}: {e}", dir.display()))
+        })?;
         let file = OpenOptions::new()
             .create(true)
             .write(true)
