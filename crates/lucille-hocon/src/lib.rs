@@ -42,8 +42,11 @@
 //! * Includes: `include "f"`, `include file("f")`, `include required(...)`.
 //!   Relative names resolve against the including file's folder (never the
 //!   working directory). A name without a known extension loads `f.properties`,
-//!   `f.json` and `f.conf` (merged in that order). `url()` / `classpath()` are
-//!   rejected with an error.
+//!   `f.json` and `f.conf` (merged in that order). `include url("file:…")` reads
+//!   the local file the URL names (exactly that file, no extension guessing, as
+//!   Typesafe does; a relative `file:` URL is relative to the including file's
+//!   folder, like `file()`). `url()` with another scheme (`http:` …) and
+//!   `classpath()` are rejected with an error.
 //! * Limits (errors, never crashes): nesting of about 100 levels, 50 levels
 //!   of nested includes and 1000 included files, substitution chains of about
 //!   200 steps, and at most 1,000,000 values copied by substitutions. Parsing

@@ -850,16 +850,26 @@ impl<'c> Parser<'c> {
         required: bool,
         at: &Token,
     ) -> Result<Option<OMap<Node>>, HoconError> {
-        match kind {
-            IncludeKind::Url => {
-                return Err(self.include_err(at, name, "url() includes are not supported"));
-            }
+        let local = match kind {
+            IncludeKind::Url => match file_url_path(name) {
+                Ok(Some(path)) => path,
+                // `file:` with no path names no file: nothing to include
+                Ok(None) if !required => return Ok(None),
+                Ok(None) => {
+                    return Err(self.include_err(
+                        at,
+                        name,
+                        "required include not found: the file: URL names no file",
+                    ));
+                }
+                Err(message) => return Err(self.include_err(at, name, message)),
+            },
             IncludeKind::Classpath => {
                 return Err(self.include_err(at, name, "classpath() includes are not supported"));
             }
-            IncludeKind::File | IncludeKind::Heuristic => {}
-        }
-        let p = Path::new(name);
+            IncludeKind::File | IncludeKind::Heuristic => name.to_string(),
+        };
+        let p = Path::new(&local);
         let full = if p.is_absolute() {
             p.to_path_buf()
         } else {
@@ -879,6 +889,9 @@ impl<'c> Parser<'c> {
             .and_then(|e| e.to_str())
             .map(|e| e.to_ascii_lowercase());
         let candidates: Vec<PathBuf> = match ext.as_deref() {
+            // a URL names one file: no `.conf` / `.json` / `.properties` guessing (Typesafe's
+            // includeURLBasename: a URL without an extension loads nothing)
+            _ if kind == IncludeKind::Url => vec![full.clone()],
             Some("conf" | "json" | "properties") => vec![full.clone()],
             _ => ["properties", "json", "conf"]
                 .iter()
@@ -950,4 +963,71 @@ impl<'c> Parser<'c> {
         }
         Ok(acc)
     }
+}
+
+/// Schemes a Java `URL` knows that name something other than a local file; Typesafe Config
+/// would fetch them (over the network, or from a jar), which this reader does not do.
+const NON_FILE_SCHEMES: [&str; 6] = ["http", "https", "ftp", "jar", "jrt", "mailto"];
+
+/// The local path that `include url("file:…")` reads, as Typesafe Config resolves a `file:`
+/// URL (it reads `file:` URLs as files): `file:/a/b.conf`, `file:///a/b.conf` and
+/// `file://host/a/b.conf` are `/a/b.conf`; `file:b.conf` is the relative path `b.conf`
+/// (resolved, like `file("b.conf")`, against the including file's folder). `%XX` escapes
+/// are decoded (kept as written when they do not decode to UTF-8, as Java falls back to
+/// the raw path); a query or fragment is dropped. `Ok(None)`: the URL has no path.
+/// `Err`: not a `file:` URL, with the reason (a network scheme, or not a URL at all, which
+/// Typesafe rejects as "include url() specifies an invalid URL").
+pub(crate) fn file_url_path(url: &str) -> Result<Option<String>, String> {
+    let scheme_end = url.find(':').filter(|&i| {
+        let s = &url[..i];
+        s.starts_with(|c: char| c.is_ascii_alphabetic())
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    let Some(end) = scheme_end else {
+        return Err("invalid URL: no scheme (write file:/path/to/file.conf, or use file(\"...\") for a path)".into());
+    };
+    let scheme = url[..end].to_ascii_lowercase();
+    if NON_FILE_SCHEMES.contains(&scheme.as_str()) {
+        return Err(format!(
+            "url() includes with the {scheme}: scheme are not supported (only file: URLs, which name local files, are read)"
+        ));
+    }
+    if scheme != "file" {
+        return Err(format!("invalid URL: unknown scheme {scheme}:"));
+    }
+    let rest = &url[end + 1..];
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    // `file://authority/path`: the authority (a host name, usually empty) is not part of the path
+    let path = match rest.strip_prefix("//") {
+        Some(after) => after.find('/').map_or("", |i| &after[i..]),
+        None => rest,
+    };
+    if path.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        percent_decode(path).unwrap_or_else(|| path.to_string()),
+    ))
+}
+
+/// `%XX` escapes decoded; `None` if an escape is malformed or the bytes are not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }

@@ -566,6 +566,76 @@ fn include_errors() {
     assert!(matches!(e, HoconError::Io { .. }), "{e}");
 }
 
+/// `include url("file:…")` reads the local file, as Typesafe Config does (ConfParserTest
+/// includeURLWithExtension / includeURLBasename / includeURLInvalid, PublicApiTest's
+/// `url("file:/nonexistent")`); before, every url() include was an error.
+#[test]
+fn include_url_file() {
+    let d = TempDir::new("url");
+    d.write(
+        "t01.conf",
+        "ints.fortyTwo = 42\nnested { include \"sub.conf\" }",
+    );
+    d.write("sub.conf", "deep = true");
+    d.write("t01.json", "{ \"fromJson1\": 1 }");
+    d.write("my dir/sp.conf", "spaced = yes");
+    let abs = d.0.display().to_string();
+    let with_base = |src: &str| match parse_str(src, Some(&d.0), &opts()) {
+        Ok(v) => v,
+        Err(e) => panic!("{src}: {e}"),
+    };
+    // an absolute file: URL, in its three spellings; no base folder needed
+    for url in [
+        format!("file:{abs}/t01.conf"),
+        format!("file://{abs}/t01.conf"),
+        format!("file://localhost{abs}/t01.conf"),
+    ] {
+        let src = format!("include url(\"{url}\")");
+        same(
+            &p(&src),
+            &json!({"ints": {"fortyTwo": 42}, "nested": {"deep": true}}),
+        );
+    }
+    // exactly the named file: no .conf/.json/.properties guessing for a URL
+    same(&p(&format!("include url(\"file:{abs}/t01\")")), &json!({}));
+    same(&p("include url(\"file:/nonexistent/x.conf\")"), &json!({}));
+    same(
+        &p(&format!("include url(\"FILE:{abs}/t01.json?q=1#frag\")")),
+        &json!({"fromJson1": 1}),
+    );
+    same(
+        &p(&format!("include url(\"file:{abs}/my%20dir/sp.conf\")")),
+        &json!({"spaced": "yes"}),
+    );
+    // relative: against the including file's folder, like file("t01.conf")
+    same(
+        &with_base("a { include url(\"file:t01.conf\") }"),
+        &with_base("a { include file(\"t01.conf\") }"),
+    );
+    same(
+        &with_base("include required(url(\"file:t01.json\"))"),
+        &json!({"fromJson1": 1}),
+    );
+    let cases = [
+        (
+            "include required(url(\"file:/nonexistent/x.conf\"))",
+            "required include not found",
+        ),
+        ("include url(\"junk:junk:junk\")", "invalid URL"),
+        ("include url(\"t01.conf\")", "invalid URL"),
+        (
+            "include url(\"https://example.com/a.conf\")",
+            "https: scheme are not supported",
+        ),
+        ("include url(\"file:rel.conf\")", "no base directory"),
+    ];
+    for (src, needle) in cases {
+        let e = perr(src);
+        assert!(matches!(e, HoconError::Include { .. }), "{src}: {e}");
+        assert!(e.to_string().contains(needle), "{src}: {e}");
+    }
+}
+
 #[test]
 fn include_substitutions_are_relativized() {
     let d = TempDir::new("rel");
