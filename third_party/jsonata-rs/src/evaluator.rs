@@ -576,11 +576,8 @@ impl<'a> Evaluator<'a> {
 
                     if lhs.is_function() {
                         // Apply function chaining
-                        let chain = self.evaluate(
-                            self.chain_ast.unwrap(),
-                            Value::undefined(),
-                            frame,
-                        )?;
+                        let chain =
+                            self.evaluate(self.chain_ast.unwrap(), Value::undefined(), frame)?;
 
                         Ok(self.apply_function(
                             lhs_ast.char_index,
@@ -598,6 +595,22 @@ impl<'a> Evaluator<'a> {
                             frame,
                         )?)
                     }
+                }
+            }
+
+            // Lucille patch: the default and coalescing operators.
+            BinaryOp::Default => {
+                if lhs.is_truthy() {
+                    Ok(lhs)
+                } else {
+                    self.evaluate(rhs_ast, input, frame)
+                }
+            }
+            BinaryOp::Coalesce => {
+                if lhs.is_undefined() {
+                    self.evaluate(rhs_ast, input, frame)
+                } else {
+                    Ok(lhs)
                 }
             }
 

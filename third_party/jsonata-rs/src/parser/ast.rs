@@ -38,6 +38,10 @@ pub enum BinaryOp {
     Predicate,
     Apply,
     Bind,
+    /// Lucille patch: `?:`, the left side if it is truthy, otherwise the right side.
+    Default,
+    /// Lucille patch: `??`, the left side if it is defined, otherwise the right side.
+    Coalesce,
 }
 
 impl std::fmt::Display for BinaryOp {
@@ -65,6 +69,8 @@ impl std::fmt::Display for BinaryOp {
             BinaryOp::Predicate => "[]",
             BinaryOp::Apply => "~>",
             BinaryOp::Bind => ":=",
+            BinaryOp::Default => "?:",
+            BinaryOp::Coalesce => "??",
         })
     }
 }

@@ -19,7 +19,7 @@ impl Symbol for Token {
             Or => 25,
             And => 30,
             NotEqual | GreaterEqual | LessEqual | Apply | In | Equal | RightAngleBracket
-            | LeftAngleBracket | Caret => 40,
+            | LeftAngleBracket | Caret | Elvis | Coalesce => 40,
             Ampersand | Plus | Minus => 50,
             Asterisk | Descendent | ForwardSlash | PercentSign => 60,
             LeftBrace => 70,
@@ -178,6 +178,21 @@ impl Symbol for Token {
             TokenKind::Or => binary!(Or),
             TokenKind::In => binary!(In),
             TokenKind::Apply => binary!(Apply),
+
+            // Lucille patch: the default (`?:`) and coalescing (`??`) operators; as in
+            // JSONata, the right side extends as far as it can.
+            TokenKind::Elvis | TokenKind::Coalesce => Ok(Ast::new(
+                AstKind::Binary(
+                    if self.kind == TokenKind::Elvis {
+                        BinaryOp::Default
+                    } else {
+                        BinaryOp::Coalesce
+                    },
+                    Box::new(left),
+                    Box::new(parser.expression(0)?),
+                ),
+                self.char_index,
+            )),
 
             // Function calls or lambda definitions
             TokenKind::LeftParen => {

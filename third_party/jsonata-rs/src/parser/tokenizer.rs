@@ -54,6 +54,9 @@ pub enum TokenKind {
     LessEqual,
     Descendent,
     Apply,
+    // Lucille patch: the default (Elvis) operator `?:` and the coalescing operator `??`.
+    Elvis,
+    Coalesce,
 
     // Named operators
     Or,
@@ -113,6 +116,8 @@ impl std::fmt::Display for TokenKind {
             LessEqual => write!(f, "<="),
             Descendent => write!(f, "**"),
             Apply => write!(f, "~>"),
+            Elvis => write!(f, "?:"),
+            Coalesce => write!(f, "??"),
             Or => write!(f, "or"),
             In => write!(f, "in"),
             And => write!(f, "and"),
@@ -148,6 +153,11 @@ impl TokenKind {
                 | RightAngleBracket
                 | LessEqual
                 | GreaterEqual
+                // Lucille patch: a regex may follow these too (`a ?: /x/`, `{"k": /x/}`).
+                | Elvis
+                | Coalesce
+                | QuestionMark
+                | Colon
         )
     }
 }
@@ -482,7 +492,18 @@ impl<'a> Tokenizer<'a> {
                 '@' => At,
                 '#' => Hash,
                 ';' => SemiColon,
-                '?' => QuestionMark,
+                // Lucille patch: `?:` (default) and `??` (coalescing) are operators.
+                '?' => match self.peek() {
+                    ':' => {
+                        self.bump();
+                        Elvis
+                    }
+                    '?' => {
+                        self.bump();
+                        Coalesce
+                    }
+                    _ => QuestionMark,
+                },
                 '+' => Plus,
                 '-' => Minus,
                 '%' => PercentSign,
