@@ -81,6 +81,10 @@ enum Step<'a> {
 struct Resolver<'e> {
     env: &'e HashMap<String, String>,
     memo: HashMap<(usize, Vec<String>), Option<RVal>>,
+    /// Each look-back context: the context it was made from, and the key path of the field
+    /// it replaced. A path that neither contains nor lies inside that field names the same
+    /// node as in the parent context, so it shares the parent's memo (see `memo_key`).
+    ctx_parents: HashMap<usize, (usize, Vec<String>)>,
     active: Vec<(u64, String)>,
     next_ctx: usize,
     depth: usize,
@@ -95,6 +99,7 @@ pub(crate) fn resolve_root(
     let mut r = Resolver {
         env,
         memo: HashMap::new(),
+        ctx_parents: HashMap::new(),
         active: Vec::new(),
         next_ctx: 1,
         depth: 0,
@@ -133,6 +138,33 @@ fn too_big(pos: Option<&Pos>) -> HoconError {
         col: pos.map_or(0, |p| p.col),
         message: format!("substitutions expand the config to more than {MAX_WORK} copied values"),
     }
+}
+
+/// Positions of `keys` in the order Typesafe Config resolves an object's fields: the
+/// iteration order of the `java.util.HashMap` holding them (bucket of the key's
+/// `String.hashCode()` in a table of the size that many entries grow it to, ties in
+/// insertion order). The order decides nothing for most configs, since substitutions
+/// resolve on demand; it matters where a field is first resolved while another field looks
+/// back past itself (Typesafe memoizes that first result, see `Resolver::memo_key`), as in
+/// ConfigSubstitutionTest's avoidDelayedMergeObjectResolveProblem5, which resolves as
+/// Typesafe does only in this order. Tables Typesafe builds by merging can size
+/// differently; this is the table a parsed object has.
+fn java_hash_order<'k>(keys: impl Iterator<Item = &'k str>) -> Vec<usize> {
+    let hashes: Vec<u32> = keys
+        .map(|k| {
+            k.encode_utf16()
+                .fold(0u32, |h, c| h.wrapping_mul(31).wrapping_add(u32::from(c)))
+        })
+        .collect();
+    // HashMap: 16 buckets, doubled whenever the entries pass three quarters of them
+    let mut buckets: usize = 16;
+    while hashes.len() > buckets / 4 * 3 && buckets < 1 << 30 {
+        buckets *= 2;
+    }
+    let mask = u32::try_from(buckets - 1).unwrap_or(u32::MAX);
+    let mut order: Vec<usize> = (0..hashes.len()).collect();
+    order.sort_by_key(|&i| hashes.get(i).map_or(0, |h| (h ^ (h >> 16)) & mask));
+    order
 }
 
 fn pure_key(addr: &[Seg]) -> bool {
@@ -289,9 +321,36 @@ impl Resolver<'_> {
         Ok(())
     }
 
-    fn fresh_ctx(&mut self) -> usize {
+    /// A new look-back context made from `parent` by replacing the node at `addr`.
+    fn fresh_ctx(&mut self, parent: usize, addr: &[Seg]) -> usize {
         self.next_ctx += 1;
+        let replaced: Vec<String> = addr
+            .iter()
+            .map_while(|s| match s {
+                Seg::Key(k) => Some(k.clone()),
+                Seg::Item(_) => None,
+            })
+            .collect();
+        self.ctx_parents.insert(self.next_ctx, (parent, replaced));
         self.next_ctx
+    }
+
+    /// Memo key of the value at `path` in context `ctx`. Like Typesafe Config, which memoizes
+    /// a value's resolution by the value itself whatever source it was resolved against, a
+    /// node that a look-back context shares with the context it came from (every path not
+    /// overlapping the replaced field) is memoized once: the first resolution wins. So
+    /// `defaults { a = ${item1.b} }` first resolved while `item1 = ${defaults}` looks back
+    /// keeps the looked-back value (ConfigSubstitutionTest's
+    /// avoidDelayedMergeObjectResolveProblem3 and 5).
+    fn memo_key(&self, ctx: usize, path: &[String]) -> (usize, Vec<String>) {
+        let mut c = ctx;
+        while let Some((parent, replaced)) = self.ctx_parents.get(&c) {
+            if path.starts_with(replaced) || replaced.starts_with(path) {
+                break;
+            }
+            c = *parent;
+        }
+        (c, path.to_vec())
     }
 
     fn resolve_value(
@@ -302,7 +361,7 @@ impl Resolver<'_> {
         ctx: &Ctx,
     ) -> Result<Option<RVal>, Fail> {
         let memo_key = match addr {
-            Some(a) if pure_key(a) && !path.is_empty() => Some((ctx.id, path.to_vec())),
+            Some(a) if pure_key(a) && !path.is_empty() => Some(self.memo_key(ctx.id, path)),
             _ => None,
         };
         if let Some(k) = &memo_key {
@@ -338,12 +397,21 @@ impl Resolver<'_> {
             Node::Num(n) => Some(RVal::Num(n.clone())),
             Node::Str(s) => Some(RVal::Str(s.clone())),
             Node::Obj(m) => {
-                let mut out = OMap::new();
-                for (k, child) in m.iter() {
+                // Resolved in Typesafe's order, kept in definition order.
+                let children: Vec<(&String, &Node)> = m.iter().collect();
+                let mut values: Vec<Option<RVal>> = vec![None; children.len()];
+                for i in java_hash_order(children.iter().map(|(k, _)| k.as_str())) {
+                    let Some(((k, child), slot)) = children.get(i).zip(values.get_mut(i)) else {
+                        continue;
+                    };
                     let mut p = path.to_vec();
-                    p.push(k.clone());
-                    let a = with_seg(addr, Seg::Key(k.clone()));
-                    if let Some(v) = self.resolve_value(child, &p, a.as_deref(), ctx)? {
+                    p.push((*k).clone());
+                    let a = with_seg(addr, Seg::Key((*k).clone()));
+                    *slot = self.resolve_value(child, &p, a.as_deref(), ctx)?;
+                }
+                let mut out = OMap::new();
+                for ((k, _), v) in children.into_iter().zip(values) {
+                    if let Some(v) = v {
                         out.set(k.clone(), v);
                     }
                 }
@@ -368,7 +436,7 @@ impl Resolver<'_> {
                     let mut new_root = (*ctx.root).clone();
                     if replace_at(&mut new_root, a, None) {
                         lookback = Some(Ctx {
-                            id: self.fresh_ctx(),
+                            id: self.fresh_ctx(ctx.id, a),
                             root: Rc::new(new_root),
                         });
                     }
@@ -394,35 +462,110 @@ impl Resolver<'_> {
         let mut acc: Option<RVal> = None;
         for (k, item) in stack.iter().enumerate() {
             let r = if item.is_unmergeable() {
-                // Resolve this layer with the field replaced by the layers below it.
-                let mut done = None;
-                if let Some(a) = addr.filter(|a| !a.is_empty()) {
-                    let remainder = match k {
-                        0 => None,
-                        1 => stack.first().cloned(),
-                        _ => Some(Node::Merge(stack.iter().take(k).cloned().collect())),
-                    };
-                    let mut new_root = (*ctx.root).clone();
-                    if replace_at(&mut new_root, a, remainder) {
-                        let c2 = Ctx {
-                            id: self.fresh_ctx(),
-                            root: Rc::new(new_root),
-                        };
-                        if pure_key(a) {
-                            self.memo.insert((c2.id, path.to_vec()), acc.clone());
-                        }
-                        done = Some(self.resolve_value(item, path, None, &c2)?);
-                    }
-                }
-                match done {
-                    Some(v) => v,
-                    None => self.resolve_value(item, path, None, ctx)?,
-                }
+                self.resolve_unmergeable_layer(stack, k, path, addr, ctx, Some(&acc))?
             } else {
                 let a = with_seg(addr, Seg::Item(k));
                 self.resolve_value(item, path, a.as_deref(), ctx)?
             };
             acc = combine(acc, r);
+        }
+        Ok(acc)
+    }
+
+    /// Layer `k` of a merge stack (a substitution or concatenation), resolved with the field
+    /// replaced by the layers below it, so a self-reference looks back to them. `below`: the
+    /// resolved value of those layers, when known.
+    fn resolve_unmergeable_layer(
+        &mut self,
+        stack: &[Node],
+        k: usize,
+        path: &[String],
+        addr: Option<&[Seg]>,
+        ctx: &Ctx,
+        below: Option<&Option<RVal>>,
+    ) -> Result<Option<RVal>, Fail> {
+        let Some(item) = stack.get(k) else {
+            return Ok(None);
+        };
+        if let Some(a) = addr.filter(|a| !a.is_empty()) {
+            let remainder = match k {
+                0 => None,
+                1 => stack.first().cloned(),
+                _ => Some(Node::Merge(stack.iter().take(k).cloned().collect())),
+            };
+            let mut new_root = (*ctx.root).clone();
+            if replace_at(&mut new_root, a, remainder) {
+                let c2 = Ctx {
+                    id: self.fresh_ctx(ctx.id, a),
+                    root: Rc::new(new_root),
+                };
+                if let Some(below) = below.filter(|_| pure_key(a)) {
+                    let key = self.memo_key(c2.id, path);
+                    self.memo.insert(key, below.clone());
+                }
+                return self.resolve_value(item, path, None, &c2);
+            }
+        }
+        self.resolve_value(item, path, None, ctx)
+    }
+
+    /// Field `key` of the merge stack at `path`, resolving only what it needs: the stack's
+    /// layers from the top down, each object layer's `key` alone (not its other fields),
+    /// until a layer sets `key` to a non-object. Typesafe resolves a lookup through a merge
+    /// stack the same way (restricted to the child), so `item2.d = ${item1.a}` does not
+    /// touch `item1.c = ${item2.d}` (ConfigSubstitutionTest's resolveDelayedMergeObjectEmbrace).
+    fn merge_child(
+        &mut self,
+        stack: &[Node],
+        path: &[String],
+        addr: Option<&[Seg]>,
+        ctx: &Ctx,
+        key: &str,
+    ) -> Result<Option<RVal>, Fail> {
+        let mut child_path = path.to_vec();
+        child_path.push(key.to_string());
+        // the values of `key`, top layer first
+        let mut found: Vec<RVal> = Vec::new();
+        for (k, item) in stack.iter().enumerate().rev() {
+            let v = match item {
+                Node::Obj(m) => match m.get(key) {
+                    Some(child) => {
+                        let a = with_seg(addr, Seg::Item(k))
+                            .and_then(|a| with_seg(Some(&a), Seg::Key(key.to_string())));
+                        self.resolve_value(child, &child_path, a.as_deref(), ctx)?
+                    }
+                    None => continue,
+                },
+                Node::Subst(_) | Node::Concat(..) | Node::Merge(_) => {
+                    let layer = if item.is_unmergeable() {
+                        self.resolve_unmergeable_layer(stack, k, path, addr, ctx, None)?
+                    } else {
+                        let a = with_seg(addr, Seg::Item(k));
+                        self.resolve_value(item, path, a.as_deref(), ctx)?
+                    };
+                    match layer {
+                        // an undefined `${?x}` layer: the layers below show through
+                        None => continue,
+                        Some(RVal::Obj(mut m)) => match m.remove(key) {
+                            Some(v) => Some(v),
+                            None => continue,
+                        },
+                        // a non-object hides everything below it
+                        Some(_) => break,
+                    }
+                }
+                _ => break,
+            };
+            let Some(v) = v else { continue };
+            let is_obj = matches!(v, RVal::Obj(_));
+            found.push(v);
+            if !is_obj {
+                break;
+            }
+        }
+        let mut acc: Option<RVal> = None;
+        for v in found.into_iter().rev() {
+            acc = combine(acc, Some(v));
         }
         Ok(acc)
     }
@@ -491,7 +634,7 @@ impl Resolver<'_> {
         if path.is_empty() {
             return Ok(None);
         }
-        let key = (ctx.id, path.to_vec());
+        let key = self.memo_key(ctx.id, path);
         if let Some(v) = self.memo.get(&key) {
             let v = v.clone();
             self.charge(v.as_ref())?;
@@ -514,8 +657,16 @@ impl Resolver<'_> {
                     Step::Missing => None,
                     Step::NeedsResolve => {
                         let prefix = path.get(..i).unwrap_or(&[]);
-                        let v = self.resolve_value(n, prefix, addr.as_deref(), ctx)?;
-                        let v = descend(v, path.get(i..).unwrap_or(&[]));
+                        let v = match n {
+                            Node::Merge(stack) => {
+                                let v = self.merge_child(stack, prefix, addr.as_deref(), ctx, k)?;
+                                descend(v, path.get(i + 1..).unwrap_or(&[]))
+                            }
+                            _ => {
+                                let v = self.resolve_value(n, prefix, addr.as_deref(), ctx)?;
+                                descend(v, path.get(i..).unwrap_or(&[]))
+                            }
+                        };
                         self.memo.insert(key, v.clone());
                         return Ok(v);
                     }

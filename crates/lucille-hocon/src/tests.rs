@@ -403,6 +403,70 @@ fn self_referential_substitutions() {
     );
 }
 
+/// Typesafe's ConfigSubstitutionTest on delayed merges (`item1 = ${defaults}` then
+/// `item1.b = …`), compared as resolved values. 3 and 5: `defaults` refers back into
+/// `item1` while `item1 = ${defaults}` looks back below itself; Typesafe keeps the
+/// looked-back value in `defaults` (its memo is per value, first resolution wins), where we
+/// used to give `defaults.a` the final value (3) or report a cycle (5). Embrace:
+/// `item2.d = ${item1.a}` must not resolve `item1.c = ${item2.d}` (a cycle error before).
+#[test]
+fn typesafe_delayed_merge_self_references() {
+    let cases = [
+        (
+            // avoidDelayedMergeObjectResolveProblem1
+            "defaults { a = 1, b = 2 }\nitem1 = ${defaults}\nitem1.b = 3\nitem2.b = ${item1.b}",
+            json!({"defaults": {"a": 1, "b": 2}, "item1": {"a": 1, "b": 3}, "item2": {"b": 3}}),
+        ),
+        (
+            // avoidDelayedMergeObjectResolveProblem3
+            "item1.b.c = 100\ndefaults { a = ${item1.b.c}, b = 2 }\nitem1 = ${defaults}\n\
+             item1.b = { c : 43 }\nitem2.b = ${item1.b}",
+            json!({"item1": {"b": {"c": 43}, "a": 100}, "defaults": {"a": 100, "b": 2},
+                   "item2": {"b": {"c": 43}}}),
+        ),
+        (
+            // avoidDelayedMergeObjectResolveProblem4
+            "defaults { a = 1, b = 2 }\nitem1.b = 7\nitem1 = ${defaults}\nitem2.b = ${item1.b}",
+            json!({"defaults": {"a": 1, "b": 2}, "item1": {"b": 2, "a": 1}, "item2": {"b": 2}}),
+        ),
+        (
+            // avoidDelayedMergeObjectResolveProblem5
+            "defaults { a = ${item1.b}, b = 2 }\nitem1.b = 7\nitem1 = ${defaults}\n\
+             item2.b = ${item1.b}",
+            json!({"defaults": {"a": 7, "b": 2}, "item1": {"b": 2, "a": 7}, "item2": {"b": 2}}),
+        ),
+        (
+            // resolveDelayedMergeObjectEmbrace
+            "defaults { a = 1, b = 2 }\nitem1 = ${defaults}\nitem1.c = ${item2.d}\n\
+             item1.x = ${item2.y}\nitem2 = ${defaults}\nitem2.d = ${item1.a}\nitem2.y = 15",
+            json!({"defaults": {"a": 1, "b": 2}, "item1": {"a": 1, "b": 2, "c": 1, "x": 15},
+                   "item2": {"a": 1, "b": 2, "d": 1, "y": 15}}),
+        ),
+        (
+            // resolvePlainObjectEmbrace
+            "item1.a = 10\nitem1.b = ${item2.d}\nitem2.c = 12\nitem2.d = 14\n\
+             item2.e = ${item1.a}\nitem2.f = ${item1.b}\nitem2.g = ${item2.f}",
+            json!({"item1": {"a": 10, "b": 14},
+                   "item2": {"c": 12, "d": 14, "e": 10, "f": 14, "g": 14}}),
+        ),
+    ];
+    for (src, want) in cases {
+        same(&p(src), &want);
+    }
+    // avoidDelayedMergeObjectResolveProblem6 (several layers of delayed merges)
+    let v = p(
+        "z = 15\nddd { m = ${z}, n.o.p = ${z} }\ndd { x = 10, y = 11, asdf = ${z} }\n\
+               defaults { a = 1, b = 2 }\nalias = ${defaults}\nitem1 = 345\n\
+               item1 = ${?NONEXISTENT}\nitem1 = ${ddd}\nitem1 = {}\nitem1 = ${dd}\n\
+               item1 = ${alias}\nitem1 = ${defaults}\nitem1.b = { c : 43 }\n\
+               item1.xyz = 101\nitem2.b = ${item1.b}",
+    );
+    assert_eq!(v["item1"]["b"], json!({"c": 43}));
+    assert_eq!(v["item2"]["b"]["c"], 43);
+    assert_eq!(v["item1"]["n"]["o"]["p"], 15);
+    assert_eq!(v["item1"]["xyz"], 101);
+}
+
 #[test]
 fn object_inheritance_via_concat() {
     same(
