@@ -308,7 +308,7 @@ fn type_name(v: &RVal) -> &'static str {
 
 enum RPart {
     Ws(String),
-    Val(RVal, bool),
+    Val(RVal),
 }
 
 impl Resolver<'_> {
@@ -732,7 +732,7 @@ impl Resolver<'_> {
                 Piece::Val(n) => {
                     if let Some(v) = self.resolve_value(n, path, None, ctx)? {
                         any_defined = true;
-                        parts.push(RPart::Val(v, matches!(n, Node::Subst(_))));
+                        parts.push(RPart::Val(v));
                     }
                 }
             }
@@ -742,13 +742,13 @@ impl Resolver<'_> {
             return Ok(None);
         }
         if let [RPart::Val(..)] = parts.as_slice() {
-            if let Some(RPart::Val(v, _)) = parts.pop() {
+            if let Some(RPart::Val(v)) = parts.pop() {
                 return Ok(Some(v));
             }
         }
         let structured = parts
             .iter()
-            .any(|p| matches!(p, RPart::Val(RVal::Obj(_) | RVal::Arr(_), _)));
+            .any(|p| matches!(p, RPart::Val(RVal::Obj(_) | RVal::Arr(_))));
         let type_err = |a: &RVal, b: &RVal| {
             Fail::Hard(HoconError::Type {
                 file: pos.file.to_string(),
@@ -765,7 +765,7 @@ impl Resolver<'_> {
             // unquoted whitespace between objects/arrays is ignored
             let mut acc: Option<RVal> = None;
             for p in parts {
-                let RPart::Val(v, _) = p else { continue };
+                let RPart::Val(v) = p else { continue };
                 acc = Some(match acc {
                     None => v,
                     Some(RVal::Obj(a)) => match v {
@@ -792,16 +792,13 @@ impl Resolver<'_> {
             }
             match p {
                 RPart::Ws(w) => s.push_str(w),
-                RPart::Val(v, from_subst) => match v {
+                RPart::Val(v) => match v {
                     RVal::Str(t) => s.push_str(t),
                     RVal::Num(n) => s.push_str(&n.text),
                     RVal::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
-                    // a substitution that is null concatenates as ""
-                    RVal::Null => {
-                        if !from_subst {
-                            s.push_str("null");
-                        }
-                    }
+                    // a null, substituted or written, is "null" in a string (Typesafe's
+                    // ConfigNull.transformToString; ConfigSubstitutionTest resolveNullInString)
+                    RVal::Null => s.push_str("null"),
                     RVal::Obj(_) | RVal::Arr(_) => {}
                 },
             }

@@ -326,7 +326,9 @@ fn substitution_in_concatenation() {
             "host": "example.org", "port": 8983,
             "url": "http://example.org:8983/solr",
             "msg": "example.org is up",
-            "n": "x",
+            // Typesafe: a null substitution is "null" in a string (resolveNullInString);
+            // this asserted "x" before
+            "n": "nullx",
             "nothing": null
         }),
     );
