@@ -149,6 +149,16 @@ pub(crate) enum Node {
 }
 
 impl Node {
+    /// Whether resolving this value needs substitutions (it is not final as parsed).
+    pub(crate) fn has_substitutions(&self) -> bool {
+        match self {
+            Node::Subst(_) | Node::Concat(..) | Node::Merge(_) => true,
+            Node::Obj(m) => m.iter().any(|(_, v)| v.has_substitutions()),
+            Node::Arr(items) => items.iter().any(Node::has_substitutions),
+            Node::Null | Node::Bool(_) | Node::Num(_) | Node::Str(_) => false,
+        }
+    }
+
     /// Substitutions and concatenations: values whose type is unknown until resolved.
     pub(crate) fn is_unmergeable(&self) -> bool {
         matches!(self, Node::Subst(_) | Node::Concat(..))

@@ -240,6 +240,8 @@ struct Parser<'c> {
     depth: usize,
     /// Nesting depth of the include point (0 for a top-level document).
     base_depth: usize,
+    /// Lists (and `+=` values, which become lists) open around the current position.
+    array_count: usize,
 }
 
 impl<'c> Parser<'c> {
@@ -260,6 +262,7 @@ impl<'c> Parser<'c> {
             path: Vec::new(),
             depth: 0,
             base_depth,
+            array_count: 0,
         }
     }
 
@@ -492,9 +495,19 @@ impl<'c> Parser<'c> {
                 ));
             }
         };
+        if plus && self.array_count > 0 {
+            // Typesafe Config rejects this rather than give a wrong result (its issue 160)
+            return Err(self.err(
+                &sep,
+                "'+=' does not work inside a list (a limitation shared with Typesafe Config: += expands to a ${} substitution, and a ${} path cannot refer to list elements); move the += outside the list and refer to it from inside with ${}",
+            ));
+        }
         let saved = self.path.len();
         self.path.extend(key.iter().cloned());
+        // the value of `+=` goes into a list, so a `+=` inside it is inside a list
+        self.array_count += usize::from(plus);
         let value = self.parse_value();
+        self.array_count -= usize::from(plus);
         let full_path = self.path.clone();
         self.path.truncate(saved);
         let mut value = value?;
@@ -673,6 +686,13 @@ impl<'c> Parser<'c> {
     }
 
     fn parse_array(&mut self, open: &Token) -> Result<Node, HoconError> {
+        self.array_count += 1;
+        let r = self.parse_array_items(open);
+        self.array_count -= 1;
+        r
+    }
+
+    fn parse_array_items(&mut self, open: &Token) -> Result<Node, HoconError> {
         let mut items = Vec::new();
         loop {
             self.skip_ws_nl();
@@ -823,6 +843,14 @@ impl<'c> Parser<'c> {
             return Err(self.err(inc, format!("unexpected '{rest}' after include statement")));
         }
         if let Some(included) = self.load_include(kind, &name, required, inc)? {
+            if self.array_count > 0 && included.iter().any(|(_, v)| v.has_substitutions()) {
+                // as in Typesafe Config, an error rather than a wrong result (its issue 160)
+                return Err(self.include_err(
+                    inc,
+                    &name,
+                    "an include inside a list value cannot use ${} substitutions in the included file (a limitation shared with Typesafe Config); move the include outside the list or remove the ${} from the included file",
+                ));
+            }
             let mut tmp = OMap::new();
             for (k, mut v) in included.into_entries() {
                 relativize(&mut v, &self.path);

@@ -702,6 +702,40 @@ fn include_url_file() {
     }
 }
 
+/// Typesafe Config rejects `+=` nested in a list (ConcatenationTest
+/// plusEqualsMultipleTimesNestedInArray / ...NestedInPlusEquals: "limitation") and an
+/// include in a list whose file has substitutions, rather than give a wrong result; we
+/// gave `x: [{a: [3]}]`.
+#[test]
+fn plus_equals_and_includes_inside_lists_are_errors() {
+    for src in [
+        "x = [ { a += 1, a += 2, a += 3 } ]",
+        "x += { a += 1, a += 2, a += 3 }",
+        "x = [ [ { y { a += 1 } } ] ]",
+    ] {
+        let e = perr(src);
+        assert!(matches!(e, HoconError::Syntax { .. }), "{src}: {e}");
+        assert!(e.to_string().contains("inside a list"), "{src}: {e}");
+    }
+    // outside lists `+=` is fine, also after a list
+    same(
+        &p("x += { a = 1 }\ny = [ { a = 1 } ]\ny += 2"),
+        &json!({"x": [{"a": 1}], "y": [{"a": 1}, 2]}),
+    );
+    let d = TempDir::new("inclist");
+    d.write("plain.conf", "a = 1");
+    d.write("subst.conf", "a = 1\nb = ${a}");
+    let ok = parse_str("x = [ { include \"plain.conf\" } ]", Some(&d.0), &opts());
+    same(
+        &ok.expect("plain include in a list"),
+        &json!({"x": [{"a": 1}]}),
+    );
+    let e = parse_str("x = [ { include \"subst.conf\" } ]", Some(&d.0), &opts())
+        .expect_err("include with substitutions in a list");
+    assert!(matches!(e, HoconError::Include { .. }), "{e}");
+    assert!(e.to_string().contains("inside a list"), "{e}");
+}
+
 #[test]
 fn include_substitutions_are_relativized() {
     let d = TempDir::new("rel");
