@@ -35,12 +35,11 @@
 //!   only, and its `$now` panicked on some time zone arguments); `$now` and `$millis` give
 //!   the same instant throughout one evaluation, as in JSONata.
 //! * **Not supported by jsonata-rs**:
-//!   partial application (`$f(?, 1)`), the parent operator `%`, and function signatures
-//!   (`function($x)<n:n>`); the first two are compile errors that say so (where jsonata-rs
-//!   would panic), the others fail to parse. The `??` and `?:` operators are supported (our
-//!   fork).
+//!   the parent operator `%` (a compile error that says so, where jsonata-rs would panic) and
+//!   function signatures (`function($x)<n:n>`, which fail to parse). The `??` and `?:`
+//!   operators and partial application (`$f(?, 1)`) are supported (our fork).
 //!
-//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1582 of its 1686 cases
+//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1596 of its 1686 cases
 //! pass; see that file for what counts as a pass).
 //! * **Signatures**: the arguments of jsonata-rs's builtins are checked against JSONata's
 //!   signatures before they run (`functions/signature.rs`), so a wrong type raises T0410,
@@ -300,13 +299,6 @@ impl Expression {
                     panic.as_ref(),
                 ))))
             }
-        }
-        if let Some(at) = order::partial_application(expr) {
-            return Err(compile_err(format!(
-                "S0000 @ {at}: partial application (`?` as an argument) is not supported by \
-                 jsonata-rs, the JSONata engine used here: write a function, e.g. \
-                 `function($x){{$f($x, 2)}}` for `$f(?, 2)`"
-            )));
         }
         // The expression goes in a block of its own after the hook call: after `(` (unlike
         // after `;`) jsonata-rs reads a `/` as the start of a regex literal, so an expression

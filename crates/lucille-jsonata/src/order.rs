@@ -202,62 +202,6 @@ fn read_string(chars: &[char], mut i: usize, quote: char) -> (String, usize) {
     (s, i + 1)
 }
 
-/// The character index of the first `?` written as a function argument (`$f(?, 1)`: partial
-/// application, which jsonata-rs parses but cannot evaluate), skipping strings, names in
-/// backquotes, comments and regex literals.
-pub(crate) fn partial_application(src: &str) -> Option<usize> {
-    let chars: Vec<char> = src.chars().collect();
-    let next_significant = |mut i: usize| {
-        while i < chars.len() && chars[i].is_whitespace() {
-            i += 1;
-        }
-        chars.get(i).copied()
-    };
-    // The last significant character, `None` at the start; a string, name or regex counts as
-    // a value (`'v'`).
-    let mut prev: Option<char> = None;
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            c if c.is_whitespace() => i += 1,
-            '"' | '\'' => {
-                i = read_string(&chars, i + 1, c).1;
-                prev = Some('v');
-            }
-            '`' => {
-                i += 1;
-                while i < chars.len() && chars[i] != '`' {
-                    i += 1;
-                }
-                i += 1;
-                prev = Some('v');
-            }
-            '/' if chars.get(i + 1) == Some(&'*') => {
-                i += 2;
-                while i + 1 < chars.len() && !(chars[i] == '*' && chars[i + 1] == '/') {
-                    i += 1;
-                }
-                i += 2;
-            }
-            '/' if prev.is_none_or(|p| "([{,=<>!&|:;~".contains(p)) => {
-                i = skip_regex(&chars, i + 1);
-                prev = Some('v');
-            }
-            '?' if matches!(prev, Some('(' | ','))
-                && matches!(next_significant(i + 1), Some(',' | ')')) =>
-            {
-                return Some(i);
-            }
-            c => {
-                prev = Some(c);
-                i += 1;
-            }
-        }
-    }
-    None
-}
-
 /// Skips a regex literal body (after its opening `/`) and its flags.
 fn skip_regex(chars: &[char], mut i: usize) -> usize {
     let mut in_class = false;
@@ -400,25 +344,6 @@ mod tests {
                 keys.into_iter().map(|(k, _)| k).collect()
             })
             .collect()
-    }
-
-    #[test]
-    fn finds_partial_application_only_in_argument_position() {
-        use super::partial_application as pa;
-        assert_eq!(pa("$add(?, 2)"), Some(5));
-        assert_eq!(pa("$substring(?, 0, ?)"), Some(11));
-        assert_eq!(pa("$f(1, ? )"), Some(6));
-        for not_partial in [
-            "a ? b : c",
-            "a ?: b",
-            "$f('?', \"(?)\")",
-            "$match(s, /(?,)/)",
-            "/* (?) */ x",
-            "`(?)`.x",
-            "a = 1 ? (b) : c",
-        ] {
-            assert_eq!(pa(not_partial), None, "{not_partial}");
-        }
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub enum Error {
     S0302UnterminatedRegex(usize),
     // This variant is not present in the JS implementation
     S0303InvalidRegex(usize, String),
+    // Lucille patch: function signatures and partial application.
+    S0401SignatureTypeParameter(usize, String),
+    S0402SignatureChoiceGroupType(usize, String),
 
     // Runtime errors
     D1001NumberOfOutRange(f64),
@@ -57,9 +60,12 @@ pub enum Error {
     // Type errors
     T0410ArgumentNotValid(usize, usize, String),
     T0412ArgumentMustBeArrayOfType(usize, usize, String, String),
+    T0411ContextValueNotCompatible(usize, usize, String),
     T1003NonStringKey(usize, String),
     T1005InvokedNonFunctionSuggest(usize, String),
     T1006InvokedNonFunction(usize),
+    T1007PartialNonFunctionSuggest(usize, String),
+    T1008PartialNonFunction(usize),
     T2001LeftSideNotNumber(usize, String),
     T2002RightSideNotNumber(usize, String),
     T2003LeftSideNotInteger(usize),
@@ -120,6 +126,8 @@ impl Error {
             Error::S0301EmptyRegex(..) => "S0301",
             Error::S0302UnterminatedRegex(..) => "S0302",
             Error::S0303InvalidRegex(..) => "S0303",
+            Error::S0401SignatureTypeParameter(..) => "S0401",
+            Error::S0402SignatureChoiceGroupType(..) => "S0402",
 
             // Runtime errors
             Error::D1001NumberOfOutRange(..) => "D1001",
@@ -148,9 +156,12 @@ impl Error {
             // Type errors
             Error::T0410ArgumentNotValid(..) => "T0410",
             Error::T0412ArgumentMustBeArrayOfType(..) => "T0412",
+            Error::T0411ContextValueNotCompatible(..) => "T0411",
             Error::T1003NonStringKey(..) => "T1003",
             Error::T1005InvokedNonFunctionSuggest(..) => "T1005",
             Error::T1006InvokedNonFunction(..) => "T1006",
+            Error::T1007PartialNonFunctionSuggest(..) => "T1007",
+            Error::T1008PartialNonFunction(..) => "T1008",
             Error::T2001LeftSideNotNumber(..) => "T2001",
             Error::T2002RightSideNotNumber(..) => "T2002",
             Error::T2003LeftSideNotInteger(..) => "T2003",
@@ -227,6 +238,10 @@ impl fmt::Display for Error {
             S0303InvalidRegex(ref p, ref message) =>
                 // The error message from `regress::Regex` a "regex parse error: " prefix, so don't be redundant here.
                 write!(f, "{}: {}", p, message),
+            S0401SignatureTypeParameter(ref p, ref sig) =>
+                write!(f, "{}: Type parameters can only be applied to functions and arrays (signature {})", p, sig),
+            S0402SignatureChoiceGroupType(ref p, ref sig) =>
+                write!(f, "{}: Choice groups containing parameterized types are not supported (signature {})", p, sig),
 
             // Runtime errors
             D1001NumberOfOutRange(ref n) => write!(f, "Number out of range: {}", n),
@@ -282,6 +297,12 @@ impl fmt::Display for Error {
                 write!(f, "{}: Attempted to invoke a non-function. Did you mean ${}?", p, t),
             T1006InvokedNonFunction(ref p) =>
                 write!(f, "{}: Attempted to invoke a non-function", p),
+            T1007PartialNonFunctionSuggest(ref p, ref t) =>
+                write!(f, "{}: Attempted to partially apply a non-function. Did you mean ${}?", p, t),
+            T1008PartialNonFunction(ref p) =>
+                write!(f, "{}: Attempted to partially apply a non-function", p),
+            T0411ContextValueNotCompatible(ref p, ref i, ref t) =>
+                write!(f, "{}: Context value is not a compatible type with argument {} of function {}", p, i, t),
             T2001LeftSideNotNumber(ref p, ref o) =>
                 write!( f, "{}: The left side of the `{}` operator must evaluate to a number", p, o),
             T2002RightSideNotNumber(ref p, ref o) =>

@@ -15,6 +15,14 @@ use std::time::Instant;
 use super::parser::ast::*;
 use crate::{Error, Result};
 
+/// Lucille patch: the names under which a partially applied function's frame binds the
+/// function and its given arguments (not valid JSONata names, so no expression can see them).
+const PARTIAL_PROC: &str = "\u{1}partial";
+
+fn partial_arg_name(index: usize) -> String {
+    format!("\u{1}partial{index}")
+}
+
 struct EvaluatorInternal {
     depth: usize,
     started_at: Option<Instant>,
@@ -119,6 +127,13 @@ impl<'a> Evaluator<'a> {
                 name,
             ),
             AstKind::Lambda { .. } => Value::lambda(self.arena, node, input, *frame),
+            // Lucille patch: partial application (`$f(?, 2)`) gives a function.
+            AstKind::Function {
+                ref proc,
+                ref args,
+                is_partial: true,
+                ..
+            } => self.evaluate_partial_application(node, proc, args, input, frame)?,
             AstKind::Function {
                 ref proc,
                 ref args,
@@ -558,10 +573,12 @@ impl<'a> Evaluator<'a> {
             )),
 
             BinaryOp::Apply => {
+                // Lucille patch: a partial application on the right is a function value
+                // (`f ~> $g(?, 1)` chains), not an invocation.
                 if let AstKind::Function {
                     ref proc,
                     ref args,
-                    is_partial,
+                    is_partial: is_partial @ false,
                     ..
                 } = rhs_ast.kind
                 {
@@ -569,6 +586,21 @@ impl<'a> Evaluator<'a> {
                     Ok(self.evaluate_function(input, proc, args, is_partial, frame, Some(lhs))?)
                 } else {
                     let rhs = self.evaluate(rhs_ast, input, frame)?;
+
+                    // Lucille patch: a regex is a function in JSONata (`s ~> /re/` gives the
+                    // first match, or undefined); it was T2006.
+                    if let Value::Regex(regex) = rhs {
+                        if !lhs.is_string() {
+                            return Ok(Value::undefined());
+                        }
+                        let matches =
+                            evaluate_match(self.arena, regex.get_regex(), &lhs.as_str(), Some(1));
+                        return Ok(if matches.is_empty() {
+                            Value::undefined()
+                        } else {
+                            matches.get_member(0)
+                        });
+                    }
 
                     if !rhs.is_function() {
                         return Err(Error::T2006RightSideNotFunction(rhs_ast.char_index));
@@ -1224,6 +1256,45 @@ impl<'a> Evaluator<'a> {
         Ok(result)
     }
 
+    /// Lucille patch: partial application, `$f(?, 2)`: a function of the `?` arguments. The
+    /// value is a `Value::Lambda` whose syntax tree is the call itself (an `AstKind::Function`
+    /// with `is_partial`) and whose frame binds the evaluated function and the other arguments
+    /// (evaluated now, as in JSONata); `apply_function` fills in the `?`s.
+    fn evaluate_partial_application(
+        &self,
+        node: &'a Ast,
+        proc: &'a Ast,
+        args: &'a [Ast],
+        input: &'a Value<'a>,
+        frame: &Frame<'a>,
+    ) -> Result<&'a Value<'a>> {
+        let evaluated_proc = self.evaluate(proc, input, frame)?;
+        if evaluated_proc.is_undefined() {
+            if let AstKind::Path(ref steps) = proc.kind {
+                if let Some(AstKind::Name(ref name)) = steps.first().map(|step| &step.kind) {
+                    if frame.lookup(name).is_some() {
+                        return Err(Error::T1007PartialNonFunctionSuggest(
+                            proc.char_index,
+                            name.clone(),
+                        ));
+                    }
+                }
+            }
+        }
+        if !evaluated_proc.is_function() {
+            return Err(Error::T1008PartialNonFunction(proc.char_index));
+        }
+        let bound = Frame::new_with_parent(frame);
+        bound.bind(PARTIAL_PROC, evaluated_proc);
+        for (index, arg) in args.iter().enumerate() {
+            if !matches!(arg.kind, AstKind::PartialArg) {
+                let value = self.evaluate(arg, input, frame)?;
+                bound.bind(&partial_arg_name(index), value);
+            }
+        }
+        Ok(Value::lambda(self.arena, node, input, bound))
+    }
+
     /// Iteratively evaluate a function until a non-function value is returned.
     fn trampoline_evaluate_value(
         &self,
@@ -1310,8 +1381,25 @@ impl<'a> Evaluator<'a> {
 
                     // Evaluate the lambda!
                     self.evaluate(body, input, &frame)
+                } else if let AstKind::Function { ref args, .. } = ast.kind {
+                    // Lucille patch: a partially applied function (see
+                    // `evaluate_partial_application`): the `?`s take the given arguments.
+                    let proc = frame.lookup(PARTIAL_PROC).unwrap_or_else(Value::undefined);
+                    let mut given = evaluated_args.iter().copied();
+                    let mut all_args = Vec::with_capacity(args.len());
+                    for (index, arg) in args.iter().enumerate() {
+                        all_args.push(if matches!(arg.kind, AstKind::PartialArg) {
+                            given.next().unwrap_or_else(Value::undefined)
+                        } else {
+                            frame
+                                .lookup(&partial_arg_name(index))
+                                .unwrap_or_else(Value::undefined)
+                        });
+                    }
+                    let result = self.apply_function(char_index, input, proc, &all_args, frame)?;
+                    self.trampoline_evaluate_value(result, input, frame)
                 } else {
-                    unreachable!()
+                    Err(Error::T1006InvokedNonFunction(char_index))
                 }
             }
             Value::NativeFn {
@@ -1325,7 +1413,11 @@ impl<'a> Evaluator<'a> {
                 update,
                 delete,
             } => {
-                let input = &evaluated_args[0];
+                // Lucille patch: no argument is undefined (indexing panicked).
+                let input = evaluated_args
+                    .first()
+                    .copied()
+                    .unwrap_or_else(Value::undefined);
                 self.apply_transformer(input, pattern, update, *delete, frame)
             }
             _ => Err(Error::T1006InvokedNonFunction(char_index)),

@@ -1935,7 +1935,9 @@ pub fn fn_reduce<'a>(
         1
     };
 
-    for (index, value) in elements[start_index..].iter().enumerate() {
+    for (index, value) in elements.iter().enumerate().skip(start_index) {
+        // Lucille patch: the index in the array (it counted from the first item reduced, so it
+        // was one less than JSONata's when there is no initial value).
         let index_value = Value::number(context.arena, index as f64);
 
         let result =
@@ -2078,7 +2080,7 @@ pub fn fn_match<'a>(
 ///     "groups": ["bb" ]
 ///   }
 /// ]
-fn evaluate_match<'a>(
+pub(crate) fn evaluate_match<'a>(
     arena: &'a Bump,
     regex: &Regex,
     input_str: &str,

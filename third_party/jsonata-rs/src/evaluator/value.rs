@@ -353,13 +353,15 @@ impl<'a> Value<'a> {
 
     pub fn arity(&self) -> usize {
         match *self {
-            Value::Lambda { ref ast, .. } => {
-                if let AstKind::Lambda { ref args, .. } = ast.kind {
-                    args.len()
-                } else {
-                    panic!("Not a lambda function")
-                }
-            }
+            Value::Lambda { ref ast, .. } => match ast.kind {
+                AstKind::Lambda { ref args, .. } => args.len(),
+                // Lucille patch: a partially applied function takes its `?` arguments.
+                AstKind::Function { ref args, .. } => args
+                    .iter()
+                    .filter(|arg| matches!(arg.kind, AstKind::PartialArg))
+                    .count(),
+                _ => 0,
+            },
             Value::NativeFn { arity, .. } => arity,
             Value::Transformer { .. } => 1,
             _ => panic!("Not a function"),

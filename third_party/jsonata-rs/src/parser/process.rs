@@ -411,7 +411,10 @@ fn process_lambda(body: &mut Box<Ast>) -> Result<()> {
 
 fn tail_call_optimize(mut expr: Ast) -> Result<Ast> {
     match &mut expr.kind {
-        AstKind::Function { .. } if expr.predicates.is_none() => {
+        // Lucille patch: not a partial application, which is a function value, not a call.
+        AstKind::Function {
+            is_partial: false, ..
+        } if expr.predicates.is_none() => {
             let char_index = expr.char_index;
             let thunk = Ast::new(
                 AstKind::Lambda {
