@@ -878,6 +878,14 @@ impl<'c> Parser<'c> {
         required: bool,
         at: &Token,
     ) -> Result<Option<OMap<Node>>, HoconError> {
+        // Typesafe's heuristic include: a name that is a URL (`include "file:/a/b.conf"`) is
+        // included as url() is (ConfParserTest includeURLHeuristically)
+        let kind = match kind {
+            IncludeKind::Heuristic if url_scheme(name).is_some_and(|s| is_java_url_scheme(&s)) => {
+                IncludeKind::Url
+            }
+            k => k,
+        };
         let local = match kind {
             IncludeKind::Url => match file_url_path(name) {
                 Ok(Some(path)) => path,
@@ -997,6 +1005,21 @@ impl<'c> Parser<'c> {
 /// would fetch them (over the network, or from a jar), which this reader does not do.
 const NON_FILE_SCHEMES: [&str; 6] = ["http", "https", "ftp", "jar", "jrt", "mailto"];
 
+/// The scheme of a URL (`file` in `file:/a.conf`), lowercased; `None` without one.
+fn url_scheme(url: &str) -> Option<String> {
+    let end = url.find(':')?;
+    let s = url.get(..end)?;
+    let valid = s.starts_with(|c: char| c.is_ascii_alphabetic())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then(|| s.to_ascii_lowercase())
+}
+
+/// A scheme Java's `URL` accepts, so that Typesafe reads a name with it as a URL.
+fn is_java_url_scheme(scheme: &str) -> bool {
+    scheme == "file" || NON_FILE_SCHEMES.contains(&scheme)
+}
+
 /// The local path that `include url("file:…")` reads, as Typesafe Config resolves a `file:`
 /// URL (it reads `file:` URLs as files): `file:/a/b.conf`, `file:///a/b.conf` and
 /// `file://host/a/b.conf` are `/a/b.conf`; `file:b.conf` is the relative path `b.conf`
@@ -1006,25 +1029,18 @@ const NON_FILE_SCHEMES: [&str; 6] = ["http", "https", "ftp", "jar", "jrt", "mail
 /// `Err`: not a `file:` URL, with the reason (a network scheme, or not a URL at all, which
 /// Typesafe rejects as "include url() specifies an invalid URL").
 pub(crate) fn file_url_path(url: &str) -> Result<Option<String>, String> {
-    let scheme_end = url.find(':').filter(|&i| {
-        let s = &url[..i];
-        s.starts_with(|c: char| c.is_ascii_alphabetic())
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-    });
-    let Some(end) = scheme_end else {
+    let Some(scheme) = url_scheme(url) else {
         return Err("invalid URL: no scheme (write file:/path/to/file.conf, or use file(\"...\") for a path)".into());
     };
-    let scheme = url[..end].to_ascii_lowercase();
     if NON_FILE_SCHEMES.contains(&scheme.as_str()) {
         return Err(format!(
-            "url() includes with the {scheme}: scheme are not supported (only file: URLs, which name local files, are read)"
+            "including a {scheme}: URL is not supported (only file: URLs, which name local files, are read)"
         ));
     }
     if scheme != "file" {
         return Err(format!("invalid URL: unknown scheme {scheme}:"));
     }
-    let rest = &url[end + 1..];
+    let rest = url.get(scheme.len() + 1..).unwrap_or_default();
     let rest = rest.split(['?', '#']).next().unwrap_or_default();
     // `file://authority/path`: the authority (a host name, usually empty) is not part of the path
     let path = match rest.strip_prefix("//") {

@@ -673,6 +673,21 @@ fn include_url_file() {
         &p(&format!("include url(\"file:{abs}/my%20dir/sp.conf\")")),
         &json!({"spaced": "yes"}),
     );
+    // a quoted include that is a URL is a url() include (includeURLHeuristically /
+    // includeURLBasenameHeuristically); before, it was a missing relative file
+    same(
+        &with_base(&format!("include \"file:{abs}/t01.conf\"")),
+        &json!({"ints": {"fortyTwo": 42}, "nested": {"deep": true}}),
+    );
+    same(
+        &with_base(&format!("include \"file:{abs}/t01\"")),
+        &json!({}),
+    );
+    let e = perr("include \"http://example.com/a.conf\"");
+    assert!(e.to_string().contains("http: URL is not supported"), "{e}");
+    // a name whose "scheme" Java does not know is a file name, as in Typesafe
+    d.write("c:odd.conf", "odd = 1");
+    same(&with_base("include \"c:odd.conf\""), &json!({"odd": 1}));
     // relative: against the including file's folder, like file("t01.conf")
     same(
         &with_base("a { include url(\"file:t01.conf\") }"),
@@ -691,7 +706,7 @@ fn include_url_file() {
         ("include url(\"t01.conf\")", "invalid URL"),
         (
             "include url(\"https://example.com/a.conf\")",
-            "https: scheme are not supported",
+            "https: URL is not supported",
         ),
         ("include url(\"file:rel.conf\")", "no base directory"),
     ];
