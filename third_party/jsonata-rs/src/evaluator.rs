@@ -1350,6 +1350,7 @@ impl<'a> Evaluator<'a> {
         evaluated_args: &[&'a Value<'a>],
         frame: &Frame<'a>,
     ) -> Result<&'a Value<'a>> {
+        let call_input = input;
         match evaluated_proc {
             Value::Lambda {
                 ref ast,
@@ -1358,13 +1359,40 @@ impl<'a> Evaluator<'a> {
                 ..
             } => {
                 if let AstKind::Lambda {
-                    ref body, ref args, ..
+                    ref body,
+                    ref args,
+                    ref signature,
+                    ref name,
+                    ..
                 } = ast.kind
                 {
+                    // Lucille patch: a signature checks the arguments, and may fill (`-`: the
+                    // context value, the input of the call) and wrap (`a`) them.
+                    let validated;
+                    let evaluated_args = match signature {
+                        Some(signature) => {
+                            let context = if call_input.has_flags(ArrayFlags::WRAPPED) {
+                                call_input.get_member(0)
+                            } else {
+                                call_input
+                            };
+                            validated = signature.validate(
+                                self.arena,
+                                evaluated_args,
+                                context,
+                                ast.char_index,
+                                name,
+                            )?;
+                            &validated[..]
+                        }
+                        None => evaluated_args,
+                    };
+
                     // Create a new frame for use in the lambda, so it can have locals
                     let frame = Frame::new_with_parent(frame);
 
-                    // Bind the arguments to their respective names
+                    // Bind the arguments to their respective names (the parser allows only
+                    // variables).
                     for (index, arg) in args.iter().enumerate() {
                         if let AstKind::Var(ref name) = arg.kind {
                             frame.bind(
@@ -1374,8 +1402,6 @@ impl<'a> Evaluator<'a> {
                                     .copied()
                                     .unwrap_or_else(Value::undefined),
                             );
-                        } else {
-                            unreachable!()
                         }
                     }
 

@@ -7,6 +7,7 @@ mod datetime;
 mod errors;
 mod evaluator;
 mod parser;
+mod signature;
 
 pub use errors::Error;
 pub use evaluator::functions::FunctionContext;

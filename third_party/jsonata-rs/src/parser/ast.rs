@@ -105,6 +105,8 @@ pub enum AstKind {
         args: Vec<Ast>,
         body: Box<Ast>,
         thunk: bool,
+        /// Lucille patch: the signature written after the parameters, `<n-n:n>`.
+        signature: Option<crate::signature::Signature>,
     },
     Ternary {
         cond: Box<Ast>,

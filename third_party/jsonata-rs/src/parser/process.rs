@@ -421,6 +421,7 @@ fn tail_call_optimize(mut expr: Ast) -> Result<Ast> {
                     name: String::from("thunk"),
                     args: vec![],
                     thunk: true,
+                    signature: None,
                     body: Box::new(expr),
                 },
                 char_index,

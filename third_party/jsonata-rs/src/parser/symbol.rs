@@ -259,6 +259,35 @@ impl Symbol for Token {
                 let func: Ast;
 
                 if is_lambda {
+                    // Lucille patch: a signature may follow the parameters, `<n-n:n>`: its
+                    // text is that of the tokens up to the matching `>` (as jsonata-js reads it).
+                    let mut signature = None;
+                    if parser.token().kind == TokenKind::LeftAngleBracket {
+                        let at = parser.token().char_index;
+                        let mut text = String::new();
+                        let mut depth = 0usize;
+                        loop {
+                            let token = parser.token().clone();
+                            match token.kind {
+                                TokenKind::End | TokenKind::LeftBrace => {
+                                    return Err(Error::S0202UnexpectedToken(
+                                        token.char_index,
+                                        ">".to_string(),
+                                        token.kind.to_string(),
+                                    ))
+                                }
+                                TokenKind::LeftAngleBracket => depth += 1,
+                                TokenKind::RightAngleBracket => depth -= 1,
+                                _ => {}
+                            }
+                            text.push_str(&parser.tokenizer.string_from_token(&token));
+                            parser.next_token()?;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        signature = Some(crate::signature::Signature::parse(&text, at)?);
+                    }
                     parser.expect(TokenKind::LeftBrace)?;
                     let body = Box::new(parser.expression(0)?);
                     func = Ast::new(
@@ -267,6 +296,7 @@ impl Symbol for Token {
                             args,
                             body,
                             thunk: false,
+                            signature,
                         },
                         self.char_index,
                     );

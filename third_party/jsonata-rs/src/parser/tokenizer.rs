@@ -291,7 +291,11 @@ impl<'a> Tokenizer<'a> {
     }
 
     pub fn string_from_token(&self, token: &Token) -> String {
-        String::from(&self.input[token.byte_index..token.byte_index + token.len])
+        // Lucille patch: `get`, so that an odd token length is no panic.
+        self.input
+            .get(token.byte_index..token.byte_index + token.len)
+            .unwrap_or_default()
+            .to_string()
     }
 
     fn get_hex_digit(&mut self) -> Result<u16> {
