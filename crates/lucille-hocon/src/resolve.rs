@@ -78,13 +78,19 @@ enum Step<'a> {
     NeedsResolve,
 }
 
+/// A value's memo key: the context it is read in (see `Resolver::memo_key`) and its path.
+type MemoKey = (usize, Vec<String>);
+
 struct Resolver<'e> {
     env: &'e HashMap<String, String>,
-    memo: HashMap<(usize, Vec<String>), Option<RVal>>,
+    memo: HashMap<MemoKey, Option<RVal>>,
     /// Each look-back context: the context it was made from, and the key path of the field
     /// it replaced. A path that neither contains nor lies inside that field names the same
     /// node as in the parent context, so it shares the parent's memo (see `memo_key`).
     ctx_parents: HashMap<usize, (usize, Vec<String>)>,
+    /// Substitution layers of merge stacks resolved by `merge_child`, by the stack's memo key
+    /// and the layer's position: each is resolved once however many of its fields are read.
+    layer_memo: HashMap<(MemoKey, usize), Option<RVal>>,
     active: Vec<(u64, String)>,
     next_ctx: usize,
     depth: usize,
@@ -100,6 +106,7 @@ pub(crate) fn resolve_root(
         env,
         memo: HashMap::new(),
         ctx_parents: HashMap::new(),
+        layer_memo: HashMap::new(),
         active: Vec::new(),
         next_ctx: 1,
         depth: 0,
@@ -219,6 +226,17 @@ fn step<'a>(node: &'a Node, key: &str) -> Step<'a> {
         }
         Node::Subst(_) | Node::Concat(..) => Step::NeedsResolve,
         _ => Step::Missing,
+    }
+}
+
+/// Field `key` of a resolved merge-stack layer: `Some(None)` when the layer leaves it to the
+/// layers below (undefined, or an object without it), `None` when the layer is not an object
+/// and so hides everything below it.
+fn layer_field(layer: Option<&RVal>, key: &str) -> Option<Option<RVal>> {
+    match layer {
+        None => Some(None),
+        Some(RVal::Obj(m)) => Some(m.get(key).cloned()),
+        Some(_) => None,
     }
 }
 
@@ -342,7 +360,7 @@ impl Resolver<'_> {
     /// `defaults { a = ${item1.b} }` first resolved while `item1 = ${defaults}` looks back
     /// keeps the looked-back value (ConfigSubstitutionTest's
     /// avoidDelayedMergeObjectResolveProblem3 and 5).
-    fn memo_key(&self, ctx: usize, path: &[String]) -> (usize, Vec<String>) {
+    fn memo_key(&self, ctx: usize, path: &[String]) -> MemoKey {
         let mut c = ctx;
         while let Some((parent, replaced)) = self.ctx_parents.get(&c) {
             if path.starts_with(replaced) || replaced.starts_with(path) {
@@ -522,6 +540,18 @@ impl Resolver<'_> {
         ctx: &Ctx,
         key: &str,
     ) -> Result<Option<RVal>, Fail> {
+        let stack_key = addr
+            .filter(|a| pure_key(a) && !path.is_empty())
+            .map(|_| self.memo_key(ctx.id, path));
+        if let Some(whole) = stack_key.as_ref().and_then(|k| self.memo.get(k)) {
+            // the whole field is resolved already
+            let v = match whole {
+                Some(RVal::Obj(m)) => m.get(key).cloned(),
+                _ => None,
+            };
+            self.charge(v.as_ref())?;
+            return Ok(v);
+        }
         let mut child_path = path.to_vec();
         child_path.push(key.to_string());
         // the values of `key`, top layer first
@@ -537,21 +567,36 @@ impl Resolver<'_> {
                     None => continue,
                 },
                 Node::Subst(_) | Node::Concat(..) | Node::Merge(_) => {
-                    let layer = if item.is_unmergeable() {
-                        self.resolve_unmergeable_layer(stack, k, path, addr, ctx, None)?
+                    let from_layer = if item.is_unmergeable() {
+                        match &stack_key {
+                            Some(sk) => {
+                                let lk = (sk.clone(), k);
+                                if !self.layer_memo.contains_key(&lk) {
+                                    let v = self.resolve_unmergeable_layer(
+                                        stack, k, path, addr, ctx, None,
+                                    )?;
+                                    self.layer_memo.insert(lk.clone(), v);
+                                }
+                                layer_field(self.layer_memo.get(&lk).and_then(Option::as_ref), key)
+                            }
+                            None => {
+                                let v = self
+                                    .resolve_unmergeable_layer(stack, k, path, addr, ctx, None)?;
+                                layer_field(v.as_ref(), key)
+                            }
+                        }
                     } else {
                         let a = with_seg(addr, Seg::Item(k));
-                        self.resolve_value(item, path, a.as_deref(), ctx)?
+                        let v = self.resolve_value(item, path, a.as_deref(), ctx)?;
+                        layer_field(v.as_ref(), key)
                     };
-                    match layer {
-                        // an undefined `${?x}` layer: the layers below show through
-                        None => continue,
-                        Some(RVal::Obj(mut m)) => match m.remove(key) {
-                            Some(v) => Some(v),
-                            None => continue,
-                        },
+                    match from_layer {
+                        Some(v) => {
+                            self.charge(v.as_ref())?;
+                            v
+                        }
                         // a non-object hides everything below it
-                        Some(_) => break,
+                        None => break,
                     }
                 }
                 _ => break,

@@ -469,6 +469,24 @@ fn typesafe_delayed_merge_self_references() {
     assert_eq!(v["item1"]["xyz"], 101);
 }
 
+/// `${s.kN}` through the merge stack `s = ${x}`, `s.extra = 1` reads the one field (and
+/// resolves the `${x}` layer once), as Typesafe's restricted resolution does; the whole of
+/// `s` used to be copied for each lookup, which ran into the copy budget here.
+#[test]
+fn lookups_through_a_merge_stack_copy_only_the_field() {
+    let n = 2000;
+    let fields: Vec<String> = (0..n).map(|i| format!("k{i} = {i}")).collect();
+    let mut src = format!("x {{ {} }}\ns = ${{x}}\ns.extra = 1\n", fields.join(", "));
+    for i in 0..n {
+        src.push_str(&format!("r{i} = ${{s.k{i}}}\n"));
+    }
+    let v = p(&src);
+    assert_eq!(v["r0"], 0);
+    assert_eq!(v["r1999"], 1999);
+    assert_eq!(v["s"]["extra"], 1);
+    assert_eq!(v["s"]["k5"], 5);
+}
+
 #[test]
 fn object_inheritance_via_concat() {
     same(
