@@ -36,6 +36,15 @@
 //! * Self-references (`a = ${a} [x]`, `a += x`) look back to the earlier value
 //!   of the field; with no earlier value `${?a}` is undefined and `${a}` is a
 //!   cycle error (as in Typesafe Config).
+//! * Delayed merges (`item1 = ${defaults}` then `item1.b = …`) resolve as in
+//!   Typesafe: a value first resolved while a field looks back past itself keeps
+//!   that result (Typesafe memoizes per value), and object fields are resolved in
+//!   Typesafe's order (its `HashMap` iteration order; the output keeps definition
+//!   order), which decides the few configs whose result depends on it.
+//! * A `null` substitution inside a string is `"null"`, as a written `null` is.
+//! * `+=` inside a list, and an include inside a list whose file has
+//!   substitutions, are errors (a limitation Typesafe shares: they cannot be
+//!   resolved correctly).
 //! * `${?x}` undefined: an object field is not created (or keeps its earlier
 //!   value), an array element is dropped, and in a concatenation it counts as
 //!   empty. A concatenation of only undefined optionals creates no field.
