@@ -34,12 +34,11 @@
 //!   picture strings (`functions/datetime.rs`; jsonata-rs knows a fixed list of pictures
 //!   only, and its `$now` panicked on some time zone arguments); `$now` and `$millis` give
 //!   the same instant throughout one evaluation, as in JSONata.
-//! * **Not supported by jsonata-rs**:
-//!   the parent operator `%` (a compile error that says so, where jsonata-rs would panic).
-//!   The `??` and `?:` operators, partial application (`$f(?, 1)`) and signatures on
-//!   function literals (`function($x)<n:n>{...}`) are supported (our fork).
+//! * **Added to jsonata-rs** (our fork, see its PATCHES.md): the `??` and `?:` operators,
+//!   partial application (`$f(?, 1)`), signatures on function literals
+//!   (`function($x)<n:n>{...}`) and the parent operator `%`.
 //!
-//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1639 of its 1686 cases
+//! The official JSONata test suite runs in `tests/jsonata_suite.rs` (1678 of its 1686 cases
 //! pass; see that file for what counts as a pass).
 //! * **Signatures**: the arguments of jsonata-rs's builtins are checked against JSONata's
 //!   signatures before they run (`functions/signature.rs`), so a wrong type raises T0410,
@@ -295,9 +294,10 @@ impl Expression {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(compile_err(syntax_error_code(e.to_string()))),
             Err(panic) => {
-                return Err(compile_err(unsupported(&lucille_panic::message(
-                    panic.as_ref(),
-                ))))
+                return Err(compile_err(format!(
+                    "internal error in jsonata-rs: {}",
+                    lucille_panic::message(panic.as_ref())
+                )))
             }
         }
         // The expression goes in a block of its own after the hook call: after `(` (unlike
@@ -708,19 +708,6 @@ fn syntax_error_code(message: String) -> String {
         }
     }
     message
-}
-
-/// The compile error for a panic of jsonata-rs's parser: what it does not support, where the
-/// panic says so, and how to write it instead.
-fn unsupported(panic: &str) -> String {
-    if panic.contains("Parent not yet implemented") {
-        "S0000: the parent operator `%` is not supported by jsonata-rs, the JSONata engine \
-         used here: bind the parent with a focus variable instead (`Order@$o.Product.{'id': \
-         $o.OrderID}`)"
-            .to_string()
-    } else {
-        format!("internal error in jsonata-rs: {panic}")
-    }
 }
 
 thread_local! {

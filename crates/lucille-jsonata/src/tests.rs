@@ -580,7 +580,7 @@ fn any_expression_can_be_called() {
     // A focus binding cannot be called: a syntax error, not a panic.
     let err = Expression::compile("a@$f(1)").unwrap_err().to_string();
     assert!(err.contains("S0201"), "{err}");
-    // The parent operator is not supported, and is never a function.
+    // The parent operator is never a function.
     let err = Expression::compile("%()").unwrap_err().to_string();
     assert!(err.contains("T1006"), "{err}");
 }
@@ -647,11 +647,24 @@ fn a_depth_limit_means_what_it_means_to_jsonata_rs() {
 }
 
 #[test]
-fn unsupported_syntax_is_a_clear_compile_error_not_a_panic() {
-    let expr = "Account.Order.%.x";
-    let err = Expression::compile(expr).unwrap_err().to_string();
-    assert!(err.contains("parent operator"), "{expr}: {err}");
-    assert!(!err.contains("internal error"), "{expr}: {err}");
+fn the_parent_operator_reads_the_step_above() {
+    let d = json!({"orders": [
+        {"id": "o1", "items": [{"sku": "a"}, {"sku": "b"}]},
+        {"id": "o2", "items": [{"sku": "c"}]}
+    ]});
+    assert_eq!(
+        eval("orders.items.{'sku': sku, 'order': %.id}", &d),
+        Some(json!([
+            {"sku": "a", "order": "o1"},
+            {"sku": "b", "order": "o1"},
+            {"sku": "c", "order": "o2"}
+        ]))
+    );
+    assert_eq!(eval("orders.items[%.id = 'o2'].sku", &d), Some(json!("c")));
+    for expr in ["%", "(%)", "orders.%.%.%", "orders.%%%"] {
+        let err = Expression::compile(expr).unwrap_err().to_string();
+        assert!(err.contains("S0217"), "{expr}: {err}");
+    }
 }
 
 #[test]

@@ -25,6 +25,7 @@ pub enum Error {
     S0214ExpectedVarRight(usize, String),
     S0215BindingAfterPredicates(usize),
     S0216BindingAfterSort(usize),
+    S0217ParentNotDerivable(usize, String),
     S0301EmptyRegex(usize),
     S0302UnterminatedRegex(usize),
     // This variant is not present in the JS implementation
@@ -123,6 +124,7 @@ impl Error {
             Error::S0214ExpectedVarRight(..) => "S0214",
             Error::S0215BindingAfterPredicates(..) => "S0215",
             Error::S0216BindingAfterSort(..) => "S0216",
+            Error::S0217ParentNotDerivable(..) => "S0217",
             Error::S0301EmptyRegex(..) => "S0301",
             Error::S0302UnterminatedRegex(..) => "S0302",
             Error::S0303InvalidRegex(..) => "S0303",
@@ -231,6 +233,8 @@ impl fmt::Display for Error {
                 write!(f, "{}: A context variable binding must precede any predicates on a step", p),
             S0216BindingAfterSort(ref p) =>
                 write!(f, "{}: A context variable binding must precede the 'order-by' clause on a step", p),
+            S0217ParentNotDerivable(ref p, ref t) =>
+                write!(f, "{}: The object representing the 'parent' cannot be derived from this expression ({})", p, t),
             S0301EmptyRegex(ref p) =>
                 write!(f, "{}: Empty regular expressions are not allowed", p),
             S0302UnterminatedRegex(ref p) =>

@@ -23,6 +23,12 @@ fn partial_arg_name(index: usize) -> String {
     format!("\u{1}partial{index}")
 }
 
+/// Lucille patch: the name of the tuple binding that holds a `%`'s parent (not a valid JSONata
+/// name, so no expression can write it).
+fn parent_label(label: usize) -> String {
+    format!("!{label}")
+}
+
 struct EvaluatorInternal {
     depth: usize,
     started_at: Option<Instant>,
@@ -141,6 +147,10 @@ impl<'a> Evaluator<'a> {
                 ..
             } => self.evaluate_function(input, proc, args, is_partial, frame, None)?,
             AstKind::Wildcard => self.evaluate_wildcard(input)?,
+            // Lucille patch: the parent operator reads the tuple binding of its step.
+            AstKind::Parent(label) => frame
+                .lookup(&parent_label(label))
+                .unwrap_or_else(Value::undefined),
             AstKind::Descendent => self.evaluate_descendants(input)?,
             AstKind::Transform {
                 ref pattern,
@@ -917,6 +927,11 @@ impl<'a> Evaluator<'a> {
                         if let Some(ref index_var) = step.index {
                             output_tuple
                                 .insert(index_var, Value::number(self.arena, binding_index as f64));
+                        }
+                        // Lucille patch: a step that a `%` refers to binds its input, the
+                        // parent of what it gives.
+                        if let Some(label) = step.ancestor {
+                            output_tuple.insert(&parent_label(label), &tuple["@"]);
                         }
                     }
                     result.push(output_tuple);

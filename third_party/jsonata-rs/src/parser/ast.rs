@@ -92,7 +92,9 @@ pub enum AstKind {
     Block(Vec<Ast>),
     Wildcard,
     Descendent,
-    Parent,
+    /// Lucille patch: the parent operator `%`; its slot while the tree is processed, then the
+    /// number of the tuple binding (`!<n>`) that holds the parent.
+    Parent(usize),
     Function {
         name: String,
         proc: Box<Ast>,
@@ -156,6 +158,14 @@ pub struct Ast {
 
     // A variable to bind the context of a step to
     pub focus: Option<String>,
+
+    /// Lucille patch: the `%` slots (see `process.rs`) inside this expression whose parent is
+    /// not found yet.
+    pub seeking_parent: Vec<usize>,
+
+    /// Lucille patch: on a step that a `%` refers to, the number of the tuple binding (`!<n>`)
+    /// that holds the step's input, the parent.
+    pub ancestor: Option<usize>,
 }
 
 impl Default for Ast {
@@ -178,6 +188,8 @@ impl Ast {
             tuple: false,
             index: None,
             focus: None,
+            seeking_parent: Vec::new(),
+            ancestor: None,
         }
     }
 }

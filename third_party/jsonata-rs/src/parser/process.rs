@@ -5,36 +5,59 @@ use super::*;
 
 impl Ast {
     pub fn process(self) -> Result<Ast> {
-        process_ast(self)
+        let mut cx = Ancestry::default();
+        let mut ast = process_ast(&mut cx, self)?;
+        // Lucille patch: a `%` with no step to be the parent of.
+        if matches!(ast.kind, AstKind::Parent(..)) || !ast.seeking_parent.is_empty() {
+            return Err(Error::S0217ParentNotDerivable(
+                ast.char_index,
+                "the top level".to_string(),
+            ));
+        }
+        cx.label(&mut ast);
+        Ok(ast)
     }
 }
 
-pub fn process_ast(node: Ast) -> Result<Ast> {
+pub fn process_ast(cx: &mut Ancestry, node: Ast) -> Result<Ast> {
     let mut node = node;
     let keep_array = node.keep_array;
 
     let mut result = match node.kind {
         AstKind::Name(..) => process_name(node)?,
-        AstKind::Block(..) => process_block(node)?,
-        AstKind::Unary(..) => process_unary(node)?,
-        AstKind::Binary(..) => process_binary(node)?,
-        AstKind::GroupBy(ref mut lhs, ref mut rhs) => process_group_by(node.char_index, lhs, rhs)?,
-        AstKind::OrderBy(ref mut lhs, ref mut rhs) => process_order_by(node.char_index, lhs, rhs)?,
+        AstKind::Block(..) => process_block(cx, node)?,
+        AstKind::Unary(..) => process_unary(cx, node)?,
+        AstKind::Binary(..) => process_binary(cx, node)?,
+        AstKind::GroupBy(ref mut lhs, ref mut rhs) => {
+            process_group_by(cx, node.char_index, lhs, rhs)?
+        }
+        AstKind::OrderBy(ref mut lhs, ref mut rhs) => {
+            process_order_by(cx, node.char_index, lhs, rhs)?
+        }
         AstKind::Function {
             ref mut proc,
             ref mut args,
             ..
         } => {
-            process_function(proc, args)?;
+            process_function(cx, proc, args)?;
+            let mut seeking = Vec::new();
+            for arg in args.iter() {
+                push_ancestry(&mut seeking, arg);
+            }
+            node.seeking_parent.extend(seeking);
             node
         }
         AstKind::Lambda { ref mut body, .. } => {
-            process_lambda(body)?;
+            process_lambda(cx, body)?;
             node
         }
-        AstKind::Ternary { .. } => process_ternary(node)?,
-        AstKind::Transform { .. } => process_transform(node)?,
-        AstKind::Parent => unimplemented!("Parent not yet implemented"),
+        AstKind::Ternary { .. } => process_ternary(cx, node)?,
+        AstKind::Transform { .. } => process_transform(cx, node)?,
+        // Lucille patch: the parent operator (was `unimplemented!()`): a new slot.
+        AstKind::Parent(..) => {
+            node.kind = AstKind::Parent(cx.new_slot());
+            node
+        }
         _ => node,
     };
 
@@ -55,17 +78,20 @@ fn process_name(node: Ast) -> Result<Ast> {
 }
 
 // Process each expression in a block
-fn process_block(node: Ast) -> Result<Ast> {
+fn process_block(cx: &mut Ancestry, node: Ast) -> Result<Ast> {
     let mut node = node;
     if let AstKind::Block(ref mut exprs) = node.kind {
+        let mut seeking = Vec::new();
         for expr in exprs {
-            *expr = process_ast(take(expr))?;
+            *expr = process_ast(cx, take(expr))?;
+            push_ancestry(&mut seeking, expr);
         }
+        node.seeking_parent.extend(seeking);
     }
     Ok(node)
 }
 
-fn process_ternary(node: Ast) -> Result<Ast> {
+fn process_ternary(cx: &mut Ancestry, node: Ast) -> Result<Ast> {
     let mut node = node;
     if let AstKind::Ternary {
         ref mut cond,
@@ -73,19 +99,22 @@ fn process_ternary(node: Ast) -> Result<Ast> {
         ref mut falsy,
     } = node.kind
     {
-        *cond = Box::new(process_ast(take(cond))?);
-        *truthy = Box::new(process_ast(take(truthy))?);
+        *cond = Box::new(process_ast(cx, take(cond))?);
+        *truthy = Box::new(process_ast(cx, take(truthy))?);
+        let mut seeking = Vec::new();
+        push_ancestry(&mut seeking, cond);
+        push_ancestry(&mut seeking, truthy);
         if let Some(ref mut falsy) = falsy {
-            *falsy = Box::new(process_ast(take(falsy))?);
+            *falsy = Box::new(process_ast(cx, take(falsy))?);
+            push_ancestry(&mut seeking, falsy);
         }
-    } else {
-        unreachable!()
+        node.seeking_parent.extend(seeking);
     }
 
     Ok(node)
 }
 
-fn process_transform(node: Ast) -> Result<Ast> {
+fn process_transform(cx: &mut Ancestry, node: Ast) -> Result<Ast> {
     let mut node = node;
     if let AstKind::Transform {
         ref mut pattern,
@@ -93,50 +122,63 @@ fn process_transform(node: Ast) -> Result<Ast> {
         ref mut delete,
     } = node.kind
     {
-        *pattern = Box::new(process_ast(take(pattern))?);
-        *update = Box::new(process_ast(take(update))?);
+        *pattern = Box::new(process_ast(cx, take(pattern))?);
+        *update = Box::new(process_ast(cx, take(update))?);
         if let Some(ref mut delete) = delete {
-            *delete = Box::new(process_ast(take(delete))?);
+            *delete = Box::new(process_ast(cx, take(delete))?);
         }
     }
 
     Ok(node)
 }
 
-fn process_unary(node: Ast) -> Result<Ast> {
+fn process_unary(cx: &mut Ancestry, node: Ast) -> Result<Ast> {
     let mut node = node;
 
     match node.kind {
         // Pre-process negative numbers
         AstKind::Unary(UnaryOp::Minus(value)) => {
-            let mut result = process_ast(*value)?;
+            let mut result = process_ast(cx, *value)?;
             match result.kind {
                 AstKind::Number(ref mut v) => {
                     *v = -*v;
                     Ok(result)
                 }
-                _ => Ok(Ast::new(
-                    AstKind::Unary(UnaryOp::Minus(Box::new(result))),
-                    node.char_index,
-                )),
+                _ => {
+                    let mut seeking = Vec::new();
+                    push_ancestry(&mut seeking, &result);
+                    let mut negated = Ast::new(
+                        AstKind::Unary(UnaryOp::Minus(Box::new(result))),
+                        node.char_index,
+                    );
+                    negated.seeking_parent = seeking;
+                    Ok(negated)
+                }
             }
         }
 
         // Process all of the expressions in an array constructor
         AstKind::Unary(UnaryOp::ArrayConstructor(ref mut exprs)) => {
+            let mut seeking = Vec::new();
             for expr in exprs {
-                *expr = process_ast(take(expr))?;
+                *expr = process_ast(cx, take(expr))?;
+                push_ancestry(&mut seeking, expr);
             }
+            node.seeking_parent.extend(seeking);
             Ok(node)
         }
 
         // Process all the keys and values in an object constructor
         AstKind::Unary(UnaryOp::ObjectConstructor(ref mut object)) => {
+            let mut seeking = Vec::new();
             for pair in object {
                 let key = take(&mut pair.0);
                 let value = take(&mut pair.1);
-                *pair = (process_ast(key)?, process_ast(value)?);
+                *pair = (process_ast(cx, key)?, process_ast(cx, value)?);
+                push_ancestry(&mut seeking, &pair.0);
+                push_ancestry(&mut seeking, &pair.1);
             }
+            node.seeking_parent.extend(seeking);
             Ok(node)
         }
 
@@ -144,44 +186,60 @@ fn process_unary(node: Ast) -> Result<Ast> {
     }
 }
 
-fn process_binary(node: Ast) -> Result<Ast> {
+fn process_binary(cx: &mut Ancestry, node: Ast) -> Result<Ast> {
     let mut node = node;
 
     match node.kind {
         AstKind::Binary(BinaryOp::Map, ref mut lhs, ref mut rhs) => {
-            process_path(node.char_index, lhs, rhs)
+            process_path(cx, node.char_index, lhs, rhs)
         }
         AstKind::Binary(BinaryOp::Predicate, ref mut lhs, ref mut rhs) => {
-            process_predicate(node.char_index, lhs, rhs)
+            process_predicate(cx, node.char_index, lhs, rhs)
         }
         AstKind::Binary(BinaryOp::FocusBind, ref mut lhs, ref mut rhs) => {
-            process_focus_bind(node.char_index, node.keep_array, lhs, rhs)
+            process_focus_bind(cx, node.char_index, node.keep_array, lhs, rhs)
         }
         AstKind::Binary(BinaryOp::IndexBind, ref mut lhs, ref mut rhs) => {
-            process_index_bind(node.char_index, lhs, rhs)
+            process_index_bind(cx, node.char_index, lhs, rhs)
         }
-        AstKind::Binary(_, ref mut lhs, ref mut rhs) => {
-            *lhs = Box::new(process_ast(take(lhs))?);
-            *rhs = Box::new(process_ast(take(rhs))?);
+        AstKind::Binary(ref op, ref mut lhs, ref mut rhs) => {
+            *lhs = Box::new(process_ast(cx, take(lhs))?);
+            *rhs = Box::new(process_ast(cx, take(rhs))?);
+            // As in JSONata: `~>` passes no `%` up, `:=` only its right side's.
+            let mut seeking = Vec::new();
+            if !matches!(op, BinaryOp::Apply | BinaryOp::Bind) {
+                push_ancestry(&mut seeking, lhs);
+            }
+            if *op != BinaryOp::Apply {
+                push_ancestry(&mut seeking, rhs);
+            }
+            node.seeking_parent.extend(seeking);
             Ok(node)
         }
-        _ => unreachable!(),
+        _ => Ok(node),
     }
 }
 
-fn process_path(char_index: usize, lhs: &mut Box<Ast>, rhs: &mut Box<Ast>) -> Result<Ast> {
-    let left_step = process_ast(take(lhs))?;
-    let mut rest = process_ast(take(rhs))?;
+fn process_path(
+    cx: &mut Ancestry,
+    char_index: usize,
+    lhs: &mut Box<Ast>,
+    rhs: &mut Box<Ast>,
+) -> Result<Ast> {
+    let left_step = process_ast(cx, take(lhs))?;
+    let mut rest = process_ast(cx, take(rhs))?;
 
     // If the left_step is a path itself, start with that. Otherwise, start a new path
     let mut result = if matches!(left_step.kind, AstKind::Path(_)) {
         left_step
+    } else if let AstKind::Parent(slot) = left_step.kind {
+        // Lucille patch: a path starting with `%` looks for its parent further out.
+        let mut path = Ast::new(AstKind::Path(vec![left_step]), char_index);
+        path.seeking_parent = vec![slot];
+        path
     } else {
         Ast::new(AstKind::Path(vec![left_step]), char_index)
     };
-
-    // TODO: If the lhs is a Parent (parser.js:997)
-    // TODO: If the rhs is a Function (parser.js:1001)
 
     if let AstKind::Path(ref mut steps) = result.kind {
         if let AstKind::Path(ref mut rest_steps) = rest.kind {
@@ -225,11 +283,17 @@ fn process_path(char_index: usize, lhs: &mut Box<Ast>, rhs: &mut Box<Ast>) -> Re
         result.keep_singleton_array = keep_singleton_array;
     }
 
+    cx.resolve_ancestry(&mut result)?;
     Ok(result)
 }
 
-fn process_predicate(char_index: usize, lhs: &mut Box<Ast>, rhs: &mut Box<Ast>) -> Result<Ast> {
-    let mut result = process_ast(take(lhs))?;
+fn process_predicate(
+    cx: &mut Ancestry,
+    char_index: usize,
+    lhs: &mut Box<Ast>,
+    rhs: &mut Box<Ast>,
+) -> Result<Ast> {
+    let mut result = process_ast(cx, take(lhs))?;
     let mut in_path = false;
 
     let node = if let AstKind::Path(ref mut steps) = result.kind {
@@ -245,12 +309,20 @@ fn process_predicate(char_index: usize, lhs: &mut Box<Ast>, rhs: &mut Box<Ast>) 
         return Err(Error::S0209InvalidPredicate(char_index));
     }
 
-    let filter = Ast::new(
-        AstKind::Filter(Box::new(process_ast(take(rhs))?)),
-        char_index,
-    );
+    let predicate = process_ast(cx, take(rhs))?;
 
-    // TODO: seekingParent (parser.js:1074)
+    // Lucille patch: a `%` in the predicate one level up refers to this step's parent (the
+    // step's input); those further up go on looking (JSONata's seekingParent).
+    for &slot in &predicate.seeking_parent {
+        if cx.level(slot) == 1 {
+            cx.seek_parent(node, slot)?;
+        } else {
+            cx.go_up(slot);
+        }
+    }
+    push_ancestry(&mut node.seeking_parent, &predicate);
+
+    let filter = Ast::new(AstKind::Filter(Box::new(predicate)), char_index);
 
     // Add the filter to the node. If it's a step in a path, it goes in stages, otherwise in predicates
     if in_path {
@@ -273,12 +345,13 @@ fn process_predicate(char_index: usize, lhs: &mut Box<Ast>, rhs: &mut Box<Ast>) 
 }
 
 fn process_focus_bind(
+    cx: &mut Ancestry,
     char_index: usize,
     keep_array: bool,
     lhs: &mut Box<Ast>,
     rhs: &mut Box<Ast>,
 ) -> Result<Ast> {
-    let mut result = process_ast(take(lhs))?;
+    let mut result = process_ast(cx, take(lhs))?;
     let step = if let AstKind::Path(ref mut steps) = result.kind {
         // Left hand side was a path, so we want to operate on the last step
         let last_index = steps.len() - 1;
@@ -311,8 +384,13 @@ fn process_focus_bind(
     Ok(result)
 }
 
-fn process_index_bind(char_index: usize, lhs: &mut Box<Ast>, rhs: &mut Box<Ast>) -> Result<Ast> {
-    let mut result = process_ast(take(lhs))?;
+fn process_index_bind(
+    cx: &mut Ancestry,
+    char_index: usize,
+    lhs: &mut Box<Ast>,
+    rhs: &mut Box<Ast>,
+) -> Result<Ast> {
+    let mut result = process_ast(cx, take(lhs))?;
     let mut is_path = false;
 
     let step = if let AstKind::Path(ref mut steps) = result.kind {
@@ -352,8 +430,13 @@ fn process_index_bind(char_index: usize, lhs: &mut Box<Ast>, rhs: &mut Box<Ast>)
     })
 }
 
-fn process_group_by(char_index: usize, lhs: &mut Box<Ast>, rhs: &mut Object) -> Result<Ast> {
-    let mut result = process_ast(take(lhs))?;
+fn process_group_by(
+    cx: &mut Ancestry,
+    char_index: usize,
+    lhs: &mut Box<Ast>,
+    rhs: &mut Object,
+) -> Result<Ast> {
+    let mut result = process_ast(cx, take(lhs))?;
 
     // Can only have a single grouping expression
     if result.group_by.is_some() {
@@ -364,7 +447,7 @@ fn process_group_by(char_index: usize, lhs: &mut Box<Ast>, rhs: &mut Object) -> 
     for pair in rhs.iter_mut() {
         let key = take(&mut pair.0);
         let value = take(&mut pair.1);
-        *pair = (process_ast(key)?, process_ast(value)?);
+        *pair = (process_ast(cx, key)?, process_ast(cx, value)?);
     }
 
     result.group_by = Some((char_index, take(rhs)));
@@ -372,8 +455,13 @@ fn process_group_by(char_index: usize, lhs: &mut Box<Ast>, rhs: &mut Object) -> 
     Ok(result)
 }
 
-fn process_order_by(char_index: usize, lhs: &mut Box<Ast>, rhs: &mut SortTerms) -> Result<Ast> {
-    let lhs = process_ast(take(lhs))?;
+fn process_order_by(
+    cx: &mut Ancestry,
+    char_index: usize,
+    lhs: &mut Box<Ast>,
+    rhs: &mut SortTerms,
+) -> Result<Ast> {
+    let lhs = process_ast(cx, take(lhs))?;
 
     // If the left hand side is not a path, make it one
     let mut result = if matches!(lhs.kind, AstKind::Path(_)) {
@@ -383,27 +471,32 @@ fn process_order_by(char_index: usize, lhs: &mut Box<Ast>, rhs: &mut SortTerms) 
     };
 
     // Process all the sort terms
+    let mut seeking = Vec::new();
     for pair in rhs.iter_mut() {
-        *pair = (process_ast(take(&mut pair.0))?, pair.1);
+        *pair = (process_ast(cx, take(&mut pair.0))?, pair.1);
+        push_ancestry(&mut seeking, &pair.0);
     }
 
     if let AstKind::Path(ref mut steps) = result.kind {
-        steps.push(Ast::new(AstKind::Sort(take(rhs)), char_index));
+        let mut sort = Ast::new(AstKind::Sort(take(rhs)), char_index);
+        sort.seeking_parent = seeking;
+        steps.push(sort);
     }
 
+    cx.resolve_ancestry(&mut result)?;
     Ok(result)
 }
 
-fn process_function(proc: &mut Box<Ast>, args: &mut [Ast]) -> Result<()> {
-    *proc = Box::new(process_ast(take(&mut *proc))?);
+fn process_function(cx: &mut Ancestry, proc: &mut Box<Ast>, args: &mut [Ast]) -> Result<()> {
+    *proc = Box::new(process_ast(cx, take(&mut *proc))?);
     for arg in args.iter_mut() {
-        *arg = process_ast(take(arg))?;
+        *arg = process_ast(cx, take(arg))?;
     }
     Ok(())
 }
 
-fn process_lambda(body: &mut Box<Ast>) -> Result<()> {
-    let new_body = process_ast(take(body))?;
+fn process_lambda(cx: &mut Ancestry, body: &mut Box<Ast>) -> Result<()> {
+    let new_body = process_ast(cx, take(body))?;
     let new_body = tail_call_optimize(new_body)?;
     *body = Box::new(new_body);
     Ok(())
@@ -454,3 +547,222 @@ fn tail_call_optimize(mut expr: Ast) -> Result<Ast> {
     predicates is used on individual nodes
     stages are used in steps in a Path
 */
+
+/// Lucille patch: the parent operator `%`, resolved as JSONata's parser does. Each `%` gets a
+/// slot: the tuple binding (label `!<n>`) that will hold its parent, and how many steps up the
+/// path that parent still is. Expressions pass the slots of their operands up
+/// (`seeking_parent`); a path (or a predicate, or a sort) walks its steps back from the one
+/// holding the `%`, and the step where the level reaches 0 becomes a tuple step that binds its
+/// input under the slot's label (`ancestor`). After processing, `label` writes the final labels
+/// into the tree.
+#[derive(Debug, Default)]
+pub struct Ancestry {
+    /// Per slot: its label (two slots share one when they name the same step).
+    labels: Vec<usize>,
+    /// Per slot: steps up to the parent still to go.
+    levels: Vec<usize>,
+}
+
+/// Adds the slots `value` seeks (and its own, if it is a `%`) to `seeking`.
+fn push_ancestry(seeking: &mut Vec<usize>, value: &Ast) {
+    seeking.extend_from_slice(&value.seeking_parent);
+    if let AstKind::Parent(slot) = value.kind {
+        seeking.push(slot);
+    }
+}
+
+impl Ancestry {
+    fn new_slot(&mut self) -> usize {
+        let slot = self.labels.len();
+        self.labels.push(slot);
+        self.levels.push(1);
+        slot
+    }
+
+    fn level(&self, slot: usize) -> usize {
+        self.levels.get(slot).copied().unwrap_or(0)
+    }
+
+    fn go_up(&mut self, slot: usize) {
+        if let Some(level) = self.levels.get_mut(slot) {
+            *level = level.saturating_sub(1);
+        }
+    }
+
+    /// Walks `node` (a step, backwards through a path or block) for `slot`'s parent.
+    fn seek_parent(&mut self, node: &mut Ast, slot: usize) -> Result<()> {
+        match node.kind {
+            AstKind::Name(..) | AstKind::Wildcard => {
+                self.go_up(slot);
+                if self.level(slot) == 0 {
+                    if let Some(existing) = node.ancestor {
+                        // This step already binds a parent: share its label.
+                        let label = self.labels.get(existing).copied().unwrap_or(existing);
+                        if let Some(own) = self.labels.get_mut(slot) {
+                            *own = label;
+                        }
+                    }
+                    node.ancestor = Some(slot);
+                    node.tuple = true;
+                }
+            }
+            AstKind::Parent(..) => {
+                if let Some(level) = self.levels.get_mut(slot) {
+                    *level += 1;
+                }
+            }
+            AstKind::Block(ref mut exprs) => {
+                if let Some(last) = exprs.last_mut() {
+                    self.seek_parent(last, slot)?;
+                    node.tuple = true;
+                }
+            }
+            AstKind::Path(ref mut steps) => {
+                let mut index = steps.len();
+                while index > 0 {
+                    index -= 1;
+                    self.seek_parent(&mut steps[index], slot)?;
+                    if self.level(slot) == 0 {
+                        break;
+                    }
+                }
+                node.tuple = true;
+            }
+            _ => {
+                return Err(Error::S0217ParentNotDerivable(
+                    node.char_index,
+                    format!("{:?}", std::mem::discriminant(&node.kind)),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolves the slots that the last step of `path` seeks against the steps before it;
+    /// those it cannot resolve, the path seeks further out.
+    fn resolve_ancestry(&mut self, path: &mut Ast) -> Result<()> {
+        let AstKind::Path(ref mut steps) = path.kind else {
+            return Ok(());
+        };
+        let Some(last) = steps.last() else {
+            return Ok(());
+        };
+        let mut slots = Vec::new();
+        push_ancestry(&mut slots, last);
+        let mut unresolved = Vec::new();
+        for slot in slots {
+            let mut index = steps.len() - 1;
+            while self.level(slot) > 0 {
+                if index == 0 {
+                    unresolved.push(slot);
+                    break;
+                }
+                index -= 1;
+                // Contiguous steps that bind the focus count as one.
+                while index > 0 && steps[index].focus.is_some() && steps[index - 1].focus.is_some()
+                {
+                    index -= 1;
+                }
+                self.seek_parent(&mut steps[index], slot)?;
+            }
+        }
+        path.seeking_parent.extend(unresolved);
+        Ok(())
+    }
+
+    /// Writes the final labels into the tree: `%`s and the steps they refer to.
+    fn label(&self, node: &mut Ast) {
+        let label = |slot: usize| self.labels.get(slot).copied().unwrap_or(slot);
+        if let AstKind::Parent(ref mut slot) = node.kind {
+            *slot = label(*slot);
+        }
+        if let Some(slot) = node.ancestor {
+            node.ancestor = Some(label(slot));
+        }
+        node.seeking_parent = Vec::new();
+        if let Some((_, ref mut object)) = node.group_by {
+            for (key, value) in object {
+                self.label(key);
+                self.label(value);
+            }
+        }
+        for list in [&mut node.predicates, &mut node.stages]
+            .into_iter()
+            .flatten()
+        {
+            for item in list {
+                self.label(item);
+            }
+        }
+        match node.kind {
+            AstKind::Unary(UnaryOp::Minus(ref mut value)) => self.label(value),
+            AstKind::Unary(UnaryOp::ArrayConstructor(ref mut items))
+            | AstKind::Block(ref mut items)
+            | AstKind::Path(ref mut items) => {
+                for item in items {
+                    self.label(item);
+                }
+            }
+            AstKind::Unary(UnaryOp::ObjectConstructor(ref mut object))
+            | AstKind::GroupBy(_, ref mut object) => {
+                for (key, value) in object {
+                    self.label(key);
+                    self.label(value);
+                }
+            }
+            _ => {}
+        }
+        match node.kind {
+            AstKind::Binary(_, ref mut lhs, ref mut rhs) => {
+                self.label(lhs);
+                self.label(rhs);
+            }
+            AstKind::GroupBy(ref mut lhs, _) | AstKind::Filter(ref mut lhs) => self.label(lhs),
+            AstKind::OrderBy(ref mut lhs, ref mut terms) => {
+                self.label(lhs);
+                for (term, _) in terms {
+                    self.label(term);
+                }
+            }
+            AstKind::Sort(ref mut terms) => {
+                for (term, _) in terms {
+                    self.label(term);
+                }
+            }
+            AstKind::Function {
+                ref mut proc,
+                ref mut args,
+                ..
+            } => {
+                self.label(proc);
+                for arg in args {
+                    self.label(arg);
+                }
+            }
+            AstKind::Lambda { ref mut body, .. } => self.label(body),
+            AstKind::Ternary {
+                ref mut cond,
+                ref mut truthy,
+                ref mut falsy,
+            } => {
+                self.label(cond);
+                self.label(truthy);
+                if let Some(falsy) = falsy {
+                    self.label(falsy);
+                }
+            }
+            AstKind::Transform {
+                ref mut pattern,
+                ref mut update,
+                ref mut delete,
+            } => {
+                self.label(pattern);
+                self.label(update);
+                if let Some(delete) = delete {
+                    self.label(delete);
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -51,7 +51,7 @@ impl Symbol for Token {
             )),
             TokenKind::Asterisk => Ok(Ast::new(AstKind::Wildcard, self.char_index)),
             TokenKind::Descendent => Ok(Ast::new(AstKind::Descendent, self.char_index)),
-            TokenKind::PercentSign => Ok(Ast::new(AstKind::Parent, self.char_index)),
+            TokenKind::PercentSign => Ok(Ast::new(AstKind::Parent(0), self.char_index)),
 
             // Block of expressions
             TokenKind::LeftParen => {
@@ -242,9 +242,9 @@ impl Symbol for Token {
                     // Lucille patch: any other callee was `unreachable!()`, a panic. As in
                     // JSONata, any expression can be called (a function literal where it is
                     // written, a call's result, a block), and one whose value is not a
-                    // function is T1006 when evaluated. The parent operator (not supported)
+                    // function is T1006 when evaluated. The parent operator (an object)
                     // is never a function; a focus or index binding cannot be called.
-                    AstKind::Parent => {
+                    AstKind::Parent(..) => {
                         return Err(Error::T1006InvokedNonFunction(left.char_index));
                     }
                     AstKind::Binary(BinaryOp::FocusBind | BinaryOp::IndexBind, ..) => {
