@@ -585,6 +585,30 @@ fn any_expression_can_be_called() {
     assert!(err.contains("T1006"), "{err}");
 }
 
+/// Evaluator fixes of our fork (issue 31): comparisons, group-by after any expression, `*` on
+/// an array, `[]` after a call on the right of `~>`, a group-by over an empty tuple stream.
+#[test]
+fn evaluator_fixes_match_jsonata() {
+    let d = json!({"a": [{"id": "x", "v": 1}, {"id": "y", "v": 2}, {"id": "x", "v": 3}]});
+    assert!(eval_err("false > $missing", &d).starts_with("T2010"));
+    assert_eq!(eval("1 > $missing", &d), None);
+    assert_eq!(
+        eval("$map(a, function($o){$o}){id: $sum(v)}", &d),
+        Some(json!({"x": 4, "y": 2}))
+    );
+    assert_eq!(eval("[]{'k': 1}", &d), Some(json!({"k": 1})));
+    assert_eq!(
+        eval("a.v ~> $map(function($v){$v})", &d),
+        Some(json!([1, 2, 3]))
+    );
+    assert_eq!(
+        eval("[1] ~> $map(function($v){$v})[]", &d),
+        Some(json!([1]))
+    );
+    assert_eq!(eval("*", &json!([1, 2, 3])), Some(json!([1, 2, 3])));
+    assert_eq!(eval("a@$o.id@$i[$o.v = 9]{$i: 1}", &d), Some(json!({})));
+}
+
 /// An order-by with several terms sorts by the later terms only among equal earlier ones
 /// (jsonata-rs 0.3.4 let each later term override the earlier ones; fixed in our fork).
 #[test]

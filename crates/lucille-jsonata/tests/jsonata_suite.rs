@@ -9,6 +9,16 @@
 //! undefined result was expected and the result is undefined, or when an error was expected
 //! and the evaluation or compilation failed with that error code. Variable bindings are given
 //! as `$name := value` assignments in a block around the expression.
+//!
+//! `JSONATA_SUITE_VERBOSE=1` prints each failing case with its expression, the expected and
+//! the actual result.
+//!
+//! Remaining failures (2 of 1686, when `FLOOR` was last raised), each with its reason:
+//!
+//! | case | reason |
+//! |------|--------|
+//! | function-encodeUrl/case002 | `$encodeUrl('\uD800')` (D3140): the case file holds a lone UTF-16 surrogate, which serde_json cannot read and no Rust string can hold, so neither the expression nor an input can carry it |
+//! | function-encodeUrlComponent/case002 | the same, for `$encodeUrlComponent` |
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,12 +28,12 @@ use lucille_jsonata::Expression;
 use serde_json::Value;
 
 /// Cases that passed when last measured; raise it as parity improves.
-const FLOOR: usize = 1678;
+const FLOOR: usize = 1684;
 
 /// Cases where jsonata-rs panicked (caught, and reported as an error naming jsonata-rs) when
-/// last measured (joins/library-joins: a group-by after a filter on focus variables, "Not an
-/// object"); none may be added.
-const KNOWN_PANICS: usize = 1;
+/// last measured: none since the fork's group-by over an empty tuple stream stopped panicking
+/// (joins/library-joins, "Not an object"); none may be added.
+const KNOWN_PANICS: usize = 0;
 
 fn suite_dir() -> Option<PathBuf> {
     let dir =
@@ -70,7 +80,12 @@ fn run_case(dir: &Path, group_dir: &Path, case: &Value) -> Outcome {
             Ok(e) => e,
             Err(e) => return Outcome::Fail(format!("cannot read {file}: {e}")),
         },
-        _ => return Outcome::Fail("no expr".into()),
+        _ => {
+            return Outcome::Fail(match case.get("unreadable") {
+                Some(why) => format!("cannot read the case file: {why}"),
+                None => "no expr".into(),
+            })
+        }
     };
     let bindings: String = case["bindings"]
         .as_object()
@@ -142,7 +157,8 @@ fn cases(path: &Path) -> Vec<Value> {
     match std::fs::read_to_string(path).map(|t| serde_json::from_str::<Value>(&t)) {
         Ok(Ok(Value::Array(list))) => list,
         Ok(Ok(case)) => vec![case],
-        _ => vec![Value::Null],
+        Ok(Err(e)) => vec![serde_json::json!({ "unreadable": e.to_string() })],
+        Err(e) => vec![serde_json::json!({ "unreadable": e.to_string() })],
     }
 }
 
@@ -193,6 +209,8 @@ fn run_suite(dir: &Path) -> Tally {
 }
 
 #[test]
+// `KNOWN_PANICS` is 0 now; the comparison stays for the day a case needs it again.
+#[allow(clippy::absurd_extreme_comparisons)]
 fn official_jsonata_suite() {
     let Some(dir) = suite_dir() else {
         eprintln!("jsonata suite: SKIPPED, ../shared/conformance/jsonata-suite is absent");

@@ -172,6 +172,14 @@ impl<'a> Evaluator<'a> {
             }
         }
 
+        // Lucille patch: a group-by on an expression other than a path (a function call, a
+        // variable, `[]`) was ignored; paths evaluate theirs in `evaluate_path`.
+        if !matches!(node.kind, AstKind::Path(..)) {
+            if let Some((char_index, ref object)) = node.group_by {
+                result = self.evaluate_group_expression(char_index, object, result, frame)?;
+            }
+        }
+
         self.check_limits(false)?;
 
         Ok(
@@ -323,6 +331,11 @@ impl<'a> Evaluator<'a> {
                 } else {
                     self.evaluate(&pair.0, item, frame)?
                 };
+                // Lucille patch: an undefined key leaves the item out of the groups, as in
+                // JSONata (it was T1003).
+                if key.is_undefined() {
+                    continue;
+                }
                 if !key.is_string() {
                     return Err(Error::T1003NonStringKey(char_index, key.to_string()));
                 }
@@ -382,10 +395,17 @@ impl<'a> Evaluator<'a> {
         }
 
         let result = Value::object(self.arena);
+        // Lucille patch: members that are not tuples (objects) are skipped (`entries` panicked).
+        if !tuple_stream[0].is_object() {
+            return Ok(result);
+        }
         for (key, value) in tuple_stream[0].entries() {
             result.insert(key, value);
         }
         for i in 1..tuple_stream.len() {
+            if !tuple_stream[i].is_object() {
+                continue;
+            }
             for (key, value) in tuple_stream[i].entries() {
                 let new_value = fn_append(
                     self.fn_context("append", char_index, input, frame),
@@ -468,12 +488,15 @@ impl<'a> Evaluator<'a> {
             | BinaryOp::GreaterThanEqual => {
                 let rhs = self.evaluate(rhs_ast, input, frame)?;
 
-                if lhs.is_undefined() || rhs.is_undefined() {
-                    return Ok(Value::undefined());
+                // Lucille patch: as in JSONata, a value that cannot be compared is T2010 even
+                // when the other side is undefined (`false > $missing`); it was undefined.
+                let comparable = |v: &Value| v.is_undefined() || v.is_number() || v.is_string();
+                if !comparable(lhs) || !comparable(rhs) {
+                    return Err(Error::T2010BinaryOpTypes(node.char_index, op.to_string()));
                 }
 
-                if !((lhs.is_number() || lhs.is_string()) && (rhs.is_number() || rhs.is_string())) {
-                    return Err(Error::T2010BinaryOpTypes(node.char_index, op.to_string()));
+                if lhs.is_undefined() || rhs.is_undefined() {
+                    return Ok(Value::undefined());
                 }
 
                 if lhs.is_number() && rhs.is_number() {
@@ -1170,6 +1193,17 @@ impl<'a> Evaluator<'a> {
 
         if input.is_object() {
             for (_key, value) in input.entries() {
+                if value.is_array() {
+                    let value = value.flatten(self.arena);
+                    fn_append_internal(&mut values, value);
+                } else {
+                    values.push(value)
+                }
+            }
+        } else if input.is_array() {
+            // Lucille patch: as in JSONata (where an array is an object keyed by index), `*`
+            // gives an array's members (it gave nothing).
+            for value in input.members() {
                 if value.is_array() {
                     let value = value.flatten(self.arena);
                     fn_append_internal(&mut values, value);

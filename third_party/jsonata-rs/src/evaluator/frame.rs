@@ -31,9 +31,14 @@ impl<'a> Frame<'a> {
 
     pub fn from_tuple(parent: &Frame<'a>, tuple: &'a Value<'a>) -> Frame<'a> {
         let arena = parent.0.arena;
-        let mut bindings = HashMap::with_capacity_in(tuple.entries().len(), arena);
-        for (key, value) in tuple.entries() {
-            bindings.insert(&*arena.alloc_str(key), *value);
+        // Lucille patch: a value that is not a tuple (an object) binds nothing (`entries`
+        // panicked: a group-by over an empty tuple stream).
+        let mut bindings = HashMap::new_in(arena);
+        if let Value::Object(map) = tuple {
+            bindings.reserve(map.len());
+            for (key, value) in map.iter() {
+                bindings.insert(&*arena.alloc_str(key), *value);
+            }
         }
 
         Frame(arena.alloc(FrameData {

@@ -207,6 +207,11 @@ fn process_binary(cx: &mut Ancestry, node: Ast) -> Result<Ast> {
             *rhs = Box::new(process_ast(cx, take(rhs))?);
             // As in JSONata: `~>` passes no `%` up, `:=` only its right side's.
             let mut seeking = Vec::new();
+            if *op == BinaryOp::Apply && (lhs.keep_array || rhs.keep_array) {
+                // Lucille patch: `x ~> $f()[]` keeps a singleton array (the `[]` marks the
+                // call, which `~>` evaluates itself).
+                node.keep_array = true;
+            }
             if !matches!(op, BinaryOp::Apply | BinaryOp::Bind) {
                 push_ancestry(&mut seeking, lhs);
             }
