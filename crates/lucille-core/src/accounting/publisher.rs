@@ -666,3 +666,4 @@ impl Publisher {
 
 #[cfg(test)]
 mod tests;
+mod unchanged;

@@ -21,6 +21,9 @@
 //! token is unchanged is not read at all, its documents counted unchanged from the store. It
 //! tells which documents vanished: those of a unit that is gone, and those of a unit read to
 //! the end that it no longer holds; they are deleted through the indexer's deletion marker.
+//! The DatabaseConnector's rows are one unit (read whole each run, so it tells vanished rows
+//! too), and with a change-token column it hashes a row's token before building its document
+//! ([`crate::accounting::Publisher::publish_if_unchanged`]).
 //!
 //! The store itself is a service above the core (`lucille-changes`, SQLite), found through
 //! the registry as [`ChangeStoreDescriptor`].

@@ -186,6 +186,14 @@ impl ChangeTracker {
         unchanged
     }
 
+    /// Whether `check` would find the record unchanged, without tracking or counting it: for
+    /// a connector that hashes a row's change token before building its document, which it
+    /// then need not build.
+    pub fn is_unchanged(&self, id: &str, hash: Hash, unit: Option<UnitRef>) -> bool {
+        let hash = unit.map_or(hash, |u| combine(hash, u.1));
+        self.lookup(id, hash).2 && !self.state.lock().roots.contains_key(id)
+    }
+
     /// Output mode: a document about to be sent to the backend, with the hash of its
     /// operation. True when the backend already has it (the caller ends it with an unchanged
     /// DROP instead of sending it).

@@ -25,6 +25,11 @@
 //! ISO-8601 text, bytes as base64. Differences from Lucille: `preSQL` / `postSQL` failures stop
 //! the connector (Lucille logs and goes on); `jdbcUser` / `jdbcPassword` are optional (SQLite
 //! has none); text values that are not valid UTF-8 (SQLite) are read lossily.
+//!
+//! Under `skipUnchanged: true` (ours, not Lucille's): rows are compared by their documents'
+//! fields, or with `changeTokenColumn` by that column and the row's otherSQLs rows, before the
+//! document is built; the main SQL's rows are one unit of the change store, so once all were
+//! read, the documents of rows it no longer returns are deleted (the indexer's deletion marker).
 
 #[cfg(test)]
 mod tests;
@@ -41,6 +46,7 @@ use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, Options, S
 use crate::database::{self, resolve_target, DbError, Problems, Query, RowSource, TargetOptions};
 use crate::document::ids::id_text;
 use crate::document::{is_reserved, Document};
+use crate::unchanged::{json_hash, Hash, SkipMode, UnitRef};
 
 pub const DESCRIPTOR: ConnectorDescriptor = ConnectorDescriptor {
     name: "DatabaseConnector",
@@ -96,6 +102,10 @@ struct DatabaseOptions {
     /// Milliseconds between connection attempts; not negative, 0 means the default.
     #[option(default = 10_000)]
     connection_retry_pause: i64,
+    /// With skipUnchanged: true, a column that changes whenever its row does (an update
+    /// timestamp, a version number): a row whose value, and whose otherSQLs rows, are what the
+    /// last run indexed is not made into a document at all.
+    change_token_column: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -107,6 +117,8 @@ pub(crate) struct Settings {
     pub join_fields: Vec<String>,
     /// Lower-cased.
     pub ignore_columns: Vec<String>,
+    /// `changeTokenColumn`.
+    pub change_token: Option<String>,
 }
 
 /// A count where 0 means `default`, as Lucille; a negative one is a problem (pushed onto `p`
@@ -123,7 +135,11 @@ pub(crate) fn positive_or(p: &mut Problems<'_>, key: &str, n: i64, default: u64)
 }
 
 /// Reads and checks the whole config, collecting every problem.
-pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigErrors> {
+/// `skip` is the connector's `skipUnchanged`, which `changeTokenColumn` needs.
+pub(crate) fn settings(
+    config: &ComponentConfig,
+    skip: Option<SkipMode>,
+) -> Result<Settings, ConfigErrors> {
     let o = DatabaseOptions::from_config(config)?;
     let mut p = Problems {
         config,
@@ -170,6 +186,15 @@ pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError
     if other_sqls.iter().any(|s| s.trim().is_empty()) {
         p.push("otherSQLs", "must not contain an empty SQL");
     }
+    let change_token = o.change_token_column.filter(|c| !c.trim().is_empty());
+    if change_token.is_some() && skip != Some(SkipMode::Record) {
+        p.push(
+            "changeTokenColumn",
+            "needs skipUnchanged: true on this connector (with \"output\" every row is \
+             processed, without skipUnchanged the column would not be used); set it or remove \
+             changeTokenColumn",
+        );
+    }
 
     match target {
         Some(target) if p.list.is_empty() => Ok(Settings {
@@ -186,6 +211,7 @@ pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError
             id_field: o.id_field,
             join_fields,
             ignore_columns,
+            change_token,
         }),
         _ => Err(ConfigError::new(
             config.path(),
@@ -198,7 +224,7 @@ pub(crate) fn settings(config: &ComponentConfig) -> Result<Settings, ConfigError
 fn build(config: &ComponentConfig, common: &Common) -> Result<Box<dyn Connector>, ConfigErrors> {
     Ok(Box::new(DatabaseConnector {
         common: common.clone(),
-        settings: settings(config)?,
+        settings: settings(config, common.skip_unchanged)?,
     }))
 }
 
@@ -221,8 +247,9 @@ fn compare_keys(other: &Value, parent: &Value) -> Option<Ordering> {
     }
 }
 
-/// Per other SQL: its join column and the row read ahead but not yet consumed.
+/// Per other SQL: its columns, its join column and the row read ahead but not yet consumed.
 struct OtherCursor {
+    columns: Vec<String>,
     join_column: usize,
     join_field: String,
     sql: String,
@@ -234,6 +261,9 @@ struct OtherCursor {
 #[derive(Debug)]
 pub(crate) enum Row {
     Doc(Document),
+    /// A document with the content hash of its row's change token (`changeTokenColumn`) and
+    /// its otherSQLs rows: stored under it once it ends well.
+    Hashed(Document, Hash),
     /// A row that cannot become a document (no usable id): a FAIL with this id and reason.
     Failed {
         id: String,
@@ -241,13 +271,45 @@ pub(crate) enum Row {
     },
 }
 
+/// Asked with a row's document id and token hash before its document is built: true when
+/// the row is unchanged (accounted for; nothing is emitted for it).
+pub(crate) type Unchanged<'a> = dyn FnMut(&str, Hash) -> Result<bool, ConnectorError> + 'a;
+
 impl DatabaseConnector {
-    /// Reads every row and hands each document to `emit`, in the main SQL's order.
+    /// Reads every row and hands each document to `emit`, in the main SQL's order (the
+    /// tests' view; a run asks about change tokens too, `read_unchanged`).
+    #[cfg(test)]
     pub(crate) fn read(
         &self,
         emit: &mut dyn FnMut(Row) -> Result<(), ConnectorError>,
     ) -> Result<u64, ConnectorError> {
-        let result = database::read(&self.settings.query, &mut |src| self.merge(src, emit));
+        self.read_unchanged(&mut |_, _| Ok(false), emit)
+    }
+
+    /// As `read`; with `changeTokenColumn`, `unchanged` is asked first for each row whose
+    /// token is not NULL.
+    pub(crate) fn read_unchanged(
+        &self,
+        unchanged: &mut Unchanged<'_>,
+        emit: &mut dyn FnMut(Row) -> Result<(), ConnectorError>,
+    ) -> Result<u64, ConnectorError> {
+        let mut stopped = None;
+        let result = database::read(&self.settings.query, &mut |src| {
+            self.merge(
+                src,
+                &mut |id, hash| {
+                    unchanged(id, hash).map_err(|e| {
+                        let message = e.to_string();
+                        stopped = Some(e);
+                        DbError::Stopped(message)
+                    })
+                },
+                emit,
+            )
+        });
+        if let Some(e) = stopped {
+            return Err(e);
+        }
         result.map_err(|e| match e {
             DbError::Stopped(message) => ConnectorError(message),
             other => {
@@ -259,21 +321,28 @@ impl DatabaseConnector {
     fn merge(
         &self,
         src: &mut dyn RowSource,
+        unchanged: &mut dyn FnMut(&str, Hash) -> Result<bool, DbError>,
         emit: &mut dyn FnMut(Row) -> Result<(), ConnectorError>,
     ) -> Result<u64, DbError> {
         let s = &self.settings;
         let columns: Vec<String> = src.columns(0).to_vec();
-        let id_column = columns
-            .iter()
-            .position(|c| c.eq_ignore_ascii_case(&s.id_field))
-            .ok_or_else(|| {
-                DbError::Row(format!(
-                    "idField {:?} is not a column of the SQL {:?} (columns: {})",
-                    s.id_field,
-                    s.query.sql,
-                    columns.join(", ")
-                ))
-            })?;
+        let find = |name: &str, key: &str| {
+            columns
+                .iter()
+                .position(|c| c.eq_ignore_ascii_case(name.trim()))
+                .ok_or_else(|| {
+                    DbError::Row(format!(
+                        "{key} {name:?} is not a column of the SQL {:?} (columns: {})",
+                        s.query.sql,
+                        columns.join(", ")
+                    ))
+                })
+        };
+        let id_column = find(&s.id_field, "idField")?;
+        let token_column = match &s.change_token {
+            Some(name) => Some(find(name, "changeTokenColumn")?),
+            None => None,
+        };
         for (i, name) in columns.iter().enumerate() {
             let skipped = (i == id_column && name == "id") || s.ignore_columns.contains(name);
             if !skipped && is_reserved(name) {
@@ -301,6 +370,7 @@ impl DatabaseConnector {
                 )));
             }
             others.push(OtherCursor {
+                columns: cols.to_vec(),
                 join_column,
                 join_field: join_field.clone(),
                 sql: sql.clone(),
@@ -311,7 +381,8 @@ impl DatabaseConnector {
 
         let mut published = 0u64;
         while let Some(row) = src.next_row(0)? {
-            let row_number = published + 1;
+            published += 1;
+            let row_number = published;
             let key = &row[id_column];
             let Some(id) = id_text(key) else {
                 // Never silently skipped: the row is accounted for as a FAIL.
@@ -328,25 +399,26 @@ impl DatabaseConnector {
                 let id = self
                     .common
                     .doc_id(&format!("{}:row-{row_number}", self.common.name));
+                // The other SQLs' rows of this key are passed over with the next parent.
                 emit(Row::Failed { id, reason })?;
-                published += 1;
                 continue;
             };
-            let mut doc = Document::new(self.common.doc_id(&id))
-                .map_err(|e| DbError::Row(format!("row {row_number}: {e}")))?;
-            for (i, (name, value)) in columns.iter().zip(&row).enumerate() {
-                if value.is_null()
-                    || (i == id_column && name == "id")
-                    || s.ignore_columns.contains(name)
-                {
+            let mut children = Vec::with_capacity(others.len());
+            for (n, other) in others.iter_mut().enumerate() {
+                children.push(take_children(src, n + 1, other, key)?);
+            }
+            let id = self.common.doc_id(&id);
+            // The token and every joined row: a changed child changes the hash too.
+            let hash = token_column
+                .map(|t| &row[t])
+                .filter(|token| !token.is_null())
+                .map(|token| json_hash(&(token, &children)));
+            if let Some(hash) = hash {
+                if unchanged(&id, hash)? {
                     continue;
                 }
-                doc.set_or_add(name, value.clone())
-                    .map_err(|e| DbError::Row(format!("row {row_number}, column {name:?}: {e}")))?;
             }
-            for (n, other) in others.iter_mut().enumerate() {
-                attach_children(src, n + 1, other, key, &mut doc)?;
-            }
+            let doc = self.build(&id, row_number, &columns, id_column, row, &others, children)?;
             if let Some(size) = self.common.oversize(&doc) {
                 // The driver hands over whole rows; one over the limit is FAILed, not published.
                 let reason = format!(
@@ -359,33 +431,76 @@ impl DatabaseConnector {
                     id: doc.id().to_string(),
                     reason,
                 })?;
-                published += 1;
                 continue;
             }
-            emit(Row::Doc(doc))?;
-            published += 1;
+            emit(match hash {
+                Some(hash) => Row::Hashed(doc, hash),
+                None => Row::Doc(doc),
+            })?;
         }
         Ok(published)
     }
+
+    /// The document of a main SQL row, with a child per joined row of each other SQL.
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        &self,
+        id: &str,
+        row_number: u64,
+        columns: &[String],
+        id_column: usize,
+        row: Vec<Value>,
+        others: &[OtherCursor],
+        children: Vec<Vec<Vec<Value>>>,
+    ) -> Result<Document, DbError> {
+        let s = &self.settings;
+        let mut doc =
+            Document::new(id).map_err(|e| DbError::Row(format!("row {row_number}: {e}")))?;
+        for (i, (name, value)) in columns.iter().zip(row).enumerate() {
+            if value.is_null()
+                || (i == id_column && name == "id")
+                || s.ignore_columns.contains(name)
+            {
+                continue;
+            }
+            doc.set_or_add(name, value)
+                .map_err(|e| DbError::Row(format!("row {row_number}, column {name:?}: {e}")))?;
+        }
+        for (other, rows) in others.iter().zip(children) {
+            // Ids 0, 1, ... counted per other SQL, as Lucille.
+            for (child_number, row) in rows.into_iter().enumerate() {
+                let mut child = Document::new(child_number.to_string())
+                    .map_err(|e| DbError::Row(e.to_string()))?;
+                for (name, value) in other.columns.iter().zip(row) {
+                    if !value.is_null() {
+                        child
+                            .set_or_add(name, value)
+                            .map_err(|e| DbError::Row(format!("child column {name:?}: {e}")))?;
+                    }
+                }
+                doc.add_child(child);
+            }
+        }
+        Ok(doc)
+    }
 }
 
-/// Advances an other SQL's cursor past smaller join values and attaches the rows whose join
-/// value equals `key` as children; the first larger row stays read ahead for the next parent.
-fn attach_children(
+/// Advances an other SQL's cursor past smaller join values and takes the rows whose join
+/// value equals `key`; the first larger row stays read ahead for the next parent.
+fn take_children(
     src: &mut dyn RowSource,
     cursor: usize,
     other: &mut OtherCursor,
     key: &Value,
-    doc: &mut Document,
-) -> Result<(), DbError> {
-    let mut child_number = 0usize;
+) -> Result<Vec<Vec<Value>>, DbError> {
+    let mut rows = Vec::new();
     loop {
         if other.ahead.is_none() && !other.exhausted {
             other.ahead = src.next_row(cursor)?;
             other.exhausted = other.ahead.is_none();
         }
         let Some(row) = &other.ahead else {
-            return Ok(());
+            return Ok(rows);
         };
         let join = &row[other.join_column];
         let order = compare_keys(join, key).ok_or_else(|| {
@@ -398,39 +513,55 @@ fn attach_children(
         })?;
         match order {
             Ordering::Less => other.ahead = None,
-            Ordering::Greater => return Ok(()),
-            Ordering::Equal => {
-                let row = other.ahead.take().unwrap_or_default();
-                let mut child = Document::new(child_number.to_string())
-                    .map_err(|e| DbError::Row(e.to_string()))?;
-                for (name, value) in src.columns(cursor).iter().zip(row) {
-                    if !value.is_null() {
-                        child
-                            .set_or_add(name, value)
-                            .map_err(|e| DbError::Row(format!("child column {name:?}: {e}")))?;
-                    }
-                }
-                doc.add_child(child);
-                child_number += 1;
-            }
+            Ordering::Greater => return Ok(rows),
+            Ordering::Equal => rows.extend(other.ahead.take()),
         }
     }
 }
 
+/// Under `skipUnchanged: true` the main SQL's rows are one unit of the change store: once
+/// they were all read, the documents the last runs indexed from rows it no longer returns are
+/// deleted (through the indexer's deletion marker).
+const ROWS_UNIT: &str = "rows of the main SQL";
+
 impl Connector for DatabaseConnector {
     fn execute(&mut self, publisher: &Arc<Publisher>) -> Result<(), ConnectorError> {
-        let count = self.read(&mut |row| {
-            match row {
-                Row::Doc(doc) => publisher.publish(doc),
-                Row::Failed { id, reason } => {
-                    tracing::warn!(id, "{reason}");
-                    publisher.publish_failed(&id, &reason)
+        let unit: Option<UnitRef> = publisher
+            .changes()
+            .filter(|c| c.mode() == SkipMode::Record)
+            .map(|c| c.begin_unit(ROWS_UNIT, 0));
+        let result = self.read_unchanged(
+            &mut |id, hash| Ok(publisher.publish_if_unchanged(id, hash, unit)?),
+            &mut |row| {
+                match row {
+                    Row::Doc(doc) => publisher.publish_in(doc, unit),
+                    Row::Hashed(doc, hash) => publisher.publish_hashed_in(doc, hash, unit),
+                    Row::Failed { id, reason } => {
+                        tracing::warn!(id, "{reason}");
+                        publisher.publish_failed_in(&id, &reason, unit)
+                    }
                 }
+                .map_err(ConnectorError::from)
+            },
+        );
+        if let (Some(changes), Some(unit)) = (publisher.changes(), unit) {
+            if result.is_ok() {
+                let vanished = changes.unseen_in_unit(ROWS_UNIT);
+                if !vanished.is_empty() {
+                    tracing::info!(
+                        "DatabaseConnector {:?}: {} document(s) indexed from rows the SQL no \
+                         longer returns are deleted",
+                        self.common.name,
+                        vanished.len()
+                    );
+                }
+                publisher.delete_vanished(&vanished, Some(unit))?;
             }
-            .map_err(ConnectorError::from)
-        })?;
+            changes.end_unit(unit, result.is_ok());
+        }
+        let count = result?;
         tracing::info!(
-            "DatabaseConnector {:?}: published {count} documents",
+            "DatabaseConnector {:?}: read {count} rows",
             self.common.name
         );
         Ok(())

@@ -41,12 +41,14 @@ fn connector(config: Value, base: Option<&Path>) -> Result<DatabaseConnector, Co
         name: "db".into(),
         doc_id_prefix: config.string("docIdPrefix")?,
         max_document_bytes: config.usize("maxDocumentBytes")?.map(|n| n as u64),
+        skip_unchanged: config
+            .get("skipUnchanged")
+            .is_some()
+            .then_some(crate::unchanged::SkipMode::Record),
         ..Default::default()
     };
-    Ok(DatabaseConnector {
-        common,
-        settings: settings(&config)?,
-    })
+    let settings = settings(&config, common.skip_unchanged)?;
+    Ok(DatabaseConnector { common, settings })
 }
 
 /// Documents, and failed rows as (id, reason).
@@ -56,7 +58,7 @@ fn read_rows(c: &DatabaseConnector) -> Result<Rows, ConnectorError> {
     let (mut docs, mut failed) = (Vec::new(), Vec::new());
     c.read(&mut |row| {
         match row {
-            Row::Doc(d) => docs.push(d),
+            Row::Doc(d) | Row::Hashed(d, _) => docs.push(d),
             Row::Failed { id, reason } => failed.push((id, reason)),
         }
         Ok(())
@@ -1008,4 +1010,88 @@ fn a_row_over_max_document_bytes_fails_with_its_row_number() {
         failed[0].1
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `changeTokenColumn`: each row's token (with its joined rows) is offered before its
+/// document is built; rows found unchanged are never built, the others come hashed.
+#[test]
+fn a_change_token_is_checked_before_the_document_is_built() {
+    let dir = temp_dir("token");
+    sqlite_db(&dir);
+    let c = connector(
+        json!({"driver": "org.sqlite.JDBC", "connectionString": "jdbc:sqlite:test.db",
+               "sql": "SELECT * FROM people ORDER BY id", "idField": "id",
+               "docIdPrefix": "p-", "skipUnchanged": true, "changeTokenColumn": "CODE",
+               "otherSQLs": ["SELECT * FROM tags ORDER BY pid"], "otherJoinFields": ["pid"]}),
+        Some(&dir),
+    )
+    .unwrap();
+    let hashes = |skip: &[&str]| {
+        let (mut asked, mut emitted) = (Vec::new(), Vec::new());
+        c.read_unchanged(
+            &mut |id, hash| {
+                asked.push((id.to_string(), hash));
+                Ok(skip.contains(&id))
+            },
+            &mut |row| {
+                emitted.push(match row {
+                    Row::Hashed(d, h) => (d.id().to_string(), Some(h), d.children().len()),
+                    Row::Doc(d) => (d.id().to_string(), None, d.children().len()),
+                    Row::Failed { id, reason } => panic!("{id}: {reason}"),
+                });
+                Ok(())
+            },
+        )
+        .unwrap();
+        (asked, emitted)
+    };
+    let (asked, emitted) = hashes(&["p-2"]);
+    // Asked by the prefixed id; p-2 is not built.
+    assert_eq!(
+        asked.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+        ["p-1", "p-2", "p-3"]
+    );
+    assert_eq!(
+        emitted,
+        vec![
+            ("p-1".to_string(), Some(asked[0].1), 1),
+            ("p-3".to_string(), Some(asked[2].1), 0)
+        ]
+    );
+    // The same rows hash the same; a changed child changes its parent's hash, a changed
+    // token its row's, and a field beside the token does not.
+    let db = Connection::open(dir.join("test.db")).unwrap();
+    db.execute_batch(
+        "UPDATE tags SET tag = 'w' WHERE pid = 2; UPDATE people SET code = 'c4' WHERE id = 3; \
+         UPDATE people SET \"Name\" = 'Annie' WHERE id = 1;",
+    )
+    .unwrap();
+    let (again, _) = hashes(&[]);
+    assert_eq!(again[0], asked[0]);
+    assert_ne!(again[1].1, asked[1].1);
+    assert_ne!(again[2].1, asked[2].1);
+    // A NULL token: the row is compared by its fields (the publisher hashes the document).
+    db.execute("UPDATE people SET code = NULL WHERE id = 1", [])
+        .unwrap();
+    let (asked, emitted) = hashes(&[]);
+    assert_eq!(asked.len(), 2);
+    assert_eq!(emitted[0], ("p-1".to_string(), None, 1));
+}
+
+#[test]
+fn a_change_token_without_skip_unchanged_is_an_error() {
+    let dir = temp_dir("token-alone");
+    sqlite_db(&dir);
+    let Err(e) = connector(
+        json!({"driver": "org.sqlite.JDBC", "connectionString": "jdbc:sqlite:test.db",
+               "sql": "SELECT * FROM people", "idField": "id", "changeTokenColumn": "code"}),
+        Some(&dir),
+    ) else {
+        panic!("accepted")
+    };
+    let text = e.to_string();
+    assert!(
+        text.contains("connectors[0].changeTokenColumn") && text.contains("skipUnchanged: true"),
+        "{text}"
+    );
 }

@@ -19,9 +19,8 @@ use std::time::UNIX_EPOCH;
 
 use parking_lot::Mutex;
 
-use crate::accounting::{PublishError, Publisher};
+use crate::accounting::Publisher;
 use crate::connector::ConnectorError;
-use crate::document::Document;
 use crate::storage::Entry;
 use crate::unchanged::{ChangeTracker, Hash, UnitRef};
 
@@ -112,7 +111,7 @@ pub fn finish(
                 ids.len()
             );
         }
-        delete(changes, publisher, &ids, Some(unit))?;
+        publisher.delete_vanished(&ids, Some(unit))?;
         changes.end_unit(unit, true);
     }
     let listed: HashSet<String> = listed.iter().map(|e| e.path().to_string()).collect();
@@ -124,41 +123,8 @@ pub fn finish(
         if !ids.is_empty() {
             tracing::info!("{unit} is gone: its {} document(s) are deleted", ids.len());
         }
-        delete(changes, publisher, &ids, None)?;
+        publisher.delete_vanished(&ids, None)?;
         changes.forget_unit(&unit);
-    }
-    Ok(())
-}
-
-/// Deletes vanished documents through the indexer's deletion marker; without one they are
-/// only forgotten (said once per call).
-fn delete(
-    changes: &ChangeTracker,
-    publisher: &Publisher,
-    ids: &[String],
-    unit: Option<UnitRef>,
-) -> Result<(), ConnectorError> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    let Some((field, value)) = changes.deletion_marker() else {
-        tracing::warn!(
-            "{} document(s) vanished from the source but stay in the index: set \
-             indexer.deletionMarkerField and indexer.deletionMarkerFieldValue for \
-             skipUnchanged to delete them (first: {:?})",
-            ids.len(),
-            ids[0]
-        );
-        changes.forget(ids);
-        return Ok(());
-    };
-    for id in ids {
-        let mut doc = Document::new(id.as_str()).map_err(|e| ConnectorError::new(e.to_string()))?;
-        doc.set_field(field, serde_json::Value::from(value.as_str()))
-            .map_err(|e| ConnectorError::new(e.to_string()))?;
-        publisher
-            .publish_deletion(doc, unit)
-            .map_err(|e: PublishError| ConnectorError::new(e.to_string()))?;
     }
     Ok(())
 }
