@@ -444,6 +444,14 @@ impl Expression {
                     jsonata.assign_var(binding, Value::nativefn(arena, name, arity, f));
                 };
                 register(HOOK_NAME, HOOK_NAME, 0, start_hook);
+                // Tests need a panic inside an evaluation; the fork no longer has a known one.
+                #[cfg(test)]
+                register(
+                    "__lucille_test_panic",
+                    "__lucille_test_panic",
+                    0,
+                    test_panic,
+                );
                 for &(name, arity, f) in functions::SUPPLIED {
                     register(name, name, arity, f);
                 }
@@ -583,6 +591,15 @@ fn start_hook<'a>(
         }
     });
     Ok(Value::undefined())
+}
+
+/// A native function that panics, for the tests of panic recovery.
+#[cfg(test)]
+fn test_panic<'a>(
+    _ctx: FunctionContext<'a, '_>,
+    _args: &[&'a Value<'a>],
+) -> jsonata_rs::Result<&'a Value<'a>> {
+    panic!("a panic for the tests")
 }
 
 /// Converts a jsonata-rs result to JSON; `Ok(None)` for undefined.

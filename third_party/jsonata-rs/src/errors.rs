@@ -83,9 +83,17 @@ pub enum Error {
     // Expression timebox/depth errors
     U1001StackOverflow,
     U1001Timeout,
+    /// Lucille patch: a string longer than JavaScript allows (which is a RangeError in
+    /// jsonata-js); building it could abort the process on a failed allocation.
+    U1002StringTooLong(usize),
 }
 
 impl error::Error for Error {}
+
+/// Lucille patch: the longest string an evaluation may build (JavaScript's limit in V8,
+/// 2^29 - 24 UTF-16 units; counted here in characters for `$pad`'s width, in UTF-8 bytes
+/// for `&`).
+pub const MAX_STRING_CHARS: usize = (1 << 29) - 24;
 
 impl Error {
     /**
@@ -180,6 +188,7 @@ impl Error {
             // Expression timebox/depth errors
             Error::U1001StackOverflow => "U1001",
             Error::U1001Timeout => "U1001",
+            Error::U1002StringTooLong(..) => "U1002",
         }
     }
 }
@@ -335,7 +344,9 @@ impl fmt::Display for Error {
             U1001StackOverflow =>
                 write!(f, "Stack overflow error: Check for non-terminating recursive function.  Consider rewriting as tail-recursive."),
             U1001Timeout =>
-                write!(f, "Expression evaluation timeout: Check for infinite loop")
+                write!(f, "Expression evaluation timeout: Check for infinite loop"),
+            U1002StringTooLong(ref p) =>
+                write!(f, "{}: The result would be a string longer than {} characters", p, MAX_STRING_CHARS),
         }
     }
 }

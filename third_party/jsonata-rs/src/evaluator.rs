@@ -366,7 +366,9 @@ impl<'a> Evaluator<'a> {
             let group = groups.get(key).unwrap();
             let value = if reduce {
                 let tuple = self.reduce_tuple_stream(char_index, group.data, input, frame)?;
-                let context = tuple.get_entry("@");
+                // Lucille patch: `[..]` (undefined for a non-tuple, where `get_entry`
+                // panicked: a group-by over an empty tuple stream).
+                let context = &tuple["@"];
                 // TODO: Do we need this? JSONata does this, but it's difficult with the mutability
                 // of our values.
                 // tuple.remove_entry("@");
@@ -558,17 +560,21 @@ impl<'a> Evaluator<'a> {
                     return Ok(Value::undefined());
                 }
 
-                let lhs = lhs.as_isize();
-                let rhs = rhs.as_isize();
-
-                if lhs > rhs {
+                // Lucille patch: the size is computed on the doubles (as isizes, `1e308`
+                // saturated and the size overflowed past the 10^7 limit).
+                let (low, high) = (lhs.as_f64(), rhs.as_f64());
+                if low > high {
                     return Ok(Value::undefined());
                 }
-
-                let size = rhs - lhs + 1;
-                if size > 10_000_000 {
-                    return Err(Error::D2014RangeOutOfBounds(node.char_index, size));
+                let size = high - low + 1.0;
+                if size > 10_000_000.0 {
+                    return Err(Error::D2014RangeOutOfBounds(
+                        node.char_index,
+                        size.min(isize::MAX as f64) as isize,
+                    ));
                 }
+                let lhs = lhs.as_isize();
+                let rhs = rhs.as_isize();
 
                 Ok(Value::range(self.arena, lhs, rhs))
             }
@@ -593,6 +599,11 @@ impl<'a> Evaluator<'a> {
                         )?
                         .as_str(),
                     );
+                }
+                // Lucille patch: no string beyond JavaScript's longest (repeated doubling
+                // aborted the process on a failed allocation before any time limit).
+                if result.len() > crate::errors::MAX_STRING_CHARS {
+                    return Err(Error::U1002StringTooLong(node.char_index));
                 }
                 Ok(Value::string(self.arena, &result))
             }
@@ -828,6 +839,15 @@ impl<'a> Evaluator<'a> {
 
         let mut result: Vec<&'a Value<'a>> = Vec::new();
 
+        // Lucille patch: a step after a first step that is not a sequence (a group-by on an
+        // array constructor, `[..]{..}.x`) has nothing to iterate (as in JSONata; `members`
+        // panicked).
+        let input = if input.is_array() {
+            input
+        } else {
+            Value::array(self.arena, ArrayFlags::SEQUENCE)
+        };
+
         // Evaluate the step on each member of the input
         for (item_index, item) in input.members().enumerate() {
             if let Some(ref index_var) = step.index {
@@ -908,6 +928,13 @@ impl<'a> Evaluator<'a> {
         }
 
         let tuple_bindings = if tuple_bindings.is_undefined() {
+            // Lucille patch: an input that is not a sequence has no members (as in
+            // `evaluate_step`; `len` panicked).
+            let input = if input.is_array() {
+                input
+            } else {
+                Value::array(self.arena, ArrayFlags::SEQUENCE)
+            };
             let tuple_bindings =
                 Value::array_with_capacity(self.arena, input.len(), ArrayFlags::empty());
             for member in input.members() {
@@ -1538,8 +1565,13 @@ impl<'a> Evaluator<'a> {
                             update.to_string(),
                         ));
                     } else {
-                        for (key, value) in update.entries() {
-                            m.__very_unsafe_make_mut().insert(key, value);
+                        // Lucille patch: only an object match is updated (JSONata sets
+                        // properties on whatever matched, invisibly on an array or a
+                        // string; `insert` panicked on them).
+                        if m.is_object() {
+                            for (key, value) in update.entries() {
+                                m.__very_unsafe_make_mut().insert(key, value);
+                            }
                         }
                     }
                 }

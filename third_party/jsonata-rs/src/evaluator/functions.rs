@@ -595,7 +595,10 @@ pub fn fn_substring<'a>(
     let start = if start < 0 { len + start } else { start };
 
     if length.is_undefined() {
-        Ok(Value::string(context.arena, &string[start as usize..]))
+        // Lucille patch: `start` counts characters; slicing the string at it as a byte index
+        // panicked (inside or past a multi-byte character).
+        let rest = string.chars().skip(start as usize).collect::<String>();
+        Ok(Value::string(context.arena, &rest))
     } else {
         assert_arg!(length.is_number(), context, 3);
 
@@ -813,10 +816,10 @@ fn evaluate_replacement_string(
             }
 
             // Start parsing a group number
-            (S::Dollar, Some(c)) if c.is_numeric() => {
-                let digit = c
-                    .to_digit(10)
-                    .expect("numeric char failed to parse as digit");
+            // Lucille patch: ASCII digits only (`is_numeric` also took other digits, such as
+            // `٣`, and `to_digit(10)` of those panicked).
+            (S::Dollar, Some(c)) if c.is_ascii_digit() => {
+                let digit = c.to_digit(10).unwrap_or(0);
                 state = S::Group(digit);
             }
 
@@ -829,12 +832,10 @@ fn evaluate_replacement_string(
             }
 
             // Still parsing a group number
-            (S::Group(so_far), Some(c)) if c.is_numeric() => {
-                let digit = c
-                    .to_digit(10)
-                    .expect("numeric char failed to parse as digit");
+            (S::Group(so_far), Some(c)) if c.is_ascii_digit() => {
+                let digit = c.to_digit(10).unwrap_or(0);
 
-                let next = so_far * 10 + digit;
+                let next = so_far.saturating_mul(10).saturating_add(digit);
                 let groups_len = groups.len() as u32;
 
                 // A bizarre behavior of the jsonata reference implementation is that in $NM if NM is not a
@@ -1986,13 +1987,20 @@ pub fn fn_pad<'a>(
     let width = width_i64.unsigned_abs() as usize;
     let is_right_padding = width_i64 > 0; // Positive width means right padding
 
+    // Lucille patch: a padding that is not a string is ignored (`as_str` panicked).
     let pad_char = args
         .get(2)
+        .filter(|v| v.is_string())
         .map(|v| v.as_str())
         .filter(|c| !c.is_empty())
         .unwrap_or(Cow::Borrowed(" "));
 
     let pad_length = width.saturating_sub(str_to_pad.chars().count());
+    // Lucille patch: a width beyond JavaScript's longest string is an error (the allocation
+    // failed and aborted the process).
+    if width > crate::errors::MAX_STRING_CHARS {
+        return Err(Error::U1002StringTooLong(context.char_index));
+    }
 
     // Early return if no padding is needed
     if pad_length == 0 {
