@@ -626,6 +626,14 @@ fn odd_inputs_are_errors_not_panics() {
     assert_eq!(eval("[1,2,3]{'n': $}.{'m': $}", &d), None);
     assert_eq!(eval("x@$o{'p': 1}", &json!([1])), Some(json!({"p": 1})));
     assert_eq!(eval("$ ~> |$|{'c': 1}|", &json!([1])), Some(json!([1])));
+    // Nesting that overflowed the stack (aborting the process) while parsing.
+    for deep in [
+        format!("{}1{}", "(".repeat(5000), ")".repeat(5000)),
+        format!("1{}", "+1".repeat(5000)),
+    ] {
+        let err = Expression::compile(&deep).unwrap_err().to_string();
+        assert!(err.contains("U1003"), "{err}");
+    }
 }
 
 /// An order-by with several terms sorts by the later terms only among equal earlier ones

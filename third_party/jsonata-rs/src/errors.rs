@@ -86,6 +86,9 @@ pub enum Error {
     /// Lucille patch: a string longer than JavaScript allows (which is a RangeError in
     /// jsonata-js); building it could abort the process on a failed allocation.
     U1002StringTooLong(usize),
+    /// Lucille patch: an expression nested deeper than the parser allows
+    /// (`parser::MAX_NESTING`).
+    U1003ExpressionTooDeep(usize),
 }
 
 impl error::Error for Error {}
@@ -189,6 +192,7 @@ impl Error {
             Error::U1001StackOverflow => "U1001",
             Error::U1001Timeout => "U1001",
             Error::U1002StringTooLong(..) => "U1002",
+            Error::U1003ExpressionTooDeep(..) => "U1003",
         }
     }
 }
@@ -345,6 +349,8 @@ impl fmt::Display for Error {
                 write!(f, "Stack overflow error: Check for non-terminating recursive function.  Consider rewriting as tail-recursive."),
             U1001Timeout =>
                 write!(f, "Expression evaluation timeout: Check for infinite loop"),
+            U1003ExpressionTooDeep(ref p) =>
+                write!(f, "{}: The expression is nested more than {} levels deep", p, crate::parser::MAX_NESTING),
             U1002StringTooLong(ref p) =>
                 write!(f, "{}: The result would be a string longer than {} characters", p, MAX_STRING_CHARS),
         }

@@ -10,10 +10,19 @@ use ast::*;
 use symbol::Symbol;
 use tokenizer::*;
 
+/// Lucille patch: the deepest an expression may nest (operators, brackets, calls, ...).
+/// Parsing, processing and dropping the syntax tree recurse on its depth, and a stack
+/// overflow aborts the process: deeper expressions are the error U1003. Chosen so that
+/// parsing fits in a 2 MiB thread stack (debug builds take several KiB per level; the
+/// evaluation of such an expression is limited further by its own depth limit).
+pub const MAX_NESTING: usize = if cfg!(debug_assertions) { 200 } else { 300 };
+
 #[derive(Debug)]
 pub struct Parser<'a> {
     pub tokenizer: Tokenizer<'a>,
     pub token: Token,
+    /// Lucille patch: the nesting of the expression being parsed (see `MAX_NESTING`).
+    depth: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -22,6 +31,7 @@ impl<'a> Parser<'a> {
         Ok(Self {
             token: tokenizer.next_token()?,
             tokenizer,
+            depth: 0,
         })
     }
 
@@ -56,12 +66,31 @@ impl<'a> Parser<'a> {
     }
 
     pub fn expression(&mut self, bp: u32) -> Result<Ast> {
+        let entered = self.depth;
+        let result = self.nested_expression(bp);
+        self.depth = entered;
+        result
+    }
+
+    /// Lucille patch: one level of nesting more for each operand and each operator applied
+    /// (a chain `a+b+c...` nests as deep as it is long).
+    fn nest(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(Error::U1003ExpressionTooDeep(self.token.char_index));
+        }
+        Ok(())
+    }
+
+    fn nested_expression(&mut self, bp: u32) -> Result<Ast> {
+        self.nest()?;
         let mut last = self.token.clone();
         self.next_token()?;
 
         let mut left = last.null_denotation(self)?;
 
         while bp < self.token.left_binding_power() {
+            self.nest()?;
             last = self.token.clone();
             self.next_token()?;
             left = last.left_denotation(self, left)?;
@@ -251,6 +280,35 @@ mod tests {
         )
     "#,
     ];
+
+    #[test]
+    fn nesting_beyond_the_limit_is_an_error_not_a_stack_overflow() {
+        // Run where a worker thread would: a 2 MiB stack.
+        let deep = |text: String| {
+            std::thread::Builder::new()
+                .stack_size(2 << 20)
+                .spawn(move || parse(&text).map(|_| ()).map_err(|e| e.code().to_string()))
+                .expect("thread")
+                .join()
+                .expect("no stack overflow")
+        };
+        let n = MAX_NESTING / 2 - 2;
+        assert_eq!(deep(format!("{}1{}", "(".repeat(n), ")".repeat(n))), Ok(()));
+        assert_eq!(deep(format!("1{}", "+1".repeat(MAX_NESTING - 2))), Ok(()));
+        assert_eq!(deep(format!("{}1", "-".repeat(MAX_NESTING - 2))), Ok(()));
+        let too_deep = MAX_NESTING * 40;
+        for text in [
+            format!("{}1{}", "(".repeat(too_deep), ")".repeat(too_deep)),
+            format!("1{}", "+1".repeat(too_deep)),
+            format!("{}1", "-".repeat(too_deep)),
+            "[".repeat(too_deep),
+            "{'a':".repeat(too_deep),
+            "$f(".repeat(too_deep),
+            "a.".repeat(too_deep) + "a",
+        ] {
+            assert_eq!(deep(text), Err("U1003".to_string()));
+        }
+    }
 
     #[test]
     fn parser_tests() {
