@@ -1,6 +1,7 @@
 """Lucille's connector class names, including its deprecated CSVConnector, JSONConnector and
 XMLConnector, which run as the FileConnector with the matching handler and their old keys."""
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,22 @@ def test_xml_connector_with_both_file_lists_is_rejected_and_package_names_are_ex
     (e,) = lucille.validate(config={"connectors": [{"name": "c", "class": "com.kmwllc.lucille.connector.xml.SequenceConnector", "numDocs": 1}]})
     assert "unknown connector class" in e
     assert lucille.validate(config={"connectors": [{"name": "c", "class": "com.kmwllc.lucille.connector.SequenceConnector", "numDocs": 1}]}) == []
+
+
+def test_sleep_connector_waits_between_connectors_and_publishes_nothing() -> None:
+    started = time.monotonic()
+    r = lucille.run(config={"connectors": [
+        {"name": "first", "class": "SequenceConnector", "numDocs": 2},
+        {"name": "nap", "class": "com.kmwllc.lucille.connector.SleepConnector", "duration": 300},
+        {"name": "second", "class": "SequenceConnector", "numDocs": 1, "docIdPrefix": "b-"},
+    ]}, mode="test")
+    assert time.monotonic() - started >= 0.3
+    assert (r.status, r.published, r.succeeded) == ("Success", 3, 3), r.summary
+    assert [(c.name, c.published) for c in r.connectors] == [("first", 2), ("nap", 0), ("second", 1)]
+
+    for bad, message in [({}, "duration"), ({"duration": -5}, "duration"),
+                         ({"duration": "soon"}, "duration")]:
+        with pytest.raises(lucille.ConfigError) as e:
+            lucille.run(config={"connectors": [{"name": "nap", "class": "SleepConnector", **bad}]},
+                        mode="test")
+        assert f"connectors[0].{message}" in str(e.value), str(e.value)

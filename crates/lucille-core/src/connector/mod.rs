@@ -7,6 +7,7 @@
 
 pub mod dead_letter;
 pub mod sequence;
+pub mod sleep;
 
 use std::sync::Arc;
 
