@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
@@ -108,6 +109,17 @@ def pinecone_route(srv: Server, method: str, path: str, body: Any) -> tuple[int,
         for i in body["ids"]:
             srv.store.pop((body["namespace"], i), None)
         return 200, {}
+    if path.startswith("/vectors/list?"):
+        # Pinecone's list by prefix, paged (by 2 here, 100 at Pinecone); the token is an offset.
+        q = dict(urllib.parse.parse_qsl(path.split("?", 1)[1]))
+        ids = sorted(i for (ns, i) in srv.store if ns == q.get("namespace")
+                     and i.startswith(q.get("prefix", "")))
+        start = int(q.get("paginationToken", "0"))
+        page: dict[str, Any] = {"vectors": [{"id": i} for i in ids[start:start + 2]],
+                                "namespace": q.get("namespace"), "usage": {"readUnits": 1}}
+        if start + 2 < len(ids):
+            page["pagination"] = {"next": str(start + 2)}
+        return 200, page
     if path == "/vectors/update":
         rec = srv.store.get((body["namespace"], body["id"]))
         if rec is not None:
@@ -298,3 +310,47 @@ def test_an_unreachable_server_fails_the_connection_check(feed: None) -> None:
             pinecone={"index": "i", "apiKey": "k", "host": "http://127.0.0.1:9", "defaultEmbeddingField": "e",
                       "requestTimeout": 1000})
     assert r.status == "Failure" and r.succeeded == 0, r.summary
+
+
+def test_emit_docs_to_delete_by_prefix_deletes_a_documents_chunks(pinecone: Server, feed: None) -> None:
+    # doc1's three chunks in two namespaces (more than a page), doc2's chunk, and doc10's (a
+    # prefix is a prefix: "doc1-" below keeps it).
+    for ns in ("title", "body"):
+        for i in ("doc1-0", "doc1-1", "doc1-2", "doc2-0", "doc10-0"):
+            pinecone.store[(ns, i)] = {"id": i}
+    namespaces = {"title": "tv", "body": "bv"}
+    r = lucille.run(config={
+        "connectors": [{"name": "feed", "class": "vecfeed:Feed", "pipeline": "p", "docs": [
+            {"id": "doc1", "deleted": "yes"}, {"id": "doc2", "deleted": "no"}]}],
+        "pipelines": [{"name": "p", "stages": [{
+            "class": "com.kmwllc.lucille.pinecone.stage.EmitDocsToDeleteByPrefix",
+            "index": "docs", "apiKey": "pk-1", "controlPlaneUrl": pinecone.url,
+            "namespaces": namespaces, "addPrefix": "-", "dropOriginal": True,
+            "deletionMarkerField": "deleted", "deletionMarkerFieldValue": "yes"}]}],
+        "indexer": {"class": PINECONE, "deletionMarkerField": "deleted",
+                    "deletionMarkerFieldValue": "yes"},
+        "pinecone": {"index": "docs", "apiKey": "pk-1", "controlPlaneUrl": pinecone.url,
+                     "namespaces": namespaces},
+    })
+    # doc1 dropped; its chunks, listed twice (once per namespace), deleted; doc2 not marked,
+    # and without its vectors it FAILs at the indexer.
+    assert (r.dropped, r.succeeded, r.failed) == (1, 6, 1), r.summary
+    assert sorted(pinecone.store) == sorted(
+        (ns, i) for ns in ("title", "body") for i in ("doc2-0", "doc10-0"))
+    lists = [p for (m, p, _, _) in pinecone.requests if p.startswith("/vectors/list")]
+    assert len(lists) == 4 and sum("paginationToken=2" in p for p in lists) == 2
+
+
+def test_emit_docs_to_delete_by_prefix_rejects_a_bad_config_before_the_run() -> None:
+    stage = {"class": "EmitDocsToDeleteByPrefix", "index": "docs", "apiKey": "k",
+             "deletionMarkerField": "deleted"}
+    for extra, message in [({}, "deletionMarkerFieldValue: missing required key"),
+                           ({"deletionMarkerFieldValue": "yes", "namespaces": {}},
+                            "namespaces: names no namespace")]:
+        with pytest.raises(lucille.ConfigError) as e:
+            lucille.run(config={
+                "connectors": [{"name": "c", "class": "SequenceConnector", "numDocs": 1,
+                                "pipeline": "p"}],
+                "pipelines": [{"name": "p", "stages": [{**stage, **extra}]}],
+            }, mode="test")
+        assert f"pipelines[0].stages[0].{message}" in str(e.value), str(e.value)

@@ -5,6 +5,7 @@
 
 pub mod connector;
 pub mod indexer;
+pub(crate) mod pinecone;
 pub mod stage;
 
 // The core and the services under the paths the components use.

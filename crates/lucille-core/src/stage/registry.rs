@@ -18,6 +18,8 @@ impl registry::Descriptor for StageDescriptor {
         LUCILLE_STAGE_PACKAGE,
         "com.kmwllc.lucille.tika.stage.",
         "com.kmwllc.lucille.ocr.stage.",
+        "com.kmwllc.lucille.pinecone.stage.",
+        "com.kmwllc.lucille.jlama.stage.",
     ];
 
     fn name(&self) -> &'static str {

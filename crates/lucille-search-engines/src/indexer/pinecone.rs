@@ -35,8 +35,9 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::{Backend, BackendCheck, BackendError, IndexOp, IndexerSettings, PositiveMillis};
-use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Kind, OptionValue, Options};
+use crate::config::{ComponentConfig, ConfigError, ConfigErrors, Options};
 use crate::http::{self, Auth, HttpClient, HttpError, RetryPolicy};
+use crate::pinecone::{self, message, HostUrl, CONTROL_PLANE, DEFAULT_NAMESPACE};
 
 /// Lucille's class name.
 pub const CLASS: &str = "com.kmwllc.lucille.pinecone.indexer.PineconeIndexer";
@@ -44,9 +45,6 @@ pub const CLASS: &str = "com.kmwllc.lucille.pinecone.indexer.PineconeIndexer";
 pub const MAX_BATCH: usize = 1000;
 /// Largest upsert request body (Pinecone's limit is 2 MB).
 const MAX_REQUEST_BYTES: usize = 2_000_000;
-/// The namespace Lucille writes to without `namespaces`.
-pub const DEFAULT_NAMESPACE: &str = "default";
-pub const CONTROL_PLANE: &str = "https://api.pinecone.io";
 const DEFAULT_TIMEOUT: Duration = Duration::from_millis(30_000);
 
 /// Stores each document's vector (and its metadata fields) in a Pinecone index, through
@@ -98,43 +96,6 @@ struct Block {
     host: Option<String>,
     control_plane: String,
     timeout: Duration,
-}
-
-/// A checked base URL from a host name (https assumed) or a full URL.
-pub(crate) fn host_url(
-    config: &ComponentConfig,
-    key: &str,
-    value: &str,
-) -> Result<String, ConfigError> {
-    let full = if value.contains("://") {
-        value.to_string()
-    } else {
-        format!("https://{value}")
-    };
-    match http::parse_url(&full) {
-        Ok(b) if b.credentials.is_some() => {
-            Err(config.error(key, "must not carry credentials (the key goes in apiKey)"))
-        }
-        Ok(b) => Ok(b.url),
-        Err(e) => Err(config.error(key, e.to_string())),
-    }
-}
-
-/// An option holding a host name (https assumed) or a base URL, checked as it is read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HostUrl(pub(crate) String);
-
-impl OptionValue for HostUrl {
-    fn kind() -> Kind {
-        Kind::String
-    }
-
-    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
-        match config.string(key)? {
-            None => Ok(None),
-            Some(v) => host_url(config, key, &v).map(|u| Some(HostUrl(u))),
-        }
-    }
 }
 
 /// The generic indexer keys a vector backend cannot honour.
@@ -297,19 +258,6 @@ pub struct PineconeBackend {
     dimension: Option<usize>,
 }
 
-/// Pinecone's error text (`{"message": ...}` or `{"error": {"message": ...}}`), else the body.
-fn message(body: &str) -> String {
-    let v: Option<Value> = serde_json::from_str(body).ok();
-    v.as_ref()
-        .and_then(|v| {
-            v.get("message")
-                .or_else(|| v.get("error").and_then(|e| e.get("message")))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| http::snippet(body))
-}
-
 fn op_id(op: &IndexOp) -> Option<&str> {
     match op {
         IndexOp::Upsert { id, .. } | IndexOp::DeleteById { id, .. } => Some(id),
@@ -433,54 +381,11 @@ impl PineconeBackend {
         if let Some(h) = &self.host {
             return Ok(h.clone());
         }
-        let url = format!(
-            "{}/indexes/{}",
-            self.o.control_plane,
-            http::encode(&self.o.index)
-        );
-        let reply = self.client.send("GET", &url, "application/json", None)?;
-        if !reply.ok() {
-            return Err(BackendError::new(format!(
-                "Pinecone cannot describe index {:?}: HTTP {}: {}",
-                self.o.index,
-                reply.status,
-                message(&reply.body)
-            )));
-        }
-        let v: Value = serde_json::from_str(&reply.body).map_err(|e| {
-            BackendError::new(format!("unreadable Pinecone index description: {e}"))
-        })?;
-        // As Lucille's PineconeUtils.isClientStable.
-        let state = v
-            .pointer("/status/state")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if ["Initializing", "InitializationFailed", "Terminating"]
-            .iter()
-            .any(|s| s.eq_ignore_ascii_case(state))
-        {
-            return Err(BackendError::new(format!(
-                "Pinecone index {:?} is not usable: its state is {state}",
-                self.o.index
-            )));
-        }
-        let host = v.get("host").and_then(Value::as_str).ok_or_else(|| {
-            BackendError::new(format!(
-                "Pinecone's description of index {:?} has no host",
-                self.o.index
-            ))
-        })?;
-        let base = if host.contains("://") {
-            host.trim_end_matches('/').to_string()
-        } else {
-            format!("https://{}", host.trim_end_matches('/'))
-        };
-        self.dimension = v
-            .get("dimension")
-            .and_then(Value::as_u64)
-            .map(|d| d as usize);
-        self.host = Some(base.clone());
-        Ok(base)
+        let found = pinecone::describe_index(&self.client, &self.o.control_plane, &self.o.index)
+            .map_err(BackendError::new)?;
+        self.dimension = found.dimension;
+        self.host = Some(found.host.clone());
+        Ok(found.host)
     }
 
     fn post(&self, host: &str, path: &'static str, body: &Value) -> Result<Value, RequestError> {

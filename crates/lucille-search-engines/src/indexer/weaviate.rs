@@ -24,10 +24,11 @@
 
 use serde_json::{json, Map, Value};
 
-use super::pinecone::{retry_policy, unsupported_indexer_keys, HostUrl};
+use super::pinecone::{retry_policy, unsupported_indexer_keys};
 use super::{Backend, BackendCheck, BackendError, IndexOp, IndexerSettings, PositiveMillis};
 use crate::config::{ComponentConfig, ConfigErrors, Options};
 use crate::http::{self, Auth, HttpClient};
+use crate::pinecone::HostUrl;
 
 /// Lucille's class name.
 pub const CLASS: &str = "com.kmwllc.lucille.weaviate.indexer.WeaviateIndexer";

@@ -4,4 +4,5 @@
 
 pub(crate) use lucille_core::stage::*;
 
+pub mod pinecone;
 pub mod search;

@@ -1,0 +1,191 @@
+//! Pinecone's REST API as the Pinecone components use it (the indexer backend and the
+//! EmitDocsToDeleteByPrefix stage): the index's data-plane host from the control plane, its
+//! error texts, and listing ids by prefix.
+
+use serde_json::Value;
+
+use crate::config::{ComponentConfig, ConfigError, Kind, OptionValue};
+use crate::http::{self, HttpClient};
+
+/// The control plane Lucille's Java client asks.
+pub const CONTROL_PLANE: &str = "https://api.pinecone.io";
+/// The namespace Lucille writes to without `namespaces`.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// A checked base URL from a host name (https assumed) or a full URL.
+pub(crate) fn host_url(
+    config: &ComponentConfig,
+    key: &str,
+    value: &str,
+) -> Result<String, ConfigError> {
+    let full = if value.contains("://") {
+        value.to_string()
+    } else {
+        format!("https://{value}")
+    };
+    match http::parse_url(&full) {
+        Ok(b) if b.credentials.is_some() => {
+            Err(config.error(key, "must not carry credentials (the key goes in apiKey)"))
+        }
+        Ok(b) => Ok(b.url),
+        Err(e) => Err(config.error(key, e.to_string())),
+    }
+}
+
+/// An option holding a host name (https assumed) or a base URL, checked as it is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HostUrl(pub(crate) String);
+
+impl OptionValue for HostUrl {
+    fn kind() -> Kind {
+        Kind::String
+    }
+
+    fn read(config: &ComponentConfig, key: &str) -> Result<Option<Self>, ConfigError> {
+        match config.string(key)? {
+            None => Ok(None),
+            Some(v) => host_url(config, key, &v).map(|u| Some(HostUrl(u))),
+        }
+    }
+}
+
+/// Pinecone's error text (`{"message": ...}` or `{"error": {"message": ...}}`), else the body.
+pub(crate) fn message(body: &str) -> String {
+    let v: Option<Value> = serde_json::from_str(body).ok();
+    v.as_ref()
+        .and_then(|v| {
+            v.get("message")
+                .or_else(|| v.get("error").and_then(|e| e.get("message")))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| http::snippet(body))
+}
+
+/// What the control plane says of an index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IndexInfo {
+    /// The data-plane base URL.
+    pub host: String,
+    pub dimension: Option<usize>,
+}
+
+/// Asks the control plane (`GET {control_plane}/indexes/{index}`) for the index's host, and
+/// checks it is usable (as Lucille's `PineconeUtils.isClientStable`).
+pub(crate) fn describe_index(
+    client: &HttpClient,
+    control_plane: &str,
+    index: &str,
+) -> Result<IndexInfo, String> {
+    let url = format!("{control_plane}/indexes/{}", http::encode(index));
+    let reply = client
+        .send("GET", &url, "application/json", None)
+        .map_err(|e| e.to_string())?;
+    if !reply.ok() {
+        return Err(format!(
+            "Pinecone cannot describe index {index:?}: HTTP {}: {}",
+            reply.status,
+            message(&reply.body)
+        ));
+    }
+    let v: Value = serde_json::from_str(&reply.body)
+        .map_err(|e| format!("unreadable Pinecone index description: {e}"))?;
+    let state = v
+        .pointer("/status/state")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if ["Initializing", "InitializationFailed", "Terminating"]
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(state))
+    {
+        return Err(format!(
+            "Pinecone index {index:?} is not usable: its state is {state}"
+        ));
+    }
+    let host = v
+        .get("host")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("Pinecone's description of index {index:?} has no host"))?;
+    let host = if host.contains("://") {
+        host.trim_end_matches('/').to_string()
+    } else {
+        format!("https://{}", host.trim_end_matches('/'))
+    };
+    Ok(IndexInfo {
+        host,
+        dimension: v
+            .get("dimension")
+            .and_then(Value::as_u64)
+            .map(|d| d as usize),
+    })
+}
+
+/// Most pages one listing follows: a server whose pagination never ends is an error, not a
+/// stage that never returns.
+const MAX_PAGES: usize = 100_000;
+
+/// Every id in `namespace` that starts with `prefix` (`GET {host}/vectors/list`, following
+/// `pagination.next`; Pinecone serverless pages 100 ids by default).
+pub(crate) fn list_ids(
+    client: &HttpClient,
+    host: &str,
+    namespace: &str,
+    prefix: &str,
+) -> Result<Vec<String>, String> {
+    let mut ids = Vec::new();
+    let mut token: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let mut url = format!(
+            "{host}/vectors/list?namespace={}&prefix={}",
+            http::encode(namespace),
+            http::encode(prefix)
+        );
+        if let Some(t) = &token {
+            url.push_str(&format!("&paginationToken={}", http::encode(t)));
+        }
+        let reply = client
+            .send("GET", &url, "application/json", None)
+            .map_err(|e| e.to_string())?;
+        if !reply.ok() {
+            return Err(format!(
+                "Pinecone cannot list ids with prefix {prefix:?} in namespace {namespace:?}: HTTP {}: {}",
+                reply.status,
+                message(&reply.body)
+            ));
+        }
+        let v: Value = serde_json::from_str(&reply.body)
+            .map_err(|e| format!("unreadable Pinecone list response: {e}"))?;
+        let vectors = match v.get("vectors") {
+            None | Some(Value::Null) => &[][..],
+            Some(Value::Array(a)) => a.as_slice(),
+            Some(other) => {
+                return Err(format!(
+                    "Pinecone list response: \"vectors\" is not a list: {}",
+                    http::snippet(&other.to_string())
+                ))
+            }
+        };
+        for item in vectors {
+            match item.get("id").and_then(Value::as_str) {
+                Some(id) => ids.push(id.to_string()),
+                None => {
+                    return Err(format!(
+                        "Pinecone list response: an entry without an id: {}",
+                        http::snippet(&item.to_string())
+                    ))
+                }
+            }
+        }
+        token = v
+            .pointer("/pagination/next")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string);
+        if token.is_none() {
+            return Ok(ids);
+        }
+    }
+    Err(format!(
+        "Pinecone kept paging the ids with prefix {prefix:?} in namespace {namespace:?} after {MAX_PAGES} pages"
+    ))
+}
