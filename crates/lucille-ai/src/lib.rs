@@ -1,5 +1,6 @@
-//! Models: the Embed stage (a local sentence-embedding model through `lucille-embed`),
-//! OpenAIEmbed and PromptOllama (model servers over the HTTP client).
+//! Models: the Embed stage (a local sentence-embedding model through `lucille-embed`) and
+//! JlamaEmbed (Lucille's keys on it), OpenAIEmbed, OllamaEmbed and PromptOllama (model servers
+//! over the HTTP client).
 
 pub mod stage;
 

@@ -23,12 +23,13 @@
 
 use serde_json::{json, Value};
 
-use super::{client, seconds, RetryOptions};
+use super::{
+    client, floats, post_json, seconds, AnswerProblem, EmbedError, Embedding, RetryOptions,
+};
 use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::Document;
-use crate::http::{snippet, Auth, HttpClient, HttpError};
-use crate::stage::field_util::check_writable;
-use crate::stage::{Stage, StageDescriptor, StageFailure, StageResult};
+use crate::http::{Auth, HttpClient};
+use crate::stage::{Stage, StageDescriptor, StageResult};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "OpenAIEmbed",
@@ -79,31 +80,26 @@ struct OpenAIEmbedOptions {
 }
 
 struct OpenAIEmbed {
-    source: String,
-    dest: String,
-    embed_document: bool,
-    embed_children: bool,
+    embedding: Embedding,
     model: String,
     dimensions: Option<u64>,
     endpoint: String,
-    batch_size: usize,
     client: HttpClient,
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let o = OpenAIEmbedOptions::from_config(config)?;
     let mut errors = Vec::new();
-    if !o.embed_document && !o.embed_children {
-        errors.push(config.error(
-            "embedDocument",
-            "embedDocument and embedChildren are both false: nothing would be embedded",
-        ));
-    }
+    let embedding = Embedding {
+        source: o.source,
+        dest: o.dest,
+        embed_document: o.embed_document,
+        embed_children: o.embed_children,
+        batch_size: o.batch_size,
+    };
+    embedding.check(config, &mut errors);
     if o.api_key.trim().is_empty() {
         errors.push(config.error("apiKey", "is empty"));
-    }
-    if let Err(e) = check_writable(config, "dest", &o.dest) {
-        errors.push(e);
     }
     if let Err(e) = crate::http::parse_url(&o.url) {
         errors.push(config.error("url", e.to_string()));
@@ -119,117 +115,37 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     .ok();
     match client {
         Some(client) if errors.is_empty() => Ok(Box::new(OpenAIEmbed {
-            source: o.source,
-            dest: o.dest,
-            embed_document: o.embed_document,
-            embed_children: o.embed_children,
+            embedding,
             model: o.model_name,
             // Positive: checked by its `min`.
             dimensions: o.dimensions.map(i64::unsigned_abs),
             endpoint: format!("{}/embeddings", o.url.trim_end_matches('/')),
-            batch_size: o.batch_size,
             client,
         })),
         _ => Err(ConfigErrors(errors)),
     }
 }
 
-/// Why a request gave no vectors: every document of the request fails with it.
-#[derive(Debug, thiserror::Error)]
-enum EmbedError {
-    /// Refused, timed out, or a retried status once the retries ran out.
-    #[error(transparent)]
-    Http(#[from] HttpError),
-    /// An error status: the server's message (its `error.message`, else the body's start).
-    #[error("{endpoint} answered HTTP {status}: {message}")]
-    Status {
-        endpoint: String,
-        status: u16,
-        message: String,
-    },
-    /// A success status whose body is not the embeddings of the inputs.
-    #[error(transparent)]
-    Answer(#[from] AnswerError),
-}
-
-/// What is wrong with an embeddings answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-enum AnswerProblem {
-    #[error("not JSON")]
-    NotJson,
-    #[error("no data list")]
-    NoData,
-    /// `found` embeddings for `expected` inputs.
-    #[error("{found} embeddings for {expected} inputs")]
-    Count { found: usize, expected: usize },
-    #[error("index out of range")]
-    IndexOutOfRange,
-    #[error("an embedding is not a list of numbers")]
-    NotNumbers,
-    /// An input that no item of the answer is for.
-    #[error("an input has no embedding")]
-    Missing,
-}
-
-/// An embeddings answer that cannot be read ([`parse_embeddings`]), with the start of the body.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unexpected embeddings answer ({problem}): {body}")]
-struct AnswerError {
-    problem: AnswerProblem,
-    /// The body's start ([`snippet`]).
-    body: String,
-}
-
 impl OpenAIEmbed {
-    fn text(&self, doc: &Document) -> Option<String> {
-        doc.get_string(&self.source)
-            .ok()
-            .flatten()
-            .filter(|t| !t.trim().is_empty())
-    }
-
     /// One request for `texts`: their vectors, in order.
     fn request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut body = json!({"model": self.model, "input": texts, "encoding_format": "float"});
         if let Some(d) = self.dimensions {
             body["dimensions"] = json!(d);
         }
-        let reply = self.client.send(
-            "POST",
-            &self.endpoint,
-            "application/json",
-            Some(&body.to_string()),
-        )?;
-        if !reply.ok() {
-            let message = serde_json::from_str::<Value>(&reply.body)
-                .ok()
-                .and_then(|v| {
-                    v.pointer("/error/message")
-                        .and_then(|m| m.as_str())
-                        .map(String::from)
-                })
-                .unwrap_or_else(|| snippet(&reply.body));
-            return Err(EmbedError::Status {
-                endpoint: self.endpoint.clone(),
-                status: reply.status,
-                message,
-            });
-        }
-        Ok(parse_embeddings(&reply.body, texts.len())?)
+        let answer = post_json(&self.client, &self.endpoint, &body, "/error/message")?;
+        parse_embeddings(&answer, texts.len())
     }
 }
 
 /// The vectors of an embeddings answer, ordered by their `index`.
-fn parse_embeddings(body: &str, expected: usize) -> Result<Vec<Vec<f32>>, AnswerError> {
-    let bad = |problem: AnswerProblem| AnswerError {
-        problem,
-        body: snippet(body),
-    };
+fn parse_embeddings(body: &str, expected: usize) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let bad = |problem: AnswerProblem| EmbedError::answer(problem, body);
     let json: Value = serde_json::from_str(body).map_err(|_| bad(AnswerProblem::NotJson))?;
     let data = json
         .get("data")
         .and_then(Value::as_array)
-        .ok_or_else(|| bad(AnswerProblem::NoData))?;
+        .ok_or_else(|| bad(AnswerProblem::NoList("data")))?;
     if data.len() != expected {
         return Err(bad(AnswerProblem::Count {
             found: data.len(),
@@ -241,11 +157,8 @@ fn parse_embeddings(body: &str, expected: usize) -> Result<Vec<Vec<f32>>, Answer
         let index = item
             .get("index")
             .and_then(Value::as_u64)
-            .map_or(position, |i| i as usize);
-        let vector: Option<Vec<f32>> = item
-            .get("embedding")
-            .and_then(Value::as_array)
-            .and_then(|v| v.iter().map(|x| x.as_f64().map(|f| f as f32)).collect());
+            .map_or(position, |i| usize::try_from(i).unwrap_or(usize::MAX));
+        let vector = item.get("embedding").and_then(floats);
         let slot = out
             .get_mut(index)
             .ok_or_else(|| bad(AnswerProblem::IndexOutOfRange))?;
@@ -256,13 +169,6 @@ fn parse_embeddings(body: &str, expected: usize) -> Result<Vec<Vec<f32>>, Answer
         .collect()
 }
 
-/// Where a text to embed lives: a document of the batch, or a child attached to one.
-#[derive(Clone, Copy)]
-enum Target {
-    Doc(usize),
-    Child(usize, usize),
-}
-
 impl Stage for OpenAIEmbed {
     fn process_document(&mut self, doc: &mut Document) -> StageResult {
         self.process_batch(std::slice::from_mut(doc))
@@ -271,58 +177,13 @@ impl Stage for OpenAIEmbed {
     }
 
     fn batch_size(&self) -> usize {
-        self.batch_size
+        self.embedding.batch_size
     }
 
     fn process_batch(&mut self, docs: &mut [Document]) -> Vec<StageResult> {
-        let mut results: Vec<StageResult> = (0..docs.len()).map(|_| Ok(None)).collect();
-        let mut children: Vec<Vec<Document>> = vec![Vec::new(); docs.len()];
-        let mut targets: Vec<(Target, String)> = Vec::new();
-        for (i, doc) in docs.iter_mut().enumerate() {
-            if self.embed_document {
-                if let Some(t) = self.text(doc) {
-                    targets.push((Target::Doc(i), t));
-                }
-            }
-            if self.embed_children && doc.has_children() {
-                children[i] = doc.take_children();
-                for (j, child) in children[i].iter().enumerate() {
-                    if let Some(t) = self.text(child) {
-                        targets.push((Target::Child(i, j), t));
-                    }
-                }
-            }
-        }
-        for group in targets.chunks(self.batch_size) {
-            let texts: Vec<String> = group.iter().map(|(_, t)| t.clone()).collect();
-            match self.request(&texts) {
-                Ok(vectors) => {
-                    for ((target, _), vector) in group.iter().zip(vectors) {
-                        let (owner, written) = match *target {
-                            Target::Doc(i) => (i, docs[i].set_vector(&self.dest, &vector)),
-                            Target::Child(i, j) => {
-                                (i, children[i][j].set_vector(&self.dest, &vector))
-                            }
-                        };
-                        if let Err(e) = written {
-                            results[owner] = Err(e.into());
-                        }
-                    }
-                }
-                Err(e) => {
-                    for (target, _) in group {
-                        let (Target::Doc(i) | Target::Child(i, _)) = *target;
-                        results[i] = Err(StageFailure::msg(format!("embedding failed: {e}")));
-                    }
-                }
-            }
-        }
-        for (doc, kids) in docs.iter_mut().zip(children) {
-            for child in kids {
-                doc.add_child(child);
-            }
-        }
-        results
+        let this = &*self;
+        this.embedding
+            .process_batch(docs, |texts| this.request(texts))
     }
 }
 
@@ -341,6 +202,7 @@ mod tests {
             err(r#"{"data": []}"#, 2),
             r#"unexpected embeddings answer (0 embeddings for 2 inputs): {"data": []}"#
         );
+        assert!(err("{}", 1).contains("(no data list)"));
         assert!(err(r#"{"data": [{"index": 5, "embedding": [1]}]}"#, 1)
             .contains("(index out of range)"));
         assert!(err(r#"{"data": [{"embedding": ["a"]}]}"#, 1)
@@ -354,8 +216,9 @@ mod tests {
             parse_embeddings(
                 r#"{"data": [{"index": 1, "embedding": [2]}, {"index": 0, "embedding": [1]}]}"#,
                 2
-            ),
-            Ok(vec![vec![1.0], vec![2.0]])
+            )
+            .unwrap(),
+            vec![vec![1.0], vec![2.0]]
         );
     }
 }

@@ -14,7 +14,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{client, seconds, RetryOptions};
+use super::{client, seconds, server_message, RetryOptions};
 use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
 use crate::document::{Document, UpdateMode};
 use crate::http::{snippet, Auth, HttpClient};
@@ -133,13 +133,10 @@ impl Stage for PromptOllama {
             )
             .map_err(|e| StageFailure::msg(format!("error communicating with Ollama: {e}")))?;
         if !reply.ok() {
-            let message = serde_json::from_str::<Value>(&reply.body)
-                .ok()
-                .and_then(|v| v.get("error").and_then(Value::as_str).map(String::from))
-                .unwrap_or_else(|| snippet(&reply.body));
             return Err(StageFailure::msg(format!(
-                "Ollama answered HTTP {}: {message}",
-                reply.status
+                "Ollama answered HTTP {}: {}",
+                reply.status,
+                server_message(&reply.body, "/error")
             )));
         }
         let content = serde_json::from_str::<Value>(&reply.body)

@@ -259,3 +259,219 @@ fn prompt_ollama_text_answers_errors_and_429s() {
     )
     .contains("timeout"));
 }
+
+/// Ollama's /api/embed answer for the request: each input's vector is [length, 0.5, index].
+fn ollama_embed_answer(seen: &Seen) -> (u16, String) {
+    let req: Value = serde_json::from_str(&seen.body).unwrap();
+    let embeddings: Vec<Value> = req["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!([t.as_str().unwrap().len() as f64, 0.5, i as f64]))
+        .collect();
+    let answer = json!({"model": req["model"], "embeddings": embeddings,
+        "total_duration": 14143917u64, "load_duration": 1019500u64, "prompt_eval_count": 8});
+    (200, answer.to_string())
+}
+
+fn ollama_config(url: &str) -> Value {
+    json!({"class": "OllamaEmbed", "hostURL": format!("{url}/"), "modelName": "nomic-embed-text",
+           "source": "text", "dest": "v", "batchSize": 2, "retryWaitDurationMs": 1,
+           "maxRetries": 2})
+}
+
+#[test]
+fn ollama_embed_sends_batches_to_api_embed_and_stores_each_vector() {
+    let mock = Mock::start(Box::new(ollama_embed_answer));
+    let mut c = ollama_config(&mock.url);
+    c["keepAlive"] = json!("10m");
+    c["options"] = json!({"num_ctx": 512});
+    let mut stage = build_stage(c);
+    assert_eq!(stage.batch_size(), 2);
+    let mut docs = vec![
+        doc("a", json!({"text": "hello"})),
+        doc("b", json!({"other": "x"})),
+        doc("c", json!({"text": ["abc", "second value"]})),
+        doc("d", json!({"text": "four"})),
+    ];
+    let results = stage.process_batch(&mut docs);
+    assert!(results.iter().all(|r| matches!(r, Ok(None))));
+    assert_eq!(floats(&docs[0], "v"), [5.0, 0.5, 0.0]);
+    assert!(!docs[1].has("v"), "a missing source is not sent");
+    assert_eq!(floats(&docs[2], "v"), [3.0, 0.5, 1.0], "the first value");
+    assert_eq!(floats(&docs[3], "v"), [4.0, 0.5, 0.0], "second request");
+    let seen = mock.requests();
+    assert_eq!(seen.len(), 2, "3 texts in batches of 2");
+    assert_eq!(seen[0].method, "POST");
+    assert_eq!(seen[0].path(), "/api/embed");
+    assert_eq!(seen[0].header("authorization"), None);
+    let body: Value = serde_json::from_str(&seen[0].body).unwrap();
+    assert_eq!(
+        body,
+        json!({"model": "nomic-embed-text", "input": ["hello", "abc"], "truncate": true,
+               "keep_alive": "10m", "options": {"num_ctx": 512}})
+    );
+    let body: Value = serde_json::from_str(&seen[1].body).unwrap();
+    assert_eq!(body["input"], json!(["four"]));
+    // The stored vector is float32, as Document.set_vector writes it.
+    let mock = Mock::start(Box::new(|_: &Seen| {
+        (
+            200,
+            json!({"embeddings": [[0.123456789012, 1e-3]]}).to_string(),
+        )
+    }));
+    let mut c = ollama_config(&mock.url);
+    c["truncate"] = json!(false);
+    let mut stage = build_stage(c);
+    let d = process(&mut stage, json!({"id": "1", "text": "x"}));
+    assert_eq!(floats(&d, "v"), [0.12345679, 0.001], "float32 precision");
+    let body: Value = serde_json::from_str(&mock.requests()[0].body).unwrap();
+    assert_eq!(
+        body,
+        json!({"model": "nomic-embed-text", "input": ["x"], "truncate": false})
+    );
+}
+
+#[test]
+fn ollama_embed_embeds_attached_children() {
+    let mock = Mock::start(Box::new(ollama_embed_answer));
+    let mut c = ollama_config(&mock.url);
+    c["embedDocument"] = json!(false);
+    c["embedChildren"] = json!(true);
+    c["batchSize"] = json!(8);
+    let mut stage = build_stage(c);
+    let mut parent = doc("p", json!({"text": "parent"}));
+    parent.add_child(doc("p-1", json!({"text": "one"})));
+    parent.add_child(doc("p-2", json!({"text": " "})));
+    parent.add_child(doc("p-3", json!({"text": "three"})));
+    let r = stage.process_batch(std::slice::from_mut(&mut parent));
+    assert!(matches!(r[0], Ok(None)));
+    assert!(!parent.has("v"));
+    let kids = parent.children();
+    assert_eq!(kids.len(), 3);
+    assert_eq!(floats(&kids[0], "v"), [3.0, 0.5, 0.0]);
+    assert!(!kids[1].has("v"));
+    assert_eq!(floats(&kids[2], "v"), [5.0, 0.5, 1.0]);
+}
+
+#[test]
+fn ollama_embed_retries_429_and_fails_the_request_s_documents_with_the_server_s_message() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let mock = Mock::start(Box::new(move |seen: &Seen| {
+        match c.fetch_add(1, Ordering::SeqCst) {
+            0 => (429, json!({"error": "server busy"}).to_string()),
+            1 => ollama_embed_answer(seen),
+            2 => (
+                404,
+                json!({"error": "model \"nope\" not found, try pulling it first"}).to_string(),
+            ),
+            3 => (
+                400,
+                json!({"error": "the input length exceeds the context length"}).to_string(),
+            ),
+            4 => (
+                200,
+                json!({"model": "m", "embeddings": [[1.0]]}).to_string(),
+            ),
+            5 => (200, "<html>busy</html>".to_string()),
+            _ => (500, "plain failure".to_string()),
+        }
+    }));
+    let mut stage = build_stage(ollama_config(&mock.url));
+    let d = process(&mut stage, json!({"id": "1", "text": "hi"}));
+    assert_eq!(floats(&d, "v"), [2.0, 0.5, 0.0]);
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "the 429 was retried");
+    let err = process_err(&mut stage, json!({"id": "2", "text": "hi"}));
+    assert!(
+        err.contains("/api/embed answered HTTP 404")
+            && err.contains("model \"nope\" not found, try pulling it first"),
+        "{err}"
+    );
+    // Both documents of the request fail; the one without text is not in it and succeeds.
+    let mut docs = vec![
+        doc("3", json!({"text": "a"})),
+        doc("4", json!({})),
+        doc("5", json!({"text": "b"})),
+    ];
+    let results = stage.process_batch(&mut docs);
+    for i in [0, 2] {
+        let e = results[i].as_ref().err().unwrap().to_string();
+        assert!(
+            e.contains("HTTP 400") && e.contains("exceeds the context length"),
+            "{e}"
+        );
+    }
+    assert!(matches!(results[1], Ok(None)));
+    // One embedding for two inputs.
+    let results = stage.process_batch(&mut docs);
+    let e = results[0].as_ref().err().unwrap().to_string();
+    assert!(e.contains("1 embeddings for 2 inputs"), "{e}");
+    assert!(results[2].is_err() && !docs[0].has("v") && !docs[2].has("v"));
+    let err = process_err(&mut stage, json!({"id": "6", "text": "hi"}));
+    assert!(err.contains("(not JSON): <html>busy</html>"), "{err}");
+    let err = process_err(&mut stage, json!({"id": "7", "text": "hi"}));
+    assert!(
+        err.contains("HTTP 500") && err.contains("plain failure"),
+        "{err}"
+    );
+    // No server: refused, retried, then the document fails.
+    let port = crate::http::mock::free_port();
+    let mut stage = build_stage(ollama_config(&format!("http://127.0.0.1:{port}")));
+    let err = process_err(&mut stage, json!({"id": "8", "text": "hi"}));
+    assert!(
+        err.starts_with("embedding failed") && err.contains("after 3 attempts"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ollama_embed_config_errors() {
+    let base = || ollama_config("http://127.0.0.1:1");
+    let err = build_err(json!({"class": "OllamaEmbed", "source": "text"}));
+    assert!(
+        err.contains("stage.hostURL") && err.contains("stage.modelName"),
+        "{err}"
+    );
+    let mut c = base();
+    c["embedDocument"] = json!(false);
+    let err = build_err(c);
+    assert!(
+        err.contains("stage.embedDocument") && err.contains("both false"),
+        "{err}"
+    );
+    let mut c = base();
+    c["hostURL"] = json!("localhost 11434");
+    assert!(build_err(c).contains("stage.hostURL"));
+    let mut c = base();
+    c["keepAlive"] = json!("5 minutes");
+    let err = build_err(c);
+    assert!(
+        err.contains("stage.keepAlive") && err.contains("not a duration"),
+        "{err}"
+    );
+    let mut c = base();
+    c["timeout"] = json!(0);
+    assert!(build_err(c).contains("stage.timeout"));
+    let mut c = base();
+    c["options"] = json!("num_ctx=2");
+    assert!(build_err(c).contains("stage.options"));
+    let mut c = base();
+    c.as_object_mut().unwrap().remove("maxRetries");
+    assert!(build_err(c).contains("needs maxRetries"));
+    let mut c = base();
+    c["dest"] = json!("");
+    assert!(build_err(c).contains("stage.dest"));
+    let mut c = base();
+    c["modelName"] = json!(" ");
+    assert!(build_err(c).contains("stage.modelName"));
+    let mut c = base();
+    c["embed_children"] = json!(true);
+    assert!(build_err(c).contains("embed_children"), "unknown key");
+    // Lucille's pull request's config: defaults for the rest.
+    let stage = build_stage(json!({"class": "com.kmwllc.lucille.stage.OllamaEmbed",
+        "hostURL": "http://localhost:11434", "modelName": "mxbai-embed-large",
+        "source": "text", "timeout": 30}));
+    assert_eq!(stage.batch_size(), 32);
+}

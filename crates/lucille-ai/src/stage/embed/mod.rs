@@ -23,7 +23,13 @@
 //! hands the stage up to `batchSize` documents at once (the batch hook), whose token sequences
 //! are packed one after another (no padding) into forward passes, spread over rayon's threads
 //! (the `lucille-embed` crate); no Python lock is held.
+//!
+//! `JlamaEmbed` (Lucille's lucille-jlama plugin stage, `jlama_embed`) is this stage under
+//! Lucille's keys.
 
+pub mod jlama_embed;
+
+use std::path::Path;
 use std::sync::Arc;
 
 use lucille_embed::{shared_embedder, Embedder, Sequence};
@@ -67,7 +73,37 @@ struct Embed {
     dest: String,
     batch_size: usize,
     normalize: bool,
+    text_of: TextOf,
     embedder: Arc<Embedder>,
+}
+
+/// Which text of `source` is embedded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TextOf {
+    /// Every value, joined with a line break (Embed).
+    AllValues,
+    /// The first value, as Lucille's `getString` reads it; a blank one is not embedded
+    /// (JlamaEmbed, as Lucille's).
+    FirstValue,
+}
+
+/// The shared model of `folder` (resolved already), or the config error at `key` (`shown` is
+/// the folder as the config wrote it).
+fn load_model(
+    config: &ComponentConfig,
+    key: &str,
+    shown: &str,
+    folder: &Path,
+) -> Result<Arc<Embedder>, crate::config::ConfigError> {
+    shared_embedder(folder).map_err(|e| {
+        config.error(
+            key,
+            format!(
+                "cannot load the model folder {shown:?}: {e} (it needs model.safetensors and \
+                 tokenizer.json, and config.json for the sizes)"
+            ),
+        )
+    })
 }
 
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
@@ -77,17 +113,8 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
         errors.push(e);
     }
     let resolved = config.resolve_path(&o.model);
-    let embedder = shared_embedder(&resolved)
-        .map_err(|e| {
-            errors.push(config.error(
-                "model",
-                format!(
-                    "cannot load the model folder {:?}: {e} (it needs model.safetensors and \
-                     tokenizer.json, and config.json for the sizes)",
-                    o.model
-                ),
-            ))
-        })
+    let embedder = load_model(config, "model", &o.model, &resolved)
+        .map_err(|e| errors.push(e))
         .ok();
     match embedder {
         Some(embedder) if errors.is_empty() => Ok(Box::new(Embed {
@@ -95,6 +122,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
             dest: o.dest,
             batch_size: o.batch_size,
             normalize: o.normalize,
+            text_of: TextOf::AllValues,
             embedder,
         })),
         _ => Err(ConfigErrors(errors)),
@@ -104,6 +132,14 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
 impl Embed {
     /// The text to embed, or None when the document has none.
     fn text(&self, doc: &Document) -> Result<Option<String>, StageFailure> {
+        if self.text_of == TextOf::FirstValue {
+            // As Lucille's getString: a value that is no text (an object) reads as blank.
+            return Ok(doc
+                .get_string(&self.source)
+                .ok()
+                .flatten()
+                .filter(|t| !t.trim().is_empty()));
+        }
         let values = doc.get_string_list(&self.source)?;
         Ok(if values.is_empty() {
             None

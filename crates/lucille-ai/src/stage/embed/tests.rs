@@ -265,3 +265,109 @@ fn the_kept_model_stays_loaded_between_calls_until_another_is_asked_for() {
     let _other = kept_embedder(&b).unwrap();
     assert!(first.upgrade().is_none());
 }
+
+fn jlama(model: &str) -> serde_json::Value {
+    json!({"class": "JlamaEmbed", "source": "text", "dest": "v", "model": model,
+           "pathToStoreModel": std::env::temp_dir().join("no-jlama-store").to_str().unwrap()})
+}
+
+#[test]
+fn jlama_embed_gives_the_embed_stage_s_vectors_with_lucille_s_text_rules() {
+    let dir = tiny_model(true);
+    let mut embed = build_stage(config(&dir));
+    let mut c = jlama(dir.to_str().unwrap());
+    c["workingMemoryType"] = json!(" f32 ");
+    c["workingQuantizationType"] = json!("F32");
+    c["deleteModelAfter"] = json!(false);
+    c["batchSize"] = json!(2);
+    let mut stage = build_stage(c);
+    assert_eq!(stage.batch_size(), 2);
+    for text in ["the cat sat on the mat", "a dog ran"] {
+        let a = process(&mut stage, json!({"id": "1", "text": text}));
+        let b = process(&mut embed, json!({"id": "1", "text": text}));
+        assert_eq!(vector(&a, "v"), vector(&b, "v"), "{text}");
+    }
+    // Lucille's rules: the first value only; a blank or missing text passes unchanged.
+    let first = process(
+        &mut stage,
+        json!({"id": "2", "text": ["the cat", "the dog"]}),
+    );
+    let alone = process(&mut embed, json!({"id": "2", "text": "the cat"}));
+    assert_eq!(vector(&first, "v"), vector(&alone, "v"));
+    assert!(!process(&mut stage, json!({"id": "3", "text": "  "})).has("v"));
+    assert!(!process(&mut stage, json!({"id": "4"})).has("v"));
+    // Lucille's default dest.
+    let mut c = jlama(dir.to_str().unwrap());
+    c.as_object_mut().unwrap().remove("dest");
+    let mut stage = build_stage(c);
+    assert_eq!(
+        vector(
+            &process(&mut stage, json!({"id": "5", "text": "a cat"})),
+            "embeddings"
+        )
+        .len(),
+        64
+    );
+}
+
+#[test]
+fn jlama_embed_finds_a_hugging_face_name_where_jlama_keeps_it() {
+    let store = temp_dir("jlama-store");
+    let model = tiny_model(true);
+    std::fs::rename(&model, store.join("acme_tiny-bert")).unwrap();
+    let mut c = jlama("acme/tiny-bert");
+    c["pathToStoreModel"] = json!(store.to_str().unwrap());
+    let mut stage = build_stage(c);
+    let d = process(&mut stage, json!({"id": "1", "text": "the cat"}));
+    assert_eq!(vector(&d, "v").len(), 64);
+    // Without an owner: na_name.
+    std::fs::rename(store.join("acme_tiny-bert"), store.join("na_tiny-bert")).unwrap();
+    let mut c = jlama("tiny-bert");
+    c["pathToStoreModel"] = json!(store.to_str().unwrap());
+    build_stage(c);
+}
+
+#[test]
+fn jlama_embed_rejects_what_it_cannot_honour() {
+    // A Hugging Face name that is not here: how to download it, at validation.
+    let err = build_err(jlama("intfloat/e5-small-v2"));
+    assert!(
+        err.contains("stage.model")
+            && err.contains("huggingface-cli download intfloat/e5-small-v2 --local-dir ")
+            && err.contains("intfloat_e5-small-v2"),
+        "{err}"
+    );
+    let mut c = jlama("intfloat/e5-small-v2");
+    c.as_object_mut().unwrap().remove("pathToStoreModel");
+    let err = build_err(c);
+    assert!(
+        err.contains("--local-dir models/intfloat_e5-small-v2")
+            && err.contains("set model to that folder"),
+        "{err}"
+    );
+    // A path that is no folder: the loader's message.
+    let err = build_err(jlama("/no/such/folder"));
+    assert!(
+        err.contains("stage.model") && err.contains("not a folder"),
+        "{err}"
+    );
+    let dir = tiny_model(true);
+    let path = dir.to_str().unwrap();
+    for (key, value) in [
+        ("workingMemoryType", json!("BF16")),
+        ("workingQuantizationType", json!("I8")),
+        ("deleteModelAfter", json!(true)),
+    ] {
+        let mut c = jlama(path);
+        c[key] = value;
+        let err = build_err(c);
+        assert!(
+            err.contains(&format!("stage.{key}")) && err.contains("cannot be honoured"),
+            "{err}"
+        );
+    }
+    let mut c = jlama(path);
+    c["normalize"] = json!(false);
+    assert!(build_err(c).contains("normalize"), "not a JlamaEmbed key");
+    assert!(build_err(json!({"class": "JlamaEmbed", "model": path})).contains("source"));
+}
