@@ -89,6 +89,9 @@ pub enum Error {
     /// Lucille patch: an expression nested deeper than the parser allows
     /// (`parser::MAX_NESTING`).
     U1003ExpressionTooDeep(usize),
+    /// Lucille patch: a function signature with more parameters than
+    /// `signature::MAX_PARAMS` (matching recurses once per parameter).
+    U1004SignatureTooLong(usize),
 }
 
 impl error::Error for Error {}
@@ -193,6 +196,7 @@ impl Error {
             Error::U1001Timeout => "U1001",
             Error::U1002StringTooLong(..) => "U1002",
             Error::U1003ExpressionTooDeep(..) => "U1003",
+            Error::U1004SignatureTooLong(..) => "U1004",
         }
     }
 }
@@ -349,6 +353,8 @@ impl fmt::Display for Error {
                 write!(f, "Stack overflow error: Check for non-terminating recursive function.  Consider rewriting as tail-recursive."),
             U1001Timeout =>
                 write!(f, "Expression evaluation timeout: Check for infinite loop"),
+            U1004SignatureTooLong(ref p) =>
+                write!(f, "{}: A function signature may have at most {} parameters", p, crate::signature::MAX_PARAMS),
             U1003ExpressionTooDeep(ref p) =>
                 write!(f, "{}: The expression is nested more than {} levels deep", p, crate::parser::MAX_NESTING),
             U1002StringTooLong(ref p) =>

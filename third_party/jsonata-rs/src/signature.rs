@@ -38,6 +38,10 @@ struct Param {
     repeat: Repeat,
 }
 
+/// The most parameters a signature may have (matching recurses once per parameter, and
+/// costs up to parameters x arguments^2 steps).
+pub const MAX_PARAMS: usize = 100;
+
 /// A parsed function signature.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Signature {
@@ -130,6 +134,9 @@ impl Signature {
                 _ => {}
             }
             position += 1;
+        }
+        if params.len() > MAX_PARAMS {
+            return Err(Error::U1004SignatureTooLong(char_index));
         }
         Ok(Signature { params })
     }
@@ -330,5 +337,10 @@ mod tests {
         assert_eq!(sig.match_counts(&['n', 'n', 's']), Some(vec![2, 1]));
         let many = Signature::parse(&format!("<{}s>", "n+".repeat(30)), 0).unwrap();
         assert_eq!(many.match_counts(&['n'; 60]), None);
+        assert_eq!(
+            Signature::parse(&format!("<{}>", "n".repeat(100_000)), 0)
+                .map_err(|e| e.code().to_string()),
+            Err("U1004".to_string())
+        );
     }
 }
