@@ -732,6 +732,12 @@ fn partial_application_gives_a_function() {
     );
     assert!(eval_err("substring(?, 0)", &d).starts_with("T1007"));
     assert!(eval_err("3(?)", &d).starts_with("T1008"));
+    // Partial applications nested at run time count against the depth limit.
+    let msg = eval_err(
+        "($wrap := function($f, $n){ $n = 0 ? $f : $wrap($f(?), $n - 1) }; $wrap($uppercase, 100000)('a'))",
+        &d,
+    );
+    assert!(msg.starts_with("U1001"), "{msg}");
 }
 
 #[test]

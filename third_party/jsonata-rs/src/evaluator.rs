@@ -1498,8 +1498,13 @@ impl<'a> Evaluator<'a> {
                                 .unwrap_or_else(Value::undefined)
                         });
                     }
+                    // A partial application of a partial application ... recurses here, not
+                    // in `evaluate`: counted against the depth limit all the same.
+                    self.check_limits(true)?;
                     let result = self.apply_function(char_index, input, proc, &all_args, frame)?;
-                    self.trampoline_evaluate_value(result, input, frame)
+                    let result = self.trampoline_evaluate_value(result, input, frame)?;
+                    self.check_limits(false)?;
+                    Ok(result)
                 } else {
                     Err(Error::T1006InvokedNonFunction(char_index))
                 }
