@@ -169,19 +169,20 @@ fn locate(
             }
             let target = std::path::Path::new(store).join(&folder);
             format!(
-                "{model:?} is not a model folder, nor in pathToStoreModel as {:?} (where Jlama \
-                 keeps it), and models are not downloaded here: download it with \
-                 `huggingface-cli download {model} --local-dir {}` (then it is found there), or \
-                 set model to a model folder (model.safetensors, tokenizer.json, config.json)",
+                "{model:?} is not a model folder, nor a Hugging Face model in pathToStoreModel \
+                 as {:?} (where Jlama keeps it), and Hugging Face models are not downloaded \
+                 here: download it with `huggingface-cli download {model} --local-dir {}` \
+                 (then it is found there), or set model to a model folder (model.safetensors, \
+                 tokenizer.json, config.json)",
                 target.display().to_string(),
                 target.display()
             )
         }
         None => format!(
-            "{model:?} is not a model folder, and models are not downloaded here: download it \
-             with `huggingface-cli download {model} --local-dir models/{folder}` and set model \
-             to that folder (\"models/{folder}\"; it holds model.safetensors, tokenizer.json, \
-             config.json)"
+            "{model:?} is not a model folder, and Hugging Face models are not downloaded here: \
+             download it with `huggingface-cli download {model} --local-dir models/{folder}` \
+             and set model to that folder (\"models/{folder}\"; it holds model.safetensors, \
+             tokenizer.json, config.json)"
         ),
     };
     Err(config.error("model", message))
