@@ -171,7 +171,7 @@ enum EvalError {
 /// Why a jsonata-rs value cannot be converted to JSON.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub(crate) enum ToJsonError {
-    /// Arrays and objects nested more than 10 000 levels deep.
+    /// Arrays and objects nested more than [`MAX_RESULT_DEPTH`] levels deep.
     #[error("result is nested too deeply")]
     TooDeep,
     /// A function (lambda, native function, transformer).
@@ -209,6 +209,12 @@ pub const DEFAULT_MAX_DEPTH: usize = if cfg!(debug_assertions) { 150 } else { 10
 /// 18 KiB of stack per level in debug builds, 2.5 KiB in release builds); our fork converts the
 /// `serde_json` value directly, which takes less.
 pub const MAX_INPUT_DEPTH: usize = if cfg!(debug_assertions) { 64 } else { 300 };
+
+/// Results nested deeper than this are an error (only values built by the expression can be:
+/// inputs are limited to [`MAX_INPUT_DEPTH`]). Converting a result, and dropping the converted
+/// `serde_json::Value`, recurse on its depth: 10 000 levels (the limit before) overflowed a
+/// 2 MiB stack in a debug build, which aborts the process.
+pub const MAX_RESULT_DEPTH: usize = if cfg!(debug_assertions) { 500 } else { 2000 };
 
 /// Evaluation levels the wrapper (the hook call and the two blocks around the expression) adds:
 /// added to a depth limit so that the limit means what it means to jsonata-rs.
@@ -609,7 +615,7 @@ pub(crate) fn to_json<'a>(
     depth: usize,
 ) -> Result<Option<serde_json::Value>, ToJsonError> {
     use serde_json::Value as J;
-    if depth > 10_000 {
+    if depth > MAX_RESULT_DEPTH {
         return Err(ToJsonError::TooDeep);
     }
     Ok(Some(match value {
