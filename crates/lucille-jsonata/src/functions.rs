@@ -986,6 +986,14 @@ fn fn_string<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a
         Value::String(_) => Ok(value),
         v if is_function(v) || matches!(v, Value::Regex(_)) => Ok(Value::string(ctx.arena, "")),
         Value::Number(n) if !n.is_finite() => Err(Error::D3001StringNotFinite(ctx.char_index)),
+        // Writing a value recurses on its depth (a stack overflow aborts the process); only a
+        // value built by the expression can be this deep (JavaScript's own recursion limit
+        // makes jsonata-js fail too).
+        v if deeper_than(v, super::MAX_RESULT_DEPTH) => Err(custom_error(
+            &ctx,
+            "U1001",
+            "the value is nested too deeply to be written as a string",
+        )),
         v if has_non_finite(v) => Err(custom_error(&ctx, "D1001", "Number out of range")),
         _ => {
             let mut out = String::new();
@@ -993,6 +1001,16 @@ fn fn_string<'a>(ctx: FunctionContext<'a, '_>, args: &[&'a Value<'a>]) -> Res<'a
                 .unwrap_or_else(|| stringify(value, pretty, None, 0, &mut out));
             Ok(Value::string(ctx.arena, &out))
         }
+    }
+}
+
+/// True when `value` has more than `limit` levels of arrays/objects (recursing at most
+/// `limit` levels).
+fn deeper_than<'a>(value: &'a Value<'a>, limit: usize) -> bool {
+    match value {
+        Value::Array(..) => limit == 0 || value.members().any(|v| deeper_than(v, limit - 1)),
+        Value::Object(map) => limit == 0 || map.values().any(|v| deeper_than(v, limit - 1)),
+        _ => false,
     }
 }
 

@@ -632,6 +632,18 @@ fn odd_inputs_are_errors_not_panics() {
         &d,
     );
     assert!(msg.contains("nested too deeply"), "{msg}");
+    // Operations that recursed on such a value (and overflowed the stack) work on it.
+    let built =
+        "$v := ($f := function($x, $n){$n = 0 ? $x : $f({'a': $x}, $n - 1)}; $f(1, 100000))";
+    for (expr, want) in [
+        (format!("({built}; $count($v.**))"), json!(100001)),
+        (format!("({built}; $v = $v)"), json!(true)),
+        (format!("({built}; $v in [$v])"), json!(true)),
+        (format!("({built}; $count($distinct([$v, $v])))"), json!(1)),
+    ] {
+        assert_eq!(eval(&expr, &d), Some(want), "{expr}");
+    }
+    assert!(eval_err(&format!("({built}; $string($v))"), &d).starts_with("U1001"));
     // Nesting that overflowed the stack (aborting the process) while parsing.
     for deep in [
         format!("{}1{}", "(".repeat(5000), ")".repeat(5000)),

@@ -1258,28 +1258,27 @@ impl<'a> Evaluator<'a> {
         })
     }
 
-    #[allow(clippy::only_used_in_recursion)]
+    /// Lucille patch: a walk with a stack of its own instead of recursion (a value built by
+    /// an expression can be nested deeply enough to overflow the thread's stack); the same
+    /// order: each value before its members, arrays themselves left out.
     fn recurse_descendants(
         &self,
         input: &'a Value<'a>,
         result_sequence: &'a mut Value<'a>,
     ) -> &'a mut Value<'a> {
-        if !input.is_array() {
-            result_sequence.push(input);
-        }
-
-        let mut result_sequence = result_sequence;
-
-        if input.is_array() {
-            for member in input.members() {
-                result_sequence = self.recurse_descendants(member, result_sequence);
-            }
-        } else if input.is_object() {
-            for (_key, value) in input.entries() {
-                result_sequence = self.recurse_descendants(value, result_sequence);
+        let mut pending: Vec<&'a Value<'a>> = vec![input];
+        while let Some(value) = pending.pop() {
+            if value.is_array() {
+                let members: Vec<&'a Value<'a>> = value.members().collect();
+                pending.extend(members.into_iter().rev());
+            } else {
+                result_sequence.push(value);
+                if let Value::Object(map) = value {
+                    let members: Vec<&'a Value<'a>> = map.values().copied().collect();
+                    pending.extend(members.into_iter().rev());
+                }
             }
         }
-
         result_sequence
     }
 

@@ -466,17 +466,18 @@ impl<'a> Value<'a> {
         self._flatten(flattened)
     }
 
+    /// Lucille patch: a walk with a stack of its own instead of recursion (deeply nested
+    /// arrays built by an expression overflowed the thread's stack); the same order.
     fn _flatten(&'a self, flattened: &'a mut Value<'a>) -> &'a mut Value<'a> {
-        let mut flattened = flattened;
-
-        if self.is_array() {
-            for member in self.members() {
-                flattened = member._flatten(flattened);
+        let mut pending: Vec<&'a Value<'a>> = vec![self];
+        while let Some(value) = pending.pop() {
+            if value.is_array() {
+                let members: Vec<&'a Value<'a>> = value.members().collect();
+                pending.extend(members.into_iter().rev());
+            } else {
+                flattened.push(value);
             }
-        } else {
-            flattened.push(self)
         }
-
         flattened
     }
 

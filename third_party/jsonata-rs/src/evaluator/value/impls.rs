@@ -7,20 +7,42 @@ use rand::Rng;
 
 use super::Value;
 
+// Lucille patch: equality and hashing walk arrays and objects with a stack of their own
+// instead of recursing: a value built by an expression can be nested deeply enough to
+// overflow the thread's stack (which aborts the process).
 impl<'a> PartialEq<Value<'a>> for Value<'a> {
     fn eq(&self, other: &Value<'a>) -> bool {
-        match (self, other) {
-            (Value::Undefined, Value::Undefined) => true,
-            (Value::Null, Value::Null) => true,
-            (Value::Number(l), Value::Number(r)) => *l == *r,
-            (Value::Bool(l), Value::Bool(r)) => *l == *r,
-            (Value::String(l), Value::String(r)) => *l == *r,
-            (Value::Array(l, ..), Value::Array(r, ..)) => *l == *r,
-            (Value::Object(l), Value::Object(r)) => *l == *r,
-            (Value::Range(l), Value::Range(r)) => *l == *r,
-            (Value::Regex(l), Value::Regex(r)) => l == r,
-            _ => false,
+        let mut pending: Vec<(&Value<'a>, &Value<'a>)> = vec![(self, other)];
+        while let Some((left, right)) = pending.pop() {
+            let same = match (left, right) {
+                (Value::Undefined, Value::Undefined) => true,
+                (Value::Null, Value::Null) => true,
+                (Value::Number(l), Value::Number(r)) => *l == *r,
+                (Value::Bool(l), Value::Bool(r)) => *l == *r,
+                (Value::String(l), Value::String(r)) => *l == *r,
+                (Value::Array(l, ..), Value::Array(r, ..)) => {
+                    pending.extend(l.iter().zip(r.iter()).map(|(a, b)| (&**a, &**b)));
+                    l.len() == r.len()
+                }
+                (Value::Object(l), Value::Object(r)) => {
+                    l.len() == r.len()
+                        && l.iter().all(|(key, a)| match r.get(key) {
+                            Some(b) => {
+                                pending.push((a, b));
+                                true
+                            }
+                            None => false,
+                        })
+                }
+                (Value::Range(l), Value::Range(r)) => *l == *r,
+                (Value::Regex(l), Value::Regex(r)) => l == r,
+                _ => false,
+            };
+            if !same {
+                return false;
+            }
         }
+        true
     }
 }
 
@@ -112,27 +134,35 @@ impl std::fmt::Display for Value<'_> {
 
 impl Hash for Value<'_> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        match self {
-            Value::Undefined => 0.hash(state),
-            Value::Null => 1.hash(state),
-            Value::Number(n) => n.to_bits().hash(state),
-            Value::Bool(b) => b.hash(state),
-            Value::String(s) => s.hash(state),
-            Value::Array(a, _) => a.hash(state),
-            Value::Object(map) => {
-                let mut keys_sorted = map.keys().collect::<Vec<_>>();
-                keys_sorted.sort();
-
-                for key in keys_sorted {
-                    key.hash(state);
-                    map.get(key).hash(state);
+        let mut pending: Vec<&Value<'_>> = vec![self];
+        while let Some(value) = pending.pop() {
+            match value {
+                Value::Undefined => 0.hash(state),
+                Value::Null => 1.hash(state),
+                Value::Number(n) => n.to_bits().hash(state),
+                Value::Bool(b) => b.hash(state),
+                Value::String(s) => s.hash(state),
+                Value::Array(a, _) => {
+                    a.len().hash(state);
+                    pending.extend(a.iter().rev().map(|v| &**v));
                 }
+                Value::Object(map) => {
+                    let mut keys_sorted = map.keys().collect::<Vec<_>>();
+                    keys_sorted.sort();
+                    keys_sorted.len().hash(state);
+                    for key in keys_sorted.iter().rev() {
+                        key.hash(state);
+                        if let Some(v) = map.get(*key) {
+                            pending.push(v);
+                        }
+                    }
+                }
+                Value::Regex(r) => r.hash(state),
+                Value::Range(r) => r.hash(state),
+                Value::Lambda { .. } => generate_random_hash(state),
+                Value::NativeFn { name, .. } => name.hash(state),
+                Value::Transformer { .. } => generate_random_hash(state),
             }
-            Value::Regex(r) => r.hash(state),
-            Value::Range(r) => r.hash(state),
-            Value::Lambda { .. } => generate_random_hash(state),
-            Value::NativeFn { name, .. } => name.hash(state),
-            Value::Transformer { .. } => generate_random_hash(state),
         }
     }
 }
