@@ -626,6 +626,7 @@ fn odd_inputs_are_errors_not_panics() {
     assert_eq!(eval("[1,2,3]{'n': $}.{'m': $}", &d), None);
     assert_eq!(eval("x@$o{'p': 1}", &json!([1])), Some(json!({"p": 1})));
     assert_eq!(eval("$ ~> |$|{'c': 1}|", &json!([1])), Some(json!([1])));
+    assert_eq!(eval("a#$i.([1][$i][].text)", &d), None);
     // A result built 100 000 levels deep overflowed the stack while converted to JSON.
     let msg = eval_err(
         "($f := function($x, $n){$n = 0 ? $x : $f({'a': $x}, $n - 1)}; $f(1, 100000))",

@@ -794,7 +794,9 @@ impl<'a> Evaluator<'a> {
             }
         }
 
-        if node.keep_singleton_array {
+        // Lucille patch: only an array result is marked (an undefined one, where a step gave
+        // nothing, panicked in `get_flags`).
+        if node.keep_singleton_array && matches!(result, Value::Array(..)) {
             let flags = result.get_flags();
             if flags.contains(ArrayFlags::CONS) && !flags.contains(ArrayFlags::SEQUENCE) {
                 result = Value::wrap_in_array(
