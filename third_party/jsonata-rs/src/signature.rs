@@ -210,7 +210,9 @@ impl Signature {
                     continue;
                 }
                 if let Some(subtype) = &param.subtype {
-                    let ok = if single == 'a' {
+                    // (`arg` need not be the array that matched: as in jsonata-js, a missing
+                    // optional argument before shifts the arguments taken.)
+                    let ok = if single == 'a' && arg.is_array() {
                         let mut members = arg.members();
                         match members.next() {
                             None => true,
@@ -220,6 +222,8 @@ impl Signature {
                                     && arg.members().all(|member| symbol(member) == item)
                             }
                         }
+                    } else if single == 'a' {
+                        true
                     } else {
                         matched == *subtype
                     };
@@ -328,6 +332,16 @@ mod tests {
         for odd in ["<", "<(", "<a<", "<?+-", "<)>", "<<<>"] {
             let _ = Signature::parse(odd, 0);
         }
+    }
+
+    #[test]
+    fn a_shifted_argument_is_no_panic() {
+        // `f?` takes the array's position (jsonata-js's quirk), so `a<s>` gets undefined.
+        let arena = Bump::new();
+        let sig = Signature::parse("<f?a<s>s?:s>", 0).unwrap();
+        let array = Value::wrap_in_array(&arena, Value::string(&arena, "a"), ArrayFlags::empty());
+        let validated = sig.validate(&arena, &[array], Value::undefined(), 0, "f");
+        assert!(validated.is_ok());
     }
 
     #[test]
