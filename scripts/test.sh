@@ -87,3 +87,5 @@ echo "== pytest"
 # In parallel (pytest-xdist): most of the suite's time is spent waiting (on brokers, session
 # timeouts, processes it starts), not computing.
 "$VENV/bin/python" -m pytest tests/python -n 8 --dist worksteal "$@"
+echo "== conformance (counts measured above)"
+"$VENV/bin/python" scripts/conformance_table.py

@@ -137,6 +137,12 @@ def test_jlama_embed_rejects_a_hugging_face_name_that_is_not_here(tmp_path: path
             }
         )
 
+    # Lucille's full class name names the same stage.
+    assert lucille.validate(config={
+        "connectors": [{"name": "c", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p"}],
+        "pipelines": [{"name": "p", "stages": [{"class": "com.kmwllc.lucille.jlama.stage.JlamaEmbed",
+                                               "source": "text", "model": str(model)}]}],
+        "indexer": {"type": "nop"}}) == []
     (err,) = errors({"model": "intfloat/e5-small-v2", "pathToStoreModel": str(tmp_path)})
     assert "stages[0].model" in err, err
     assert f"huggingface-cli download intfloat/e5-small-v2 --local-dir {tmp_path / 'intfloat_e5-small-v2'}" in err
