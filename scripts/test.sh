@@ -5,6 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
+# The build and the servers need several GB; say how much there is, so a full disk (seen on a
+# CI machine: pip's "No space left on device") is plain from the log's first lines.
+free_kb=$(df -Pk . | awk 'NR == 2 {print $4}')
+echo "== disk: $((free_kb / 1024 / 1024)) GB free in $(pwd)"
+if [ "${free_kb:-0}" -lt $((8 * 1024 * 1024)) ]; then
+    echo "warning: under 8 GB free; the Rust build (about 6 GB) and the servers may not fit"
+fi
 # One build per run: incremental artifacts would only cost disk (gigabytes) and time.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 VENV=".venv"
