@@ -123,8 +123,9 @@ def test_sleep_connector_waits_between_connectors_and_publishes_nothing() -> Non
     assert (r.status, r.published, r.succeeded) == ("Success", 3, 3), r.summary
     assert [(c.name, c.published) for c in r.connectors] == [("first", 2), ("nap", 0), ("second", 1)]
 
-    for bad, message in [({}, "duration"), ({"duration": -5}, "duration"),
-                         ({"duration": "soon"}, "duration")]:
+    bad_configs: list[tuple[dict[str, Any], str]] = [
+        ({}, "duration"), ({"duration": -5}, "duration"), ({"duration": "soon"}, "duration")]
+    for bad, message in bad_configs:
         with pytest.raises(lucille.ConfigError) as e:
             lucille.run(config={"connectors": [{"name": "nap", "class": "SleepConnector", **bad}]},
                         mode="test")
