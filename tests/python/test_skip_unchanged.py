@@ -17,6 +17,7 @@ import pytest
 
 import lucille
 from jsonl_output import ids_in
+from services import service_env
 
 # Counts every document the pipeline sees in a file beside the config (one line per call), so
 # a test can tell what reached the stages.
@@ -415,3 +416,36 @@ def test_a_change_token_needs_skip_unchanged(tmp_path: Path) -> None:
     r = lucille.run(hocon=missing_column, progress=False)
     assert r.status == "Failure"
     assert 'changeTokenColumn "updated" is not a column' in r.summary
+
+
+def test_a_postgres_timestamp_as_the_change_token(tmp_path: Path) -> None:
+    """The token column on a real server: an update timestamp (timestamptz)."""
+    url = service_env("LUCILLE_TEST_POSTGRES_URL", "postgres.sh")
+
+    def psql(sql: str) -> None:
+        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql], check=True)
+
+    schema = f"lt_unchanged_{os.getpid()}"
+    psql(f"""DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema};
+             CREATE TABLE {schema}.product (sku text PRIMARY KEY, name text,
+                                            updated timestamptz NOT NULL DEFAULT now());
+             INSERT INTO {schema}.product (sku, name)
+               SELECT 'p' || g, 'name ' || g FROM generate_series(1, 50) g;""")
+    creds, location = url.split("://", 1)[1].split("@", 1)
+    user, password = creds.split(":", 1)
+    connection = (f'driver: "org.postgresql.Driver", connectionString: "jdbc:postgresql://{location}", '
+                  f'jdbcUser: "{user}", jdbcPassword: "{password}"')
+    conf = db_config(tmp_path, connection,
+                     f"SELECT sku AS id, name, updated FROM {schema}.product ORDER BY sku",
+                     token="updated")
+    try:
+        first = lucille.run(hocon=conf, progress=False)
+        assert (first.status, first.succeeded) == ("Success", 50), first.summary
+        seen(tmp_path)
+        psql(f"UPDATE {schema}.product SET name = 'renamed', updated = now() + interval '1 second' "
+             f"WHERE sku IN ('p7', 'p30')")
+        second = lucille.run(hocon=conf, progress=False)
+        assert (second.succeeded, second.unchanged) == (2, 48), second.summary
+        assert sorted(seen(tmp_path)) == ["p30", "p7"]
+    finally:
+        psql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
