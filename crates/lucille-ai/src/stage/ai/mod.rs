@@ -5,7 +5,8 @@
 //! the statuses of `retryableStatusCodes` (default 429, 502, 503, 504 and -1 for "no
 //! response"), with the indexer's retry keys.
 //!
-//! The two embedding stages share [`Embedding`] (what is embedded and where the vectors go, in
+//! The two embedding stages are one [`RemoteEmbed`] stage each, over their [`EmbedServer`]
+//! (the request); they share [`Embedding`] (what is embedded and where the vectors go, in
 //! batches of documents and their attached children), [`post_json`] (one request, an error
 //! status turned into the server's message) and [`EmbedError`] / [`AnswerProblem`] (why a
 //! request gave no vectors).
@@ -23,7 +24,7 @@ use crate::document::Document;
 pub(crate) use crate::http::RetryOptions;
 use crate::http::{snippet, Auth, HttpClient, HttpError};
 use crate::stage::field_util::check_writable;
-use crate::stage::{StageFailure, StageResult};
+use crate::stage::{Stage, StageFailure, StageResult};
 
 /// Retries when `maxRetries` is not set: a model server that answers 429 or is briefly
 /// unavailable should not fail the documents at once.
@@ -141,6 +142,36 @@ pub(crate) fn post_json(
         });
     }
     Ok(reply.body)
+}
+
+/// An embeddings server, as an embedding stage calls it.
+pub(crate) trait EmbedServer: Send {
+    /// One request for `texts`: their vectors, in order.
+    fn request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// An embedding stage: what it embeds and where ([`Embedding`]), through its server.
+pub(crate) struct RemoteEmbed<S> {
+    pub embedding: Embedding,
+    pub server: S,
+}
+
+impl<S: EmbedServer> Stage for RemoteEmbed<S> {
+    fn process_document(&mut self, doc: &mut Document) -> StageResult {
+        self.process_batch(std::slice::from_mut(doc))
+            .pop()
+            .unwrap_or(Ok(None))
+    }
+
+    fn batch_size(&self) -> usize {
+        self.embedding.batch_size
+    }
+
+    fn process_batch(&mut self, docs: &mut [Document]) -> Vec<StageResult> {
+        let server = &self.server;
+        self.embedding
+            .process_batch(docs, |texts| server.request(texts))
+    }
 }
 
 /// What an embedding stage embeds and where the vectors go (the keys OpenAIEmbed and

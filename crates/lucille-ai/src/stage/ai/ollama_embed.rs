@@ -27,12 +27,12 @@
 use serde_json::{json, Map, Value};
 
 use super::{
-    client, floats, post_json, seconds, AnswerProblem, EmbedError, Embedding, RetryOptions,
+    client, floats, post_json, seconds, AnswerProblem, EmbedError, EmbedServer, Embedding,
+    RemoteEmbed, RetryOptions,
 };
 use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
-use crate::document::Document;
 use crate::http::{Auth, HttpClient};
-use crate::stage::{Stage, StageDescriptor, StageResult};
+use crate::stage::{Stage, StageDescriptor};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "OllamaEmbed",
@@ -85,8 +85,8 @@ struct OllamaEmbedOptions {
     retry: RetryOptions,
 }
 
+/// The server side of the stage (a [`RemoteEmbed`]).
 struct OllamaEmbed {
-    embedding: Embedding,
     model: String,
     truncate: bool,
     keep_alive: Option<Value>,
@@ -127,14 +127,16 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     .map_err(|e| errors.extend(e))
     .ok();
     match client {
-        Some(client) if errors.is_empty() => Ok(Box::new(OllamaEmbed {
+        Some(client) if errors.is_empty() => Ok(Box::new(RemoteEmbed {
             embedding,
-            model: o.model_name,
-            truncate: o.truncate,
-            keep_alive: o.keep_alive,
-            options: o.options,
-            endpoint: format!("{}/api/embed", o.host_url.trim_end_matches('/')),
-            client,
+            server: OllamaEmbed {
+                model: o.model_name,
+                truncate: o.truncate,
+                keep_alive: o.keep_alive,
+                options: o.options,
+                endpoint: format!("{}/api/embed", o.host_url.trim_end_matches('/')),
+                client,
+            },
         })),
         _ => Err(ConfigErrors(errors)),
     }
@@ -187,8 +189,7 @@ fn check_keep_alive(v: &Value) -> Result<(), String> {
     Ok(())
 }
 
-impl OllamaEmbed {
-    /// One request for `texts`: their vectors, in order.
+impl EmbedServer for OllamaEmbed {
     fn request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut body = json!({"model": self.model, "input": texts, "truncate": self.truncate});
         if let Some(k) = &self.keep_alive {
@@ -219,24 +220,6 @@ fn parse_embeddings(body: &str, expected: usize) -> Result<Vec<Vec<f32>>, EmbedE
     list.iter()
         .map(|v| floats(v).ok_or_else(|| bad(AnswerProblem::NotNumbers)))
         .collect()
-}
-
-impl Stage for OllamaEmbed {
-    fn process_document(&mut self, doc: &mut Document) -> StageResult {
-        self.process_batch(std::slice::from_mut(doc))
-            .pop()
-            .unwrap_or(Ok(None))
-    }
-
-    fn batch_size(&self) -> usize {
-        self.embedding.batch_size
-    }
-
-    fn process_batch(&mut self, docs: &mut [Document]) -> Vec<StageResult> {
-        let this = &*self;
-        this.embedding
-            .process_batch(docs, |texts| this.request(texts))
-    }
 }
 
 #[cfg(test)]

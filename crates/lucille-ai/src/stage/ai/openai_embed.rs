@@ -24,12 +24,12 @@
 use serde_json::{json, Value};
 
 use super::{
-    client, floats, post_json, seconds, AnswerProblem, EmbedError, Embedding, RetryOptions,
+    client, floats, post_json, seconds, AnswerProblem, EmbedError, EmbedServer, Embedding,
+    RemoteEmbed, RetryOptions,
 };
 use crate::config::{ComponentConfig, ConfigErrors, Options, Spec};
-use crate::document::Document;
 use crate::http::{Auth, HttpClient};
-use crate::stage::{Stage, StageDescriptor, StageResult};
+use crate::stage::{Stage, StageDescriptor};
 
 pub const DESCRIPTOR: StageDescriptor = StageDescriptor {
     name: "OpenAIEmbed",
@@ -79,8 +79,8 @@ struct OpenAIEmbedOptions {
     retry: RetryOptions,
 }
 
+/// The server side of the stage (a [`RemoteEmbed`]).
 struct OpenAIEmbed {
-    embedding: Embedding,
     model: String,
     dimensions: Option<u64>,
     endpoint: String,
@@ -114,20 +114,21 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     .map_err(|e| errors.extend(e))
     .ok();
     match client {
-        Some(client) if errors.is_empty() => Ok(Box::new(OpenAIEmbed {
+        Some(client) if errors.is_empty() => Ok(Box::new(RemoteEmbed {
             embedding,
-            model: o.model_name,
-            // Positive: checked by its `min`.
-            dimensions: o.dimensions.map(i64::unsigned_abs),
-            endpoint: format!("{}/embeddings", o.url.trim_end_matches('/')),
-            client,
+            server: OpenAIEmbed {
+                model: o.model_name,
+                // Positive: checked by its `min`.
+                dimensions: o.dimensions.map(i64::unsigned_abs),
+                endpoint: format!("{}/embeddings", o.url.trim_end_matches('/')),
+                client,
+            },
         })),
         _ => Err(ConfigErrors(errors)),
     }
 }
 
-impl OpenAIEmbed {
-    /// One request for `texts`: their vectors, in order.
+impl EmbedServer for OpenAIEmbed {
     fn request(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut body = json!({"model": self.model, "input": texts, "encoding_format": "float"});
         if let Some(d) = self.dimensions {
@@ -167,24 +168,6 @@ fn parse_embeddings(body: &str, expected: usize) -> Result<Vec<Vec<f32>>, EmbedE
     out.into_iter()
         .map(|v| v.ok_or_else(|| bad(AnswerProblem::Missing)))
         .collect()
-}
-
-impl Stage for OpenAIEmbed {
-    fn process_document(&mut self, doc: &mut Document) -> StageResult {
-        self.process_batch(std::slice::from_mut(doc))
-            .pop()
-            .unwrap_or(Ok(None))
-    }
-
-    fn batch_size(&self) -> usize {
-        self.embedding.batch_size
-    }
-
-    fn process_batch(&mut self, docs: &mut [Document]) -> Vec<StageResult> {
-        let this = &*self;
-        this.embedding
-            .process_batch(docs, |texts| this.request(texts))
-    }
 }
 
 #[cfg(test)]
