@@ -62,6 +62,22 @@ pub(crate) fn message(body: &str) -> String {
         .unwrap_or_else(|| http::snippet(body))
 }
 
+/// `GET url` as JSON: an error status is "Pinecone cannot {doing}: HTTP status: message",
+/// a body that is no JSON "unreadable Pinecone {what}: ...".
+fn get_json(client: &HttpClient, url: &str, doing: &str, what: &str) -> Result<Value, String> {
+    let reply = client
+        .send("GET", url, "application/json", None)
+        .map_err(|e| e.to_string())?;
+    if !reply.ok() {
+        return Err(format!(
+            "Pinecone cannot {doing}: HTTP {}: {}",
+            reply.status,
+            message(&reply.body)
+        ));
+    }
+    serde_json::from_str(&reply.body).map_err(|e| format!("unreadable Pinecone {what}: {e}"))
+}
+
 /// What the control plane says of an index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct IndexInfo {
@@ -78,18 +94,12 @@ pub(crate) fn describe_index(
     index: &str,
 ) -> Result<IndexInfo, String> {
     let url = format!("{control_plane}/indexes/{}", http::encode(index));
-    let reply = client
-        .send("GET", &url, "application/json", None)
-        .map_err(|e| e.to_string())?;
-    if !reply.ok() {
-        return Err(format!(
-            "Pinecone cannot describe index {index:?}: HTTP {}: {}",
-            reply.status,
-            message(&reply.body)
-        ));
-    }
-    let v: Value = serde_json::from_str(&reply.body)
-        .map_err(|e| format!("unreadable Pinecone index description: {e}"))?;
+    let v = get_json(
+        client,
+        &url,
+        &format!("describe index {index:?}"),
+        "index description",
+    )?;
     let state = v
         .pointer("/status/state")
         .and_then(Value::as_str)
@@ -134,6 +144,7 @@ pub(crate) fn list_ids(
 ) -> Result<Vec<String>, String> {
     let mut ids = Vec::new();
     let mut token: Option<String> = None;
+    let doing = format!("list ids with prefix {prefix:?} in namespace {namespace:?}");
     for _ in 0..MAX_PAGES {
         let mut url = format!(
             "{host}/vectors/list?namespace={}&prefix={}",
@@ -143,18 +154,7 @@ pub(crate) fn list_ids(
         if let Some(t) = &token {
             url.push_str(&format!("&paginationToken={}", http::encode(t)));
         }
-        let reply = client
-            .send("GET", &url, "application/json", None)
-            .map_err(|e| e.to_string())?;
-        if !reply.ok() {
-            return Err(format!(
-                "Pinecone cannot list ids with prefix {prefix:?} in namespace {namespace:?}: HTTP {}: {}",
-                reply.status,
-                message(&reply.body)
-            ));
-        }
-        let v: Value = serde_json::from_str(&reply.body)
-            .map_err(|e| format!("unreadable Pinecone list response: {e}"))?;
+        let v = get_json(client, &url, &doing, "list response")?;
         let vectors = match v.get("vectors") {
             None | Some(Value::Null) => &[][..],
             Some(Value::Array(a)) => a.as_slice(),
