@@ -256,6 +256,13 @@ impl Document {
         matches!(self.data.get(name), Some(v) if !v.is_null())
     }
 
+    /// Whether field `name` holds `value` (read as text): Lucille's deletion-marker test
+    /// (`deletionMarkerField` / `deletionMarkerFieldValue`), for the indexer and the stages
+    /// that act on marked documents.
+    pub fn is_marked(&self, name: &str, value: &str) -> bool {
+        self.has_non_null(name) && self.get_string(name).ok().flatten().as_deref() == Some(value)
+    }
+
     pub fn is_multivalued(&self, name: &str) -> bool {
         matches!(self.data.get(name), Some(Value::Array(_)))
     }

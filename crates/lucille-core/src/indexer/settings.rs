@@ -303,10 +303,7 @@ impl IndexerSettings {
             &self.deletion_marker_field,
             &self.deletion_marker_field_value,
         ) {
-            (Some(f), Some(v)) => {
-                doc.has_non_null(f)
-                    && doc.get_string(f).ok().flatten().as_deref() == Some(v.as_str())
-            }
+            (Some(f), Some(v)) => doc.is_marked(f, v),
             _ => false,
         }
     }

@@ -122,15 +122,6 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     }))
 }
 
-impl EmitDocsToDeleteByPrefix {
-    fn marked(&self, doc: &Document) -> bool {
-        doc.get_string(&self.o.deletion_marker_field)
-            .ok()
-            .flatten()
-            .is_some_and(|v| v == self.o.deletion_marker_field_value)
-    }
-}
-
 impl Stage for EmitDocsToDeleteByPrefix {
     fn start(&mut self) -> Result<(), StageFailure> {
         if self.host.is_none() {
@@ -147,7 +138,10 @@ impl Stage for EmitDocsToDeleteByPrefix {
     }
 
     fn process_document(&mut self, doc: &mut Document) -> StageResult {
-        if !self.marked(doc) {
+        if !doc.is_marked(
+            &self.o.deletion_marker_field,
+            &self.o.deletion_marker_field_value,
+        ) {
             return Ok(None);
         }
         let host = self.host.as_deref().ok_or_else(|| {
