@@ -18,6 +18,7 @@ pub mod add_random_string;
 pub mod apply_javascript;
 pub mod apply_jsonata;
 pub mod apply_jsoup;
+pub mod apply_opennlp_name_finders;
 pub mod apply_regex;
 pub mod base64_decode;
 pub mod chunk_text;
