@@ -1,6 +1,8 @@
 //! TokenizerME: whitespace tokens, each split further where the model says `T` between two of
 //! its characters. Positions are UTF-16 units, as Java's: the features a model was trained on
-//! (prefix, suffix, the characters around a position) are built from them.
+//! (prefix, suffix, the characters around a position) are built from them. As OpenNLP 2.5 (the
+//! version Lucille runs): a token in the model's abbreviation dictionary is not split at a dot;
+//! without an abbreviation dictionary OpenNLP 2.1 to 2.5 tokenize alike.
 
 use crate::archive::ModelArchive;
 use crate::dictionary::StringSet;
@@ -137,7 +139,13 @@ impl Tokenizer {
             }
             let mut start = ws_start;
             let mut token_prob = 1.0;
-            for j in ws_start + 1..ws_end {
+            // OpenNLP 2.5 (Lucille's version): where the model splits a whitespace token that is
+            // in the abbreviation dictionary, the rest of the token is kept whole and the scan
+            // jumps past as many positions as the token has dots (OpenNLP 2.1 split it there).
+            let abbreviation = self.abbreviations.contains(&tok_string);
+            let dots = tok_string.chars().filter(|&c| c == '.').count();
+            let mut j = ws_start + 1;
+            while j < ws_end {
                 let context = self.context(tok, &tok_string, j - ws_start);
                 let probs = self.model.eval(&context);
                 let best = self.model.best_outcome(&probs);
@@ -145,12 +153,21 @@ impl Tokenizer {
                 let index = self.model.index(best_label).unwrap_or(best);
                 token_prob *= probs[index];
                 if best_label == "T" {
-                    out.push(token(&units, start, j, token_prob));
-                    start = j;
+                    if abbreviation {
+                        out.push(token(&units, start, ws_end, token_prob));
+                        j += dots;
+                        start = j + 1;
+                    } else {
+                        out.push(token(&units, start, j, token_prob));
+                        start = j;
+                    }
                     token_prob = 1.0;
                 }
+                j += 1;
             }
-            out.push(token(&units, start, ws_end, token_prob));
+            if start < ws_end {
+                out.push(token(&units, start, ws_end, token_prob));
+            }
         }
         out
     }
@@ -241,5 +258,61 @@ fn add_char_preds(key: &str, c: u16, preds: &mut Vec<String>) {
         if let Some(class) = class {
             preds.push(format!("{key}{class}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    fn utf(s: &str) -> Vec<u8> {
+        let mut v = (s.len() as u16).to_be_bytes().to_vec();
+        v.extend(s.as_bytes());
+        v
+    }
+
+    /// A tokenizer whose model says T everywhere (a GIS model whose one predicate weighs
+    /// nothing: T and F at 0.5 each, and argmax keeps the first, T), with `e.g.` in its
+    /// abbreviation dictionary.
+    fn always_split() -> Tokenizer {
+        let mut model = utf("GIS");
+        model.extend(1i32.to_be_bytes());
+        model.extend(0f64.to_be_bytes());
+        model.extend(2i32.to_be_bytes());
+        model.extend(utf("T"));
+        model.extend(utf("F"));
+        model.extend(1i32.to_be_bytes());
+        model.extend(utf("1 0 1"));
+        model.extend(1i32.to_be_bytes());
+        model.extend(utf("p1=bok"));
+        model.extend(0f64.to_be_bytes());
+        model.extend(0f64.to_be_bytes());
+        let manifest = "Manifest-Version=1.0\nOpenNLP-Version=2.1.0\nComponent-Name=TokenizerME\nLanguage=en\nuseAlphaNumericOptimization=false\n";
+        let dictionary = r#"<?xml version="1.0" encoding="UTF-8"?><dictionary case_sensitive="false"><entry><token>e.g.</token></entry></dictionary>"#;
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        for (name, data) in [
+            ("manifest.properties", manifest.as_bytes()),
+            ("token.model", &model),
+            ("abbreviations.dictionary", dictionary.as_bytes()),
+        ] {
+            zip.start_file(name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            zip.write_all(data).unwrap();
+        }
+        let bytes = zip.finish().unwrap().into_inner();
+        Tokenizer::from_bytes(&bytes).unwrap()
+    }
+
+    #[test]
+    fn abbreviations_stay_whole_as_in_opennlp_2_5() {
+        let t = always_split();
+        // Equal scores: argmax keeps the first outcome, T.
+        assert_eq!(t.tokenize("ab E.G. x.y"), ["a", "b", "E.G.", "x", ".", "y"]);
+        let tokens = t.tokenize_pos("e.g.");
+        assert_eq!(tokens.len(), 1);
+        assert_eq!((tokens[0].start, tokens[0].end), (0, 4));
+        assert!((tokens[0].probability - 0.5).abs() < 1e-15);
     }
 }
