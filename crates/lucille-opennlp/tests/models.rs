@@ -20,14 +20,18 @@ fn close(a: f64, b: f64) -> bool {
 /// Each line of heldout.txt against the probe's `T` (tokens and probabilities) and `N` (spans)
 /// lines. Returns how many names were compared.
 fn check(model: &str, expected_type: ModelType) -> usize {
+    check_probe(model, &format!("probe-{model}.txt"), true, expected_type)
+}
+
+/// As `check`, against `probe`; `clear`: adaptive data cleared before each line.
+fn check_probe(model: &str, probe: &str, clear: bool, expected_type: ModelType) -> usize {
     let tokenizer = Tokenizer::open(fixture("token.bin")).expect("tokenizer loads");
     let finder = NameFinder::open(fixture(&format!("ner-{model}.bin"))).expect("name finder loads");
     assert_eq!(finder.model().model_type(), expected_type);
     let text = std::fs::read_to_string(fixture("heldout.txt")).expect("heldout.txt");
-    let probe =
-        std::fs::read_to_string(fixture(&format!("probe-{model}.txt"))).expect("probe file");
+    let probe = std::fs::read_to_string(fixture(probe)).expect("probe file");
     let mut probe = probe.lines();
-    // One NameFinderME over all lines, adaptive data cleared per line, as Probe.java does.
+    // One NameFinderME over all lines, as Probe.java runs (and, with `clear`, clears) it.
     let mut data = AdaptiveData::default();
     let mut names = 0;
     for line in text.lines().filter(|l| !l.is_empty()) {
@@ -53,7 +57,9 @@ fn check(model: &str, expected_type: ModelType) -> usize {
             );
         }
         let texts: Vec<String> = tokens.into_iter().map(|t| t.text).collect();
-        data.clear();
+        if clear {
+            data.clear();
+        }
         let spans = finder.find_with(&texts, &mut data);
         let expected: Vec<Vec<&str>> = n_line
             .split('\t')
@@ -110,6 +116,19 @@ fn bilou_codec_matches_opennlp() {
     let finder = NameFinder::open(fixture("ner-bilou.bin")).expect("loads");
     assert_eq!(finder.codec(), Codec::Bilou);
     assert!(check("bilou", ModelType::Perceptron) > 40);
+}
+
+#[test]
+fn adaptive_data_kept_across_sentences_matches_opennlp() {
+    // Java's NameFinderME remembering every line's outcomes (as Lucille's does across
+    // documents): the previous-map features change the probabilities, and ours follow.
+    assert!(check_probe("gis", "probe-gis-adaptive.txt", false, ModelType::Gis) > 40);
+    let a = std::fs::read_to_string(fixture("probe-gis-adaptive.txt")).expect("probe");
+    let b = std::fs::read_to_string(fixture("probe-gis.txt")).expect("probe");
+    assert_ne!(
+        a, b,
+        "the adaptive data should make a difference on these lines"
+    );
 }
 
 #[test]
