@@ -212,11 +212,15 @@ def test_two_models_in_one_run(models: Models, tmp_path: pathlib.Path) -> None:
     result = lucille.run(config=config, mode="test")
     # A document without the text field fails, as in Lucille.
     assert result.failed == 1 and result.succeeded == len(models.heldout)
+    # Java's TokenNameFinder with both models at once (it drops a name overlapping another).
+    both = java_names(models, tokens, models.finders["PERSON"], models.finders["LOCATION"])
     by_id = {d.id: d for d in result.documents}
     for i in range(len(models.heldout)):
         doc = by_id[f"d{i}"]
         assert doc.get_list("PERSON") == people[i]
         assert doc.get_list("LOCATION") == places[i]
+        assert set(both[i]) <= set(people[i] + places[i]), (both[i], people[i], places[i])
+    assert sum(map(len, both)) > 0.9 * sum(len(p) + len(q) for p, q in zip(people, places))
 
 
 def test_bad_models_are_config_errors_at_their_keys(models: Models, tmp_path: pathlib.Path) -> None:
