@@ -28,7 +28,9 @@ class Indexer:
         """Called once before the run; raise to fail the run up front."""
 
     def send_batch(self, docs: list[Document]) -> BatchErrors:
-        """Write (upsert by ``doc.id``) these documents."""
+        """Write (upsert by ``doc.id``) these documents. Children a stage attached to one
+        (``doc.add_child``) come with it: ``doc.children()``, filtered by whitelist /
+        blacklist as the document is."""
         raise NotImplementedError(f"{type(self).__name__} must implement send_batch")
 
     def delete_batch(self, ids: list[str]) -> BatchErrors:

@@ -88,7 +88,14 @@ impl BatchSink for PyIndexer {
         for d in docs {
             let mut map = d.fields.clone();
             map.insert("id".into(), d.id.into());
-            match Document::from_fields(map) {
+            // Attached children come with their parent (`doc.children()` in `send_batch`).
+            let built_doc = Document::from_fields(map).and_then(|mut doc| {
+                for child in d.children {
+                    doc.add_child(Document::from_fields(child.clone())?);
+                }
+                Ok(doc)
+            });
+            match built_doc {
                 Ok(doc) => built.push(doc),
                 Err(e) => return SinkReply::Failed(format!("document {:?}: {e}", d.id)),
             }

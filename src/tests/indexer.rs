@@ -36,6 +36,7 @@ fn jsonl_writes_upserts_and_delete_intents_in_order() {
                 Value::Object(m) => m.into_iter().collect(),
                 _ => unreachable!(),
             },
+            children: Default::default(),
             routing: None,
             version: None,
         },

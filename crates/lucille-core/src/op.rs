@@ -17,6 +17,17 @@ pub enum IndexOp {
         index: Option<String>,
         /// The document's fields, filtered, without reserved fields.
         fields: Fields,
+        /// The attached child documents (Lucille's `___children`), in order: each child's `id`
+        /// first (always; a backend that stores ids drops it when the whitelist / blacklist
+        /// drop `id`, as it does the document's), its other fields filtered as the document's
+        /// are, then its own children as `___children` (the same way), if any.
+        /// Reserved fields other than those two are left out. What a backend does with them is
+        /// its [`ChildDocuments`](crate::indexer::ChildDocuments); an encoder reads them but
+        /// leaves them in the op, where the indexer counts what the backend drops. Empty for
+        /// most documents; left out of the op's hash when empty, so hashes of documents
+        /// without children do not change.
+        #[serde(skip_serializing_if = "Children::is_empty")]
+        children: Children,
         /// The routing key (`indexer.routingField`), if configured and present.
         routing: Option<String>,
         /// The external version's text (`indexer.versionField`), if configured and present;
@@ -35,6 +46,41 @@ pub enum IndexOp {
         value: String,
         index: Option<String>,
     },
+}
+
+/// An upsert's attached child documents (see [`IndexOp::Upsert`]), read as a slice: one
+/// pointer, null for the documents without children (most), so an op is barely bigger for
+/// carrying them.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
+#[serde(transparent)]
+// The box is the point: a `Vec` is three words in every op on the destination queue, where
+// a document with children (the rare case) can pay the one extra allocation.
+#[allow(clippy::box_collection)]
+pub struct Children(Option<Box<Vec<Fields>>>);
+
+impl Children {
+    pub fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|c| c.is_empty())
+    }
+
+    /// The children, moved out.
+    pub fn into_vec(self) -> Vec<Fields> {
+        self.0.map(|c| *c).unwrap_or_default()
+    }
+}
+
+impl From<Vec<Fields>> for Children {
+    fn from(children: Vec<Fields>) -> Self {
+        Children((!children.is_empty()).then(|| Box::new(children)))
+    }
+}
+
+impl std::ops::Deref for Children {
+    type Target = [Fields];
+
+    fn deref(&self) -> &[Fields] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
 }
 
 /// A backend's encoding of one operation, made on a worker thread; only the backend that

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::{Backend, BackendError, IndexOp};
+use super::{Backend, BackendError, ChildDocuments, IndexOp};
 
 /// What a sink says about one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +25,8 @@ pub struct SinkDoc<'a> {
     pub id: &'a str,
     pub index: Option<&'a str>,
     pub fields: &'a crate::document::Fields,
+    /// Its attached children, as [`IndexOp::Upsert`] holds them.
+    pub children: &'a [crate::document::Fields],
 }
 
 pub trait BatchSink: Send {
@@ -80,6 +82,11 @@ fn per_item(reply: SinkReply, ids: &[&str]) -> Result<Vec<Option<String>>, Backe
 }
 
 impl<S: BatchSink> Backend for Grouped<S> {
+    /// The sink receives each document's children with it.
+    fn child_documents(&self) -> ChildDocuments {
+        ChildDocuments::All
+    }
+
     fn validate_connection(&mut self) -> Result<(), BackendError> {
         self.0.validate_connection()
     }
@@ -93,11 +100,16 @@ impl<S: BatchSink> Backend for Grouped<S> {
                         .iter()
                         .filter_map(|op| match op {
                             IndexOp::Upsert {
-                                id, index, fields, ..
+                                id,
+                                index,
+                                fields,
+                                children,
+                                ..
                             } => Some(SinkDoc {
                                 id,
                                 index: index.as_deref(),
                                 fields,
+                                children,
                             }),
                             _ => None,
                         })
@@ -172,6 +184,7 @@ mod tests {
                 serde_json::Value::Object(m) => m.into_iter().collect(),
                 _ => unreachable!(),
             },
+            children: Default::default(),
             routing: None,
             version: None,
         }

@@ -22,7 +22,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::accounting::EventType;
 use crate::messaging::IndexerSide;
-pub use crate::op::{take_encoded, EncodeError, Encoded, IndexOp, PreparedOp, ToIndex};
+pub use crate::op::{
+    take_encoded, Children, EncodeError, Encoded, IndexOp, PreparedOp, ToIndex,
+};
 pub use backend::*;
 pub use prepare::{Encoder, Preparer};
 pub use settings::*;
@@ -475,6 +477,11 @@ impl IndexerLoop {
         }
         if ops.is_empty() {
             return;
+        }
+        let policy = self.backend.child_documents();
+        let batch = ids.iter().map(String::as_str).zip(&ops);
+        if let Some(warning) = dropped_children(&self.settings.kind, &policy, batch) {
+            tracing::warn!("{warning}");
         }
         let sent_at = SystemTime::now();
         let results = self.send(&ops, encoded);

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::prepare::Encoder;
-use super::{Backend, BackendCheck, BackendError, IndexOp};
+use super::{Backend, BackendCheck, BackendError, ChildDocuments, IndexOp};
 use crate::config::Options;
 use crate::op::{EncodeError, Encoded};
 
@@ -28,6 +28,11 @@ struct NopOptions {}
 pub struct NopBackend;
 
 impl Backend for NopBackend {
+    /// Children are written nowhere, as their parents are: nothing to warn about.
+    fn child_documents(&self) -> ChildDocuments {
+        ChildDocuments::All
+    }
+
     fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
         Ok(vec![None; ops.len()])
     }

@@ -16,7 +16,9 @@ use super::{watchdog, DEFAULT_BATCH_SIZE, DEFAULT_BATCH_TIMEOUT_MS};
 use crate::config::{
     as_string, ComponentConfig, ConfigError, ConfigErrors, Kind, OptionValue, Options, Spec,
 };
-use crate::document::{is_reserved, Document};
+use crate::document::{
+    fields_with_capacity, is_reserved, Document, Fields, CHILDREN_FIELD, ID_FIELD,
+};
 use crate::op::IndexOp;
 use crate::registry;
 use crate::retry::{RetryOptions, RetryPolicy};
@@ -357,14 +359,61 @@ impl IndexerSettings {
             // Every document has a string id.
             (None, _) => String::new(),
         };
+        let children = match fields.get_mut(CHILDREN_FIELD) {
+            Some(Value::Array(items)) => self.children_of(std::mem::take(items)).into(),
+            _ => crate::op::Children::default(),
+        };
         fields.retain(|k, _| !is_reserved(k) && self.keeps_field(k));
         IndexOp::Upsert {
             id,
             index,
             fields,
+            children,
             routing,
             version,
         }
+    }
+
+    /// Attached children (a `___children` list) as backends get them: each child's `id`
+    /// first (always, as an op always has its id: a backend that stores ids in documents drops
+    /// it when [`Self::keeps_field`]`("id")` says no, as it does the document's), its other
+    /// fields through the whitelist / blacklist as Lucille filters a child, then its own
+    /// children, the same way, as `___children`. Other reserved fields
+    /// (`run_id`, flags) are left out, as they are of the document. `idOverrideField` and
+    /// `indexOverrideField` are not applied to children (Lucille's indexers do not either).
+    fn children_of(&self, items: Vec<Value>) -> Vec<Fields> {
+        items
+            .into_iter()
+            .filter_map(|child| match child {
+                Value::Object(map) => Some(self.child_fields(map)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn child_fields(&self, map: serde_json::Map<String, Value>) -> Fields {
+        let mut out = fields_with_capacity(map.len());
+        let mut grandchildren = Vec::new();
+        for (k, v) in map {
+            if k == CHILDREN_FIELD {
+                if let Value::Array(items) = v {
+                    grandchildren = self.children_of(items);
+                }
+            } else if k == ID_FIELD || (!is_reserved(&k) && self.keeps_field(&k)) {
+                out.insert(k, v);
+            }
+        }
+        if let Some(at) = out.get_index_of(ID_FIELD) {
+            out.move_index(at, 0);
+        }
+        if !grandchildren.is_empty() {
+            let list = grandchildren
+                .into_iter()
+                .map(|g| Value::Object(g.into_iter().collect()))
+                .collect();
+            out.insert(CHILDREN_FIELD.to_string(), Value::Array(list));
+        }
+        out
     }
 
     /// Whether the whitelist / blacklist let `field` through (backends that copy the index id

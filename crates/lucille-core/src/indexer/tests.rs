@@ -55,6 +55,7 @@ fn ops_apply_overrides_filters_and_deletion_markers() {
                 Value::Object(m) => m.into_iter().collect(),
                 _ => unreachable!(),
             },
+            children: Default::default(),
             routing: None,
             version: None,
         }
@@ -395,4 +396,109 @@ fn an_encoding_failure_or_panic_fails_that_document_only() {
         })
         .collect();
     assert_eq!(sent, ["a", "d"], "failed documents never reach the backend");
+}
+
+/// Attached children reach the op filtered as the document is (the id always kept, run_id and
+/// flags left out, idOverrideField not applied), with their own children the same way.
+#[test]
+fn an_upsert_carries_the_children_filtered() {
+    let s = settings(json!({"idOverrideField": "cid", "blacklist": ["secret"]}));
+    let d = doc(json!({"id": "p", "cid": "P", "t": "parent", "secret": "s",
+    "___children": [
+        {"t": "one", "id": "c1", "cid": "C", "secret": "x", "run_id": "r0", "___skipped": true,
+         "___children": [{"id": "g1", "secret": "y", "t": "g"}]},
+        {"id": "c2"}
+    ]}));
+    let IndexOp::Upsert {
+        id,
+        fields,
+        children,
+        ..
+    } = s.op_for(&d)
+    else {
+        panic!("not an upsert");
+    };
+    assert_eq!(id, "P");
+    assert!(!fields.contains_key("___children"));
+    let children: Vec<Value> = children
+        .into_vec()
+        .into_iter()
+        .map(|c| Value::Object(c.into_iter().collect()))
+        .collect();
+    assert_eq!(
+        serde_json::to_string(&children).unwrap(),
+        r#"[{"id":"c1","t":"one","cid":"C","___children":[{"id":"g1","t":"g"}]},{"id":"c2"}]"#
+    );
+    // The whitelist filters children too; their id stays in the op (a backend that stores ids
+    // asks keeps_field("id")).
+    let w = settings(json!({"whitelist": ["t"]}));
+    let IndexOp::Upsert { children, .. } = w.op_for(&d) else {
+        panic!("not an upsert");
+    };
+    assert_eq!(
+        Value::Object(children[0].clone().into_iter().collect()),
+        json!({"id": "c1", "t": "one", "___children": [{"id": "g1", "t": "g"}]})
+    );
+    // No children: none in the op, and its hash is what it was before ops carried children.
+    let plain = s.op_for(&doc(json!({"id": "q", "t": "x"})));
+    assert!(matches!(&plain, IndexOp::Upsert { children, .. } if children.is_empty()));
+    assert!(!serde_json::to_string(&plain).unwrap().contains("children"));
+}
+
+#[test]
+fn the_indexer_says_what_a_backend_drops_of_the_children() {
+    let s = settings(json!({"deletionMarkerField": "deleted", "deletionMarkerFieldValue": "true"}));
+    let ops = [
+        s.op_for(&doc(json!({"id": "a"}))),
+        s.op_for(&doc(json!({"id": "b", "___children": [
+            {"id": "b1", "___children": [{"id": "b11"}, {"id": "b12"}]}, {"id": "b2"}]}))),
+        s.op_for(&doc(json!({"id": "c", "___children": [{"id": "c1"}]}))),
+        s.op_for(&doc(json!({"id": "d", "deleted": true}))),
+    ];
+    let batch = || ["a", "b", "c", "d"].into_iter().zip(&ops);
+    assert_eq!(
+        dropped_children("csv", &ChildDocuments::Dropped { hint: None }, batch()).as_deref(),
+        Some("indexer.type \"csv\" does not index child documents: 2 of the 4 documents in this batch carry 3 children, indexed without them (the first: \"b\")")
+    );
+    assert_eq!(
+        dropped_children(
+            "x",
+            &ChildDocuments::Dropped {
+                hint: Some("set x.k".into())
+            },
+            batch()
+        )
+        .as_deref()
+        .map(|w| w.ends_with("(the first: \"b\"); set x.k")),
+        Some(true)
+    );
+    assert_eq!(
+        dropped_children("solr", &ChildDocuments::OneLevel, batch()).as_deref(),
+        Some("indexer.type \"solr\" indexes one level of child documents: 2 children of children of 1 of the 4 documents in this batch are not indexed (the first such document: \"b\")")
+    );
+    assert_eq!(
+        dropped_children("jsonl", &ChildDocuments::All, batch()),
+        None
+    );
+    let none = [s.op_for(&doc(json!({"id": "a"})))];
+    assert_eq!(
+        dropped_children(
+            "csv",
+            &ChildDocuments::Dropped { hint: None },
+            [("a", &none[0])]
+        ),
+        None
+    );
+    // A backend says nothing of children unless it handles them: by default it drops them.
+    struct Plain;
+    impl Backend for Plain {
+        fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
+            Ok(vec![None; ops.len()])
+        }
+    }
+    assert_eq!(
+        Plain.child_documents(),
+        ChildDocuments::Dropped { hint: None }
+    );
+    assert_eq!(nop::NopBackend.child_documents(), ChildDocuments::All);
 }

@@ -184,6 +184,7 @@ mod tests {
             id: id.into(),
             index: None,
             fields,
+            children: Default::default(),
             routing: None,
             version: None,
         }

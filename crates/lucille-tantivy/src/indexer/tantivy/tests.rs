@@ -28,6 +28,7 @@ fn upsert(id: &str, v: Value) -> IndexOp {
         id: id.into(),
         index: None,
         fields: obj(v).into_iter().collect(),
+        children: Default::default(),
         routing: None,
         version: None,
     }
@@ -208,6 +209,7 @@ fn index_override_writes_a_separate_index() {
                 id: "side".into(),
                 index: Some("books".into()),
                 fields: obj(json!({"t": "x"})).into_iter().collect(),
+                children: Default::default(),
                 routing: None,
                 version: None,
             },
@@ -215,6 +217,7 @@ fn index_override_writes_a_separate_index() {
                 id: "evil".into(),
                 index: Some("../escape".into()),
                 fields: obj(json!({"t": "x"})).into_iter().collect(),
+                children: Default::default(),
                 routing: None,
                 version: None,
             },
