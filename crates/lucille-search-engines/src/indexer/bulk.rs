@@ -1,7 +1,9 @@
 //! The `_bulk` protocol OpenSearch and Elasticsearch share: a batch becomes NDJSON `index` /
 //! `update` / `delete` actions (with `_index`, `_id`, `routing`, `version`, `version_type`),
 //! a delete by field becomes a `_delete_by_query` term query. The cluster answers per item; an
-//! item's error FAILs that document with the cluster's `type: reason`.
+//! item's error FAILs that document with the cluster's `type: reason`. With
+//! `childDocumentsField`, a document's attached children go in its source as a list under
+//! that field (index and update alike), as Lucille nests them; without it they are left out.
 //!
 //! Order is kept: runs of consecutive actions go in one `_bulk` request (the cluster applies
 //! actions on one id in request order) and each delete by field is sent between them. Items
@@ -16,8 +18,8 @@ use serde_json::{json, Map, Value};
 
 use super::version_type::VersionType;
 use super::{
-    take_encoded, Backend, BackendCheck, BackendError, EncodeError, Encoded, Encoder, IndexOp,
-    IndexerSettings,
+    take_encoded, Backend, BackendCheck, BackendError, ChildDocuments, EncodeError, Encoded,
+    Encoder, IndexOp, IndexerSettings,
 };
 use crate::config::{ComponentConfig, ConfigErrors, Options};
 use crate::http::{self, Auth, HttpClient, HttpUrl};
@@ -39,6 +41,10 @@ pub struct BulkOptions {
     username: Option<String>,
     /// The password of basic authentication (with username).
     password: Option<String>,
+    /// The field of the indexed document its attached child documents go under, as a list of
+    /// objects (map it as `nested` for child queries). Unset: documents are indexed without
+    /// their children, and a warning per batch says how many carried some.
+    child_documents_field: Option<String>,
 }
 
 /// An `opensearch { }` / `elasticsearch { }` block as read: the shared keys, and
@@ -63,6 +69,14 @@ impl BulkBlock {
         if self.api_key.is_some() && o.username.is_some() {
             errors.push(config.error("apiKey", "give apiKey or username / password, not both"));
         }
+        if let Some(field) = &o.child_documents_field {
+            if field.is_empty() || crate::document::is_reserved(field) {
+                errors.push(config.error(
+                    "childDocumentsField",
+                    format!("{field:?} cannot hold child documents: name a field of the document that is not id, run_id or a ___ control field"),
+                ));
+            }
+        }
         if o.update && settings.version_type.is_some() {
             errors.push(config.error(
                 "update",
@@ -83,6 +97,8 @@ impl BulkBlock {
 }
 
 pub struct BulkBackend {
+    /// The server (`OpenSearch`, `Elasticsearch`), for messages.
+    name: &'static str,
     client: HttpClient,
     base: String,
     actions: Arc<Actions>,
@@ -96,6 +112,8 @@ struct Actions {
     /// Copy the index id into the stored document as `id` (unless filtered out), as Lucille.
     include_id: bool,
     version_type: Option<VersionType>,
+    /// `childDocumentsField`: where attached children go in the source, if anywhere.
+    child_field: Option<String>,
 }
 
 impl Actions {
@@ -135,13 +153,18 @@ impl Actions {
         }
         let line = |v: &Value| v.to_string();
         match op {
-            IndexOp::Upsert { fields, .. } => {
+            IndexOp::Upsert {
+                fields, children, ..
+            } => {
                 let mut source = Map::with_capacity(fields.len() + 1);
                 if self.include_id {
                     source.insert("id".into(), Value::String(id.clone()));
                 }
                 for (k, v) in fields {
                     source.insert(k.clone(), v.clone());
+                }
+                if let (Some(field), false) = (&self.child_field, children.is_empty()) {
+                    source.insert(field.clone(), self.children(children));
                 }
                 let (action, source) = if self.update {
                     ("update", json!({ "doc": source }))
@@ -156,6 +179,30 @@ impl Actions {
             }
             _ => Ok(format!("{}\n", line(&json!({ "delete": meta })))),
         }
+    }
+}
+
+impl Actions {
+    /// The children as the list `childDocumentsField` holds, as Lucille nests them: each
+    /// child's fields (its `id` unless the whitelist / blacklist drop `id`, as for the
+    /// document), without its own children, which are not indexed (the indexer's warning
+    /// counts them).
+    fn children(&self, children: &[crate::document::Fields]) -> Value {
+        let list = children
+            .iter()
+            .map(|child| {
+                let map: Map<String, Value> = child
+                    .iter()
+                    .filter(|(k, _)| {
+                        k.as_str() != crate::document::CHILDREN_FIELD
+                            && (self.include_id || k.as_str() != crate::document::ID_FIELD)
+                    })
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                Value::Object(map)
+            })
+            .collect();
+        Value::Array(list)
     }
 }
 
@@ -204,7 +251,9 @@ impl BulkBackend {
                 update: o.update,
                 include_id: settings.keeps_field("id"),
                 version_type: settings.version_type,
+                child_field: o.child_documents_field,
             }),
+            name,
         }
     }
 
@@ -412,6 +461,20 @@ fn error_reason(body: &str) -> String {
 }
 
 impl Backend for BulkBackend {
+    /// Children are nested under `childDocumentsField` (their own children are not); without
+    /// it they are not indexed.
+    fn child_documents(&self) -> ChildDocuments {
+        match self.actions.child_field {
+            Some(_) => ChildDocuments::OneLevel,
+            None => ChildDocuments::Dropped {
+                hint: Some(format!(
+                    "set {}.childDocumentsField to nest them under that field",
+                    self.name.to_lowercase()
+                )),
+            },
+        }
+    }
+
     fn validate_connection(&mut self) -> Result<(), BackendError> {
         let url = format!("{}/", self.base);
         let reply = self.client.send("GET", &url, "application/json", None)?;

@@ -701,3 +701,153 @@ fn generic_indexer_keys_are_read_into_the_settings() {
 fn every_backend_checks_its_keys() {
     super::test_backends::assert_every_backend_checks_its_keys();
 }
+
+/// A parent with two children, the first with a child of its own (Lucille's `___children`).
+fn parent_with_children(id: &str) -> Value {
+    json!({"id": id, "cid": format!("{id}-override"), "title": "parent", "secret": "s",
+    "___children": [
+        {"id": format!("{id}-1"), "title": "one", "secret": "x", "run_id": "r0",
+         "___children": [{"id": format!("{id}-1-1"), "title": "grandchild"}]},
+        {"id": format!("{id}-2"), "title": "two"}
+    ]})
+}
+
+/// The `_bulk` request bodies the mock received, each line parsed.
+fn bulk_lines(mock: &Mock) -> Vec<Value> {
+    mock.requests()
+        .iter()
+        .filter(|r| r.path() == "/_bulk")
+        .flat_map(|r| {
+            r.body
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect::<Vec<Value>>()
+        })
+        .collect()
+}
+
+#[test]
+fn child_documents_field_nests_the_children_as_lucille_does() {
+    warnings();
+    for kind in KINDS {
+        let (c, mock) = cluster();
+        let parent = format!("nest-{kind}");
+        let out = run_docs(
+            indexer(
+                kind,
+                json!({"idOverrideField": "cid", "blacklist": ["secret"]}),
+            ),
+            json!({"url": mock.url, "index": "i", "childDocumentsField": "kids"}),
+            vec![
+                parent_with_children(&parent),
+                json!({"id": format!("lone-{kind}"), "title": "no children"}),
+            ],
+        );
+        assert!(failed(&out).is_empty(), "{kind}: {out:?}");
+        // The exact body: the parent's filtered fields, then its children, each filtered the
+        // same way (id kept, blacklisted field and run_id dropped, no idOverrideField), without
+        // their own children; a document without children gets no such field.
+        assert_eq!(
+            bulk_lines(&mock),
+            [
+                json!({"index": {"_index": "i", "_id": format!("{parent}-override")}}),
+                json!({"id": format!("{parent}-override"), "cid": format!("{parent}-override"),
+                    "title": "parent",
+                    "kids": [{"id": format!("{parent}-1"), "title": "one"},
+                             {"id": format!("{parent}-2"), "title": "two"}]}),
+                json!({"index": {"_index": "i", "_id": format!("lone-{kind}")}}),
+                json!({"id": format!("lone-{kind}"), "title": "no children"}),
+            ],
+            "{kind}"
+        );
+        assert!(source(&c, "i", &format!("{parent}-override")).unwrap()["kids"].is_array());
+        // The grandchild is not indexed, and the indexer says so.
+        let said: Vec<String> = warnings()
+            .into_iter()
+            .filter(|w| w.contains(&format!("{parent:?}")))
+            .collect();
+        assert_eq!(said.len(), 1, "{kind}: {said:?}");
+        assert!(
+            said[0].contains(&format!("indexer.type \"{kind}\" indexes one level of child documents: 1 children of children of 1 of the 2 documents in this batch are not indexed")),
+            "{}",
+            said[0]
+        );
+    }
+}
+
+#[test]
+fn children_go_in_partial_updates_too_and_the_id_filter_applies_to_them() {
+    for kind in KINDS {
+        let (_c, mock) = cluster();
+        let parent = format!("upd-{kind}");
+        let out = run_docs(
+            indexer(kind, json!({"blacklist": ["id", "secret"]})),
+            json!({"url": mock.url, "index": "i", "update": true, "childDocumentsField": "kids"}),
+            vec![parent_with_children(&parent)],
+        );
+        assert!(failed(&out).is_empty(), "{kind}: {out:?}");
+        assert_eq!(
+            bulk_lines(&mock),
+            [
+                json!({"update": {"_index": "i", "_id": parent}}),
+                json!({"doc": {"cid": format!("{parent}-override"), "title": "parent",
+                    "kids": [{"title": "one"}, {"title": "two"}]}}),
+            ],
+            "{kind}: id blacklisted for the document and its children alike"
+        );
+    }
+}
+
+#[test]
+fn without_child_documents_field_children_are_left_out_with_a_warning() {
+    warnings();
+    for kind in KINDS {
+        let (c, mock) = cluster();
+        let parent = format!("unset-{kind}");
+        let out = run_docs(
+            indexer(kind, json!({})),
+            json!({"url": mock.url, "index": "i"}),
+            vec![
+                json!({"id": format!("plain-{kind}"), "title": "p"}),
+                parent_with_children(&parent),
+            ],
+        );
+        assert!(failed(&out).is_empty(), "{kind}: {out:?}");
+        assert_eq!(
+            bulk_lines(&mock)[3],
+            json!({"id": parent, "cid": format!("{parent}-override"), "title": "parent", "secret": "s"}),
+            "{kind}: the parent is indexed without its children"
+        );
+        assert_eq!(c.lock().docs.len(), 2, "{kind}: no child became a document");
+        let said: Vec<String> = warnings()
+            .into_iter()
+            .filter(|w| w.contains(&format!("{parent:?}")))
+            .collect();
+        assert_eq!(
+            said,
+            [format!("indexer.type \"{kind}\" does not index child documents: 1 of the 2 documents in this batch carry 2 children, indexed without them (the first: {parent:?}); set {kind}.childDocumentsField to nest them under that field")],
+            "{kind}"
+        );
+    }
+}
+
+#[test]
+fn child_documents_field_must_name_a_document_field() {
+    for kind in KINDS {
+        for bad in ["", "id", "___children"] {
+            let e = config_errors(
+                indexer(kind, json!({})),
+                json!({"url": "http://localhost:9200", "index": "i", "childDocumentsField": bad}),
+            );
+            assert!(
+                e.contains("childDocumentsField") && e.contains("cannot hold child documents"),
+                "{kind} {bad:?}: {e}"
+            );
+        }
+        let ok = config_errors(
+            indexer(kind, json!({})),
+            json!({"url": "http://localhost:9200", "index": "i", "childDocumentsField": "kids"}),
+        );
+        assert_eq!(ok, "", "{kind}");
+    }
+}

@@ -1,6 +1,7 @@
 //! `indexer.type: "elasticsearch"` with `elasticsearch { url, index, update, acceptInvalidCert,
-//! username, password, apiKey }` (Lucille's keys plus `apiKey`, sent as
-//! `Authorization: ApiKey ...`). Speaks the `_bulk` protocol (see `bulk`).
+//! username, password, apiKey, childDocumentsField }` (Lucille's keys plus `apiKey`, sent as
+//! `Authorization: ApiKey ...`). Speaks the `_bulk` protocol (see `bulk`), which also nests
+//! attached child documents under `childDocumentsField`.
 
 use super::bulk::{BulkBackend, BulkBlock, BulkOptions};
 use super::IndexerSettings;

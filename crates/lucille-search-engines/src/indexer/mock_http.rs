@@ -94,3 +94,50 @@ pub fn config_errors(indexer: Value, block: Value) -> String {
             .join("; "),
     }
 }
+
+/// The WARN and ERROR messages logged in this test process so far, on any thread (the
+/// indexer logs on its own thread): a process-wide subscriber, installed on first use, keeps
+/// them from the first call on (call it once before what logs). Tests look for their own
+/// messages by the document ids they name.
+pub fn warnings() -> Vec<String> {
+    use std::sync::OnceLock;
+    static LOG: OnceLock<Arc<parking_lot::Mutex<Vec<String>>>> = OnceLock::new();
+    let log = LOG.get_or_init(|| {
+        let log = Arc::default();
+        // Another test binary's subscriber cannot be here: each test binary is its own process.
+        let _ = tracing::subscriber::set_global_default(Capture(Arc::clone(&log)));
+        log
+    });
+    log.lock().clone()
+}
+
+/// Keeps each WARN / ERROR event's message.
+struct Capture(Arc<parking_lot::Mutex<Vec<String>>>);
+
+struct Message(String);
+
+impl tracing::field::Visit for Message {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut m = Message(String::new());
+        event.record(&mut m);
+        self.0.lock().push(m.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}

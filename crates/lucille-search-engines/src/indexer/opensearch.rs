@@ -1,6 +1,7 @@
 //! `indexer.type: "opensearch"` with `opensearch { url, index, update, acceptInvalidCert,
-//! username, password }` (Lucille's keys; credentials may also sit in the URL as
-//! `https://user:pass@host:9200`). Speaks the `_bulk` protocol (see `bulk`).
+//! username, password, childDocumentsField }` (Lucille's keys; credentials may also sit in the
+//! URL as `https://user:pass@host:9200`). Speaks the `_bulk` protocol (see `bulk`), which also
+//! nests attached child documents under `childDocumentsField`.
 
 use super::bulk::{BulkBackend, BulkBlock, BulkOptions};
 use super::IndexerSettings;
