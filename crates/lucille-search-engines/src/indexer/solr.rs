@@ -15,13 +15,18 @@
 //! an upsert then a delete of one id stay in order. Solr rejects a whole request for one bad
 //! document (HTTP 400), so a rejected request is sent again document by document: only the
 //! bad one FAILs, with Solr's message. Commits at close (and with `commitWithin` if set).
+//!
+//! A document's attached children go with it as Solr nested documents, as Lucille sends them:
+//! the JSON update format's `_childDocuments_` list in the `add` command's `doc`, each child
+//! with its own id and fields (whitelist / blacklist applied, `idOverrideField` not). Their own
+//! children are not sent (as in Lucille); the indexer's per-batch warning counts them.
 
 use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
 use super::solr_cloud::{ZkChroot, ZkHostList, ZkHosts};
-use super::{Backend, BackendError, IndexOp, IndexerSettings, PositiveMillis};
+use super::{Backend, BackendError, ChildDocuments, IndexOp, IndexerSettings, PositiveMillis};
 use crate::config::{Checked, ComponentConfig, ConfigError, ConfigErrors, Options};
 use crate::http::{self, Auth, HttpClient, HttpUrls, Reply};
 
@@ -122,6 +127,10 @@ impl SolrOptions {
         self.use_cloud_client && self.zk_hosts.is_some()
     }
 }
+
+/// The key of the JSON update format's anonymous child documents (the JSON form of SolrJ's
+/// `addChildDocument`).
+const CHILD_DOCUMENTS: &str = "_childDocuments_";
 
 pub struct SolrBackend {
     client: HttpClient,
@@ -308,13 +317,21 @@ impl SolrBackend {
     /// One update command, as `"name":value` text (the body repeats command names).
     fn command(op: &IndexOp) -> String {
         match op {
-            IndexOp::Upsert { id, fields, .. } => {
-                let mut doc = Map::with_capacity(fields.len() + 1);
+            IndexOp::Upsert {
+                id,
+                fields,
+                children,
+                ..
+            } => {
+                let mut doc = Map::with_capacity(fields.len() + 2);
                 doc.insert("id".into(), Value::String(id.clone()));
                 for (k, v) in fields {
                     if k != "id" {
                         doc.insert(k.clone(), v.clone());
                     }
+                }
+                if !children.is_empty() {
+                    doc.insert(CHILD_DOCUMENTS.into(), Self::children(children));
                 }
                 format!("\"add\":{}", json!({ "doc": doc }))
             }
@@ -325,6 +342,24 @@ impl SolrBackend {
                 format!("\"delete\":{}", json!({ "query": query }))
             }
         }
+    }
+
+    /// Attached children as Solr's anonymous nested documents, as Lucille adds them
+    /// (`SolrInputDocument.addChildDocument`): each child's fields with its id, without its own
+    /// children, which are not indexed (the indexer's warning counts them).
+    fn children(children: &[crate::document::Fields]) -> Value {
+        let list = children
+            .iter()
+            .map(|child| {
+                let map: Map<String, Value> = child
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != crate::document::CHILDREN_FIELD)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                Value::Object(map)
+            })
+            .collect();
+        Value::Array(list)
     }
 
     /// Sends ops as one update request: `Ok(None)` accepted, `Ok(Some)` rejected by Solr.
@@ -365,6 +400,11 @@ fn solr_error(body: &str) -> String {
 }
 
 impl Backend for SolrBackend {
+    /// Children are sent as nested documents (`_childDocuments_`); their own children are not.
+    fn child_documents(&self) -> ChildDocuments {
+        ChildDocuments::OneLevel
+    }
+
     fn validate_connection(&mut self) -> Result<(), BackendError> {
         self.discover()?;
         let mut problems = Vec::new();

@@ -435,6 +435,34 @@ fn the_solr_indexer_sends_to_the_live_nodes_and_reads_them_again_when_all_fail()
         .any(|r| r.path() == "/solr/c/update" && r.query().contains("commit=true")));
 }
 
+/// SolrCloud nodes get children as standalone Solr does: nested in the parent's `add`.
+#[test]
+fn the_solr_indexer_sends_children_to_the_live_nodes_as_nested_documents() {
+    use crate::indexer::mock_http::{failed, run_docs};
+    let Some(host) = test_zk() else { return };
+    let cloud = TestCloud::new(&host);
+    cloud.add_collection("c");
+    let (ids, solr) = node();
+    cloud.add_node(&TestCloud::node_name(&solr.url));
+    let out = run_docs(
+        json!({"type": "solr", "batchSize": 10, "batchTimeout": 60000}),
+        cloud_block(&cloud),
+        vec![json!({"id": "a", "t": "x", "___children": [{"id": "a-1", "t": "y"}]})],
+    );
+    assert!(failed(&out).is_empty(), "{out:?}");
+    assert_eq!(*ids.lock(), ["a"], "the child is not a document of its own");
+    let update = solr
+        .requests()
+        .into_iter()
+        .find(|r| r.path() == "/solr/c/update" && r.body.contains("\"add\""))
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&update.body).unwrap(),
+        json!({"add": {"doc": {"id": "a", "t": "x",
+            "_childDocuments_": [{"id": "a-1", "t": "y"}]}}})
+    );
+}
+
 #[test]
 fn the_solr_indexer_fails_at_start_without_live_nodes_or_zookeeper() {
     use crate::indexer::{build_backend, IndexerSettings};

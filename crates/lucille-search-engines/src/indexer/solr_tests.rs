@@ -387,3 +387,68 @@ fn solr_config_errors_are_reported_together() {
         ""
     );
 }
+
+#[test]
+fn children_are_sent_as_nested_documents_as_lucille_sends_them() {
+    warnings();
+    let (s, mock) = solr();
+    let out = run_docs(
+        indexer(json!({"idOverrideField": "cid", "blacklist": ["secret"]})),
+        json!({"url": format!("{}/solr", mock.url), "defaultCollection": "core1"}),
+        vec![
+            json!({"id": "solr-parent", "cid": "P", "title": "parent", "secret": "s",
+            "___children": [
+                {"id": "c1", "title": "one", "secret": "x", "run_id": "r0",
+                 "___children": [{"id": "g1", "title": "grandchild"}]},
+                {"id": "c2", "title": "two", "tags": ["a", "b"]}
+            ]}),
+            json!({"id": "solr-lone", "title": "no children"}),
+        ],
+    );
+    assert!(failed(&out).is_empty(), "{out:?}");
+    // The exact update request: the children in the parent's `doc` as `_childDocuments_`,
+    // each with its own id and filtered fields (no idOverrideField, no run_id, no children of
+    // its own); a document without children has no such key.
+    let update = mock
+        .requests()
+        .into_iter()
+        .find(|r| r.path() == "/solr/core1/update" && r.body.contains("\"add\""))
+        .unwrap();
+    let Commands(commands) = serde_json::from_str(&update.body).unwrap();
+    assert_eq!(
+        commands,
+        [
+            (
+                "add".to_string(),
+                json!({"doc": {"id": "P", "cid": "P", "title": "parent",
+                    "_childDocuments_": [{"id": "c1", "title": "one"},
+                                         {"id": "c2", "title": "two", "tags": ["a", "b"]}]}})
+            ),
+            (
+                "add".to_string(),
+                json!({"doc": {"id": "solr-lone", "title": "no children"}})
+            )
+        ]
+    );
+    assert_eq!(
+        doc(&s, "core1", "P").unwrap()["_childDocuments_"][1]["id"],
+        json!("c2")
+    );
+    let said: Vec<String> = warnings()
+        .into_iter()
+        .filter(|w| w.contains("\"solr-parent\""))
+        .collect();
+    assert_eq!(
+        said,
+        ["indexer.type \"solr\" indexes one level of child documents: 1 children of children of 1 of the 2 documents in this batch are not indexed (the first such document: \"solr-parent\")"]
+    );
+}
+
+#[test]
+fn child_documents_field_is_not_a_solr_key() {
+    let e = config_errors(
+        indexer(json!({})),
+        json!({"url": "http://localhost:8983/solr", "childDocumentsField": "kids"}),
+    );
+    assert!(e.contains("solr.childDocumentsField: unknown key"), "{e}");
+}
