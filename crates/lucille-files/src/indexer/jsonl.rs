@@ -1,7 +1,10 @@
 //! `indexer.type: "jsonl"` with `jsonl { path, append }`: one JSON object per line.
 //!
 //! An upsert writes the document (`{"id": ..., fields...}`, plus `"_index"` when an index
-//! override applies). A file cannot delete, so deletes are written as intent lines that a
+//! override applies), and its attached child documents as `"___children": [{"id": ...,
+//! fields...}, ...]` after its fields, as Lucille's JSON form of a document holds them (each
+//! child filtered as the document is, with its own children the same way): reading the line
+//! back as a document gives them back. A file cannot delete, so deletes are written as intent lines that a
 //! consumer can apply: `{"id": ..., "_delete": true}` and
 //! `{"_delete_by": {"field": ..., "value": ...}}`. Each batch is written whole or not at all
 //! (`batch_file`): a FINISH event always means the line is in the file, and a batch whose
@@ -17,11 +20,12 @@ use serde_json::json;
 
 use super::batch_file::BatchFile;
 use super::{
-    take_encoded, Backend, BackendCheck, BackendError, BackendOutput, EncodeError, Encoded,
-    Encoder, IndexOp, Opening,
+    take_encoded, Backend, BackendCheck, BackendError, BackendOutput, ChildDocuments, EncodeError,
+    Encoded, Encoder, IndexOp, Opening,
 };
 use crate::config::{ComponentConfig, ConfigErrors, Options};
 use crate::document::write::{write_str, write_value};
+use crate::document::CHILDREN_FIELD;
 
 inventory::submit!(super::IndexerDescriptor {
     name: "jsonl",
@@ -91,7 +95,11 @@ impl JsonlBackend {
     fn write_line(out: &mut Vec<u8>, op: &IndexOp) -> serde_json::Result<()> {
         match op {
             IndexOp::Upsert {
-                id, index, fields, ..
+                id,
+                index,
+                fields,
+                children,
+                ..
             } => {
                 out.extend_from_slice(b"{\"id\":");
                 write_str(out, id);
@@ -104,6 +112,27 @@ impl JsonlBackend {
                     write_str(out, k);
                     out.push(b':');
                     write_value(out, v);
+                }
+                if !children.is_empty() {
+                    out.extend_from_slice(b",");
+                    write_str(out, CHILDREN_FIELD);
+                    out.extend_from_slice(b":[");
+                    for (n, child) in children.iter().enumerate() {
+                        if n > 0 {
+                            out.push(b',');
+                        }
+                        out.push(b'{');
+                        for (i, (k, v)) in child.iter().enumerate() {
+                            if i > 0 {
+                                out.push(b',');
+                            }
+                            write_str(out, k);
+                            out.push(b':');
+                            write_value(out, v);
+                        }
+                        out.push(b'}');
+                    }
+                    out.push(b']');
                 }
                 out.push(b'}');
             }
@@ -144,15 +173,25 @@ impl Encoder for LineEncoder {
         let mut line = Vec::with_capacity(hint + hint / 4 + 64);
         JsonlBackend::write_line(&mut line, op).map_err(EncodeError::new)?;
         self.last_len.store(line.len(), Ordering::Relaxed);
-        if let IndexOp::Upsert { fields, .. } = op {
-            // Encoded: the fields are no longer needed, and are freed here on the worker.
+        if let IndexOp::Upsert {
+            fields, children, ..
+        } = op
+        {
+            // Encoded: the fields (and children: the line holds them all) are no longer
+            // needed, and are freed here on the worker.
             *fields = crate::document::Fields::default();
+            *children = Default::default();
         }
         Ok(Some(Box::new(line)))
     }
 }
 
 impl Backend for JsonlBackend {
+    /// The line holds the children, with theirs.
+    fn child_documents(&self) -> ChildDocuments {
+        ChildDocuments::All
+    }
+
     fn send(&mut self, ops: &[IndexOp]) -> Result<Vec<Option<String>>, BackendError> {
         self.send_encoded(ops, Vec::new())
     }
@@ -226,6 +265,58 @@ mod tests {
         );
         build_backend(&settings, &ok, crate::indexer::Opening::Fresh).unwrap();
         assert!(path.exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A line holds the document's children as `___children`, each filtered as the document
+    /// is, with their own children: reading the line back gives the same children, both
+    /// from a worker's encoding and from the indexer thread's.
+    #[test]
+    fn a_line_holds_the_children_as_the_document_json_form_does() {
+        use crate::document::Document;
+        use crate::indexer::{Backend, Encoder};
+        let dir = std::env::temp_dir().join(format!(
+            "lucille-jsonl-{}",
+            crate::document::ids::random_id()
+        ));
+        let path = dir.join("out.jsonl");
+        let settings = IndexerSettings::from_config(&ComponentConfig::new(
+            match json!({"type": "jsonl", "blacklist": ["secret"]}) {
+                Value::Object(m) => m,
+                _ => unreachable!(),
+            },
+            "indexer",
+        ))
+        .unwrap();
+        let doc = Document::from_value(json!({"id": "p", "t": "parent", "secret": "s",
+        "___children": [
+            {"id": "c1", "t": "one", "secret": "x", "run_id": "r0",
+             "___children": [{"id": "g1", "t": "grandchild", "secret": "y"}]},
+            {"id": "c2", "t": "two"}
+        ]}))
+        .unwrap();
+        let mut b = super::JsonlBackend::open(path.clone(), false).unwrap();
+        let mut encoded_op = settings.op_for(&doc);
+        let encoded = super::LineEncoder::default()
+            .encode(&mut encoded_op)
+            .unwrap();
+        let plain =
+            settings.op_for(&Document::from_value(json!({"id": "q", "t": "none"})).unwrap());
+        let thread_op = settings.op_for(&doc);
+        let r = b
+            .send_encoded(&[encoded_op, plain, thread_op], vec![encoded, None, None])
+            .unwrap();
+        assert_eq!(r, [None, None, None]);
+        b.close().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let expected = r#"{"id":"p","t":"parent","___children":[{"id":"c1","t":"one","___children":[{"id":"g1","t":"grandchild"}]},{"id":"c2","t":"two"}]}"#;
+        assert_eq!(lines, [expected, r#"{"id":"q","t":"none"}"#, expected]);
+        let back = Document::from_json(lines[0]).unwrap();
+        let ids: Vec<String> = back.children().iter().map(|c| c.id().to_string()).collect();
+        assert_eq!(ids, ["c1", "c2"]);
+        assert_eq!(back.children()[0].children()[0].id(), "g1");
+        assert_eq!(b.child_documents(), crate::indexer::ChildDocuments::All);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
