@@ -12,15 +12,12 @@ Needs valgrind and the `lucille` package from a release build (`pip install .`, 
 instructions per record with both on.
 """
 import argparse
-import os
-import re
-import subprocess
 import sys
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from instructions import callgrind, corpora, lucille_run
 
 
 class Collector(BaseHTTPRequestHandler):
@@ -39,18 +36,7 @@ class Collector(BaseHTTPRequestHandler):
 
 
 def instructions(corpus, work, sets):
-    out = os.path.join(work, "cg.out")
-    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-           sys.executable, "-m", "lucille.cli", "run", os.path.join(HERE, "six_stages.conf"),
-           "--set", f"jsonl.path={os.path.join(work, 'out.jsonl')}", "--set", "worker.threads=2"]
-    for s in sets:
-        cmd += ["--set", s]
-    r = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True,
-                       env=dict(os.environ, LUCILLE_BENCH_CORPUS=corpus))
-    text = r.stdout + r.stderr
-    if r.returncode != 0 or "RUN SUMMARY: Success" not in text:
-        raise SystemExit(f"the run failed:\n{text[-3000:]}")
-    return int(re.search(r"Collected : (\d+)", text).group(1))
+    return callgrind(lucille_run("six_stages.conf", work, *sets), corpus, work, lucille_run=True)
 
 
 def main():
@@ -67,14 +53,10 @@ def main():
                                            "tracing.sampleRatio=0.01"],
     }
     with tempfile.TemporaryDirectory() as work:
-        corpora = {}
-        for n in (a.small, a.large):
-            corpora[n] = os.path.join(work, f"corpus-{n}.jsonl")
-            subprocess.run([sys.executable, os.path.join(HERE, "generate.py"), "--docs", str(n),
-                            "--out", corpora[n]], check=True)
+        paths = corpora(work, (a.small, a.large))
         per_record = {}
         for name, sets in variants.items():
-            counts = {n: instructions(corpora[n], work, sets) for n in corpora}
+            counts = {n: instructions(paths[n], work, sets) for n in paths}
             per_record[name] = (counts[a.large] - counts[a.small]) / (a.large - a.small)
             print(f"  {name}: {counts}", file=sys.stderr)
     base = per_record["row 1"]

@@ -22,9 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::accounting::EventType;
 use crate::messaging::IndexerSide;
-pub use crate::op::{
-    take_encoded, Children, EncodeError, Encoded, IndexOp, PreparedOp, ToIndex,
-};
+pub use crate::op::{take_encoded, Children, EncodeError, Encoded, IndexOp, PreparedOp, ToIndex};
 pub use backend::*;
 pub use prepare::{Encoder, Preparer};
 pub use settings::*;
