@@ -57,17 +57,7 @@ pub(crate) fn entity(r: &BytesRef<'_>) -> Option<String> {
         return Some(c.to_string());
     }
     let name = r.decode().ok()?;
-    Some(
-        match name.as_ref() {
-            "amp" => "&",
-            "lt" => "<",
-            "gt" => ">",
-            "quot" => "\"",
-            "apos" => "'",
-            _ => return None,
-        }
-        .to_string(),
-    )
+    quick_xml::escape::resolve_xml_entity(&name).map(str::to_string)
 }
 
 /// Writes the text of the XML in `input` to `out` following `rules`.

@@ -52,15 +52,7 @@ fn entity(r: &BytesRef<'_>) -> Option<String> {
         return Some(c.to_string());
     }
     let name = r.decode().ok()?;
-    let s = match name.as_ref() {
-        "amp" => "&",
-        "lt" => "<",
-        "gt" => ">",
-        "quot" => "\"",
-        "apos" => "'",
-        _ => return None,
-    };
-    Some(s.to_string())
+    quick_xml::escape::resolve_xml_entity(&name).map(str::to_string)
 }
 
 /// Parses a document into its root element.

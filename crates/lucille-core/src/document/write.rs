@@ -164,6 +164,21 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// An object's entries (a JSON object's, or a document's fields) as compact JSON, as
+/// [`write_value`] writes an object.
+pub fn write_object<'a>(out: &mut Vec<u8>, entries: impl Iterator<Item = (&'a String, &'a Value)>) {
+    out.push(b'{');
+    for (i, (k, v)) in entries.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, k);
+        out.push(b':');
+        write_value(out, v);
+    }
+    out.push(b'}');
+}
+
 /// `value` as compact JSON, byte for byte as `serde_json::to_writer` writes it.
 pub fn write_value(out: &mut Vec<u8>, value: &Value) {
     match value {
@@ -185,18 +200,7 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            out.push(b'{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, k);
-                out.push(b':');
-                write_value(out, v);
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_object(out, map.iter()),
     }
 }
 

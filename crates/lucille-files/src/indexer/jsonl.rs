@@ -24,7 +24,7 @@ use super::{
     Encoded, Encoder, IndexOp, Opening,
 };
 use crate::config::{ComponentConfig, ConfigErrors, Options};
-use crate::document::write::{write_str, write_value};
+use crate::document::write::{write_object, write_str, write_value};
 use crate::document::CHILDREN_FIELD;
 
 inventory::submit!(super::IndexerDescriptor {
@@ -121,16 +121,7 @@ impl JsonlBackend {
                         if n > 0 {
                             out.push(b',');
                         }
-                        out.push(b'{');
-                        for (i, (k, v)) in child.iter().enumerate() {
-                            if i > 0 {
-                                out.push(b',');
-                            }
-                            write_str(out, k);
-                            out.push(b':');
-                            write_value(out, v);
-                        }
-                        out.push(b'}');
+                        write_object(out, child.iter());
                     }
                     out.push(b']');
                 }
