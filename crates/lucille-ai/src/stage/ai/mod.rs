@@ -30,20 +30,25 @@ use crate::stage::{Stage, StageFailure, StageResult};
 /// unavailable should not fail the documents at once.
 const DEFAULT_MAX_RETRIES: u32 = 3;
 
-/// The client of a stage: `timeout` (whole request) and the retry keys.
+/// The client of a stage whose server is at `url` (the value of its key `url_key`, an error
+/// there when it is not a URL): `timeout` (whole request) and the retry keys. Errors join
+/// `errors`; `None` when the retry keys are wrong.
 pub(crate) fn client(
     name: &'static str,
     config: &ComponentConfig,
+    (url_key, url): (&str, &str),
     retry: RetryOptions,
     timeout: Duration,
     auth: Auth,
-) -> Result<HttpClient, Vec<ConfigError>> {
-    let mut errors = Vec::new();
-    let retry = retry.policy(config, "maxRetries", DEFAULT_MAX_RETRIES, &mut errors);
-    if !errors.is_empty() {
-        return Err(errors);
+    errors: &mut Vec<ConfigError>,
+) -> Option<HttpClient> {
+    if let Err(e) = crate::http::parse_url(url) {
+        errors.push(config.error(url_key, e.to_string()));
     }
-    Ok(HttpClient::new(name, retry, None, false, auth).with_timeout(timeout))
+    let before = errors.len();
+    let retry = retry.policy(config, "maxRetries", DEFAULT_MAX_RETRIES, errors);
+    (errors.len() == before)
+        .then(|| HttpClient::new(name, retry, None, false, auth).with_timeout(timeout))
 }
 
 /// A whole number of seconds, checked positive by its option's `min`.

@@ -109,9 +109,6 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     if o.model_name.trim().is_empty() {
         errors.push(config.error("modelName", "is empty"));
     }
-    if let Err(e) = crate::http::parse_url(&o.host_url) {
-        errors.push(config.error("hostURL", e.to_string()));
-    }
     if let Some(k) = &o.keep_alive {
         if let Err(e) = check_keep_alive(k) {
             errors.push(config.error("keepAlive", e));
@@ -120,12 +117,12 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let client = client(
         "OllamaEmbed",
         config,
+        ("hostURL", &o.host_url),
         o.retry,
         seconds(o.timeout),
         Auth::None,
-    )
-    .map_err(|e| errors.extend(e))
-    .ok();
+        &mut errors,
+    );
     match client {
         Some(client) if errors.is_empty() => Ok(Box::new(RemoteEmbed {
             embedding,

@@ -101,18 +101,15 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     if o.api_key.trim().is_empty() {
         errors.push(config.error("apiKey", "is empty"));
     }
-    if let Err(e) = crate::http::parse_url(&o.url) {
-        errors.push(config.error("url", e.to_string()));
-    }
     let client = client(
         "OpenAIEmbed",
         config,
+        ("url", &o.url),
         o.retry,
         seconds(o.timeout),
         Auth::Header("Authorization", format!("Bearer {}", o.api_key)),
-    )
-    .map_err(|e| errors.extend(e))
-    .ok();
+        &mut errors,
+    );
     match client {
         Some(client) if errors.is_empty() => Ok(Box::new(RemoteEmbed {
             embedding,

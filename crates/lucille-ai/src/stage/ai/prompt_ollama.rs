@@ -73,18 +73,15 @@ struct PromptOllama {
 fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     let o = PromptOllamaOptions::from_config(config)?;
     let mut errors = Vec::new();
-    if let Err(e) = crate::http::parse_url(&o.host_url) {
-        errors.push(config.error("hostURL", e.to_string()));
-    }
     let client = client(
         "PromptOllama",
         config,
+        ("hostURL", &o.host_url),
         o.retry,
         seconds(o.timeout),
         Auth::None,
-    )
-    .map_err(|e| errors.extend(e))
-    .ok();
+        &mut errors,
+    );
     match client {
         Some(client) if errors.is_empty() => Ok(Box::new(PromptOllama {
             endpoint: format!("{}/api/chat", o.host_url.trim_end_matches('/')),
