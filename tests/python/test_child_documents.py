@@ -9,13 +9,13 @@ import logging
 import pathlib
 import textwrap
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 import lucille
 from local_http import JsonHandler, serve
-from test_http_indexers import Cluster, make_handler
+from test_http_indexers import Cluster, cluster  # noqa: F401 (the fixture, by name)
 
 MODULE = """
 import lucille
@@ -52,14 +52,6 @@ DOCS = [{"id": "p", "title": "parent", "kids": 2}, {"id": "q", "title": "alone"}
 def children_module(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "childmod.py").write_text(textwrap.dedent(MODULE))
     monkeypatch.syspath_prepend(str(tmp_path))
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    c = Cluster()
-    with serve(make_handler(c)) as url:
-        c.url = url
-        yield c
 
 
 def config(indexer: dict[str, Any], **blocks: Any) -> dict[str, Any]:
