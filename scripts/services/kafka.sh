@@ -10,27 +10,31 @@
 # store records one by one and serve any offset, as Kafka does
 # (tests/python/test_at_least_once.py checks the SQLite and memory engines with a plain client).
 #
-# Group coordinator: tansu 0.6.0 with one patch (tansu-0.6.0-group-rebalance.patch, next to
-# this script). Unpatched, when a member dies (SIGKILL) and another member's heartbeat is the
-# first to notice, the coordinator drops the dead member but leaves the group Formed, with the
-# dead member still its leader and its partitions assigned to nobody: the survivors rejoin,
-# get their old assignment back, and the dead member's partitions are never read again (a
-# distributed run then waits for ever). Apache Kafka rebalances instead; the patch makes tansu
-# do the same: the heartbeat only reports the expired member, the removal moves the group back
-# to Forming with a new leader, and every removal starts a new generation, so an assignment
-# the leader computed for the old member list (the dead member still in it) is refused and
-# recomputed instead of leaving the dead member's partitions to nobody. The at-least-once
-# tests kill processes and start their replacements at once, so they need it.
+# tansu 0.6.0 with two patches, next to this script, each making it answer as Apache Kafka does:
 #
-# Idempotent: builds the patched tansu 0.6.0 (sources from crates.io, checksums pinned; its
-# own Cargo.lock; `--features dynostore,libsql`: libsql for the SQLite engine, dynostore for
-# the in-memory engine the broker test shows the fetch bug on; ~15-25 min on 2 cores) into
-# $CARGO_HOME/bin/tansu-lucille-test when it is missing or was built from another patch, starts
-# it on 127.0.0.1 (port 19092, or the next free one) unless one started by this script from
-# the same build still answers, waits until it accepts connections, and exports
-# LUCILLE_TEST_KAFKA_BOOTSTRAP and LUCILLE_TEST_TANSU (the binary, for tests that start a
-# broker of their own).
-# Stop it with: kill "$(cat /tmp/lucille-test-kafka/pid)"
+# - tansu-0.6.0-group-rebalance.patch (tansu-broker, the group coordinator). Unpatched, when a
+#   member dies (SIGKILL) and another member's heartbeat is the first to notice, the
+#   coordinator drops the dead member but leaves the group Formed, with the dead member still
+#   its leader and its partitions assigned to nobody: the survivors rejoin, get their old
+#   assignment back, and the dead member's partitions are never read again (a distributed run
+#   then waits for ever). Apache Kafka rebalances instead; the patch makes tansu do the same:
+#   the heartbeat only reports the expired member, the removal moves the group back to Forming
+#   with a new leader, and every removal starts a new generation, so an assignment the leader
+#   computed for the old member list (the dead member still in it) is refused and recomputed
+#   instead of leaving the dead member's partitions to nobody. The at-least-once tests kill
+#   processes and start their replacements at once, so they need it.
+# - tansu-0.6.0-storage-prompt-fetch.patch (tansu-storage, the fetch service). Unpatched, a
+#   fetch sleeps for the rest of `fetch.wait.max.ms` after it was served, records or not, so
+#   every fetch response takes the whole wait: a consumer gets one response per wait (with
+#   librdkafka's 500 ms, two a second) and a message waits up to the wait at each hop. Apache
+#   Kafka answers as soon as `fetch.min.bytes` of records are there; the patch does the same,
+#   and a fetch that finds nothing waits for the next produce to one of its topics (or the end
+#   of the wait). bench/distributed/broker_limit.py shows both with a plain client
+#   (bench/distributed/README.md).
+#
+# Sources: tansu's three crates through cargo itself (`cargo fetch` of a throwaway manifest, so
+# no script names a download host), their checksums checked against the ones pinned here, then
+# patched and built with the published crate's own Cargo.lock.
 
 _lucille_kafka_main() {
     local dir="${LUCILLE_TEST_KAFKA_DIR:-/tmp/lucille-test-kafka}"
@@ -41,8 +45,9 @@ _lucille_kafka_main() {
     local here
     here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
     local patch="$here/tansu-$version-group-rebalance.patch"
+    local storage_patch="$here/tansu-$version-storage-prompt-fetch.patch"
     local build_id
-    build_id="tansu $version $features patch $(sha256sum "$patch" | cut -c1-16)"
+    build_id="tansu $version $features patches $(cat "$patch" "$storage_patch" | sha256sum | cut -c1-16)"
     local tansu="${CARGO_HOME:-$HOME/.cargo}/bin/tansu-lucille-test"
 
     # Whether this tansu binary is the patched build with the storage engines the tests use:
@@ -57,17 +62,23 @@ _lucille_kafka_main() {
             | grep -m1 '^storage:' || true)"
         [[ "$banner" == *'"libsql"'* && "$banner" == *'"dynostore"'* ]]
     }
-    # A crate's source: from cargo's download cache when it is there, else from crates.io's
-    # download host (where cargo gets it); its pinned checksum checked, then unpacked.
+    # A crate's source: fetched by cargo into its download cache when it is not there yet (a
+    # throwaway manifest that depends on the three crates), its pinned checksum checked, then
+    # unpacked.
     _lucille_crate() {
         local name="$1" sum="$2" into="$3" cached
-        cached="$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/"$name-$version.crate" 2>/dev/null | head -n 1 || true)"
-        if [ -n "$cached" ]; then
-            cp "$cached" "$into/$name.crate"
-        else
-            curl -fsSL --retry 3 -o "$into/$name.crate" \
-                "https://static.crates.io/crates/$name/$name-$version.crate" || return 1
+        local registry="${CARGO_HOME:-$HOME/.cargo}/registry/cache"
+        cached="$(ls "$registry"/*/"$name-$version.crate" 2>/dev/null | head -n 1 || true)"
+        if [ -z "$cached" ]; then
+            mkdir -p "$into/fetch/src"
+            printf '[package]\nname = "tansu-sources"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n[dependencies]\ntansu = "=%s"\ntansu-broker = "=%s"\ntansu-storage = "=%s"\n' \
+                "$version" "$version" "$version" >"$into/fetch/Cargo.toml"
+            : >"$into/fetch/src/lib.rs"
+            (cd "$into/fetch" && cargo fetch --quiet) || return 1
+            cached="$(ls "$registry"/*/"$name-$version.crate" 2>/dev/null | head -n 1 || true)"
+            [ -n "$cached" ] || return 1
         fi
+        cp "$cached" "$into/$name.crate"
         echo "$sum  $into/$name.crate" | sha256sum -c --quiet \
             && tar -xzf "$into/$name.crate" -C "$into"
     }
@@ -78,13 +89,16 @@ _lucille_kafka_main() {
         rm -rf "$work/src" && mkdir -p "$work/src"
         _lucille_crate tansu 4fdd85473ec265140488cf8d55e82b844f5c051c8916fabdd4a71156ac053f6d "$work/src" \
             && _lucille_crate tansu-broker 93c1e91b40c2a706dfdbe9a795c08c70918c874ad23f6e0e87564cc0a180e720 "$work/src" \
-            || { echo "kafka.sh: could not download tansu $version" >&2; return 1; }
+            && _lucille_crate tansu-storage 720d2ed8e6010c70f7f06e5af5a7274ebbf6e42fdcd9e46de542b10dc4d2f35d "$work/src" \
+            || { echo "kafka.sh: could not fetch tansu $version with cargo" >&2; return 1; }
         (cd "$work/src/tansu-broker-$version" && git apply -p1 "$patch") \
             || { echo "kafka.sh: $patch does not apply" >&2; return 1; }
-        # The published crate's own lock file pins every dependency; only tansu-broker's entry
-        # changes (to the patched path).
-        printf '\n[patch.crates-io]\ntansu-broker = { path = "../tansu-broker-%s" }\n' "$version" \
-            >>"$work/src/tansu-$version/Cargo.toml"
+        (cd "$work/src/tansu-storage-$version" && git apply -p1 "$storage_patch") \
+            || { echo "kafka.sh: $storage_patch does not apply" >&2; return 1; }
+        # The published crate's own lock file pins every dependency; only the patched crates'
+        # entries change (to their patched paths).
+        printf '\n[patch.crates-io]\ntansu-broker = { path = "../tansu-broker-%s" }\ntansu-storage = { path = "../tansu-storage-%s" }\n' \
+            "$version" "$version" >>"$work/src/tansu-$version/Cargo.toml"
         (cd "$work/src/tansu-$version" \
             && CARGO_TARGET_DIR="$work/target" cargo build --release --features "$features") \
             >"$log" 2>&1 || { tail -n 30 "$log" >&2; return 1; }
