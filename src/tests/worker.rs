@@ -384,3 +384,149 @@ fn a_document_past_the_kafka_retry_count_is_failed_without_being_processed() {
     assert!(line["document"].get("seen").is_none(), "{line}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_message_that_is_not_a_document_fails_in_the_run_it_names_and_keeps_its_text() {
+    use crate::record::ToProcess;
+    let dir = std::env::temp_dir().join(format!("lucille-unr-{}", uuid::Uuid::new_v4()));
+    let dl = dir.join("dead.jsonl");
+    let m = Arc::new(LocalMessenger::new(10));
+    let settings = WorkerSettings {
+        dead_letter_path: Some(dl.clone()),
+        ..Default::default()
+    };
+    let p = plan(json!([{"class": "SetStaticValues", "staticValues": {"seen": "yes"}}]));
+    let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r"), None).unwrap();
+    for (id, run) in [("named", Some("other-run")), ("anonymous", None)] {
+        m.send_for_processing(ToProcess::Unreadable {
+            id: id.into(),
+            run_id: run.map(Arc::from),
+            reason: format!("not a document (expected value) at src[0]@{id}"),
+            text: Some("{oops".into()),
+        })
+        .unwrap();
+    }
+    m.send_for_processing(Document::new("fine").unwrap().into())
+        .unwrap();
+    // One worker thread, in order: once "fine" is indexed, both messages were answered for.
+    let indexed = m.poll_doc_to_index(Duration::from_secs(5));
+    pool.stop();
+    let mut events = Vec::new();
+    while let Some(e) = m.try_poll_event() {
+        events.push(e);
+    }
+    assert_eq!(indexed.map(|i| i.id().to_string()).as_deref(), Some("fine"));
+    // Only the message that names its run is counted there; the other has no run to count it.
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        (
+            events[0].doc_id.as_str(),
+            events[0].kind,
+            &*events[0].run_id
+        ),
+        ("named", EventType::Fail, "other-run")
+    );
+    assert!(events[0]
+        .message
+        .as_deref()
+        .is_some_and(|m| m.contains("not a document")));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&dl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        (lines[0]["id"].as_str(), lines[0]["text"].as_str()),
+        (Some("named"), Some("{oops"))
+    );
+    assert_eq!(lines[1]["run_id"], serde_json::Value::Null);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Local queues that record how a pool takes its documents: the largest block asked for, and
+/// how many units of work (`done_processing` calls) the documents came in.
+struct Blocks {
+    inner: LocalMessenger,
+    largest_ask: std::sync::atomic::AtomicUsize,
+    units: std::sync::atomic::AtomicUsize,
+}
+
+impl crate::messaging::Events for Blocks {
+    fn send_event(&self, event: Event) -> Result<(), crate::messaging::MessagingError> {
+        self.inner.send_event(event)
+    }
+}
+
+impl crate::messaging::WorkerSide for Blocks {
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<crate::record::ToProcess> {
+        crate::messaging::WorkerSide::poll_doc_to_process(&self.inner, timeout)
+    }
+    fn poll_block(&self, max: usize, timeout: Duration, into: &mut Vec<crate::record::ToProcess>) {
+        self.largest_ask.fetch_max(max, Ordering::Relaxed);
+        crate::messaging::WorkerSide::poll_block(&self.inner, max, timeout, into)
+    }
+    fn send_for_indexing(&self, item: ToIndex) -> Result<(), crate::messaging::MessagingError> {
+        crate::messaging::WorkerSide::send_for_indexing(&self.inner, item)
+    }
+    fn done_processing(&self) {
+        self.units.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn take_in_blocks(settings: WorkerSettings, docs: usize) -> (usize, usize, usize) {
+    let m = Arc::new(Blocks {
+        inner: LocalMessenger::new(docs),
+        largest_ask: Default::default(),
+        units: Default::default(),
+    });
+    for i in 0..docs {
+        m.inner
+            .send_for_processing(Document::new(format!("d{i}")).unwrap().into())
+            .unwrap();
+    }
+    let p = plan(json!([{"class": "SetStaticValues", "staticValues": {"seen": "yes"}}]));
+    let pool = WorkerPool::start(p, settings, m.clone(), Arc::from("r"), None).unwrap();
+    let mut indexed = 0;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while indexed < docs && Instant::now() < deadline {
+        if m.inner
+            .poll_doc_to_index(Duration::from_millis(20))
+            .is_some()
+        {
+            indexed += 1;
+        }
+    }
+    pool.stop();
+    (
+        indexed,
+        m.units.load(Ordering::Relaxed),
+        m.largest_ask.load(Ordering::Relaxed),
+    )
+}
+
+#[test]
+fn cheap_documents_are_taken_in_blocks_one_unit_of_work_each() {
+    let (indexed, units, largest) = take_in_blocks(WorkerSettings::default(), 5000);
+    assert_eq!(indexed, 5000);
+    assert!(largest > 8, "blocks grew past the first guess: {largest}");
+    assert!(
+        units < 5000 / 8,
+        "{units} units of work for 5000 documents: not per document"
+    );
+}
+
+#[test]
+fn under_a_watchdog_a_worker_takes_one_document_at_a_time() {
+    let settings = WorkerSettings {
+        max_processing: Some(Duration::from_secs(60)),
+        ..Default::default()
+    };
+    let (indexed, units, largest) = take_in_blocks(settings, 200);
+    assert_eq!(indexed, 200);
+    assert_eq!(
+        largest, 1,
+        "an abandoned worker must hold no block behind its document"
+    );
+    assert_eq!(units, 200, "one unit of work per document");
+}

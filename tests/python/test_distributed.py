@@ -490,3 +490,40 @@ kafka {{ bootstrapServers: "{bootstrap()}" }}
 """)
     with pytest.raises(lucille.ConfigError, match=r"connectors\[0\]\.skipUnchanged.*mode external"):
         lucille.run(str(conf), mode="distributed", progress=False)
+
+
+def test_an_indexer_s_batch_of_terminal_events_travels_as_one_message(tmp_path: Path) -> None:
+    """Events per batch of documents, not per document: the indexer sends a batch's FINISH
+    events to the run's event topic as one message (a JSON array of Lucille's event objects),
+    and the run counts every document exactly."""
+    from confluent_kafka import Consumer
+    pipeline = f"evb_{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "out.jsonl"
+    n = 2000
+    conf = write_config(tmp_path, pipeline, out, n,
+                        'indexer { batchSize: 500, batchTimeout: 5000 }')
+    log = open(tmp_path / "procs.log", "w")
+    procs = [start("worker", conf, pipeline, log), start("indexer", conf, pipeline, log)]
+    try:
+        r = lucille.run(str(conf), mode="distributed", progress=False)
+    finally:
+        stop_all(procs)
+    assert r.status == "Success", r.summary + (tmp_path / "procs.log").read_text()
+    assert counts(r) == (n, n - 2, 1, 1)
+    c = Consumer({"bootstrap.servers": bootstrap(), "group.id": f"read-{uuid.uuid4().hex}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([f"{pipeline}_event_{r.run_id}"])
+    messages, finishes = 0, 0
+    deadline = time.time() + 30
+    while finishes < n - 2 and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None or m.error() is not None:
+            continue
+        messages += 1
+        events = json.loads(m.value())
+        for e in events if isinstance(events, list) else [events]:
+            finishes += e["type"] == "FINISH"
+    c.close()
+    assert finishes == n - 2
+    # Four full batches of the indexer (plus the worker's DROP and FAIL): not 2,000 messages.
+    assert messages <= 12, f"{messages} event messages for {n} documents"

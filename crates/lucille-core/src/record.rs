@@ -87,6 +87,15 @@ pub enum ToProcess {
         reason: String,
         attempts: u32,
     },
+    /// A message a broker delivered that is not a document (a Kafka worker read it from the
+    /// source topic): the worker FAILs it with `reason` and keeps `text` in the dead-letter
+    /// output; its FAIL event goes to `run_id` when the message names its run.
+    Unreadable {
+        id: String,
+        run_id: Option<Arc<str>>,
+        reason: String,
+        text: Option<String>,
+    },
 }
 
 impl From<Document> for ToProcess {
@@ -101,6 +110,7 @@ impl ToProcess {
             ToProcess::Doc(d) => d.id(),
             ToProcess::Record(r) => &r.id,
             ToProcess::Exhausted { doc, .. } => doc.id(),
+            ToProcess::Unreadable { id, .. } => id,
         }
     }
 
@@ -113,6 +123,7 @@ impl ToProcess {
                 id: doc.id().to_string(),
                 reason,
             }),
+            ToProcess::Unreadable { id, reason, .. } => Err(RecordError { id, reason }),
         }
     }
 }

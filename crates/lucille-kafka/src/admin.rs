@@ -133,6 +133,88 @@ pub fn partition_count(settings: &KafkaSettings, topic: &str) -> Result<usize, K
     Ok(n)
 }
 
+/// Remembers the last error librdkafka reported (why a broker cannot be reached).
+#[derive(Default)]
+struct LastError(parking_lot::Mutex<Option<String>>);
+
+impl rdkafka::ClientContext for LastError {
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+        use rdkafka::config::RDKafkaLogLevel as L;
+        if matches!(
+            level,
+            L::Emerg | L::Alert | L::Critical | L::Error | L::Warning
+        ) {
+            *self.0.lock() = Some(message.to_string());
+        }
+        tracing::debug!("librdkafka {fac}: {message}");
+    }
+
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        *self.0.lock() = Some(format!("{error}: {reason}"));
+    }
+}
+
+impl rdkafka::producer::ProducerContext for LastError {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, _: &rdkafka::producer::DeliveryResult<'_>, _: ()) {}
+}
+
+/// Waits until the broker answers (a metadata request), at most `timeout` (`None`: for ever),
+/// calling `waiting` with why it does not yet, each time that changes (a process's `/ready`
+/// reason). A run or a worker process calls it before anything else, so a broker that is not
+/// there is named in one clear error instead of an admin call's time-out.
+pub fn wait_for_broker(
+    settings: &KafkaSettings,
+    timeout: Option<Duration>,
+    mut waiting: impl FnMut(&str),
+) -> Result<(), KafkaError> {
+    let props = settings.producer_properties()?;
+    let client: rdkafka::producer::BaseProducer<LastError> = client_config(&props)
+        .create_with_context(LastError::default())
+        .map_err(KafkaError::client("cannot create a client"))?;
+    let started = std::time::Instant::now();
+    let mut told: Option<String> = None;
+    loop {
+        let left = timeout.map(|t| t.saturating_sub(started.elapsed()));
+        let attempt = left.map_or(Duration::from_secs(2), |l| {
+            l.clamp(Duration::from_millis(100), Duration::from_secs(2))
+        });
+        let answer = client.client().fetch_metadata(None, attempt);
+        // Serves the error callback, which says why (a refused connection, a name that does
+        // not resolve).
+        client.poll(Duration::ZERO);
+        let err = match answer {
+            Ok(_) => {
+                dispose(client);
+                return Ok(());
+            }
+            Err(e) => e,
+        };
+        let reason = client
+            .context()
+            .0
+            .lock()
+            .clone()
+            .unwrap_or_else(|| err.to_string());
+        if told.as_deref() != Some(reason.as_str()) {
+            waiting(&reason);
+            told = Some(reason.clone());
+        }
+        if let Some(t) = timeout {
+            if started.elapsed() >= t {
+                dispose(client);
+                return Err(KafkaError::Unreachable {
+                    servers: settings.bootstrap_servers.clone(),
+                    secs: t.as_secs(),
+                    reason,
+                });
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// Drops a short-lived client on a thread of its own: librdkafka's destroy waits for the
 /// client's threads to notice, about 100 ms, which a run would otherwise spend before its
 /// first document (measured: the connector started 108 ms after the topics were created).

@@ -22,6 +22,9 @@ const LIBRDKAFKA_MAX_MESSAGE_BYTES: u64 = 1_000_000_000;
 /// on every run; 50 ms cost the broker 3% of a core in idle fetches, 100 ms half that.
 pub const DEFAULT_FETCH_WAIT_MS: u64 = 100;
 pub const DEFAULT_CONSUMER_GROUP_ID: &str = "lucille_workers";
+/// `kafka.connectTimeoutSecs`: how long a run or a worker / indexer process waits at start for
+/// the broker to answer before it stops with an error naming it.
+pub const DEFAULT_CONNECT_TIMEOUT_SECS: u64 = 30;
 pub const DEFAULT_TOPIC_PARTITIONS: usize = 8;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +33,8 @@ pub struct KafkaSettings {
     pub consumer_group_id: String,
     pub max_poll_interval_secs: u64,
     pub max_request_size: u64,
+    /// `kafka.connectTimeoutSecs`: the wait for the broker at start; `None` (0): for ever.
+    pub connect_timeout: Option<std::time::Duration>,
     /// `kafka.events: false`: workers and indexers send no events (nothing waits for them).
     pub events: bool,
     pub security_protocol: Option<String>,
@@ -54,6 +59,7 @@ pub fn kafka_spec() -> Spec {
         .optional("consumerGroupId", Kind::String)
         .optional("maxPollIntervalSecs", Kind::Integer)
         .optional("maxRequestSize", Kind::Integer)
+        .optional("connectTimeoutSecs", Kind::Integer)
         .optional("events", Kind::Bool)
         .optional("securityProtocol", Kind::String)
         .optional("sourceTopic", Kind::String)
@@ -195,6 +201,22 @@ impl KafkaSettings {
                 format!("must be at most {LIBRDKAFKA_MAX_MESSAGE_BYTES} (librdkafka's limit)"),
             ));
         }
+        let connect_timeout = match block.i64("connectTimeoutSecs") {
+            Ok(None) => Some(std::time::Duration::from_secs(DEFAULT_CONNECT_TIMEOUT_SECS)),
+            Ok(Some(0)) => None,
+            Ok(Some(n)) if n > 0 => Some(std::time::Duration::from_secs(n as u64)),
+            Ok(Some(_)) => {
+                errors.push(block.error(
+                    "connectTimeoutSecs",
+                    "must be at least 0 (0: wait for the broker for ever)",
+                ));
+                None
+            }
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
         let metadata_max_age_ms = block
             .has("metadataMaxAgeMs")
             .then(|| positive("metadataMaxAgeMs", 30_000, &mut errors));
@@ -227,6 +249,7 @@ impl KafkaSettings {
             consumer_group_id,
             max_poll_interval_secs,
             max_request_size,
+            connect_timeout,
             events,
             security_protocol,
             source_topic,
@@ -250,6 +273,7 @@ impl KafkaSettings {
             consumer_group_id: DEFAULT_CONSUMER_GROUP_ID.to_string(),
             max_poll_interval_secs: DEFAULT_MAX_POLL_INTERVAL_SECS,
             max_request_size: DEFAULT_MAX_REQUEST_SIZE,
+            connect_timeout: Some(std::time::Duration::from_secs(DEFAULT_CONNECT_TIMEOUT_SECS)),
             events: true,
             security_protocol: None,
             source_topic: None,
@@ -449,6 +473,29 @@ mod tests {
         ] {
             assert!(all.contains(needle), "{needle} missing in {all}");
         }
+    }
+
+    #[test]
+    fn the_wait_for_the_broker_at_start_is_bounded_unless_zero() {
+        let get = |v: Value| KafkaSettings::from_config(&block(v)).map(|s| s.connect_timeout);
+        assert_eq!(
+            get(json!({"bootstrapServers": "h:1"})).unwrap(),
+            Some(std::time::Duration::from_secs(DEFAULT_CONNECT_TIMEOUT_SECS))
+        );
+        assert_eq!(
+            get(json!({"bootstrapServers": "h:1", "connectTimeoutSecs": 5})).unwrap(),
+            Some(std::time::Duration::from_secs(5))
+        );
+        assert_eq!(
+            get(json!({"bootstrapServers": "h:1", "connectTimeoutSecs": 0})).unwrap(),
+            None
+        );
+        let e = get(json!({"bootstrapServers": "h:1", "connectTimeoutSecs": -2})).unwrap_err();
+        assert!(
+            e[0].to_string().contains("kafka.connectTimeoutSecs"),
+            "{}",
+            e[0]
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::KafkaError as RdError;
 use rdkafka::error::KafkaResult;
-use rdkafka::message::{Headers, Message};
+use rdkafka::message::{BorrowedMessage, Headers, Message};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
@@ -22,7 +22,7 @@ use super::admin::client_config;
 use super::config::KafkaSettings;
 use super::offsets::OffsetTracker;
 use super::KafkaError;
-use lucille_core::document::{Document, DocumentError};
+use lucille_core::document::{Document, DocumentError, ObjectParser, ParseError};
 use lucille_core::event::Origin;
 
 /// Told the committed offsets `(partition, next offset to read)` after each commit.
@@ -67,11 +67,19 @@ impl ClientContext for GroupContext {
 impl ConsumerContext for GroupContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(tpl) = rebalance {
-            if commit_stored(consumer) {
+            let committed = commit_stored(consumer);
+            if committed {
                 self.committed_stored();
             }
             let parts: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
-            tracing::info!("Kafka partitions {parts:?} revoked; stored offsets committed");
+            if committed {
+                tracing::info!("Kafka partitions {parts:?} revoked; stored offsets committed");
+            } else {
+                tracing::info!(
+                    "Kafka partitions {parts:?} revoked; their stored offsets could not be \
+                     committed, so their next owner replays from the last commit"
+                );
+            }
             self.tracker.forget(&parts);
             let mut stored = self.stored.lock();
             for p in &parts {
@@ -128,27 +136,97 @@ fn commit_stored<C: ConsumerContext>(consumer: &BaseConsumer<C>) -> bool {
     }
 }
 
-/// A document read from a topic, with where it came from.
+/// A message read from a topic, with where it came from.
 pub struct Taken {
-    pub doc: Document,
+    pub payload: Payload,
     pub partition: i32,
     pub offset: i64,
     /// The origin a worker gave the document (on `{pipeline}_dest`).
     pub origin: Option<Origin>,
 }
 
-/// Why a message is not a document (it is logged and skipped).
+/// What a message held.
+pub enum Payload {
+    Doc(Document),
+    /// Not a document: FAILed by its reader, never skipped silently.
+    Unreadable(Unreadable),
+}
+
+/// A message that is not a document, as its reader reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The message's key (a document id, as Lucille keys its messages), else its position.
+    pub id: String,
+    /// The run named by the message's `lucille-run` header, if any.
+    pub run_id: Option<Arc<str>>,
+    /// Why it is not a document, and where it is (`topic[partition]@offset`).
+    pub reason: String,
+    /// Its text (lossy UTF-8, at most [`UNREADABLE_TEXT_BYTES`]), for the dead-letter output.
+    pub text: Option<String>,
+}
+
+/// How much of an unreadable message's text the dead-letter output keeps.
+pub const UNREADABLE_TEXT_BYTES: usize = 64 * 1024;
+
+/// Why a message is not a document.
 #[derive(Debug, thiserror::Error)]
 enum NotADocument {
     #[error("an empty message")]
     Empty,
+    #[error("not UTF-8 text")]
+    NotUtf8,
+    #[error("{0}")]
+    Parse(#[from] ParseError),
     #[error("{0}")]
     Document(#[from] DocumentError),
+}
+
+/// A message's document: its text checked UTF-8 once, then parsed into a map sized from the
+/// messages before it (the JSON lines handler's parser: serde_json's own grows every map
+/// several times, a fifth of a worker's CPU under perf).
+fn parse_document(parser: &ObjectParser, bytes: Option<&[u8]>) -> Result<Document, NotADocument> {
+    let bytes = bytes.ok_or(NotADocument::Empty)?;
+    let text = std::str::from_utf8(bytes).map_err(|_| NotADocument::NotUtf8)?;
+    Ok(Document::from_fields(parser.parse(text)?)?)
+}
+
+fn header<'a>(msg: &'a BorrowedMessage<'_>, key: &str) -> Option<&'a str> {
+    msg.headers().and_then(|h| {
+        h.iter()
+            .find(|h| h.key == key)
+            .and_then(|h| h.value)
+            .and_then(|v| std::str::from_utf8(v).ok())
+    })
+}
+
+/// The dead-letter view of a message that is not a document.
+fn unreadable(topic: &str, msg: &BorrowedMessage<'_>, e: &NotADocument) -> Unreadable {
+    let at = format!("{topic}[{}]@{}", msg.partition(), msg.offset());
+    let id = msg
+        .key()
+        .and_then(|k| std::str::from_utf8(k).ok())
+        .filter(|k| !k.is_empty())
+        .map_or_else(|| at.clone(), str::to_string);
+    let text = msg.payload().map(|p| {
+        let cut = &p[..p.len().min(UNREADABLE_TEXT_BYTES)];
+        let mut t = String::from_utf8_lossy(cut).into_owned();
+        if p.len() > cut.len() {
+            t.push_str(" (truncated)");
+        }
+        t
+    });
+    Unreadable {
+        id,
+        run_id: header(msg, super::RUN_HEADER).map(Arc::from),
+        reason: format!("not a document ({e}) at {at}"),
+        text,
+    }
 }
 
 pub struct GroupConsumer {
     consumer: BaseConsumer<GroupContext>,
     tracker: Arc<OffsetTracker>,
+    parser: ObjectParser,
     pub topic: String,
 }
 
@@ -181,12 +259,13 @@ impl GroupConsumer {
         Ok(Arc::new(GroupConsumer {
             consumer,
             tracker,
+            parser: ObjectParser::new(),
             topic: topic.to_string(),
         }))
     }
 
-    /// The next document, tracked as in flight until [`GroupConsumer::done`]. A message that
-    /// is not a document is logged and skipped (its offset is done).
+    /// The next message, tracked as in flight until [`GroupConsumer::done`]: a document, or
+    /// what its reader must FAIL (a message that is not one).
     pub fn poll(&self, timeout: Duration) -> Option<Taken> {
         let msg = match self.consumer.poll(timeout)? {
             Ok(m) => m,
@@ -196,64 +275,58 @@ impl GroupConsumer {
             }
         };
         let (partition, offset) = (msg.partition(), msg.offset());
-        let origin = msg.headers().and_then(|h| {
-            h.iter()
-                .find(|h| h.key == super::ORIGIN_HEADER)
-                .and_then(|h| h.value)
-                .and_then(|v| std::str::from_utf8(v).ok())
-                .and_then(Origin::parse)
-        });
-        let parsed = match msg.payload() {
-            Some(bytes) => Document::from_json_bytes(bytes).map_err(NotADocument::from),
-            None => Err(NotADocument::Empty),
-        };
-        match parsed {
+        let origin = header(&msg, super::ORIGIN_HEADER).and_then(Origin::parse);
+        let payload = match parse_document(&self.parser, msg.payload()) {
             Ok(doc) => {
-                if let (Some(run_id), Some(header)) = (doc.run_id(), msg.headers()) {
-                    if let Some(t) = header
-                        .iter()
-                        .find(|h| h.key == super::TRACEPARENT_HEADER)
-                        .and_then(|h| h.value)
-                        .and_then(|v| std::str::from_utf8(v).ok())
-                    {
-                        lucille_core::trace::accept_traceparent(run_id, t);
-                    }
+                if let (Some(run_id), Some(t)) =
+                    (doc.run_id(), header(&msg, super::TRACEPARENT_HEADER))
+                {
+                    lucille_core::trace::accept_traceparent(run_id, t);
                 }
-                self.tracker.begin(partition, offset);
-                Some(Taken {
-                    doc,
-                    partition,
-                    offset,
-                    origin,
-                })
+                Payload::Doc(doc)
             }
             Err(e) => {
-                tracing::error!(
-                    "skipping the message at {}[{partition}]@{offset}: not a document ({e})",
-                    self.topic
-                );
-                self.tracker.begin(partition, offset);
-                self.done(partition, offset);
-                None
+                let u = unreadable(&self.topic, &msg, &e);
+                tracing::error!(doc_id = u.id.as_str(), "{}", u.reason);
+                Payload::Unreadable(u)
             }
-        }
+        };
+        self.tracker.begin(partition, offset);
+        Some(Taken {
+            payload,
+            partition,
+            offset,
+            origin,
+        })
     }
 
     /// The message at `offset` is done: stores the partition's safe offset when it moved.
     pub fn done(&self, partition: i32, offset: i64) {
         if let Some(o) = self.tracker.complete(partition, offset) {
-            match self.consumer.store_offset(&self.topic, partition, o) {
-                Ok(()) => {
-                    self.consumer
-                        .context()
-                        .stored
-                        .lock()
-                        .insert(partition, o + 1);
-                }
-                // The partition was revoked meanwhile: its new owner replays the message.
-                Err(e) => {
-                    tracing::debug!("storing offset {o} of {}[{partition}]: {e}", self.topic)
-                }
+            self.store(partition, o);
+        }
+    }
+
+    /// Several messages are done (a block or a batch): one store per partition whose safe
+    /// offset moved.
+    pub fn done_all(&self, offsets: impl IntoIterator<Item = (i32, i64)>) {
+        for (partition, o) in self.tracker.complete_all(offsets) {
+            self.store(partition, o);
+        }
+    }
+
+    fn store(&self, partition: i32, o: i64) {
+        match self.consumer.store_offset(&self.topic, partition, o) {
+            Ok(()) => {
+                self.consumer
+                    .context()
+                    .stored
+                    .lock()
+                    .insert(partition, o + 1);
+            }
+            // The partition was revoked meanwhile: its new owner replays the message.
+            Err(e) => {
+                tracing::debug!("storing offset {o} of {}[{partition}]: {e}", self.topic)
             }
         }
     }

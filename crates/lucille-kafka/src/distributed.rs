@@ -72,6 +72,12 @@ fn connector_messenger(
 ) -> Result<TransportRun, crate::KafkaError> {
     let (pipeline, run_id, worker_threads) = (c.pipeline, c.run_id, c.worker_threads);
     let topics = Topics::new(pipeline, settings);
+    crate::admin::wait_for_broker(settings, settings.connect_timeout, |reason| {
+        tracing::warn!(
+            "waiting for the Kafka broker at {}: {reason}",
+            settings.bootstrap_servers
+        )
+    })?;
     crate::prepare_run_topics(settings, &topics, run_id)?;
     let producer = KafkaProducer::new(settings)?;
     let publisher = crate::publisher::KafkaPublisherMessenger::new(
@@ -215,6 +221,14 @@ pub fn serve(
         .ok_or_else(|| ServeError::NoPipeline(pipeline.to_string()))?
         .clone();
     let topics = Topics::new(pipeline, settings);
+    crate::admin::wait_for_broker(settings, settings.connect_timeout, |reason| {
+        let reason = format!(
+            "waiting for the Kafka broker at {} (kafka.bootstrapServers): {reason}",
+            settings.bootstrap_servers
+        );
+        tracing::warn!("{reason}");
+        health.not_ready(reason);
+    })?;
     crate::prepare_pipeline_topics(settings, &topics)?;
     let producer = KafkaProducer::new(settings)?;
     // The pool and indexer stamp no run of their own: each event goes to the run of its

@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::consumer::GroupConsumer;
-use super::event_json;
+use super::Fast;
+
+use super::consumer::{GroupConsumer, Payload, Unreadable};
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
-use lucille_core::event::Event;
 use lucille_core::event::Origin;
+use lucille_core::event::{Event, EventType};
 use lucille_core::messaging::{Events, IndexerSide, MessagingError};
 use lucille_core::op::ToIndex;
 
@@ -32,7 +33,7 @@ pub struct KafkaIndexerMessenger {
     topics: Topics,
     events: bool,
     /// Documents taken and not yet answered for, by id (an id may be taken twice: a replay).
-    pending: Mutex<HashMap<String, VecDeque<Pending>>>,
+    pending: Mutex<HashMap<String, VecDeque<Pending>, Fast>>,
     thread: Mutex<Option<ThreadId>>,
 }
 
@@ -48,7 +49,7 @@ impl KafkaIndexerMessenger {
             producer,
             topics,
             events,
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::default()),
             thread: Mutex::new(None),
         }
     }
@@ -65,63 +66,131 @@ impl KafkaIndexerMessenger {
 }
 
 impl Events for KafkaIndexerMessenger {
-    fn send_event(&self, mut event: Event) -> Result<(), MessagingError> {
-        let pending = {
+    fn send_event(&self, event: Event) -> Result<(), MessagingError> {
+        self.send_events(vec![event])
+    }
+
+    /// A batch's terminal events: one message per run (split only past
+    /// [`super::EVENT_MESSAGE_BYTES`]); the batch's dest offsets are stored once every one of
+    /// those messages was delivered.
+    fn send_events(&self, events: Vec<Event>) -> Result<(), MessagingError> {
+        let mut done: Vec<(i32, i64)> = Vec::with_capacity(events.len());
+        let mut ready = Vec::with_capacity(events.len());
+        {
             let mut all = self.pending.lock();
-            let p = all.get_mut(&event.doc_id).and_then(VecDeque::pop_front);
-            if all.get(&event.doc_id).is_some_and(VecDeque::is_empty) {
-                all.remove(&event.doc_id);
+            for mut event in events {
+                let p = all.get_mut(&event.doc_id).and_then(VecDeque::pop_front);
+                if all.get(&event.doc_id).is_some_and(VecDeque::is_empty) {
+                    all.remove(&event.doc_id);
+                }
+                if let Some(p) = p {
+                    done.push((p.partition, p.offset));
+                    if let Some(r) = p.run_id {
+                        event.run_id = r;
+                    }
+                    event.origin = event.origin.or(p.origin);
+                }
+                ready.push(event);
             }
-            p
-        };
-        let consumer = self.consumer.clone();
-        let done: Option<(i32, i64)> = pending.as_ref().map(|p| (p.partition, p.offset));
-        if let Some(p) = pending {
-            if let Some(r) = p.run_id {
-                event.run_id = r;
-            }
-            event.origin = event.origin.or(p.origin);
         }
+        let consumer = self.consumer.clone();
         if !self.events {
-            if let Some((p, o)) = done {
-                consumer.done(p, o);
-            }
+            consumer.done_all(done);
             return Ok(());
         }
-        let ticket = Ticket::new(done.map(|(p, o)| {
+        let ticket = Ticket::new((!done.is_empty()).then(|| {
             Box::new(move |delivered: bool| {
                 if delivered {
-                    consumer.done(p, o);
+                    consumer.done_all(done);
                 }
             }) as Box<dyn FnOnce(bool) + Send>
         }));
-        let topic = self.topics.event(&event.run_id);
-        let r = self.producer.send(
-            &topic,
-            &event.doc_id,
-            event_json(&event).as_bytes(),
-            &ticket,
-        );
+        let mut result = Ok(());
+        for (run, events) in super::by_run(ready) {
+            let topic = self.topics.event(&run);
+            for message in super::event_messages(&events) {
+                let r = self
+                    .producer
+                    .send(&topic, &run, message.as_bytes(), &ticket);
+                if let (Err(e), true) = (r, result.is_ok()) {
+                    result = Err(MessagingError::from(e));
+                }
+            }
+        }
         ticket.seal();
-        r.map_err(MessagingError::from)
+        result
+    }
+}
+
+impl KafkaIndexerMessenger {
+    /// A dest message that is not a document: its dead-letter line to `{pipeline}_fail` and,
+    /// when it names its run, a FAIL event there; its offset is done once both were delivered.
+    fn fail_unreadable(&self, partition: i32, offset: i64, origin: Option<Origin>, u: Unreadable) {
+        let consumer = self.consumer.clone();
+        let ticket = Ticket::new(Some(Box::new(move |delivered: bool| {
+            if delivered {
+                consumer.done(partition, offset);
+            }
+        })));
+        let line = serde_json::json!({
+            "id": u.id, "run_id": u.run_id.as_deref(), "pipeline": self.topics.pipeline,
+            "error": u.reason, "attempts": 0, "document": null, "text": u.text,
+        });
+        if let Err(e) = self.producer.send(
+            &self.topics.fail,
+            &u.id,
+            line.to_string().as_bytes(),
+            &ticket,
+        ) {
+            tracing::error!(
+                doc_id = u.id.as_str(),
+                "could not send to {}: {e}",
+                self.topics.fail
+            );
+        }
+        if let (true, Some(run)) = (self.events, u.run_id) {
+            let mut e = Event::new(u.id.clone(), run.clone(), EventType::Fail);
+            e.message = Some(u.reason);
+            e.origin = origin;
+            let topic = self.topics.event(&run);
+            if let Err(err) =
+                self.producer
+                    .send(&topic, &run, super::events_json([&e]).as_bytes(), &ticket)
+            {
+                tracing::error!(
+                    doc_id = u.id.as_str(),
+                    "could not send its FAIL event: {err}"
+                );
+            }
+        }
+        ticket.seal();
     }
 }
 
 impl IndexerSide for KafkaIndexerMessenger {
     fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
         *self.thread.lock() = Some(std::thread::current().id());
-        let taken = self.consumer.poll(timeout)?;
-        self.pending
-            .lock()
-            .entry(taken.doc.id().to_string())
-            .or_default()
-            .push_back(Pending {
-                partition: taken.partition,
-                offset: taken.offset,
-                run_id: taken.doc.run_id().map(Arc::from),
-                origin: taken.origin,
-            });
-        Some(ToIndex::Doc(taken.doc))
+        loop {
+            let taken = self.consumer.poll(timeout)?;
+            match taken.payload {
+                Payload::Doc(doc) => {
+                    self.pending
+                        .lock()
+                        .entry(doc.id().to_string())
+                        .or_default()
+                        .push_back(Pending {
+                            partition: taken.partition,
+                            offset: taken.offset,
+                            run_id: doc.run_id().map(Arc::from),
+                            origin: taken.origin,
+                        });
+                    return Some(ToIndex::Doc(doc));
+                }
+                Payload::Unreadable(u) => {
+                    self.fail_unreadable(taken.partition, taken.offset, taken.origin, u)
+                }
+            }
+        }
     }
 
     fn waiting_to_index(&self) -> usize {

@@ -18,6 +18,7 @@ pub mod config;
 pub mod connector;
 pub mod consumer;
 pub mod distributed;
+pub mod events;
 pub mod indexer;
 pub mod offsets;
 pub mod producer;
@@ -29,12 +30,16 @@ pub mod worker_indexer;
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
-
 pub use config::KafkaSettings;
-use lucille_core::event::Origin;
-use lucille_core::event::{Event, EventType};
+pub use events::{
+    by_run, event_from_json, event_json, event_messages, events_from_json, events_json, BadEvent,
+    EVENT_MESSAGE_BYTES,
+};
 use lucille_core::messaging::MessagingError;
+
+/// The hasher of the maps keyed by document id that every message passes (SipHash showed up
+/// in the runner's and the workers' profiles).
+pub(crate) type Fast = foldhash::fast::RandomState;
 pub use topics::Topics;
 
 /// Why a Kafka client could not be made, or a message not written or read.
@@ -69,6 +74,23 @@ pub enum KafkaError {
         topic: String,
         timeout: std::time::Duration,
     },
+    /// The broker did not answer at start within `kafka.connectTimeoutSecs`.
+    #[error(
+        "kafka: the broker at {servers} (kafka.bootstrapServers) did not answer within {secs} s \
+         (kafka.connectTimeoutSecs): {reason}"
+    )]
+    Unreachable {
+        servers: String,
+        secs: u64,
+        reason: String,
+    },
+    /// A thread the client needs could not be started.
+    #[error("kafka: cannot start {what}: {source}")]
+    Thread {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
     /// A topic could not be read up to `offset` in time.
     #[error("kafka: {topic} could not be read to offset {offset}")]
     ReadIncomplete { topic: String, offset: i64 },
@@ -87,6 +109,10 @@ impl KafkaError {
 /// The W3C trace context of a document's message (source and dest topics), when its run is
 /// traced: the run's trace id, so a worker's and an indexer's spans join the run's trace.
 pub const TRACEPARENT_HEADER: &str = "traceparent";
+
+/// The message header that names a document's run (source and dest messages), so a message
+/// whose payload is not a document can still be FAILed in its run.
+pub const RUN_HEADER: &str = "lucille-run";
 
 /// The message header that carries a document's [`Origin`] from the worker to the indexer.
 pub const ORIGIN_HEADER: &str = "lucille-origin";
@@ -109,58 +135,6 @@ pub(crate) fn log_librdkafka(level: rdkafka::config::RDKafkaLogLevel, fac: &str,
         L::Notice | L::Info => tracing::info!("librdkafka {fac}: {message}"),
         L::Debug => tracing::debug!("librdkafka {fac}: {message}"),
     }
-}
-
-/// An event as Lucille writes it on the event topic.
-pub fn event_json(e: &Event) -> String {
-    let mut v = json!({"documentId": e.doc_id, "runId": &*e.run_id, "type": e.kind.as_str()});
-    if let Some(m) = &e.message {
-        v["message"] = Value::from(m.as_str());
-    }
-    if let Some(o) = &e.origin {
-        v["origin"] = Value::from(o.to_string());
-    }
-    v.to_string()
-}
-
-/// Why a message on an event topic is not an event.
-#[derive(Debug, thiserror::Error)]
-pub enum BadEvent {
-    #[error("not JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    #[error("no documentId")]
-    NoDocumentId,
-    #[error("unknown event type {0:?}")]
-    UnknownType(Option<String>),
-}
-
-/// An event as Lucille writes it on an event topic; `run_id` is the run reading it (an
-/// event without a `runId` belongs to it).
-pub fn event_from_json(bytes: &[u8], run_id: &Arc<str>) -> Result<Event, BadEvent> {
-    let v: Value = serde_json::from_slice(bytes)?;
-    let id = v
-        .get("documentId")
-        .and_then(Value::as_str)
-        .ok_or(BadEvent::NoDocumentId)?;
-    let kind = match v.get("type").and_then(Value::as_str) {
-        Some("CREATE") => EventType::Create,
-        Some("FINISH") => EventType::Finish,
-        Some("FAIL") => EventType::Fail,
-        Some("DROP") => EventType::Drop,
-        other => return Err(BadEvent::UnknownType(other.map(str::to_string))),
-    };
-    let run = match v.get("runId").and_then(Value::as_str) {
-        Some(r) if r == &**run_id => run_id.clone(),
-        Some(r) => Arc::from(r),
-        None => run_id.clone(),
-    };
-    let mut e = Event::new(id, run, kind);
-    e.message = v.get("message").and_then(Value::as_str).map(str::to_string);
-    e.origin = v
-        .get("origin")
-        .and_then(Value::as_str)
-        .and_then(Origin::parse);
-    Ok(e)
 }
 
 /// Creates the run's topics when absent: source, dest and fail with `kafka.topicPartitions`,
@@ -240,31 +214,4 @@ pub fn indexer_messenger(
         topics.clone(),
         settings.events,
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn events_round_trip_as_lucille_json() {
-        let run: Arc<str> = Arc::from("r1");
-        let e = Event::new("d1", run.clone(), EventType::Fail).with_message("bad");
-        let text = event_json(&e);
-        let v: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(v["documentId"], "d1");
-        assert_eq!(v["type"], "FAIL");
-        let back = event_from_json(text.as_bytes(), &run).unwrap();
-        assert_eq!(back, e);
-        let mut replayable = e.clone();
-        replayable.origin = Some(Origin {
-            partition: 2,
-            offset: 41,
-            ordinal: 3,
-        });
-        let text = event_json(&replayable);
-        assert!(text.contains(r#""origin":"2:41:3""#), "{text}");
-        assert_eq!(event_from_json(text.as_bytes(), &run).unwrap(), replayable);
-        assert!(event_from_json(br#"{"documentId":"x","type":"NOPE"}"#, &run).is_err());
-    }
 }

@@ -37,6 +37,26 @@ impl OffsetTracker {
     /// (librdkafka's offset store commits one past it), when it moved.
     pub fn complete(&self, partition: i32, offset: i64) -> Option<i64> {
         let mut ps = self.partitions.lock();
+        Self::complete_in(&mut ps, partition, offset)
+    }
+
+    /// [`OffsetTracker::complete`] for several messages at once (a block, a batch): per
+    /// partition whose storable offset moved, the last one, in no particular order.
+    pub fn complete_all(&self, offsets: impl IntoIterator<Item = (i32, i64)>) -> Vec<(i32, i64)> {
+        let mut ps = self.partitions.lock();
+        let mut moved: Vec<(i32, i64)> = Vec::new();
+        for (partition, offset) in offsets {
+            if let Some(o) = Self::complete_in(&mut ps, partition, offset) {
+                match moved.iter_mut().find(|(p, _)| *p == partition) {
+                    Some(m) => m.1 = m.1.max(o),
+                    None => moved.push((partition, o)),
+                }
+            }
+        }
+        moved
+    }
+
+    fn complete_in(ps: &mut HashMap<i32, Partition>, partition: i32, offset: i64) -> Option<i64> {
         let p = ps.get_mut(&partition)?;
         if !p.in_flight.remove(&offset) {
             // A partition revoked (and forgotten) while the message was processed.
@@ -85,6 +105,29 @@ mod tests {
         assert_eq!(t.complete(0, 11), Some(12), "12 was done already");
         assert_eq!(t.complete(0, 13), Some(13));
         assert_eq!(t.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_block_stores_once_per_partition_and_only_its_contiguous_prefix() {
+        let t = OffsetTracker::default();
+        for o in 0..6 {
+            t.begin(0, o);
+            t.begin(1, 100 + o);
+        }
+        let mut moved = t.complete_all([(0, 0), (0, 1), (0, 3), (1, 101), (1, 100)]);
+        moved.sort_unstable();
+        assert_eq!(
+            moved,
+            vec![(0, 1), (1, 101)],
+            "0:2 and 1:102 are still in flight"
+        );
+        let moved = t.complete_all([(0, 2), (5, 1)]);
+        assert_eq!(
+            moved,
+            vec![(0, 3)],
+            "3 was done already; partition 5 is not ours"
+        );
+        assert_eq!(t.complete_all([]), vec![]);
     }
 
     #[test]

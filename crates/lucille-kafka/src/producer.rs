@@ -1,13 +1,22 @@
 //! One producer per process, asynchronous: a send queues the message and returns; librdkafka's
 //! delivery report, on the producer's own thread, settles the message's [`Ticket`]. A ticket
-//! counts the messages of one unit of work (a worker's document and everything it produced, an
-//! indexer's terminal event) and runs its action once all were delivered and the ticket was
-//! sealed: that is when a consumed offset may be stored.
+//! counts the messages of one unit of work (a worker's block and everything it produced, an
+//! indexer's batch of terminal events) and runs its action once all were delivered and the
+//! ticket was sealed: that is when a consumed offset may be stored.
+//!
+//! A message the broker did not take is sent again, not given up: librdkafka retries what it
+//! knows to be passing (a lost connection, a leader moving) until `message.timeout.ms`, but
+//! reports a broker's generic UNKNOWN_SERVER_ERROR (what tansu answers while it shuts down, and
+//! what Apache Kafka answers on an unexpected error) and a timeout (a broker down longer than
+//! `message.timeout.ms`) as final. Such a message waits [`RESEND_BACKOFF`] (doubling, at most
+//! [`RESEND_BACKOFF_MAX`]) and is sent again, its ticket held: the unit of work stays undone,
+//! its offsets unstored, until the broker takes it. Only an error that no later attempt can get
+//! past (the message is too large, the topic is not allowed; [`final_error`]) fails the ticket.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rdkafka::error::{KafkaError as RdError, RDKafkaErrorCode};
@@ -24,6 +33,10 @@ use lucille_core::event::Origin;
 
 type Action = Box<dyn FnOnce(bool) + Send>;
 
+/// Told of each message of an observed ticket as its delivery is settled: its key, and where it
+/// landed (`None`: refused for good).
+pub type Observer = Box<dyn Fn(&[u8], Option<(i32, i64)>) + Send + Sync>;
+
 /// Messages of one unit of work. Starts with one hold (released by [`Ticket::seal`]).
 pub struct Ticket {
     count: AtomicUsize,
@@ -33,6 +46,7 @@ pub struct Ticket {
     /// [`KafkaProducer::send_and_wait`] returns, and [`Ticket::delivered_at`]).
     partition: AtomicI32,
     offset: AtomicI64,
+    observer: Option<Observer>,
 }
 
 impl Ticket {
@@ -43,6 +57,21 @@ impl Ticket {
             action: Mutex::new(action),
             partition: AtomicI32::new(-1),
             offset: AtomicI64::new(-1),
+            observer: None,
+        })
+    }
+
+    /// A ticket for a stream of messages that are not one unit of work (the publisher's source
+    /// messages): never sealed, it only tells `observer` where each message landed, so a
+    /// message costs no ticket and no action of its own.
+    pub fn observed(observer: Observer) -> Arc<Self> {
+        Arc::new(Ticket {
+            count: AtomicUsize::new(1),
+            failed: AtomicBool::new(false),
+            action: Mutex::new(None),
+            partition: AtomicI32::new(-1),
+            offset: AtomicI64::new(-1),
+            observer: Some(observer),
         })
     }
 
@@ -82,7 +111,120 @@ impl Ticket {
     }
 }
 
-pub struct DeliveryContext;
+/// How long an undelivered message waits before it is sent again, at first; the wait doubles
+/// with each failure of the same message, up to [`RESEND_BACKOFF_MAX`].
+pub const RESEND_BACKOFF: Duration = Duration::from_millis(500);
+pub const RESEND_BACKOFF_MAX: Duration = Duration::from_secs(10);
+
+/// A message the broker did not take, to be sent again with its ticket.
+struct Undelivered {
+    topic: String,
+    partition: i32,
+    key: Option<Vec<u8>>,
+    payload: Option<Vec<u8>>,
+    headers: Option<OwnedHeaders>,
+    ticket: Arc<Ticket>,
+    /// Failures of this message so far.
+    failures: u32,
+    due: Instant,
+}
+
+/// Whether a delivery error is final: no later attempt of the same message can succeed (it is
+/// too large or malformed for the broker, the topic is not allowed or not valid), or the
+/// message was purged because the producer is closing. Every other error is worth another
+/// attempt once the broker is back.
+pub fn final_error(e: &RdError) -> bool {
+    use RDKafkaErrorCode as C;
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            C::MessageSizeTooLarge
+                | C::InvalidMessageSize
+                | C::InvalidMessage
+                | C::MessageBatchTooLarge
+                | C::InvalidRecord
+                | C::InvalidTopic
+                | C::InvalidRequiredAcks
+                | C::TopicAuthorizationFailed
+                | C::ClusterAuthorizationFailed
+                | C::UnsupportedForMessageFormat
+                | C::InvalidArgument
+                | C::PurgeQueue
+                | C::PurgeInflight
+                | C::Fatal
+        )
+    )
+}
+
+pub struct DeliveryContext {
+    /// Undelivered messages to the re-sending thread; `None` once the producer closes.
+    resend: Mutex<Option<mpsc::Sender<Undelivered>>>,
+    /// Re-sent messages, for the log (one line every few seconds, not one per message).
+    resent: AtomicU64,
+    logged: Mutex<Option<Instant>>,
+}
+
+impl DeliveryContext {
+    fn undelivered(
+        &self,
+        e: &RdError,
+        msg: &rdkafka::message::BorrowedMessage<'_>,
+        ticket: Arc<Ticket>,
+    ) {
+        use rdkafka::message::Message as _;
+        let key = || {
+            msg.key()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .unwrap_or_default()
+        };
+        if final_error(e) {
+            tracing::error!(
+                key = key().as_str(),
+                "a Kafka message to {} was refused: {e}; it is not sent again",
+                msg.topic()
+            );
+            if let Some(o) = &ticket.observer {
+                o(msg.key().unwrap_or_default(), None);
+            }
+            ticket.release(false);
+            return;
+        }
+        let failures = 1;
+        let u = Undelivered {
+            topic: msg.topic().to_string(),
+            partition: msg.partition(),
+            key: msg.key().map(<[u8]>::to_vec),
+            payload: msg.payload().map(<[u8]>::to_vec),
+            headers: msg.headers().map(|h| h.detach()),
+            ticket,
+            failures,
+            due: Instant::now() + RESEND_BACKOFF,
+        };
+        self.queue(u, e);
+    }
+
+    /// Hands a message to the re-sending thread (its ticket fails when the producer closes).
+    fn queue(&self, u: Undelivered, e: &dyn std::fmt::Display) {
+        let n = self.resent.fetch_add(1, Ordering::Relaxed) + 1;
+        {
+            let mut logged = self.logged.lock();
+            if logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                *logged = Some(Instant::now());
+                tracing::warn!(
+                    "a Kafka message to {} was not delivered ({e}); sending it again once the                      broker takes it ({n} message(s) re-sent so far)",
+                    u.topic
+                );
+            }
+        }
+        let back = match &*self.resend.lock() {
+            Some(tx) => tx.send(u).err().map(|mpsc::SendError(u)| u),
+            None => Some(u),
+        };
+        if let Some(u) = back {
+            u.ticket.release(false);
+        }
+    }
+}
 
 impl ClientContext for DeliveryContext {
     fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
@@ -103,28 +245,116 @@ impl ProducerContext for DeliveryContext {
                 use rdkafka::message::Message as _;
                 ticket.partition.store(msg.partition(), Ordering::Release);
                 ticket.offset.store(msg.offset(), Ordering::Release);
+                if let Some(o) = &ticket.observer {
+                    o(
+                        msg.key().unwrap_or_default(),
+                        Some((msg.partition(), msg.offset())),
+                    );
+                }
                 ticket.release(true)
             }
-            Err((e, msg)) => {
-                use rdkafka::message::Message as _;
-                let key = msg
-                    .key()
-                    .map(|k| String::from_utf8_lossy(k).into_owned())
-                    .unwrap_or_default();
-                tracing::error!(
-                    doc_id = key.as_str(),
-                    "a Kafka message to {} was not delivered: {e}; its source offset is not \
-                     committed, so it is replayed",
-                    msg.topic()
-                );
-                ticket.release(false);
-            }
+            Err((e, msg)) => self.undelivered(e, msg, ticket),
         }
     }
 }
 
 pub struct KafkaProducer {
     inner: ThreadedProducer<DeliveryContext>,
+}
+
+/// The headers of a document's message (source and dest topics): its run (so a message whose
+/// payload cannot be read is still FAILed in its run), its origin when known (dest), and its
+/// W3C `traceparent` when its run is traced (`lucille_core::trace::traceparent`).
+#[derive(Debug, Default)]
+pub struct DocHeaders<'a> {
+    pub run: Option<&'a str>,
+    pub origin: Option<Origin>,
+    pub traceparent: Option<String>,
+}
+
+impl DocHeaders<'_> {
+    fn owned(&self) -> Option<OwnedHeaders> {
+        if self.run.is_none() && self.origin.is_none() && self.traceparent.is_none() {
+            return None;
+        }
+        let mut headers = OwnedHeaders::new();
+        if let Some(r) = self.run {
+            headers = headers.insert(Header {
+                key: super::RUN_HEADER,
+                value: Some(r),
+            });
+        }
+        if let Some(o) = self.origin {
+            let value = o.to_string();
+            headers = headers.insert(Header {
+                key: super::ORIGIN_HEADER,
+                value: Some(value.as_str()),
+            });
+        }
+        if let Some(t) = &self.traceparent {
+            headers = headers.insert(Header {
+                key: super::TRACEPARENT_HEADER,
+                value: Some(t.as_str()),
+            });
+        }
+        Some(headers)
+    }
+}
+
+/// The re-sending thread: sends each undelivered message again once it is due, until the
+/// producer is gone (then its ticket fails).
+fn resend_loop(rx: mpsc::Receiver<Undelivered>, producer: std::sync::Weak<KafkaProducer>) {
+    while let Ok(mut u) = rx.recv() {
+        let wait = u.due.saturating_duration_since(Instant::now());
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+        let Some(p) = producer.upgrade() else {
+            u.ticket.release(false);
+            continue;
+        };
+        let mut record: BaseRecord<'_, [u8], [u8], Arc<Ticket>> =
+            BaseRecord::with_opaque_to(&u.topic, u.ticket.clone());
+        if u.partition >= 0 {
+            record = record.partition(u.partition);
+        }
+        if let Some(k) = &u.key {
+            record = record.key(k.as_slice());
+        }
+        if let Some(v) = &u.payload {
+            record = record.payload(v.as_slice());
+        }
+        if let Some(h) = u.headers.take() {
+            record = record.headers(h);
+        }
+        let sent = loop {
+            match p.inner.send(record) {
+                Ok(()) => break Ok(()),
+                Err((RdError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err((e, back)) => {
+                    // Keep the headers for the next attempt.
+                    u.headers = back.headers;
+                    break Err(e);
+                }
+            }
+        };
+        if let Err(e) = sent {
+            if final_error(&e) {
+                tracing::error!("a Kafka message to {} cannot be sent again: {e}", u.topic);
+                u.ticket.release(false);
+                continue;
+            }
+            u.failures += 1;
+            let backoff = RESEND_BACKOFF
+                .saturating_mul(1 << u.failures.min(5))
+                .min(RESEND_BACKOFF_MAX);
+            u.due = Instant::now() + backoff;
+            p.inner.context().queue(u, &e);
+        }
+    }
 }
 
 impl KafkaProducer {
@@ -146,10 +376,30 @@ impl KafkaProducer {
     }
 
     fn build(props: &std::collections::BTreeMap<String, String>) -> Result<Arc<Self>, KafkaError> {
+        let (tx, rx) = mpsc::channel();
+        let context = DeliveryContext {
+            resend: Mutex::new(Some(tx)),
+            resent: AtomicU64::new(0),
+            logged: Mutex::new(None),
+        };
         let inner = client_config(props)
-            .create_with_context(DeliveryContext)
+            .create_with_context(context)
             .map_err(KafkaError::client("cannot create the producer"))?;
-        Ok(Arc::new(KafkaProducer { inner }))
+        let producer = Arc::new(KafkaProducer { inner });
+        let weak = Arc::downgrade(&producer);
+        std::thread::Builder::new()
+            .name("kafka-resend".into())
+            .spawn(move || resend_loop(rx, weak))
+            .map_err(|e| KafkaError::Thread {
+                what: "the Kafka re-sending thread",
+                source: e,
+            })?;
+        Ok(producer)
+    }
+
+    /// Messages sent again after a failed delivery, since the producer was made.
+    pub fn resent(&self) -> u64 {
+        self.inner.context().resent.load(Ordering::Relaxed)
     }
 
     /// Queues a message; waits (without blocking on the broker) while librdkafka's queue is
@@ -161,40 +411,24 @@ impl KafkaProducer {
         payload: &[u8],
         ticket: &Arc<Ticket>,
     ) -> Result<(), KafkaError> {
-        self.send_from(topic, key, payload, ticket, None, None)
+        self.send_from(topic, key, payload, ticket, DocHeaders::default())
     }
 
-    /// [`KafkaProducer::send`] of a document: its origin in a header when known, and its
-    /// W3C `traceparent` when its run is traced (`lucille_core::trace::traceparent`).
+    /// [`KafkaProducer::send`] of a document, with its [`DocHeaders`].
     pub fn send_from(
         &self,
         topic: &str,
         key: &str,
         payload: &[u8],
         ticket: &Arc<Ticket>,
-        origin: Option<Origin>,
-        traceparent: Option<String>,
+        headers: DocHeaders<'_>,
     ) -> Result<(), KafkaError> {
         ticket.hold();
         let mut record = BaseRecord::with_opaque_to(topic, ticket.clone())
             .key(key)
             .payload(payload);
-        if origin.is_some() || traceparent.is_some() {
-            let mut headers = OwnedHeaders::new();
-            if let Some(o) = origin {
-                let value = o.to_string();
-                headers = headers.insert(Header {
-                    key: super::ORIGIN_HEADER,
-                    value: Some(value.as_str()),
-                });
-            }
-            if let Some(t) = &traceparent {
-                headers = headers.insert(Header {
-                    key: super::TRACEPARENT_HEADER,
-                    value: Some(t.as_str()),
-                });
-            }
-            record = record.headers(headers);
+        if let Some(h) = headers.owned() {
+            record = record.headers(h);
         }
         loop {
             match self.inner.send(record) {
@@ -290,5 +524,67 @@ impl KafkaProducer {
 
     pub fn in_flight(&self) -> i32 {
         self.inner.in_flight_count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_errors_no_later_attempt_can_get_past_are_final() {
+        let production = |c| RdError::MessageProduction(c);
+        for passing in [
+            RDKafkaErrorCode::Unknown,
+            RDKafkaErrorCode::MessageTimedOut,
+            RDKafkaErrorCode::UnknownTopicOrPartition,
+            RDKafkaErrorCode::NotLeaderForPartition,
+            RDKafkaErrorCode::BrokerTransportFailure,
+            RDKafkaErrorCode::AllBrokersDown,
+            RDKafkaErrorCode::RequestTimedOut,
+        ] {
+            assert!(
+                !final_error(&production(passing)),
+                "{passing:?} is worth another attempt"
+            );
+        }
+        for refused in [
+            RDKafkaErrorCode::MessageSizeTooLarge,
+            RDKafkaErrorCode::InvalidRecord,
+            RDKafkaErrorCode::TopicAuthorizationFailed,
+            RDKafkaErrorCode::PurgeQueue,
+        ] {
+            assert!(final_error(&production(refused)), "{refused:?} is final");
+        }
+    }
+
+    #[test]
+    fn a_ticket_acts_once_every_message_is_settled_and_reports_a_failure() {
+        let (tx, rx) = mpsc::channel();
+        let t = Ticket::new(Some(Box::new(move |ok| tx.send(ok).unwrap())));
+        t.hold();
+        t.hold();
+        t.release(true);
+        t.seal();
+        assert!(rx.try_recv().is_err(), "one message still out");
+        t.release(false);
+        assert_eq!(rx.try_recv(), Ok(false));
+    }
+
+    #[test]
+    fn an_observed_ticket_tells_each_delivery_and_never_acts() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        let t = Ticket::observed(Box::new(move |key, at| {
+            s2.lock()
+                .push((String::from_utf8_lossy(key).into_owned(), at))
+        }));
+        t.hold();
+        if let Some(o) = &t.observer {
+            o(b"a", Some((1, 7)));
+        }
+        t.release(true);
+        assert_eq!(*seen.lock(), vec![("a".to_string(), Some((1, 7)))]);
+        assert!(t.action.lock().is_none());
     }
 }

@@ -3,11 +3,13 @@
 //! (`{pipeline}_event_{runId}`, one partition, read from its start by partition assignment:
 //! only this run's publisher reads it, so no consumer group is involved).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+
+use super::Fast;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
@@ -15,9 +17,9 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use super::admin::client_config;
 use super::config::KafkaSettings;
-use super::producer::{KafkaProducer, Ticket};
+use super::producer::{DocHeaders, KafkaProducer, Ticket};
 use super::topics::Topics;
-use super::{event_from_json, event_json, KafkaError};
+use super::{event_json, events_from_json, KafkaError};
 use lucille_core::event::Origin;
 use lucille_core::event::{Event, EventType};
 use lucille_core::messaging::{Events, MessagingError, PublisherSide};
@@ -30,6 +32,10 @@ pub struct KafkaPublisherMessenger {
     event_topic: String,
     run_id: Arc<str>,
     positions: Arc<Mutex<Positions>>,
+    /// Events read and not yet returned (a message holds a batch of them).
+    backlog: Mutex<VecDeque<Event>>,
+    /// The one ticket of every source message: tells `positions` where each landed.
+    sent: Arc<Ticket>,
 }
 
 /// Where each published document's source message landed (partition, offset), kept from its
@@ -41,7 +47,7 @@ pub struct KafkaPublisherMessenger {
 /// documents in flight only.
 #[derive(Default)]
 struct Positions {
-    by_id: HashMap<String, Vec<Option<(i32, i64)>>>,
+    by_id: HashMap<String, Vec<Option<(i32, i64)>>, Fast>,
 }
 
 impl Positions {
@@ -107,13 +113,21 @@ impl KafkaPublisherMessenger {
         events
             .assign(&tpl)
             .map_err(KafkaError::client(format!("cannot read {event_topic:?}")))?;
+        let positions: Arc<Mutex<Positions>> = Arc::default();
+        let observed = positions.clone();
         Ok(KafkaPublisherMessenger {
             producer,
             events,
             topics,
             event_topic,
             run_id,
-            positions: Arc::default(),
+            sent: Ticket::observed(Box::new(move |key, at| {
+                if let Ok(id) = std::str::from_utf8(key) {
+                    observed.lock().delivered(id, at);
+                }
+            })),
+            positions,
+            backlog: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -169,30 +183,27 @@ impl PublisherSide for KafkaPublisherMessenger {
                     doc.id()
                 )))
             }
+            ToProcess::Unreadable { id, .. } => {
+                return Err(MessagingError::Kafka(format!(
+                    "message {id} is not a document and cannot be published"
+                )))
+            }
         };
-        let ticket = Ticket::new(None);
-        // Told where the message landed; the ticket is alive while its action runs (the
-        // delivery report holds it), and a weak reference keeps the two from owning each other.
-        let (positions, id, weak) = (
-            self.positions.clone(),
-            doc.id().to_string(),
-            Arc::downgrade(&ticket),
-        );
-        self.positions.lock().sent(&id);
-        ticket.set_action(Box::new(move |delivered: bool| {
-            let at = weak.upgrade().and_then(|t| t.delivered_at());
-            positions.lock().delivered(&id, at.filter(|_| delivered));
-        }));
-        let r = self.producer.send_from(
-            &self.topics.source,
-            doc.id(),
-            doc.to_json().as_bytes(),
-            &ticket,
-            None,
-            lucille_core::trace::traceparent(doc.run_id(), doc.id()),
-        );
-        ticket.seal();
-        r.map_err(MessagingError::from)
+        self.positions.lock().sent(doc.id());
+        let headers = DocHeaders {
+            run: doc.run_id(),
+            origin: None,
+            traceparent: lucille_core::trace::traceparent(doc.run_id(), doc.id()),
+        };
+        self.producer
+            .send_from(
+                &self.topics.source,
+                doc.id(),
+                doc.to_json().as_bytes(),
+                &self.sent,
+                headers,
+            )
+            .map_err(MessagingError::from)
     }
 
     fn records_documents(&self) -> bool {
@@ -200,6 +211,9 @@ impl PublisherSide for KafkaPublisherMessenger {
     }
 
     fn poll_event(&self, timeout: Duration) -> Option<Event> {
+        if let Some(e) = self.backlog.lock().pop_front() {
+            return Some(e);
+        }
         loop {
             let msg = match self.events.poll(timeout)? {
                 Ok(m) => m,
@@ -208,15 +222,24 @@ impl PublisherSide for KafkaPublisherMessenger {
                     return None;
                 }
             };
-            match msg.payload().map(|p| event_from_json(p, &self.run_id)) {
-                Some(Ok(e)) => {
-                    self.note_settled(&e);
-                    return Some(e);
+            let Some(payload) = msg.payload() else {
+                tracing::error!("skipping an empty event on {}", self.event_topic);
+                continue;
+            };
+            let mut backlog = self.backlog.lock();
+            for e in events_from_json(payload, &self.run_id) {
+                match e {
+                    Ok(e) => {
+                        self.note_settled(&e);
+                        backlog.push_back(e);
+                    }
+                    Err(e) => {
+                        tracing::error!("skipping a bad event on {}: {e}", self.event_topic)
+                    }
                 }
-                Some(Err(e)) => {
-                    tracing::error!("skipping a bad event on {}: {e}", self.event_topic)
-                }
-                None => tracing::error!("skipping an empty event on {}", self.event_topic),
+            }
+            if let Some(e) = backlog.pop_front() {
+                return Some(e);
             }
         }
     }

@@ -1,9 +1,11 @@
 //! The worker's messenger: documents from `{pipeline}_source`, processed documents to
 //! `{pipeline}_dest`, events to the document's run's event topic, FAILed documents to
-//! `{pipeline}_fail`. A source offset is stored only after the document, and everything it
-//! produced (children, events, the processed document), was delivered: each worker thread
-//! gathers what it sends for the documents it took in one [`Ticket`], sealed when the worker
-//! says it is done with them ([`Messenger::done_processing`]).
+//! `{pipeline}_fail`. A worker thread takes a block of messages at once
+//! ([`WorkerSide::poll_block`]); a source offset is stored only after the document, and
+//! everything it produced (children, events, the processed document), was delivered: each
+//! worker thread gathers what it sends for the block in one [`Ticket`], sealed when the worker
+//! says it is done with it ([`WorkerSide::done_processing`]), and holds the block's events
+//! back until then, to send them as one message per run.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,9 +14,12 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use super::Fast;
+
 use super::consumer::GroupConsumer;
+use super::consumer::{Payload, Taken};
 use super::event_json;
-use super::producer::{KafkaProducer, Ticket};
+use super::producer::{DocHeaders, KafkaProducer, Ticket};
 use super::retries::{Admission, RetryCounter};
 use super::topics::Topics;
 use lucille_core::event::Origin;
@@ -34,9 +39,11 @@ struct ThreadWork {
     /// indexer, or FAILed / DROPped here).
     sources: Vec<(String, Origin, bool)>,
     /// Children emitted since the first document was taken: CREATEs per id.
-    children: HashMap<String, u32>,
+    children: HashMap<String, u32, Fast>,
     /// Under `worker.maxRetries`: the messages taken and their keys in the retries topic.
     retry_keys: Vec<(i32, i64, String)>,
+    /// Events held back until the block is done (or [`WorkerSide::flush`]).
+    events: Vec<Event>,
 }
 
 impl ThreadWork {
@@ -78,7 +85,7 @@ pub struct KafkaWorkerMessenger {
     threads: Mutex<HashMap<ThreadId, ThreadWork>>,
     /// The runs of every document taken and not yet done, one entry per copy (the supervisor
     /// FAILs a timed-out document from its own thread, with the pool's run).
-    runs: Mutex<HashMap<String, Vec<Arc<str>>>>,
+    runs: Mutex<HashMap<String, Vec<Arc<str>>, Fast>>,
     /// `worker.maxRetries` across restarts (worker processes).
     retries: Option<Arc<RetryCounter>>,
 }
@@ -96,7 +103,7 @@ impl KafkaWorkerMessenger {
             topics,
             events,
             threads: Mutex::new(HashMap::new()),
-            runs: Mutex::new(HashMap::new()),
+            runs: Mutex::new(HashMap::default()),
             retries: None,
         }
     }
@@ -117,15 +124,15 @@ impl KafkaWorkerMessenger {
     /// often, the FAIL reason and the number of starts. A count that cannot be read or
     /// written is logged and the message processed uncounted (no key), as Lucille does when
     /// ZooKeeper cannot be reached.
-    fn admit(&self, taken: &super::consumer::Taken) -> (Option<String>, Option<(String, u32)>) {
-        let Some(retries) = &self.retries else {
+    fn admit(&self, taken: &Taken) -> (Option<String>, Option<(String, u32)>) {
+        let (Some(retries), Payload::Doc(doc)) = (&self.retries, &taken.payload) else {
             return (None, None);
         };
         let key = retries.key(
             taken.partition,
             taken.offset,
-            taken.doc.run_id().unwrap_or_default(),
-            taken.doc.id(),
+            doc.run_id().unwrap_or_default(),
+            doc.id(),
         );
         match retries.start(&key, self.consumer.generation()) {
             Ok(Admission::Process(_)) => (Some(key), None),
@@ -139,7 +146,7 @@ impl KafkaWorkerMessenger {
             }
             Err(e) => {
                 tracing::error!(
-                    doc_id = taken.doc.id(),
+                    doc_id = doc.id(),
                     "worker.maxRetries: {e}; processing the document without counting it"
                 );
                 (None, None)
@@ -201,7 +208,7 @@ impl KafkaWorkerMessenger {
     }
 
     fn send(&self, topic: &str, key: &str, payload: &[u8]) -> Result<(), MessagingError> {
-        self.send_from(topic, key, payload, None, None)
+        self.send_from(topic, key, payload, DocHeaders::default())
     }
 
     fn send_from(
@@ -209,13 +216,12 @@ impl KafkaWorkerMessenger {
         topic: &str,
         key: &str,
         payload: &[u8],
-        origin: Option<Origin>,
-        traceparent: Option<String>,
+        headers: DocHeaders<'_>,
     ) -> Result<(), MessagingError> {
         let ticket = self.ticket();
         let r = self
             .producer
-            .send_from(topic, key, payload, &ticket, origin, traceparent);
+            .send_from(topic, key, payload, &ticket, headers);
         if !self.owns_current_thread() {
             ticket.seal();
         }
@@ -265,25 +271,66 @@ impl Events for KafkaWorkerMessenger {
         if let Some(r) = self.run_of(&event) {
             event.run_id = r;
         }
+        // The origin now: a child's ordinal counts the CREATEs made so far.
         if event.origin.is_none() {
             event.origin = self.origin(&event.doc_id, event.kind == EventType::Create);
+        }
+        // A worker thread's events wait for its block to be done; another thread's (the
+        // supervisor's timeout FAIL) go at once.
+        {
+            let mut threads = self.threads.lock();
+            if let Some(w) = threads.get_mut(&std::thread::current().id()) {
+                w.events.push(event);
+                return Ok(());
+            }
         }
         let topic = self.topics.event(&event.run_id);
         self.send(&topic, &event.doc_id, event_json(&event).as_bytes())
     }
 }
 
-impl WorkerSide for KafkaWorkerMessenger {
-    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
-        let me = std::thread::current().id();
-        self.threads.lock().entry(me).or_default();
-        let taken = self.consumer.poll(timeout)?;
+impl KafkaWorkerMessenger {
+    /// Sends this worker thread's held-back events: one message per run, on the thread's
+    /// ticket (the block's offsets wait for them too).
+    fn send_held_events(&self) -> Result<(), MessagingError> {
+        let (events, ticket) = {
+            let mut threads = self.threads.lock();
+            let Some(w) = threads.get_mut(&std::thread::current().id()) else {
+                return Ok(());
+            };
+            if w.events.is_empty() {
+                return Ok(());
+            }
+            let events = std::mem::take(&mut w.events);
+            let ticket = w.ticket.get_or_insert_with(|| Ticket::new(None)).clone();
+            (events, ticket)
+        };
+        let mut result = Ok(());
+        for (run, events) in super::by_run(events) {
+            let topic = self.topics.event(&run);
+            for message in super::event_messages(&events) {
+                let r = self
+                    .producer
+                    .send(&topic, &run, message.as_bytes(), &ticket);
+                if let (Err(e), true) = (r, result.is_ok()) {
+                    result = Err(MessagingError::from(e));
+                }
+            }
+        }
+        result
+    }
+
+    /// Takes one message read from the source topic for this thread's block.
+    fn take(&self, me: ThreadId, taken: Taken) -> ToProcess {
         let (key, exhausted) = self.admit(&taken);
-        let run: Option<Arc<str>> = taken.doc.run_id().map(Arc::from);
+        let (id, run): (String, Option<Arc<str>>) = match &taken.payload {
+            Payload::Doc(doc) => (doc.id().to_string(), doc.run_id().map(Arc::from)),
+            Payload::Unreadable(u) => (u.id.clone(), u.run_id.clone()),
+        };
         if let Some(r) = &run {
             self.runs
                 .lock()
-                .entry(taken.doc.id().to_string())
+                .entry(id.clone())
                 .or_default()
                 .push(r.clone());
         }
@@ -298,33 +345,70 @@ impl WorkerSide for KafkaWorkerMessenger {
             offset: taken.offset,
             ordinal: 0,
         };
-        w.sources.push((taken.doc.id().to_string(), origin, false));
+        w.sources.push((id.clone(), origin, false));
         if run.is_some() {
-            w.ids.push(taken.doc.id().to_string());
+            w.ids.push(id);
             w.run_id = run;
         }
         // A document started too often is FAILed by the pool, in this unit of work: its
-        // offset is done once the FAIL was delivered.
-        Some(match exhausted {
-            Some((reason, attempts)) => ToProcess::Exhausted {
-                doc: taken.doc,
+        // offset is done once the FAIL was delivered. So is a message that is not a document.
+        match (taken.payload, exhausted) {
+            (Payload::Doc(doc), Some((reason, attempts))) => ToProcess::Exhausted {
+                doc,
                 reason,
                 attempts,
             },
-            None => ToProcess::Doc(taken.doc),
-        })
+            (Payload::Doc(doc), None) => ToProcess::Doc(doc),
+            (Payload::Unreadable(u), _) => ToProcess::Unreadable {
+                id: u.id,
+                run_id: u.run_id,
+                reason: u.reason,
+                text: u.text,
+            },
+        }
+    }
+}
+
+impl WorkerSide for KafkaWorkerMessenger {
+    fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
+        let mut one = Vec::with_capacity(1);
+        self.poll_block(1, timeout, &mut one);
+        one.pop()
+    }
+
+    fn poll_block(&self, max: usize, timeout: Duration, into: &mut Vec<ToProcess>) {
+        // Under `worker.maxRetries` a message's start is counted when it is taken: one at a
+        // time, so a document that kills its worker counts a start for itself only, not for
+        // the rest of a block it was taken with.
+        let max = if self.retries.is_some() { 1 } else { max };
+        let me = std::thread::current().id();
+        self.threads.lock().entry(me).or_default();
+        let Some(first) = self.consumer.poll(timeout) else {
+            return;
+        };
+        into.push(self.take(me, first));
+        while into.len() < max {
+            match self.consumer.poll(Duration::ZERO) {
+                Some(taken) => into.push(self.take(me, taken)),
+                None => break,
+            }
+        }
     }
 
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
         match item {
             ToIndex::Doc(doc) => {
                 let origin = self.origin_for_indexing(doc.id())?;
+                let headers = DocHeaders {
+                    run: doc.run_id(),
+                    origin,
+                    traceparent: lucille_core::trace::traceparent(doc.run_id(), doc.id()),
+                };
                 self.send_from(
                     &self.topics.dest,
                     doc.id(),
                     doc.to_json().as_bytes(),
-                    origin,
-                    lucille_core::trace::traceparent(doc.run_id(), doc.id()),
+                    headers,
                 )
             }
             // A Kafka run ships whole documents (its publisher `records_documents`), so its
@@ -342,7 +426,14 @@ impl WorkerSide for KafkaWorkerMessenger {
         }
     }
 
+    fn flush(&self) {
+        if let Err(e) = self.send_held_events() {
+            tracing::error!("could not send events: {e}");
+        }
+    }
+
     fn done_processing(&self) {
+        self.flush();
         let me = std::thread::current().id();
         let work = {
             let mut threads = self.threads.lock();
@@ -386,9 +477,7 @@ impl WorkerSide for KafkaWorkerMessenger {
             if !delivered {
                 return;
             }
-            for (p, o) in taken {
-                consumer.done(p, o);
-            }
+            consumer.done_all(taken);
             if let Some(r) = retries {
                 for (p, o, k) in retry_keys {
                     r.done(p, o, k);

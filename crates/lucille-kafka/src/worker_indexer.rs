@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::event_json;
+use super::Fast;
+
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
 use super::worker::KafkaWorkerMessenger;
@@ -31,7 +32,7 @@ pub struct KafkaWorkerIndexerMessenger {
     producer: Arc<KafkaProducer>,
     topics: Topics,
     events: bool,
-    held: Mutex<HashMap<String, VecDeque<Held>>>,
+    held: Mutex<HashMap<String, VecDeque<Held>, Fast>>,
     indexer_thread: Mutex<Option<ThreadId>>,
 }
 
@@ -49,7 +50,7 @@ impl KafkaWorkerIndexerMessenger {
             producer,
             topics,
             events,
-            held: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::default()),
             indexer_thread: Mutex::new(None),
         }
     }
@@ -64,47 +65,90 @@ impl KafkaWorkerIndexerMessenger {
 }
 
 impl Events for KafkaWorkerIndexerMessenger {
-    fn send_event(&self, mut event: Event) -> Result<(), MessagingError> {
+    fn send_event(&self, event: Event) -> Result<(), MessagingError> {
+        self.send_events(vec![event])
+    }
+
+    /// The indexer thread's terminal events of a batch: one message per run; each document's
+    /// hold on its worker's ticket ends once the message with its event was delivered.
+    fn send_events(&self, events: Vec<Event>) -> Result<(), MessagingError> {
         if !self.on_indexer_thread() {
-            return self.worker.send_event(event);
-        }
-        let held = {
-            let mut all = self.held.lock();
-            let h = all.get_mut(&event.doc_id).and_then(VecDeque::pop_front);
-            if all.get(&event.doc_id).is_some_and(VecDeque::is_empty) {
-                all.remove(&event.doc_id);
+            let mut result = Ok(());
+            for e in events {
+                if let (Err(err), true) = (self.worker.send_event(e), result.is_ok()) {
+                    result = Err(err);
+                }
             }
-            h
-        };
-        let Some((ticket, run, origin)) = held else {
-            return self.worker.send_event(event);
-        };
-        if let Some(r) = run {
-            event.run_id = r;
+            return result;
         }
-        event.origin = event.origin.or(origin);
-        let r = if self.events {
-            let topic = self.topics.event(&event.run_id);
-            self.producer
-                .send(
-                    &topic,
-                    &event.doc_id,
-                    event_json(&event).as_bytes(),
-                    &ticket,
-                )
-                .map_err(MessagingError::from)
-        } else {
-            Ok(())
-        };
-        // The document's hold ends here; its event (if any) holds the ticket until delivered.
-        ticket.release(true);
-        r
+        let mut holds: Vec<Arc<Ticket>> = Vec::with_capacity(events.len());
+        let mut ready = Vec::with_capacity(events.len());
+        let mut unheld = Vec::new();
+        {
+            let mut all = self.held.lock();
+            for mut event in events {
+                let h = all.get_mut(&event.doc_id).and_then(VecDeque::pop_front);
+                if all.get(&event.doc_id).is_some_and(VecDeque::is_empty) {
+                    all.remove(&event.doc_id);
+                }
+                match h {
+                    Some((ticket, run, origin)) => {
+                        if let Some(r) = run {
+                            event.run_id = r;
+                        }
+                        event.origin = event.origin.or(origin);
+                        holds.push(ticket);
+                        ready.push(event);
+                    }
+                    None => unheld.push(event),
+                }
+            }
+        }
+        let mut result = Ok(());
+        for e in unheld {
+            if let (Err(err), true) = (self.worker.send_event(e), result.is_ok()) {
+                result = Err(err);
+            }
+        }
+        if !self.events {
+            for t in holds {
+                t.release(true);
+            }
+            return result;
+        }
+        let batch = Ticket::new(Some(Box::new(move |delivered: bool| {
+            for t in holds {
+                t.release(delivered);
+            }
+        })));
+        for (run, events) in super::by_run(ready) {
+            let topic = self.topics.event(&run);
+            for message in super::event_messages(&events) {
+                let r = self
+                    .producer
+                    .send(&topic, &run, message.as_bytes(), &batch)
+                    .map_err(MessagingError::from);
+                if let (Err(err), true) = (r, result.is_ok()) {
+                    result = Err(err);
+                }
+            }
+        }
+        batch.seal();
+        result
     }
 }
 
 impl WorkerSide for KafkaWorkerIndexerMessenger {
     fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
         self.worker.poll_doc_to_process(timeout)
+    }
+
+    fn poll_block(&self, max: usize, timeout: Duration, into: &mut Vec<ToProcess>) {
+        self.worker.poll_block(max, timeout, into)
+    }
+
+    fn flush(&self) {
+        self.worker.flush();
     }
 
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {

@@ -21,6 +21,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::accounting::EventType;
+use crate::event::Event;
 use crate::messaging::IndexerSide;
 pub use crate::op::{take_encoded, Children, EncodeError, Encoded, IndexOp, PreparedOp, ToIndex};
 pub use backend::*;
@@ -101,6 +102,7 @@ impl IndexerHandle {
                         bypass,
                         stats: st2,
                         held: Vec::new(),
+                        outbox: Vec::new(),
                         changes,
                         commits_seen: 0,
                         last_commit: Instant::now(),
@@ -186,6 +188,9 @@ struct IndexerLoop {
     rate: RateLine,
     /// Accepted documents waiting for a commit (see `Backend::commits`), and the commits seen.
     held: Vec<String>,
+    /// The terminal events of the batch (or commit) being settled: sent together once it is
+    /// (`Events::send_events`: one message per run over Kafka, not one per document).
+    outbox: Vec<Event>,
     /// `skipUnchanged: "output"`: the connector's change store.
     changes: Option<Arc<crate::unchanged::ChangeTracker>>,
     commits_seen: u64,
@@ -267,7 +272,18 @@ impl IndexerLoop {
                 }
             }
             if item.is_none() && !stopping {
-                item = self.messenger.poll_doc_to_index(poll);
+                // A batch waiting for its timeout is flushed at its deadline, not at the end
+                // of a poll that overran it (up to `poll` late per batch).
+                let wait = if batch.is_empty() {
+                    poll
+                } else {
+                    (last_flush + self.settings.batch_timeout)
+                        .saturating_duration_since(Instant::now())
+                        .min(poll)
+                };
+                if !wait.is_zero() {
+                    item = self.messenger.poll_doc_to_index(wait);
+                }
             }
             match item {
                 Some(item) => {
@@ -315,6 +331,7 @@ impl IndexerLoop {
         } else {
             let closed = self.backend.close();
             self.settle_held(closed.as_ref().err());
+            self.send_outbox();
             closed
         }
     }
@@ -372,6 +389,7 @@ impl IndexerLoop {
             self.commits_seen = self.backend.commits().unwrap_or(self.commits_seen);
         }
         self.settle_held(committed.as_ref().err());
+        self.send_outbox();
     }
 
     fn count_indexed(&self) {
@@ -384,8 +402,23 @@ impl IndexerLoop {
         self.metrics.failed.inc();
     }
 
-    fn event(&self, doc_id: &str, kind: EventType, message: Option<String>) {
-        crate::messaging::send_event(self.messenger.as_ref(), doc_id, &self.run_id, kind, message);
+    fn event(&mut self, doc_id: &str, kind: EventType, message: Option<String>) {
+        let mut e = Event::new(doc_id, self.run_id.clone(), kind);
+        e.message = message;
+        self.outbox.push(e);
+    }
+
+    /// Sends the events gathered since the last call; a closed event queue is logged (the
+    /// run is already ending), as `messaging::send_event` does.
+    fn send_outbox(&mut self) {
+        if self.outbox.is_empty() {
+            return;
+        }
+        let events = std::mem::take(&mut self.outbox);
+        let n = events.len();
+        if let Err(err) = self.messenger.send_events(events) {
+            tracing::error!("could not send the terminal events of {n} document(s): {err}");
+        }
     }
 
     /// The batch's items as operations; documents that came whole are turned (and encoded)
@@ -420,6 +453,7 @@ impl IndexerLoop {
             return;
         }
         self.send_batch(batch);
+        self.send_outbox();
         self.rate.after_batch(&self.stats);
     }
 

@@ -42,6 +42,21 @@ pub struct QueueDepths {
 /// document), the workers and the indexer.
 pub trait Events: Send + Sync {
     fn send_event(&self, event: Event) -> Result<(), MessagingError>;
+    /// Several events at once, in order (an indexer's terminal events for one batch): a
+    /// messenger that ships events through a broker sends them as one message per run
+    /// instead of one per event. By default, one by one; every event is tried, and the first
+    /// error is returned.
+    fn send_events(&self, events: Vec<Event>) -> Result<(), MessagingError> {
+        let mut first = Ok(());
+        for e in events {
+            if let Err(err) = self.send_event(e) {
+                if first.is_ok() {
+                    first = Err(err);
+                }
+            }
+        }
+        first
+    }
     /// What waits in this process's queues (`lucille_queue_depth`), for messengers that
     /// hold queues.
     fn queue_depths(&self) -> Option<QueueDepths> {
@@ -72,6 +87,23 @@ pub trait PublisherSide: Events {
 /// out to the indexer.
 pub trait WorkerSide: Events {
     fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess>;
+    /// A block of up to `max` items into `into`: waits up to `timeout` for the first, then
+    /// takes only what is already there. A worker thread takes a block, processes it and
+    /// calls [`WorkerSide::done_processing`] once, so what a messenger does per unit of work
+    /// (Kafka: a delivery ticket, the offsets to store, the events gathered into one message)
+    /// is done per block, not per document.
+    fn poll_block(&self, max: usize, timeout: Duration, into: &mut Vec<ToProcess>) {
+        let Some(first) = self.poll_doc_to_process(timeout) else {
+            return;
+        };
+        into.push(first);
+        while into.len() < max {
+            match self.poll_doc_to_process(Duration::ZERO) {
+                Some(item) => into.push(item),
+                None => break,
+            }
+        }
+    }
     /// A processed document, or the index operation a worker prepared from it.
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError>;
     /// A FAILed document's dead-letter line (`{pipeline}_fail` on Kafka; locally the
@@ -81,6 +113,11 @@ pub trait WorkerSide: Events {
     /// a batch, with every child, event and output sent): a messenger that acknowledges its
     /// source (Kafka's offsets) may now do so.
     fn done_processing(&self) {}
+    /// Sends now what this worker thread held back so far (events a messenger gathers until
+    /// [`WorkerSide::done_processing`]): called after each child's events while a watchdog
+    /// (`worker.maxProcessingSecs`) may abandon the thread in the stage code that follows, so
+    /// a child's CREATE never stays behind its indexed document.
+    fn flush(&self) {}
 }
 
 /// The indexer's side: processed documents in.

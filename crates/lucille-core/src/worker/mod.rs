@@ -49,6 +49,45 @@ const METRICS_FLUSH: Duration = Duration::from_secs(1);
 /// first document before running what it has.
 const BATCH_FILL: Duration = Duration::from_millis(100);
 
+/// How many documents a worker thread takes at once (a block: one unit of work for the
+/// messenger, see `WorkerSide::poll_block`): as many as its pipeline processes in about
+/// [`BlockSizer::TARGET`], from a moving average of the time per document, between 1 and
+/// [`BlockSizer::MAX`]. Cheap stages get large blocks (what a messenger does per unit of work
+/// is then paid rarely); slow stages get blocks of one or two, so a document never waits long
+/// behind others taken with it while another thread is idle.
+#[derive(Debug)]
+struct BlockSizer {
+    /// Seconds per document, exponentially averaged over blocks.
+    per_doc: f64,
+}
+
+impl Default for BlockSizer {
+    fn default() -> Self {
+        // Unknown at first: blocks of 8 until the first block was timed.
+        BlockSizer {
+            per_doc: Self::TARGET.as_secs_f64() / 8.0,
+        }
+    }
+}
+
+impl BlockSizer {
+    const TARGET: Duration = Duration::from_millis(2);
+    const MAX: usize = 256;
+
+    fn size(&self) -> usize {
+        let n = Self::TARGET.as_secs_f64() / self.per_doc.max(1e-9);
+        (n as usize).clamp(1, Self::MAX)
+    }
+
+    fn observe(&mut self, docs: usize, took: Duration) {
+        if docs == 0 {
+            return;
+        }
+        let sample = took.as_secs_f64() / docs as f64;
+        self.per_doc = 0.7 * self.per_doc + 0.3 * sample;
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {
     pub threads: usize,
@@ -756,6 +795,9 @@ impl WorkerContext {
 
     fn leave_send(&self) {
         if let Some(w) = &self.watch {
+            // What the messenger holds back goes out before stage code resumes, where the
+            // supervisor may abandon this thread.
+            self.messenger.flush();
             w.leave_send();
         }
     }
@@ -814,32 +856,49 @@ impl WorkerContext {
         }
         let batch = pipeline.as_ref().map_or(1, |p| p.batch_size());
         let mut flushed = Instant::now();
+        let mut block: Vec<ToProcess> = Vec::new();
+        let mut sizer = BlockSizer::default();
         while self.running.load(Ordering::SeqCst) {
             if let (Ok(p), true) = (&mut pipeline, flushed.elapsed() >= METRICS_FLUSH) {
                 p.flush_metrics(&self.plan);
                 flushed = Instant::now();
             }
-            let Some(item) = self.messenger.poll_doc_to_process(POLL) else {
-                continue;
+            // Under a watchdog one document at a time: an abandoned thread must hold nothing
+            // that no one answers for.
+            let max = match () {
+                _ if self.watch.is_some() => 1,
+                _ if batch > 1 => batch,
+                _ => sizer.size(),
             };
-            let Some(doc) = self.take(item) else {
-                self.messenger.done_processing();
+            self.messenger.poll_block(max, POLL, &mut block);
+            if block.is_empty() {
                 continue;
-            };
-            #[cfg(any(test, feature = "testing"))]
-            crate::fault_point::hit("worker", doc.id());
+            }
+            let taken = block.len();
+            let started = Instant::now();
+            let docs: Vec<Document> = block.drain(..).filter_map(|i| self.take(i)).collect();
             let done = match &mut pipeline {
+                Ok(_) if docs.is_empty() => Ok(()),
                 Ok(p) if batch > 1 => {
-                    let docs = self.fill_batch(doc, batch);
+                    #[cfg(any(test, feature = "testing"))]
+                    crate::fault_point::hit("worker", docs[0].id());
+                    let docs = self.fill_batch(docs, batch);
                     self.process_batch(p, docs)
                 }
-                Ok(p) => self.process(p, doc),
+                Ok(p) => docs.into_iter().try_for_each(|doc| {
+                    #[cfg(any(test, feature = "testing"))]
+                    crate::fault_point::hit("worker", doc.id());
+                    self.process(p, doc)
+                }),
                 Err(message) => {
-                    self.fail(&doc, message.clone(), 1);
+                    for doc in &docs {
+                        self.fail(doc, message.clone(), 1);
+                    }
                     Ok(())
                 }
             };
             self.messenger.done_processing();
+            sizer.observe(taken, started.elapsed());
             if done.is_err() {
                 // The supervisor FAILed this thread's document and replaced it: whatever the
                 // late result was, it is discarded, and the thread ends here.
@@ -879,13 +938,41 @@ impl WorkerContext {
                 self.fail(&doc, reason, attempts);
                 None
             }
+            ToProcess::Unreadable {
+                id,
+                run_id,
+                reason,
+                text,
+            } => {
+                self.fail_unreadable(&id, run_id.as_deref(), reason, text);
+                None
+            }
         }
     }
 
-    /// Takes up to `size` documents, `first` included, waiting at most [`BATCH_FILL`] for
+    /// A message that is not a document: FAILed with its reason, its text kept in the
+    /// dead-letter output (the file and the messenger's, `{pipeline}_fail` on Kafka). Its FAIL
+    /// event goes to the run it names; a message that names none was published by no run, so
+    /// no run counts it.
+    fn fail_unreadable(&self, id: &str, run: Option<&str>, reason: String, text: Option<String>) {
+        tracing::error!(doc_id = id, "Message FAILED: {reason}");
+        self.stats.failed.fetch_add(1, Ordering::Relaxed);
+        let line = json!({
+            "id": id, "run_id": run, "pipeline": self.plan.name, "error": reason,
+            "attempts": 0, "document": null, "text": text,
+        });
+        if let Some(dl) = &self.dead_letter {
+            dl.append(id, &line);
+        }
+        self.messenger.send_failed(id, &line);
+        if let Some(run) = run {
+            self.event_in(id, Some(run), EventType::Fail, Some(reason));
+        }
+    }
+
+    /// Takes up to `size` documents, `docs` included, waiting at most [`BATCH_FILL`] for
     /// the rest, so a slow source still gets its documents processed.
-    fn fill_batch(&self, first: Document, size: usize) -> Vec<Document> {
-        let mut docs = vec![first];
+    fn fill_batch(&self, mut docs: Vec<Document>, size: usize) -> Vec<Document> {
         let deadline = Instant::now() + BATCH_FILL;
         while docs.len() < size && self.running.load(Ordering::SeqCst) {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -1059,5 +1146,30 @@ impl WorkerContext {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_grow_for_cheap_documents_and_shrink_to_one_for_slow_ones() {
+        let mut s = BlockSizer::default();
+        assert_eq!(s.size(), 8, "unknown cost: a small block first");
+        for _ in 0..20 {
+            s.observe(s.size(), Duration::from_micros(5) * s.size() as u32);
+        }
+        assert_eq!(
+            s.size(),
+            BlockSizer::MAX,
+            "5 µs a document: the largest block"
+        );
+        for _ in 0..20 {
+            s.observe(s.size(), Duration::from_millis(5) * s.size() as u32);
+        }
+        assert_eq!(s.size(), 1, "5 ms a document: one at a time");
+        s.observe(0, Duration::from_secs(1));
+        assert_eq!(s.size(), 1, "an empty block changes nothing");
     }
 }
