@@ -22,7 +22,8 @@ from typing import IO, Callable
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from jsonl_output import ids_in
 from kafka_service import tansu
@@ -368,7 +369,7 @@ def test_a_source_message_that_is_not_a_document_is_dead_lettered_and_the_run_go
         while len(lines) < 2 and time.time() < deadline:
             m = fail.poll(0.5)
             if m is not None and m.error() is None:
-                line = json.loads(m.value())
+                line = json.loads(m.value() or b"{}")
                 lines[str(line["id"])] = line
         fail.close()
     finally:

@@ -107,8 +107,12 @@ impl KafkaPublisherMessenger {
         let events: BaseConsumer = client_config(&props)
             .create()
             .map_err(KafkaError::client("cannot create the event consumer"))?;
+        // From offset 0, not `Offset::Beginning`: the run's event topic is new, and resolving
+        // "beginning" took librdkafka a round of ~500 ms (measured with a plain client), which
+        // every run's first events waited. An offset no longer there (a shared `eventTopic`
+        // past its retention) resets to the earliest, as the consumer's properties say.
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&event_topic, 0, Offset::Beginning)
+        tpl.add_partition_offset(&event_topic, 0, Offset::Offset(0))
             .map_err(KafkaError::PartitionList)?;
         events
             .assign(&tpl)
