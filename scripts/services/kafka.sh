@@ -10,7 +10,7 @@
 # store records one by one and serve any offset, as Kafka does
 # (tests/python/test_at_least_once.py checks the SQLite and memory engines with a plain client).
 #
-# tansu 0.6.0 with two patches, next to this script, each making it answer as Apache Kafka does:
+# tansu 0.6.0 with three patches, next to this script, making it behave as Apache Kafka does:
 #
 # - tansu-0.6.0-group-rebalance.patch (tansu-broker, the group coordinator). Unpatched, when a
 #   member dies (SIGKILL) and another member's heartbeat is the first to notice, the
@@ -28,9 +28,14 @@
 #   every fetch response takes the whole wait: a consumer gets one response per wait (with
 #   librdkafka's 500 ms, two a second) and a message waits up to the wait at each hop. Apache
 #   Kafka answers as soon as `fetch.min.bytes` of records are there; the patch does the same,
-#   and a fetch that finds nothing waits for the next produce to one of its topics (or the end
+#   and a fetch that finds nothing waits for the next produce to one of its partitions (or the end
 #   of the wait). bench/distributed/broker_limit.py shows both with a plain client
 #   (bench/distributed/README.md).
+# - tansu-0.6.0-storage-header-index.patch (tansu-storage, the SQLite engine's schema). A
+#   fetch reads each record's headers by (topition, offset_id), and the header table had no
+#   index on them: every record fetched scanned the whole table, so a broker serving the test
+#   suite slowed down quadratically with the headers it held (Lucille-rs's messages carry two
+#   or three) until a 2,000-document run stalled on it. The patch adds the index.
 #
 # Sources: tansu's three crates through cargo itself (`cargo fetch` of a throwaway manifest, so
 # no script names a download host), their checksums checked against the ones pinned here, then
@@ -45,9 +50,10 @@ _lucille_kafka_main() {
     local here
     here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
     local patch="$here/tansu-$version-group-rebalance.patch"
-    local storage_patch="$here/tansu-$version-storage-prompt-fetch.patch"
+    local storage_patches=("$here/tansu-$version-storage-prompt-fetch.patch"
+        "$here/tansu-$version-storage-header-index.patch")
     local build_id
-    build_id="tansu $version $features patches $(cat "$patch" "$storage_patch" | sha256sum | cut -c1-16)"
+    build_id="tansu $version $features patches $(cat "$patch" "${storage_patches[@]}" | sha256sum | cut -c1-16)"
     local tansu="${CARGO_HOME:-$HOME/.cargo}/bin/tansu-lucille-test"
 
     # Whether this tansu binary is the patched build with the storage engines the tests use:
@@ -93,8 +99,11 @@ _lucille_kafka_main() {
             || { echo "kafka.sh: could not fetch tansu $version with cargo" >&2; return 1; }
         (cd "$work/src/tansu-broker-$version" && git apply -p1 "$patch") \
             || { echo "kafka.sh: $patch does not apply" >&2; return 1; }
-        (cd "$work/src/tansu-storage-$version" && git apply -p1 "$storage_patch") \
-            || { echo "kafka.sh: $storage_patch does not apply" >&2; return 1; }
+        local p
+        for p in "${storage_patches[@]}"; do
+            (cd "$work/src/tansu-storage-$version" && git apply -p1 "$p") \
+                || { echo "kafka.sh: $p does not apply" >&2; return 1; }
+        done
         # The published crate's own lock file pins every dependency; only the patched crates'
         # entries change (to their patched paths).
         printf '\n[patch.crates-io]\ntansu-broker = { path = "../tansu-broker-%s" }\ntansu-storage = { path = "../tansu-storage-%s" }\n' \

@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from jsonl_output import ids_in
-from kafka_service import bootstrap, tansu
+from kafka_service import bootstrap, stop_gracefully, tansu
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,15 +259,7 @@ class Cluster:
         if self.runner.poll() is None:
             self.runner.kill()
             self.runner.wait()
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_gracefully(self.procs)
         self.log.close()
 
 

@@ -4,8 +4,8 @@ not there when a run or a worker starts, and a source-topic message that is not 
 
 Each scenario runs a broker of its own (tansu with its SQLite engine, its store in the test's
 folder, on a free port), so stopping it disturbs no other test. Every run: every id indexed
-at least once, the counts exact, the run ends. `LUCILLE_FAULT_REPEAT=5` runs each restart
-scenario five times in a row (the issue's acceptance); the suite runs each once."""
+at least once, the counts exact, the run ends. `LUCILLE_FAULT_REPEAT=5` runs each scenario
+five times in a row (the issue's acceptance); the suite runs each once."""
 
 import json
 import os
@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from jsonl_output import ids_in
-from kafka_service import tansu
+from kafka_service import stop_gracefully, tansu
 
 REPEAT = int(os.environ.get("LUCILLE_FAULT_REPEAT", "1"))
 
@@ -164,15 +164,7 @@ class Cluster:
         if self.runner is not None and self.runner.poll() is None:
             self.runner.kill()
             self.runner.wait()
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_gracefully(self.procs)
         self.log.close()
 
 
@@ -218,7 +210,9 @@ def test_a_broker_down_for_a_minute_mid_run_loses_nothing(tmp_path: Path, attemp
 # What the test broker does on SIGTERM, shown with a plain client
 
 
-def test_tansu_answers_produces_with_a_generic_error_while_it_shuts_down(tmp_path: Path) -> None:
+@pytest.mark.parametrize("attempt", range(REPEAT))
+def test_tansu_answers_produces_with_a_generic_error_while_it_shuts_down(tmp_path: Path,
+                                                                        attempt: int) -> None:
     """Why a delivery that fails must be sent again, not given up. tansu's SQLite engine, on
     SIGTERM, stops its storage before its listener: for a few seconds every produce is answered
     with UNKNOWN_SERVER_ERROR, which librdkafka reports as final (no retry). Apache Kafka sends
@@ -272,7 +266,9 @@ def http_get(url: str) -> tuple[int, str]:
         return 0, str(e)
 
 
-def test_a_run_whose_broker_is_not_there_stops_with_an_error_naming_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("attempt", range(REPEAT))
+def test_a_run_whose_broker_is_not_there_stops_with_an_error_naming_it(tmp_path: Path,
+                                                                       attempt: int) -> None:
     port = free_port()
     conf = write_config(tmp_path, "nobroker", f"127.0.0.1:{port}", 10,
                         "kafka.connectTimeoutSecs: 3")
@@ -288,7 +284,9 @@ def test_a_run_whose_broker_is_not_there_stops_with_an_error_naming_it(tmp_path:
     assert took < 30, f"took {took:.0f} s"
 
 
-def test_a_worker_waits_for_its_broker_not_ready_naming_it_then_serves(tmp_path: Path) -> None:
+@pytest.mark.parametrize("attempt", range(REPEAT))
+def test_a_worker_waits_for_its_broker_not_ready_naming_it_then_serves(tmp_path: Path,
+                                                                       attempt: int) -> None:
     broker = Broker(tmp_path / "broker")
     conf = write_config(tmp_path, f"wait_{uuid.uuid4().hex[:8]}", broker.bootstrap, 20,
                         "kafka.connectTimeoutSecs: 0")
@@ -323,8 +321,9 @@ def test_a_worker_waits_for_its_broker_not_ready_naming_it_then_serves(tmp_path:
     assert worker.returncode == 0, (tmp_path / "worker.log").read_text()
 
 
+@pytest.mark.parametrize("attempt", range(REPEAT))
 def test_a_worker_whose_broker_does_not_come_stops_after_its_connect_timeout(
-        tmp_path: Path) -> None:
+        tmp_path: Path, attempt: int) -> None:
     port = free_port()
     conf = write_config(tmp_path, "nobroker", f"127.0.0.1:{port}", 10,
                         "kafka.connectTimeoutSecs: 2")
@@ -340,8 +339,9 @@ def test_a_worker_whose_broker_does_not_come_stops_after_its_connect_timeout(
 # A message on the source topic that is not a document
 
 
+@pytest.mark.parametrize("attempt", range(REPEAT))
 def test_a_source_message_that_is_not_a_document_is_dead_lettered_and_the_run_goes_on(
-        tmp_path: Path) -> None:
+        tmp_path: Path, attempt: int) -> None:
     from kafka_service import bootstrap
     pipeline = f"junk_{uuid.uuid4().hex[:8]}"
     conf = write_config(tmp_path, pipeline, bootstrap(), 300,

@@ -16,7 +16,7 @@ import pytest
 
 import lucille
 from jsonl_output import ids_in
-from kafka_service import bootstrap
+from kafka_service import bootstrap, stop_gracefully
 
 
 
@@ -95,15 +95,7 @@ def start(role: str, conf: Path, pipeline: str, log: IO[str]) -> "subprocess.Pop
 
 
 def stop_all(procs: list["subprocess.Popen[bytes]"]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+    stop_gracefully(procs)
 
 
 def test_two_worker_processes_and_an_indexer_process_match_local_mode(tmp_path: Path) -> None:

@@ -105,20 +105,9 @@ impl Events for KafkaIndexerMessenger {
                 }
             }) as Box<dyn FnOnce(bool) + Send>
         }));
-        let mut result = Ok(());
-        for (run, events) in super::by_run(ready) {
-            let topic = self.topics.event(&run);
-            for message in super::event_messages(&events) {
-                let r = self
-                    .producer
-                    .send(&topic, &run, message.as_bytes(), &ticket);
-                if let (Err(e), true) = (r, result.is_ok()) {
-                    result = Err(MessagingError::from(e));
-                }
-            }
-        }
+        let result = self.producer.send_events(&self.topics, ready, &ticket);
         ticket.seal();
-        result
+        result.map_err(MessagingError::from)
     }
 }
 

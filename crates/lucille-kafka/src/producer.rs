@@ -515,6 +515,28 @@ impl KafkaProducer {
         }
     }
 
+    /// Events to their runs' event topics, one message per run (split past
+    /// [`super::EVENT_MESSAGE_BYTES`]), each held by `ticket`; every message is tried and the
+    /// first error returned.
+    pub fn send_events(
+        &self,
+        topics: &super::Topics,
+        events: Vec<lucille_core::event::Event>,
+        ticket: &Arc<Ticket>,
+    ) -> Result<(), KafkaError> {
+        let mut result = Ok(());
+        for (run, events) in super::by_run(events) {
+            let topic = topics.event(&run);
+            for message in super::event_messages(&events) {
+                let r = self.send(&topic, &run, message.as_bytes(), ticket);
+                if let (Err(e), true) = (r, result.is_ok()) {
+                    result = Err(e);
+                }
+            }
+        }
+        result
+    }
+
     /// Waits until every queued message was delivered (or `timeout`).
     pub fn flush(&self, timeout: Duration) {
         if let Err(e) = self.inner.flush(timeout) {

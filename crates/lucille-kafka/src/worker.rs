@@ -305,19 +305,9 @@ impl KafkaWorkerMessenger {
             let ticket = w.ticket.get_or_insert_with(|| Ticket::new(None)).clone();
             (events, ticket)
         };
-        let mut result = Ok(());
-        for (run, events) in super::by_run(events) {
-            let topic = self.topics.event(&run);
-            for message in super::event_messages(&events) {
-                let r = self
-                    .producer
-                    .send(&topic, &run, message.as_bytes(), &ticket);
-                if let (Err(e), true) = (r, result.is_ok()) {
-                    result = Err(MessagingError::from(e));
-                }
-            }
-        }
-        result
+        self.producer
+            .send_events(&self.topics, events, &ticket)
+            .map_err(MessagingError::from)
     }
 
     /// Takes one message read from the source topic for this thread's block.

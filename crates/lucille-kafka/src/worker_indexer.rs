@@ -121,17 +121,11 @@ impl Events for KafkaWorkerIndexerMessenger {
                 t.release(delivered);
             }
         })));
-        for (run, events) in super::by_run(ready) {
-            let topic = self.topics.event(&run);
-            for message in super::event_messages(&events) {
-                let r = self
-                    .producer
-                    .send(&topic, &run, message.as_bytes(), &batch)
-                    .map_err(MessagingError::from);
-                if let (Err(err), true) = (r, result.is_ok()) {
-                    result = Err(err);
-                }
-            }
+        if let (Err(err), true) = (
+            self.producer.send_events(&self.topics, ready, &batch),
+            result.is_ok(),
+        ) {
+            result = Err(MessagingError::from(err));
         }
         batch.seal();
         result
