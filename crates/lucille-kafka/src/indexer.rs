@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::Fast;
-
 use super::consumer::{GroupConsumer, Payload, Unreadable};
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
+use super::Fast;
 use lucille_core::event::Origin;
 use lucille_core::event::{Event, EventType};
 use lucille_core::messaging::{Events, IndexerSide, MessagingError};

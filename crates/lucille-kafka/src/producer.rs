@@ -157,8 +157,8 @@ pub fn final_error(e: &RdError) -> bool {
 }
 
 pub struct DeliveryContext {
-    /// Undelivered messages to the re-sending thread; `None` once the producer closes.
-    resend: Mutex<Option<mpsc::Sender<Undelivered>>>,
+    /// Undelivered messages to the re-sending thread (which ends with the producer).
+    resend: mpsc::Sender<Undelivered>,
     /// Re-sent messages, for the log (one line every few seconds, not one per message).
     resent: AtomicU64,
     logged: Mutex<Option<Instant>>,
@@ -189,7 +189,6 @@ impl DeliveryContext {
             ticket.release(false);
             return;
         }
-        let failures = 1;
         let u = Undelivered {
             topic: msg.topic().to_string(),
             partition: msg.partition(),
@@ -197,7 +196,7 @@ impl DeliveryContext {
             payload: msg.payload().map(<[u8]>::to_vec),
             headers: msg.headers().map(|h| h.detach()),
             ticket,
-            failures,
+            failures: 1,
             due: Instant::now() + RESEND_BACKOFF,
         };
         self.queue(u, e);
@@ -211,16 +210,13 @@ impl DeliveryContext {
             if logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
                 *logged = Some(Instant::now());
                 tracing::warn!(
-                    "a Kafka message to {} was not delivered ({e}); sending it again once the                      broker takes it ({n} message(s) re-sent so far)",
+                    "a Kafka message to {} was not delivered ({e}); sending it again once the \
+                     broker takes it ({n} message(s) re-sent so far)",
                     u.topic
                 );
             }
         }
-        let back = match &*self.resend.lock() {
-            Some(tx) => tx.send(u).err().map(|mpsc::SendError(u)| u),
-            None => Some(u),
-        };
-        if let Some(u) = back {
+        if let Err(mpsc::SendError(u)) = self.resend.send(u) {
             u.ticket.release(false);
         }
     }
@@ -378,7 +374,7 @@ impl KafkaProducer {
     fn build(props: &std::collections::BTreeMap<String, String>) -> Result<Arc<Self>, KafkaError> {
         let (tx, rx) = mpsc::channel();
         let context = DeliveryContext {
-            resend: Mutex::new(Some(tx)),
+            resend: tx,
             resent: AtomicU64::new(0),
             logged: Mutex::new(None),
         };

@@ -9,8 +9,6 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::Fast;
-
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
@@ -19,6 +17,7 @@ use super::admin::client_config;
 use super::config::KafkaSettings;
 use super::producer::{DocHeaders, KafkaProducer, Ticket};
 use super::topics::Topics;
+use super::Fast;
 use super::{event_json, events_from_json, KafkaError};
 use lucille_core::event::Origin;
 use lucille_core::event::{Event, EventType};

@@ -14,14 +14,12 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::Fast;
-
-use super::consumer::GroupConsumer;
-use super::consumer::{Payload, Taken};
+use super::consumer::{GroupConsumer, Payload, Taken};
 use super::event_json;
 use super::producer::{DocHeaders, KafkaProducer, Ticket};
 use super::retries::{Admission, RetryCounter};
 use super::topics::Topics;
+use super::Fast;
 use lucille_core::event::Origin;
 use lucille_core::event::{Event, EventType};
 use lucille_core::messaging::{Events, MessagingError, WorkerSide};

@@ -12,11 +12,10 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::Fast;
-
 use super::producer::{KafkaProducer, Ticket};
 use super::topics::Topics;
 use super::worker::KafkaWorkerMessenger;
+use super::Fast;
 use lucille_core::event::Event;
 use lucille_core::event::Origin;
 use lucille_core::messaging::{Events, IndexerSide, LocalMessenger, MessagingError, WorkerSide};
