@@ -7,6 +7,7 @@ accepted by `promtool check metrics` and by the prometheus_client parser, `/heal
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -380,3 +381,72 @@ def test_the_guide_s_scrape_config_and_alerts_pass_promtool(tmp_path: Path) -> N
     test = subprocess.run(["promtool", "test", "rules", "alerts_test.yml"], cwd=tmp_path,
                           capture_output=True, text=True)
     assert test.returncode == 0, test.stdout + test.stderr
+
+
+HOLD = """
+import os, time
+import lucille
+
+class Hold(lucille.Stage):
+    def process_document(self, doc: lucille.Document) -> None:
+        if int(doc.id) % 50 == 0:
+            raise ValueError("every 50th document fails")
+        if doc.id == "299":
+            while not os.path.exists({release!r}):
+                time.sleep(0.02)
+"""
+
+
+@pytest.mark.parametrize("attempt", range(int(os.environ.get("LUCILLE_FAULT_REPEAT", "1"))))
+def test_a_stage_s_counts_are_true_while_a_worker_hangs_in_the_next_stage(
+        tmp_path: Path, attempt: int) -> None:
+    # Issue 46: the counts of a worker stuck in a stage were flushed only by its own loop, so
+    # every scrape while it hung showed `copy` short of the documents that had passed it.
+    release = tmp_path / "release"
+    (tmp_path / "hold.py").write_text(HOLD.format(release=str(release)))
+    conf = tmp_path / "hung.conf"
+    conf.write_text(f"""
+connectors: [{{ name: "seq", class: "SequenceConnector", numDocs: 300, pipeline: "hung" }}]
+pipelines: [{{ name: "hung", stages: [
+  {{ name: "copy", class: "CopyFields", fieldMapping: {{ id: "id_copy" }} }},
+  {{ name: "hold", class: "{tmp_path / 'hold.py'}:Hold" }} ] }}]
+indexer {{ type: "jsonl", batchSize: 10, batchTimeout: 50 }}
+jsonl {{ path: "{tmp_path / 'out.jsonl'}" }}
+worker {{ threads: 2 }}
+""")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "lucille.cli", "run", str(conf),
+                             "--metrics-port", str(port)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+    try:
+        def ended() -> float:
+            try:
+                s = samples(scrape(port))
+            except (urllib.error.URLError, ConnectionError, AssertionError):
+                return 0.0
+            return sum(value(s, "lucille_documents_total", pipeline="hung", outcome=o)
+                       for o in ("succeeded", "failed"))
+
+        # Every document but the held one ends; the held one has passed `copy`.
+        wait_for(lambda: ended() == 299, "299 documents to end")
+        # Longer than the workers' once-a-second flush: the idle worker has flushed by now;
+        # the held worker cannot.
+        time.sleep(1.5)
+        s = samples(scrape(port))
+        assert value(s, "lucille_documents_total", pipeline="hung", outcome="succeeded") == 293
+        assert value(s, "lucille_documents_total", pipeline="hung", outcome="failed") == 6
+        copy = {"pipeline": "hung", "stage": "copy", "class": "CopyFields"}
+        hold = {"pipeline": "hung", "stage": "hold", "class": f"{tmp_path / 'hold.py'}:Hold"}
+        assert value(s, "lucille_stage_documents_total", **copy) == 300
+        assert value(s, "lucille_stage_errors_total", **copy) == 0
+        # The held call has not returned, so `hold` has processed the 299 others, 6 failed.
+        assert value(s, "lucille_stage_documents_total", **hold) == 299
+        assert value(s, "lucille_stage_errors_total", **hold) == 6
+        assert value(s, "lucille_documents_in_flight") == 1
+        release.touch()
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "seq: complete. 294 docs succeeded. 6 docs FAILED." in output, output

@@ -5,12 +5,15 @@
 //! `process_*` metrics).
 //!
 //! The hot paths never touch a shared counter per document: the publisher adds each batch of
-//! events it applies at once, a stage's counts and sampled durations are kept by its worker
-//! and flushed about once a second ([`StageLive`]), and the indexer counts per batch.
+//! events it applies at once, a stage's counts are kept in cells its worker alone writes and
+//! the scrape sums ([`StageLive`], [`StageCounters`]: true at every scrape, even while a
+//! worker is stuck in a stage), its sampled durations are flushed about once a second, and
+//! the indexer counts per batch.
 //! Labels stay bounded: pipeline, connector, stage and indexer names come from the config,
 //! never from documents.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -45,8 +48,7 @@ pub struct Metrics {
     published: IntCounterVec,
     created: IntCounterVec,
     in_flight: IntGauge,
-    stage_documents: IntCounterVec,
-    stage_errors: IntCounterVec,
+    stages: Arc<StageCounters>,
     stage_duration: HistogramVec,
     indexer_batches: IntCounterVec,
     indexer_batch_duration: HistogramVec,
@@ -113,8 +115,10 @@ impl Metrics {
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
             .set(1);
         let queues: Arc<Mutex<Vec<QueueProbe>>> = Arc::default();
+        let stages = Arc::new(StageCounters::new());
         for c in [
-            Box::new(in_flight.clone()) as Box<dyn Collector>,
+            Box::new(SharedStageCounters(stages.clone())) as Box<dyn Collector>,
+            Box::new(in_flight.clone()),
             Box::new(traces_dropped.clone()),
             Box::new(build_info),
             Box::new(QueueCollector::new(queues.clone())),
@@ -141,18 +145,7 @@ impl Metrics {
                 &["pipeline"],
             ),
             in_flight,
-            stage_documents: counter_vec(
-                r,
-                "lucille_stage_documents_total",
-                "Documents a stage processed (its conditions held).",
-                &["pipeline", "stage", "class"],
-            ),
-            stage_errors: counter_vec(
-                r,
-                "lucille_stage_errors_total",
-                "Documents a stage failed on (an error or a panic).",
-                &["pipeline", "stage", "class"],
-            ),
+            stages,
             stage_duration: histogram_vec(
                 r,
                 "lucille_stage_duration_seconds",
@@ -219,13 +212,23 @@ impl Metrics {
 
     /// A stage's counters and duration histogram, for one worker's copy of the stage.
     pub fn stage(&self, pipeline: &str, stage: &str, class: &str) -> StageLive {
-        let labels = [pipeline, stage, class];
+        let key = [pipeline.to_string(), stage.to_string(), class.to_string()];
+        let cells = Arc::new(StageCells::default());
+        self.stages
+            .series
+            .lock()
+            .entry(key.clone())
+            .or_default()
+            .live
+            .push(cells.clone());
         StageLive {
-            documents: self.stage_documents.with_label_values(&labels),
-            errors: self.stage_errors.with_label_values(&labels),
-            duration: self.stage_duration.with_label_values(&labels).local(),
-            flushed_documents: 0,
-            flushed_errors: 0,
+            cells,
+            key,
+            counters: self.stages.clone(),
+            duration: self
+                .stage_duration
+                .with_label_values(&[pipeline, stage, class])
+                .local(),
         }
     }
 
@@ -384,15 +387,93 @@ impl Drop for PublisherMetrics {
     }
 }
 
-/// One worker's copy of a stage's metrics: counts are taken from the pipeline's own
-/// [`crate::pipeline::StageMetrics`] when flushed; sampled call durations are kept in a local
-/// histogram and added to the shared one when flushed.
+/// One worker's counts of one stage: written by that worker alone, as plain stores of its
+/// totals (no read-modify-write on a line other threads write), and read by the scrape.
+#[derive(Default)]
+struct StageCells {
+    documents: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// A stage's series: the counts of workers that are gone, and the live workers' cells.
+#[derive(Default)]
+struct StageSeries {
+    retired: (u64, u64),
+    live: Vec<Arc<StageCells>>,
+}
+
+/// `lucille_stage_documents_total` and `lucille_stage_errors_total`: each series the sum, at
+/// the moment of the scrape, of its live workers' cells and of what its finished workers
+/// left. A worker that hangs in a stage still shows every document it passed on, which a
+/// flush from the worker's own loop could not (the loop is what hangs).
+struct StageCounters {
+    documents: IntCounterVec,
+    errors: IntCounterVec,
+    series: Mutex<BTreeMap<[String; 3], StageSeries>>,
+}
+
+impl StageCounters {
+    fn new() -> Self {
+        let labels = &["pipeline", "stage", "class"];
+        let vec = |name: &str, help: &str| {
+            IntCounterVec::new(Opts::new(name, help), labels)
+                .unwrap_or_else(|e| panic!("metric {name}: {e}"))
+        };
+        StageCounters {
+            documents: vec(
+                "lucille_stage_documents_total",
+                "Documents a stage processed (its conditions held).",
+            ),
+            errors: vec(
+                "lucille_stage_errors_total",
+                "Documents a stage failed on (an error or a panic).",
+            ),
+            series: Mutex::default(),
+        }
+    }
+}
+
+/// The registry's handle on the process's [`StageCounters`].
+struct SharedStageCounters(Arc<StageCounters>);
+
+impl Collector for SharedStageCounters {
+    fn desc(&self) -> Vec<&Desc> {
+        let mut d = self.0.documents.desc();
+        d.extend(self.0.errors.desc());
+        d
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let c = &self.0;
+        // Held while the counters are brought up to the sums, so two scrapes cannot both add.
+        let series = c.series.lock();
+        for (key, s) in series.iter() {
+            let (mut documents, mut errors) = s.retired;
+            for cell in &s.live {
+                documents += cell.documents.load(Ordering::Relaxed);
+                errors += cell.errors.load(Ordering::Relaxed);
+            }
+            let labels = [key[0].as_str(), key[1].as_str(), key[2].as_str()];
+            for (vec, total) in [(&c.documents, documents), (&c.errors, errors)] {
+                let counter = vec.with_label_values(&labels);
+                counter.inc_by(total.saturating_sub(counter.get()));
+            }
+        }
+        let mut families = c.documents.collect();
+        families.extend(c.errors.collect());
+        families
+    }
+}
+
+/// One worker's copy of a stage's metrics: its counts, visible to every scrape as soon as
+/// [`StageLive::count`] stores them; its sampled call durations, kept in a local histogram
+/// and added to the shared one when flushed. Dropped with its worker, it leaves its counts to
+/// the series.
 pub struct StageLive {
-    documents: IntCounter,
-    errors: IntCounter,
+    cells: Arc<StageCells>,
+    key: [String; 3],
+    counters: Arc<StageCounters>,
     duration: LocalHistogram,
-    flushed_documents: u64,
-    flushed_errors: u64,
 }
 
 impl StageLive {
@@ -401,15 +482,29 @@ impl StageLive {
         self.duration.observe(d.as_secs_f64());
     }
 
-    /// Adds what the stage did since the last flush (`documents`, `errors`: its totals).
+    /// The stage's totals in this worker so far (`documents`, `errors`), for the next scrape.
+    #[inline]
+    pub fn count(&self, documents: u64, errors: u64) {
+        self.cells.documents.store(documents, Ordering::Relaxed);
+        self.cells.errors.store(errors, Ordering::Relaxed);
+    }
+
+    /// Stores the totals and adds the sampled durations since the last flush.
     pub fn flush(&mut self, documents: u64, errors: u64) {
-        self.documents
-            .inc_by(documents.saturating_sub(self.flushed_documents));
-        self.errors
-            .inc_by(errors.saturating_sub(self.flushed_errors));
-        self.flushed_documents = documents.max(self.flushed_documents);
-        self.flushed_errors = errors.max(self.flushed_errors);
+        self.count(documents, errors);
         self.duration.flush();
+    }
+}
+
+impl Drop for StageLive {
+    fn drop(&mut self) {
+        self.duration.flush();
+        let mut series = self.counters.series.lock();
+        if let Some(s) = series.get_mut(&self.key) {
+            s.live.retain(|c| !Arc::ptr_eq(c, &self.cells));
+            s.retired.0 += self.cells.documents.load(Ordering::Relaxed);
+            s.retired.1 += self.cells.errors.load(Ordering::Relaxed);
+        }
     }
 }
 
@@ -566,7 +661,7 @@ mod tests {
     }
 
     #[test]
-    fn stage_flush_adds_only_what_is_new() {
+    fn stage_counts_are_the_workers_totals_at_each_scrape() {
         let mut s = global().stage("metrics-test-p", "s1", "Shout");
         s.observe(Duration::from_micros(3));
         s.flush(10, 1);
@@ -589,6 +684,39 @@ mod tests {
                 .map(|m| m.get_histogram().get_sample_count())
         });
         assert_eq!(count, Some(1));
+    }
+
+    #[test]
+    fn stage_counts_are_seen_without_a_flush_and_outlive_their_worker() {
+        let labels = [
+            ("pipeline", "metrics-test-live"),
+            ("stage", "copy"),
+            ("class", "CopyFields"),
+        ];
+        let docs = || value("lucille_stage_documents_total", &labels);
+        let a = global().stage("metrics-test-live", "copy", "CopyFields");
+        let b = global().stage("metrics-test-live", "copy", "CopyFields");
+        // Worker a is stuck after 7 documents: it never flushes, its stores are what counts.
+        a.count(7, 0);
+        b.count(3, 1);
+        assert_eq!(docs(), Some(10.0));
+        assert_eq!(value("lucille_stage_errors_total", &labels), Some(1.0));
+        b.count(5, 1);
+        assert_eq!(docs(), Some(12.0));
+        // A worker that ends leaves its counts; a new one starts from them.
+        drop(b);
+        assert_eq!(docs(), Some(12.0));
+        let c = global().stage("metrics-test-live", "copy", "CopyFields");
+        c.count(1, 0);
+        assert_eq!(docs(), Some(13.0));
+        drop((a, c));
+        assert_eq!(docs(), Some(13.0));
+        let series = global().stages.series.lock();
+        let key = ["metrics-test-live", "copy", "CopyFields"].map(String::from);
+        assert!(
+            series[&key].live.is_empty(),
+            "dropped workers' cells are let go"
+        );
     }
 
     #[test]

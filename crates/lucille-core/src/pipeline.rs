@@ -137,6 +137,24 @@ impl StageSlot {
         self
     }
 
+    /// Counts documents the stage processed, visible to the next scrape of `/metrics`.
+    #[inline]
+    fn count_processed(&mut self, n: u64) {
+        self.metrics.processed += n;
+        if let Some(live) = &self.live {
+            live.count(self.metrics.processed, self.metrics.errors);
+        }
+    }
+
+    /// Counts a document the stage failed on, visible to the next scrape of `/metrics`.
+    #[inline]
+    fn count_error(&mut self) {
+        self.metrics.errors += 1;
+        if let Some(live) = &self.live {
+            live.count(self.metrics.processed, self.metrics.errors);
+        }
+    }
+
     /// Counts a call (its duration observed when it was timed).
     fn end_call(&mut self, started: Option<Instant>) {
         if let (Some(took), Some(live)) = (self.metrics.end_call(started), &self.live) {
@@ -235,7 +253,7 @@ impl Run {
                 slot.stage.process_document(&mut input.doc)
             }));
             slot.end_call(started);
-            slot.metrics.processed += 1;
+            slot.count_processed(1);
             if let (Some(t), Some((start, doc_id, run_id))) = (input.trace, span_start) {
                 let error = match &result {
                     Ok(Ok(_)) => None,
@@ -253,12 +271,12 @@ impl Run {
                     // Loop: emit the children, then the parent.
                 }
                 Ok(Err(failure)) => {
-                    slot.metrics.errors += 1;
+                    slot.count_error();
                     input.error = Some(process_error(&slot.name, input.doc.id(), failure));
                     return Some(input);
                 }
                 Err(payload) => {
-                    slot.metrics.errors += 1;
+                    slot.count_error();
                     input.error = Some(StageError::Panic {
                         stage: slot.name.clone(),
                         doc_id: input.doc.id().to_string(),
@@ -320,7 +338,7 @@ impl Run {
             }),
         };
         if let Some(message) = failure {
-            slot.metrics.errors += 1;
+            slot.count_error();
             parent.error = Some(StageError::Process {
                 stage: slot.name.clone(),
                 doc_id: parent.doc.id().to_string(),
@@ -369,12 +387,12 @@ fn settle(
         Ok(Ok(None)) => return Vec::new(),
         Ok(Ok(Some(children))) => children,
         Ok(Err(failure)) => {
-            slot.metrics.errors += 1;
+            slot.count_error();
             out.error = Some(process_error(&slot.name, out.doc.id(), failure));
             return Vec::new();
         }
         Err(Panicked(message)) => {
-            slot.metrics.errors += 1;
+            slot.count_error();
             out.error = Some(StageError::Panic {
                 stage: slot.name.clone(),
                 doc_id: out.doc.id().to_string(),
@@ -428,7 +446,7 @@ fn settle(
     }
     slot.end_call(Some(started));
     if let Some(message) = failure {
-        slot.metrics.errors += 1;
+        slot.count_error();
         out.error = Some(StageError::Process {
             stage: slot.name.clone(),
             doc_id: out.doc.id().to_string(),
@@ -588,7 +606,7 @@ impl Pipeline {
                     let results =
                         catch_unwind(AssertUnwindSafe(|| slot.stage.process_batch(&mut docs)));
                     slot.end_call(Some(started));
-                    slot.metrics.processed += chunk.len() as u64;
+                    slot.count_processed(chunk.len() as u64);
                     let results: Vec<Result<crate::stage::StageResult, Panicked>> = match results {
                         Ok(r) if r.len() == chunk.len() => r.into_iter().map(Ok).collect(),
                         Ok(r) => {
@@ -624,7 +642,7 @@ impl Pipeline {
                     }))
                     .map_err(|payload| Panicked(panic_message(payload.as_ref())));
                     slot.end_call(Some(started));
-                    slot.metrics.processed += 1;
+                    slot.count_processed(1);
                     children[k] = settle(slot, out, result, true);
                 }
             }
