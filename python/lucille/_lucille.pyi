@@ -247,6 +247,8 @@ def run_service(
     token_file: Optional[str] = None,
     max_concurrent_runs: int = 1,
     max_body_bytes: int = 1048576,
+    keep_runs: int = 1000,
+    keep_days: int = 30,
     on_ready: Optional[Callable[[str], None]] = None,
 ) -> None:
     """Runs `lucille serve` (the REST API, run history, schedules and web console) in this

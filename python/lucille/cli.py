@@ -24,6 +24,16 @@ def _overrides(items: Sequence[str]) -> list[str]:
     return list(items)
 
 
+def _non_negative(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is negative: give 0 for no limit")
+    return n
+
+
 def _log_format_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-format", choices=["text", "json"], default=None,
                    help="how log lines are written: text, or json (one object per line); "
@@ -161,7 +171,7 @@ def _serve(args: argparse.Namespace) -> int:
         lucille._lucille.run_service(
             host=args.host, port=args.port, data_dir=args.data_dir, token_file=args.token_file,
             max_concurrent_runs=args.max_concurrent_runs, max_body_bytes=args.max_body_bytes,
-            on_ready=ready)
+            keep_runs=args.keep_runs, keep_days=args.keep_days, on_ready=ready)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -256,6 +266,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="runs going at once; the rest wait in the queue (default 1)")
     serve_p.add_argument("--max-body-bytes", type=int, default=1048576, metavar="N",
                          help="the largest request body accepted (default 1 MiB; larger: 413)")
+    serve_p.add_argument("--keep-runs", type=_non_negative, default=1000, metavar="N",
+                         help="keep the newest N ended runs in the history, with their failures "
+                              "and dead-letter files; older ones are removed (default 1000; "
+                              "0: no count limit). Queued and running runs are always kept")
+    serve_p.add_argument("--keep-days", type=_non_negative, default=30, metavar="D",
+                         help="remove ended runs older than D days, with their failures and "
+                              "dead-letter files (default 30; 0: no age limit)")
     _log_format_flag(serve_p)
 
     replay_p = sub.add_parser(

@@ -25,7 +25,7 @@ fn service_err(e: ServiceError) -> PyErr {
 /// Runs the service until interrupted (`data_dir` None: ./lucille-data). `on_ready(url)` is called once it listens (the CLI
 /// prints the address).
 #[pyfunction]
-#[pyo3(signature = (*, host = "127.0.0.1", port = 8765, data_dir = None, token_file = None, max_concurrent_runs = 1, max_body_bytes = 1_048_576, on_ready = None))]
+#[pyo3(signature = (*, host = "127.0.0.1", port = 8765, data_dir = None, token_file = None, max_concurrent_runs = 1, max_body_bytes = 1_048_576, keep_runs = 1000, keep_days = 30, on_ready = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_service(
     py: Python<'_>,
@@ -35,6 +35,8 @@ pub fn run_service(
     token_file: Option<PathBuf>,
     max_concurrent_runs: usize,
     max_body_bytes: usize,
+    keep_runs: u64,
+    keep_days: u64,
     on_ready: Option<Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let token = read_token(token_file.as_deref(), std::env::var("LUCILLE_TOKEN").ok())
@@ -46,6 +48,10 @@ pub fn run_service(
         token,
         max_concurrent_runs,
         max_body_bytes,
+        retention: lucille_service::executor::Retention {
+            keep_runs,
+            keep_days,
+        },
     };
     let health = super::run::process_health();
     let service = Arc::new(

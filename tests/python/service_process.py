@@ -127,7 +127,7 @@ class Service:
         return dict(self.ok("GET", f"/api/runs/{run_id}"))
 
     def wait(self, run_id: str, timeout: float = 120, states: tuple[str, ...] = (
-            "succeeded", "failed", "cancelled", "interrupted")) -> dict[str, Any]:
+            "succeeded", "partial", "failed", "cancelled", "interrupted")) -> dict[str, Any]:
         deadline = time.time() + timeout
         while time.time() < deadline:
             run = self.run(run_id)

@@ -123,7 +123,14 @@ def test_the_console_end_to_end(tmp_path: pathlib.Path, browser: Any) -> None:
         # Its page: counts reach the end, stages and failures are listed.
         wait_for(lambda: "#/runs/" in d.current_url, message="the run page")
         run_id = d.current_url.rsplit("/", 1)[1]
-        wait_for(lambda: d.find_element(By.ID, "run-state").text == "succeeded", message="succeeded")
+        # 20 documents FAILed and every connector completed: "partial", a badge of its own.
+        wait_for(lambda: d.find_element(By.ID, "run-state").text == "partial", message="partial")
+        badge = d.find_element(By.ID, "run-state")
+        assert "state-partial" in (badge.get_attribute("class") or "").split()
+        colour = badge.value_of_css_property("background-color")
+        # Neither the succeeded badge's green nor the failed one's red (style.css), nor none.
+        assert colour not in {"rgba(226, 243, 232, 1)", "rgba(251, 229, 227, 1)",
+                              "rgba(0, 0, 0, 0)"}, colour
         counts = {k: d.find_element(By.ID, f"count-{k}").text
                   for k in ("published", "succeeded", "failed", "dropped", "unchanged")}
         assert counts == {"published": "200", "succeeded": "180", "failed": "20", "dropped": "0",
@@ -147,8 +154,7 @@ def test_the_console_end_to_end(tmp_path: pathlib.Path, browser: Any) -> None:
         d.find_element(By.ID, "run-replay").click()
         wait_for(lambda: run_id not in d.current_url, message="the replay's page")
         replay_id = d.current_url.rsplit("/", 1)[1]
-        wait_for(lambda: d.find_element(By.ID, "run-state").text == "succeeded", message="replayed")
-        assert d.find_element(By.ID, "count-published").text == "20"
+XX
         assert d.find_element(By.ID, "count-failed").text == "20"
         assert f"replay of {run_id}" in d.find_element(By.ID, "run-times").text
         assert svc.run(replay_id)["replayOf"] == run_id

@@ -67,9 +67,30 @@ impl LiveRun {
     }
 }
 
+/// How much history the service keeps (`lucille serve --keep-runs N --keep-days D`): the
+/// newest `keep_runs` ended runs, none that ended more than `keep_days` days ago; 0 is no limit
+/// of that kind. Checked when the service starts and whenever a run ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    pub keep_runs: u64,
+    pub keep_days: u64,
+}
+
+impl Default for Retention {
+    /// A thousand runs (an hourly schedule's six weeks), for at most 30 days: a run's page and
+    /// failures stay long enough to look into a problem, the data directory stays bounded.
+    fn default() -> Self {
+        Retention {
+            keep_runs: 1000,
+            keep_days: 30,
+        }
+    }
+}
+
 pub struct Executor {
     store: Arc<Store>,
     data_dir: PathBuf,
+    retention: Retention,
     queue: Mutex<VecDeque<String>>,
     wake: Condvar,
     live: Mutex<HashMap<String, Arc<LiveRun>>>,
@@ -86,11 +107,13 @@ impl Executor {
         store: Arc<Store>,
         data_dir: PathBuf,
         slots: usize,
+        retention: Retention,
     ) -> Result<Arc<Executor>, RunError> {
         let queued = store.queued()?;
         let ex = Arc::new(Executor {
             store,
             data_dir,
+            retention,
             queue: Mutex::new(queued.into_iter().collect()),
             wake: Condvar::new(),
             live: Mutex::new(HashMap::new()),
@@ -98,6 +121,8 @@ impl Executor {
             stopping: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
         });
+        ex.remove_orphan_folders();
+        ex.prune();
         for n in 0..slots.max(1) {
             let me = ex.clone();
             let t = std::thread::Builder::new()
@@ -112,6 +137,63 @@ impl Executor {
     /// The folder of a run's files (its dead-letter file, a replay's input).
     pub fn run_dir(&self, id: &str) -> PathBuf {
         self.data_dir.join("runs").join(id)
+    }
+
+    /// Applies the [`Retention`]: the runs past it leave the history, with their failures and
+    /// their folder (dead-letter file, replay input). A failure here is logged: the next run's
+    /// end tries again.
+    pub fn prune(&self) {
+        let Retention {
+            keep_runs,
+            keep_days,
+        } = self.retention;
+        let cutoff = (keep_days > 0).then(|| {
+            // Capped at a thousand years: chrono's durations end near 292,000 years.
+            let days = chrono::Duration::days(i64::try_from(keep_days.min(365_000)).unwrap_or(0));
+            (chrono::Utc::now() - days).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        });
+        if keep_runs == 0 && cutoff.is_none() {
+            return;
+        }
+        match self.store.prune(keep_runs, cutoff.as_deref()) {
+            Ok(ids) if ids.is_empty() => {}
+            Ok(ids) => {
+                for id in &ids {
+                    self.remove_folder(id);
+                }
+                tracing::info!(
+                    "retention (--keep-runs {keep_runs}, --keep-days {keep_days}): {} run(s) \
+                     removed from the history, the oldest {}",
+                    ids.len(),
+                    ids[0]
+                );
+            }
+            Err(e) => tracing::warn!("retention: cannot prune the history: {e}"),
+        }
+    }
+
+    fn remove_folder(&self, id: &str) {
+        let dir = self.run_dir(id);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!("retention: cannot remove {}: {e}", dir.display()),
+        }
+    }
+
+    /// At start: run folders whose run is not in the history (a prune the last process was
+    /// stopped in the middle of) are removed.
+    fn remove_orphan_folders(&self) {
+        let Ok(entries) = std::fs::read_dir(self.data_dir.join("runs")) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str() else { continue };
+            if matches!(self.store.has_run(id), Ok(false)) {
+                self.remove_folder(id);
+            }
+        }
     }
 
     /// Validates and queues a config; `Invalid` with every problem when it has any.
@@ -391,6 +473,7 @@ impl Executor {
             if let Err(e) = self.run(&id) {
                 tracing::error!(run_id = id.as_str(), "the run could not be recorded: {e}");
             }
+            self.prune();
         }
     }
 
@@ -553,10 +636,11 @@ impl Executor {
 /// How a run ended, from the runner's result: each connector's status and counts, the stages'
 /// numbers, the error that ended it, the summary.
 fn finish_view(view: &mut RunView, result: &RunResult, plan: &runner::RunPlan, secrets: &[String]) {
-    view.state = if result.ok {
-        RunState::Succeeded
-    } else {
-        RunState::Failed
+    view.state = match (result.ok, result.connectors.iter().any(|c| c.failed > 0)) {
+        (true, false) => RunState::Succeeded,
+        // The summary's "Partial success": every connector completed, some documents failed.
+        (true, true) => RunState::Partial,
+        (false, _) => RunState::Failed,
     };
     view.connectors = result
         .connectors

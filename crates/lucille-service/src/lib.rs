@@ -35,6 +35,8 @@ pub struct ServiceSettings {
     pub token: Option<String>,
     pub max_concurrent_runs: usize,
     pub max_body_bytes: usize,
+    /// How much history to keep (`--keep-runs`, `--keep-days`).
+    pub retention: executor::Retention,
 }
 
 impl Default for ServiceSettings {
@@ -46,6 +48,7 @@ impl Default for ServiceSettings {
             token: None,
             max_concurrent_runs: 1,
             max_body_bytes: 1 << 20,
+            retention: executor::Retention::default(),
         }
     }
 }
@@ -157,8 +160,13 @@ impl Service {
             );
             recover_failures(&store, &data_dir, &id);
         }
-        let executor = Executor::start(store.clone(), data_dir, settings.max_concurrent_runs)
-            .map_err(|e| ServiceError::Start(e.to_string()))?;
+        let executor = Executor::start(
+            store.clone(),
+            data_dir,
+            settings.max_concurrent_runs,
+            settings.retention,
+        )
+        .map_err(|e| ServiceError::Start(e.to_string()))?;
         let scheduler = Scheduler::start(store, executor.clone())
             .map_err(|e| ServiceError::Start(e.to_string()))?;
         let stopping = Arc::new(AtomicBool::new(false));

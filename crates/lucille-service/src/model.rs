@@ -10,6 +10,8 @@ pub enum RunState {
     Queued,
     Running,
     Succeeded,
+    /// Every connector completed but some documents failed (the summary's "Partial success").
+    Partial,
     Failed,
     Cancelled,
     /// The service stopped (or was killed) while the run went on.
@@ -22,6 +24,7 @@ impl RunState {
             RunState::Queued => "queued",
             RunState::Running => "running",
             RunState::Succeeded => "succeeded",
+            RunState::Partial => "partial",
             RunState::Failed => "failed",
             RunState::Cancelled => "cancelled",
             RunState::Interrupted => "interrupted",
@@ -33,6 +36,7 @@ impl RunState {
             "queued" => RunState::Queued,
             "running" => RunState::Running,
             "succeeded" => RunState::Succeeded,
+            "partial" => RunState::Partial,
             "failed" => RunState::Failed,
             "cancelled" => RunState::Cancelled,
             "interrupted" => RunState::Interrupted,

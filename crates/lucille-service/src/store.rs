@@ -318,6 +318,52 @@ impl Store {
         Ok(ids)
     }
 
+    /// Retention: removes the ended runs past the newest `keep_runs` (0: no count limit) or
+    /// that ended before `ended_before` (RFC 3339; none: no age limit), with their failures;
+    /// their ids, so their files can go too. Never a queued or running run, nor the last run
+    /// of a schedule (the schedule's page links to it).
+    pub fn prune(
+        &self,
+        keep_runs: u64,
+        ended_before: Option<&str>,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut conn = self.conn.lock();
+        let tx = conn.transaction()?;
+        let ids = {
+            let mut stmt = tx.prepare(
+                "SELECT id FROM (SELECT id, seq, COALESCE(ended_at, submitted_at) AS at, \
+                 ROW_NUMBER() OVER (ORDER BY seq DESC) AS newest FROM runs \
+                 WHERE state NOT IN ('queued', 'running')) \
+                 WHERE ((?1 > 0 AND newest > ?1) OR (?2 IS NOT NULL AND at < ?2)) \
+                 AND id NOT IN (SELECT last_run_id FROM schedules WHERE last_run_id IS NOT NULL) \
+                 ORDER BY seq",
+            )?;
+            let ids = stmt
+                .query_map(params![sql_int(keep_runs), ended_before], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            ids
+        };
+        {
+            let mut failures = tx.prepare("DELETE FROM failures WHERE run_id = ?1")?;
+            let mut runs = tx.prepare("DELETE FROM runs WHERE id = ?1")?;
+            for id in &ids {
+                failures.execute([id])?;
+                runs.execute([id])?;
+            }
+        }
+        tx.commit()?;
+        Ok(ids)
+    }
+
+    /// Whether the history holds a run of this id (any state).
+    pub fn has_run(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.conn.lock().query_row(
+            "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
+            [id],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Whether a schedule's last run is still queued or running.
     pub fn schedule_busy(&self, schedule_id: &str) -> Result<bool, StoreError> {
         Ok(self.conn.lock().query_row(
