@@ -181,7 +181,7 @@ impl PyPipeline {
                     _ => Conditions::default(),
                 };
                 let stage = PyStage::new(&item)
-                    .map_err(|m| PyValueError::new_err(format!("stage {stage_name:?}: {m}")))?;
+                    .map_err(|e| PyValueError::new_err(format!("stage {stage_name:?}: {e}")))?;
                 StageSlot::new(stage_name, Box::new(stage), conditions)
             } else {
                 return Err(PyValueError::new_err(format!(

@@ -44,11 +44,26 @@ pub struct PyStage {
     batch_only: bool,
 }
 
-/// The stage's `batchSize` (from `self.config`), checked against its methods. The error is
-/// the message for the `batchSize` key.
-fn batch_settings(obj: &Bound<'_, PyAny>) -> Result<(usize, bool), String> {
+/// Why a Python stage's `batchSize` cannot be used: the message for its `batchSize` key.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchSettingsError {
+    /// Not an integer of at least 1 (the value as Python prints it).
+    #[error("batchSize must be an integer of at least 1, found {0}")]
+    NotAPositiveInteger(String),
+    /// More than one document at a time, for a stage that takes them one by one.
+    #[error(
+        "batchSize {size} needs a process_batch(self, docs) method, which {class} does not define"
+    )]
+    NoProcessBatch { size: usize, class: String },
+    /// `lucille.stage.Stage` could not be read: the Python error with its traceback.
+    #[error("{0}")]
+    Python(String),
+}
+
+/// The stage's `batchSize` (from `self.config`), checked against its methods.
+fn batch_settings(obj: &Bound<'_, PyAny>) -> Result<(usize, bool), BatchSettingsError> {
     let py = obj.py();
-    let describe = |e: PyErr| describe_py_err(py, &e);
+    let describe = |e: PyErr| BatchSettingsError::Python(describe_py_err(py, &e));
     let has_batch = obj
         .getattr("process_batch")
         .map(|m| m.is_callable())
@@ -73,11 +88,7 @@ fn batch_settings(obj: &Bound<'_, PyAny>) -> Result<(usize, bool), String> {
                         .filter(|n| *n >= 1)
                     {
                         Some(n) => n,
-                        None => {
-                            return Err(format!(
-                                "batchSize must be an integer of at least 1, found {v}"
-                            ))
-                        }
+                        None => return Err(BatchSettingsError::NotAPositiveInteger(v.to_string())),
                     }
                 }
             }
@@ -87,9 +98,10 @@ fn batch_settings(obj: &Bound<'_, PyAny>) -> Result<(usize, bool), String> {
     let class = obj.get_type();
     let class_name = class.name().map(|n| n.to_string()).unwrap_or_default();
     if size > 1 && !has_batch {
-        return Err(format!(
-            "batchSize {size} needs a process_batch(self, docs) method, which {class_name} does not define"
-        ));
+        return Err(BatchSettingsError::NoProcessBatch {
+            size,
+            class: class_name,
+        });
     }
     let base = py
         .import("lucille.stage")
@@ -103,7 +115,7 @@ fn batch_settings(obj: &Bound<'_, PyAny>) -> Result<(usize, bool), String> {
 
 impl PyStage {
     /// Wraps a stage object; the error is the message for its `batchSize` key.
-    pub fn new(obj: &Bound<'_, PyAny>) -> Result<Self, String> {
+    pub fn new(obj: &Bound<'_, PyAny>) -> Result<Self, BatchSettingsError> {
         let (batch_size, batch_only) = batch_settings(obj)?;
         Ok(PyStage {
             obj: obj.clone().unbind(),

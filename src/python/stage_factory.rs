@@ -76,7 +76,7 @@ impl PythonStageFactory for PyStageFactory {
             };
             let obj = instantiate(&cls, || config_dict(py, config)).map_err(fail)?;
             name_stage(&obj, name).map_err(fail)?;
-            let stage = PyStage::new(&obj).map_err(|m| config.error("batchSize", m))?;
+            let stage = PyStage::new(&obj).map_err(|e| config.error("batchSize", e.to_string()))?;
             Ok(Box::new(stage) as Box<dyn Stage>)
         })
     }

@@ -582,3 +582,40 @@ fn each_config_error_is_reported_once() {
         "{errors}"
     );
 }
+
+#[test]
+fn skip_unchanged_errors_name_the_connector_and_say_what_to_do() {
+    let config = |indexer: Value| {
+        let mut c = json!({"connectors": [
+            {"name": "a", "class": "SequenceConnector", "numDocs": 1, "skipUnchanged": true}
+        ]});
+        c.as_object_mut()
+            .unwrap()
+            .extend(indexer.as_object().unwrap().clone());
+        c
+    };
+    let replaced = plan(
+        &config(json!({"indexer": {"type": "jsonl"}, "jsonl": {"path": "out.jsonl"}})),
+        None,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        replaced.contains("connectors[0].skipUnchanged: the jsonl indexer replaces ")
+            && replaced.contains("out.jsonl at each run")
+            && replaced.contains("set jsonl.append: true (or remove skipUnchanged)"),
+        "{replaced}"
+    );
+    let nowhere = plan(&config(json!({"indexer": {"type": "nop"}})), None)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        nowhere
+            .contains("connectors[0].skipUnchanged: the nop indexer keeps nothing on this machine")
+            && nowhere
+                .contains("set skipUnchangedPath (a file, e.g. \"state/a.unchanged.sqlite\")"),
+        "{nowhere}"
+    );
+}

@@ -14,6 +14,18 @@ enum State {
     Draining,
 }
 
+/// Why a process is not ready (the reason `/ready` answers with its 503).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    /// Not there yet: what the process is waiting for ("validating the config", "connecting
+    /// to the broker"), as given to [`Health::not_ready`] or [`Health::restart`].
+    #[error("{0}")]
+    Waiting(String),
+    /// Stopping after a stop signal: nothing new is taken.
+    #[error("draining: the process is stopping")]
+    Draining,
+}
+
 /// A process's readiness; shared (`Arc`) between what does the work and the endpoint.
 #[derive(Debug)]
 pub struct Health {
@@ -64,11 +76,11 @@ impl Health {
     }
 
     /// `Ok` when ready; else why not.
-    pub fn status(&self) -> Result<(), String> {
+    pub fn status(&self) -> Result<(), NotReady> {
         match &*self.state.lock() {
             State::Ready => Ok(()),
-            State::NotReady(reason) => Err(reason.clone()),
-            State::Draining => Err("draining: the process is stopping".into()),
+            State::NotReady(reason) => Err(NotReady::Waiting(reason.clone())),
+            State::Draining => Err(NotReady::Draining),
         }
     }
 }
@@ -79,19 +91,32 @@ mod tests {
 
     #[test]
     fn starts_not_ready_becomes_ready_and_draining_is_final() {
+        let waiting = |reason: &str| Err(NotReady::Waiting(reason.into()));
         let h = Health::new();
-        assert_eq!(h.status(), Err("validating the config".into()));
+        assert_eq!(h.status(), waiting("validating the config"));
         h.not_ready("connecting to the broker");
-        assert_eq!(h.status(), Err("connecting to the broker".into()));
+        assert_eq!(h.status(), waiting("connecting to the broker"));
         h.ready();
         assert_eq!(h.status(), Ok(()));
         h.draining();
         h.ready();
         h.not_ready("x");
-        assert_eq!(h.status(), Err("draining: the process is stopping".into()));
+        assert_eq!(h.status(), Err(NotReady::Draining));
         h.restart("starting the run");
-        assert_eq!(h.status(), Err("starting the run".into()));
+        assert_eq!(h.status(), waiting("starting the run"));
         h.ready();
         assert_eq!(h.status(), Ok(()));
+    }
+
+    #[test]
+    fn the_reason_reads_as_ready_reports_it() {
+        assert_eq!(
+            NotReady::Waiting("connecting to the broker".into()).to_string(),
+            "connecting to the broker"
+        );
+        assert_eq!(
+            NotReady::Draining.to_string(),
+            "draining: the process is stopping"
+        );
     }
 }

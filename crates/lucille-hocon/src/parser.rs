@@ -898,7 +898,7 @@ impl<'c> Parser<'c> {
                         "required include not found: the file: URL names no file",
                     ));
                 }
-                Err(message) => return Err(self.include_err(at, name, message)),
+                Err(e) => return Err(self.include_err(at, name, e.to_string())),
             },
             IncludeKind::Classpath => {
                 return Err(self.include_err(at, name, "classpath() includes are not supported"));
@@ -1020,6 +1020,27 @@ fn is_java_url_scheme(scheme: &str) -> bool {
     scheme == "file" || NON_FILE_SCHEMES.contains(&scheme)
 }
 
+/// Why an `include url(...)` names no local file (the include's error message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum FileUrlError {
+    /// Not a URL: Typesafe's "include url() specifies an invalid URL".
+    #[error(
+        "invalid URL: no scheme (write file:/path/to/file.conf, or use file(\"...\") for a path)"
+    )]
+    NoScheme,
+    /// A URL Java would fetch over the network (`http`, `https`, `jar`, ...).
+    #[error(
+        "including a {0}: URL is not supported (only file: URLs, which name local files, are read)"
+    )]
+    NotAFile(String),
+    /// A scheme Java's `URL` does not know.
+    #[error(
+        "invalid URL: unknown scheme {0}: (write file:/path/to/file.conf, or use file(\"...\") \
+         for a path)"
+    )]
+    UnknownScheme(String),
+}
+
 /// The local path that `include url("file:…")` reads, as Typesafe Config resolves a `file:`
 /// URL (it reads `file:` URLs as files): `file:/a/b.conf`, `file:///a/b.conf` and
 /// `file://host/a/b.conf` are `/a/b.conf`; `file:b.conf` is the relative path `b.conf`
@@ -1028,17 +1049,15 @@ fn is_java_url_scheme(scheme: &str) -> bool {
 /// the raw path); a query or fragment is dropped. `Ok(None)`: the URL has no path.
 /// `Err`: not a `file:` URL, with the reason (a network scheme, or not a URL at all, which
 /// Typesafe rejects as "include url() specifies an invalid URL").
-pub(crate) fn file_url_path(url: &str) -> Result<Option<String>, String> {
+pub(crate) fn file_url_path(url: &str) -> Result<Option<String>, FileUrlError> {
     let Some(scheme) = url_scheme(url) else {
-        return Err("invalid URL: no scheme (write file:/path/to/file.conf, or use file(\"...\") for a path)".into());
+        return Err(FileUrlError::NoScheme);
     };
     if NON_FILE_SCHEMES.contains(&scheme.as_str()) {
-        return Err(format!(
-            "including a {scheme}: URL is not supported (only file: URLs, which name local files, are read)"
-        ));
+        return Err(FileUrlError::NotAFile(scheme));
     }
     if scheme != "file" {
-        return Err(format!("invalid URL: unknown scheme {scheme}:"));
+        return Err(FileUrlError::UnknownScheme(scheme));
     }
     let rest = url.get(scheme.len() + 1..).unwrap_or_default();
     let rest = rest.split(['?', '#']).next().unwrap_or_default();

@@ -735,6 +735,28 @@ fn include_url_file() {
     }
 }
 
+#[test]
+fn file_url_errors_say_what_to_write() {
+    use crate::parser::{file_url_path, FileUrlError};
+    assert_eq!(
+        file_url_path("file:/a/b.conf"),
+        Ok(Some("/a/b.conf".into()))
+    );
+    assert_eq!(file_url_path("file://"), Ok(None));
+    assert_eq!(file_url_path("t01.conf"), Err(FileUrlError::NoScheme));
+    assert_eq!(
+        file_url_path("https://example.com/a.conf"),
+        Err(FileUrlError::NotAFile("https".into()))
+    );
+    let e = file_url_path("junk:junk:junk").unwrap_err();
+    assert_eq!(e, FileUrlError::UnknownScheme("junk".into()));
+    assert_eq!(
+        e.to_string(),
+        "invalid URL: unknown scheme junk: (write file:/path/to/file.conf, or use \
+         file(\"...\") for a path)"
+    );
+}
+
 /// Typesafe Config rejects `+=` nested in a list (ConcatenationTest
 /// plusEqualsMultipleTimesNestedInArray / ...NestedInPlusEquals: "limitation") and an
 /// include in a list whose file has substitutions, rather than give a wrong result; we

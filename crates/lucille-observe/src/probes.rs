@@ -29,7 +29,7 @@ pub(crate) async fn ready(State(health): State<Arc<Health>>) -> Response {
         Ok(()) => json(StatusCode::OK, serde_json::json!({"status": "ready"})),
         Err(reason) => json(
             StatusCode::SERVICE_UNAVAILABLE,
-            serde_json::json!({ "reason": reason }),
+            serde_json::json!({ "reason": reason.to_string() }),
         ),
     }
 }

@@ -15,7 +15,7 @@ pub struct StringSet {
 
 impl StringSet {
     pub(crate) fn read(bytes: &[u8], entry: &str) -> Result<Self> {
-        let root = crate::xml::parse(bytes).map_err(|e| corrupt(entry, e))?;
+        let root = crate::xml::parse(bytes).map_err(|e| corrupt(entry, e.to_string()))?;
         let case_sensitive = match root.attribute("case_sensitive") {
             "" => true,
             v => crate::java::parse_boolean(v),

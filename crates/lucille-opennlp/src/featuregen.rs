@@ -168,7 +168,7 @@ impl FeatureGenerator {
 
     /// Parses a descriptor.
     pub(crate) fn from_descriptor(bytes: &[u8]) -> Result<Self> {
-        let root = crate::xml::parse(bytes).map_err(OpenNlpError::Descriptor)?;
+        let root = crate::xml::parse(bytes).map_err(|e| OpenNlpError::Descriptor(e.to_string()))?;
         create_generator(&root)
     }
 }

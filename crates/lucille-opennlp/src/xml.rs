@@ -55,15 +55,44 @@ fn entity(r: &BytesRef<'_>) -> Option<String> {
     quick_xml::escape::resolve_xml_entity(&name).map(str::to_string)
 }
 
+/// Why an XML artifact could not be read into an element tree.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum XmlError {
+    /// Not well-formed XML, or an attribute, text or entity quick-xml cannot read.
+    #[error("{source} (at byte {position})")]
+    Read {
+        #[source]
+        source: quick_xml::Error,
+        /// Where the reader stopped.
+        position: u64,
+    },
+    /// An end tag with no element open.
+    #[error("unbalanced end tag at byte {0}")]
+    UnbalancedEnd(u64),
+    /// An `&name;` that is neither a character reference nor one of XML's five entities.
+    #[error("unknown entity &{0};")]
+    UnknownEntity(String),
+    /// The document ends inside an element.
+    #[error("unclosed element <{0}>")]
+    Unclosed(String),
+    /// The document holds no element at all.
+    #[error("no root element")]
+    NoRoot,
+}
+
 /// Parses a document into its root element.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Element, String> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Element, XmlError> {
     let mut reader = Reader::from_reader(bytes);
     let mut stack: Vec<Element> = vec![Element::default()];
     let mut buf = Vec::new();
     loop {
+        let read = |reader: &Reader<&[u8]>, e: quick_xml::Error| XmlError::Read {
+            source: e,
+            position: reader.error_position(),
+        };
         let event = reader
             .read_event_into(&mut buf)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| read(&reader, e))?;
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let mut el = Element {
@@ -71,10 +100,10 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Element, String> {
                     ..Element::default()
                 };
                 for a in e.attributes() {
-                    let a = a.map_err(|e| e.to_string())?;
+                    let a = a.map_err(|e| read(&reader, e.into()))?;
                     let value = a
                         .normalized_value(quick_xml::XmlVersion::Implicit1_0)
-                        .map_err(|e| e.to_string())?
+                        .map_err(|e| read(&reader, e))?
                         .into_owned();
                     el.attributes
                         .push((String::from_utf8_lossy(a.key.as_ref()).into_owned(), value));
@@ -86,24 +115,31 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Element, String> {
                 }
             }
             Event::End(_) => {
-                let el = stack.pop().ok_or("unbalanced end tag")?;
-                let parent = stack.last_mut().ok_or("unbalanced end tag")?;
-                parent.children.push(Node::Element(el));
+                // The document's own node stays at the bottom of the stack.
+                if stack.len() < 2 {
+                    return Err(XmlError::UnbalancedEnd(reader.buffer_position()));
+                }
+                let el = stack.pop().unwrap_or_default();
+                if let Some(parent) = stack.last_mut() {
+                    parent.children.push(Node::Element(el));
+                }
             }
             Event::Text(ref t) => {
-                let text = t.xml10_content().map_err(|e| e.to_string())?;
+                let text = t.xml10_content().map_err(|e| read(&reader, e.into()))?;
                 if let Some(top) = stack.last_mut() {
                     top.children.push(Node::Text(text.into_owned()));
                 }
             }
             Event::CData(ref c) => {
-                let text = c.decode().map_err(|e| e.to_string())?;
+                let text = c.decode().map_err(|e| read(&reader, e.into()))?;
                 if let Some(top) = stack.last_mut() {
                     top.children.push(Node::Text(text.into_owned()));
                 }
             }
             Event::GeneralRef(ref g) => {
-                let text = entity(g).ok_or("unknown entity")?;
+                let text = entity(g).ok_or_else(|| {
+                    XmlError::UnknownEntity(String::from_utf8_lossy(g).into_owned())
+                })?;
                 if let Some(top) = stack.last_mut() {
                     top.children.push(Node::Text(text));
                 }
@@ -114,9 +150,41 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Element, String> {
         buf.clear();
     }
     if stack.len() != 1 {
-        return Err("unclosed element".into());
+        let open = stack.pop().map(|e| e.name).unwrap_or_default();
+        return Err(XmlError::Unclosed(open));
     }
     let document = stack.pop().unwrap_or_default();
     let root = document.elements().next().cloned();
-    root.ok_or_else(|| "no root element".to_string())
+    root.ok_or(XmlError::NoRoot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse, XmlError};
+
+    #[test]
+    fn a_tree_with_attributes_text_and_entities() {
+        let root = parse(br#"<d case_sensitive="false"><entry><token>a&amp;b</token></entry></d>"#)
+            .unwrap();
+        assert_eq!(root.name, "d");
+        assert_eq!(root.attribute("case_sensitive"), "false");
+        assert_eq!(root.text(), "a&b");
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong_and_where() {
+        let err = |xml: &str| parse(xml.as_bytes()).unwrap_err();
+        assert!(matches!(err(""), XmlError::NoRoot));
+        assert!(matches!(err("<!-- only a comment -->"), XmlError::NoRoot));
+        let e = err("<a><b></b>");
+        assert!(matches!(&e, XmlError::Unclosed(name) if name == "a"), "{e}");
+        assert_eq!(e.to_string(), "unclosed element <a>");
+        let e = err("<a>&nbsp;</a>");
+        assert_eq!(e.to_string(), "unknown entity &nbsp;");
+        let e = err("<a></b>");
+        assert!(matches!(e, XmlError::Read { .. }), "{e}");
+        assert!(e.to_string().contains("(at byte "), "{e}");
+        let e = err(r#"<a x="1" x="2"/>"#);
+        assert!(matches!(e, XmlError::Read { .. }), "{e}");
+    }
 }

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::config::{ComponentConfig, ConfigError, Kind, OptionValue};
-use crate::http::{self, HttpClient};
+use crate::http::{self, HttpClient, HttpError};
 
 /// The control plane Lucille's Java client asks.
 pub const CONTROL_PLANE: &str = "https://api.pinecone.io";
@@ -62,20 +62,69 @@ pub(crate) fn message(body: &str) -> String {
         .unwrap_or_else(|| http::snippet(body))
 }
 
+/// Why the control plane or a listing gave no usable answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PineconeError {
+    /// Refused, timed out, or a retried status once the retries ran out.
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    /// An error status, with Pinecone's text ([`message`]).
+    #[error("Pinecone cannot {doing}: HTTP {status}: {message}")]
+    Status {
+        doing: String,
+        status: u16,
+        message: String,
+    },
+    /// A success status whose body is no JSON.
+    #[error("unreadable Pinecone {what}: {source}")]
+    Unreadable {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The index exists but cannot take requests yet (or any more).
+    #[error(
+        "Pinecone index {index:?} is not usable: its state is {state} (wait until it is \
+         Ready, or name another index)"
+    )]
+    NotUsable { index: String, state: String },
+    /// The control plane's description names no data-plane host.
+    #[error(
+        "Pinecone's description of index {index:?} has no host (set host to the index's \
+         data-plane URL)"
+    )]
+    NoHost { index: String },
+    /// A listing page whose `vectors` is not a list ([`http::snippet`] of it).
+    #[error("Pinecone list response: \"vectors\" is not a list: {0}")]
+    VectorsNotAList(String),
+    /// A listing entry without an `id` ([`http::snippet`] of it).
+    #[error("Pinecone list response: an entry without an id: {0}")]
+    EntryWithoutId(String),
+    /// The server kept answering with a next page.
+    #[error(
+        "Pinecone kept paging the ids with prefix {prefix:?} in namespace {namespace:?} \
+         after {MAX_PAGES} pages"
+    )]
+    EndlessPaging { prefix: String, namespace: String },
+}
+
 /// `GET url` as JSON: an error status is "Pinecone cannot {doing}: HTTP status: message",
 /// a body that is no JSON "unreadable Pinecone {what}: ...".
-fn get_json(client: &HttpClient, url: &str, doing: &str, what: &str) -> Result<Value, String> {
-    let reply = client
-        .send("GET", url, "application/json", None)
-        .map_err(|e| e.to_string())?;
+fn get_json(
+    client: &HttpClient,
+    url: &str,
+    doing: &str,
+    what: &'static str,
+) -> Result<Value, PineconeError> {
+    let reply = client.send("GET", url, "application/json", None)?;
     if !reply.ok() {
-        return Err(format!(
-            "Pinecone cannot {doing}: HTTP {}: {}",
-            reply.status,
-            message(&reply.body)
-        ));
+        return Err(PineconeError::Status {
+            doing: doing.to_string(),
+            status: reply.status,
+            message: message(&reply.body),
+        });
     }
-    serde_json::from_str(&reply.body).map_err(|e| format!("unreadable Pinecone {what}: {e}"))
+    serde_json::from_str(&reply.body).map_err(|source| PineconeError::Unreadable { what, source })
 }
 
 /// What the control plane says of an index.
@@ -92,7 +141,7 @@ pub(crate) fn describe_index(
     client: &HttpClient,
     control_plane: &str,
     index: &str,
-) -> Result<IndexInfo, String> {
+) -> Result<IndexInfo, PineconeError> {
     let url = format!("{control_plane}/indexes/{}", http::encode(index));
     let v = get_json(
         client,
@@ -108,14 +157,17 @@ pub(crate) fn describe_index(
         .iter()
         .any(|s| s.eq_ignore_ascii_case(state))
     {
-        return Err(format!(
-            "Pinecone index {index:?} is not usable: its state is {state}"
-        ));
+        return Err(PineconeError::NotUsable {
+            index: index.to_string(),
+            state: state.to_string(),
+        });
     }
     let host = v
         .get("host")
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("Pinecone's description of index {index:?} has no host"))?;
+        .ok_or_else(|| PineconeError::NoHost {
+            index: index.to_string(),
+        })?;
     let host = if host.contains("://") {
         host.trim_end_matches('/').to_string()
     } else {
@@ -141,7 +193,7 @@ pub(crate) fn list_ids(
     host: &str,
     namespace: &str,
     prefix: &str,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, PineconeError> {
     let mut ids = Vec::new();
     let mut token: Option<String> = None;
     let doing = format!("list ids with prefix {prefix:?} in namespace {namespace:?}");
@@ -159,20 +211,18 @@ pub(crate) fn list_ids(
             None | Some(Value::Null) => &[][..],
             Some(Value::Array(a)) => a.as_slice(),
             Some(other) => {
-                return Err(format!(
-                    "Pinecone list response: \"vectors\" is not a list: {}",
-                    http::snippet(&other.to_string())
-                ))
+                return Err(PineconeError::VectorsNotAList(http::snippet(
+                    &other.to_string(),
+                )))
             }
         };
         for item in vectors {
             match item.get("id").and_then(Value::as_str) {
                 Some(id) => ids.push(id.to_string()),
                 None => {
-                    return Err(format!(
-                        "Pinecone list response: an entry without an id: {}",
-                        http::snippet(&item.to_string())
-                    ))
+                    return Err(PineconeError::EntryWithoutId(http::snippet(
+                        &item.to_string(),
+                    )))
                 }
             }
         }
@@ -185,7 +235,43 @@ pub(crate) fn list_ids(
             return Ok(ids);
         }
     }
-    Err(format!(
-        "Pinecone kept paging the ids with prefix {prefix:?} in namespace {namespace:?} after {MAX_PAGES} pages"
-    ))
+    Err(PineconeError::EndlessPaging {
+        prefix: prefix.to_string(),
+        namespace: namespace.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PineconeError;
+
+    #[test]
+    fn errors_name_the_index_and_say_what_to_do() {
+        let e = PineconeError::NotUsable {
+            index: "idx".into(),
+            state: "Initializing".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "Pinecone index \"idx\" is not usable: its state is Initializing (wait until it is \
+             Ready, or name another index)"
+        );
+        let e = PineconeError::NoHost {
+            index: "idx".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "Pinecone's description of index \"idx\" has no host (set host to the index's \
+             data-plane URL)"
+        );
+        let e = PineconeError::Status {
+            doing: "describe index \"idx\"".into(),
+            status: 404,
+            message: "Resource idx not found".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "Pinecone cannot describe index \"idx\": HTTP 404: Resource idx not found"
+        );
+    }
 }

@@ -50,7 +50,7 @@ fn build_python_stage(
         match built {
             Ok(obj) => PyStage::new(&obj)
                 .map(|s| Box::new(s) as Box<dyn Stage>)
-                .map_err(|m| config.error("batchSize", m)),
+                .map_err(|e| config.error("batchSize", e.to_string())),
             Err(e) => Err(config_error(py, config, key, &e)),
         }
     })

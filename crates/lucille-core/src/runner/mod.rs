@@ -519,9 +519,10 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             };
             match skip_settings(root, settings, backend_output.as_ref(), plan, block, mode) {
                 Ok(s) => plan.skip = Some(s),
-                Err(message) => {
-                    errors.push(ConfigError::new(format!("{path}.skipUnchanged"), message))
-                }
+                Err(e) => errors.push(ConfigError::new(
+                    format!("{path}.skipUnchanged"),
+                    e.to_string(),
+                )),
             }
         }
     }
@@ -644,6 +645,35 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
     })
 }
 
+/// Why a connector's `skipUnchanged` cannot be set up (reported at its `skipUnchanged` key).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum SkipError {
+    /// The change store is a crate of its own, registered when linked.
+    #[error(
+        "this build links no change store (the lucille-changes crate): use a build with it, \
+         or remove skipUnchanged"
+    )]
+    NoStore,
+    /// The indexer's output is written anew by each run (`kind` as named by the config).
+    #[error(
+        "the {kind} indexer replaces {} at each run, so the documents a run skips would be \
+         missing from it: set {block}.append: true (or remove skipUnchanged)",
+        output.display()
+    )]
+    OutputReplaced {
+        kind: String,
+        output: PathBuf,
+        /// The backend's block (`jsonl`), whose `append` key keeps the output.
+        block: String,
+    },
+    /// No `skipUnchangedPath`, and the indexer writes no local file to put the store beside.
+    #[error(
+        "the {kind} indexer keeps nothing on this machine to put the store beside: set \
+         skipUnchangedPath (a file, e.g. \"state/{connector}.unchanged.sqlite\")"
+    )]
+    NoPlace { kind: String, connector: String },
+}
+
 /// A connector's `skipUnchanged`: where its store is, and the hash of the config its
 /// documents are processed with (its own block, its pipeline's, the indexer's and the
 /// backend's), so a changed config processes every document again.
@@ -654,28 +684,26 @@ fn skip_settings(
     plan: &ConnectorPlan,
     block: &Map<String, Value>,
     mode: crate::unchanged::SkipMode,
-) -> Result<crate::unchanged::SkipSettings, String> {
+) -> Result<crate::unchanged::SkipSettings, SkipError> {
     if !crate::unchanged::store_available() {
-        return Err("this build links no change store (the lucille-changes crate)".into());
+        return Err(SkipError::NoStore);
     }
     let kind = indexer.class.as_deref().unwrap_or(&indexer.kind);
     if let Some(o) = output.filter(|o| o.replaced) {
-        return Err(format!(
-            "the {kind} indexer replaces {} at each run, so the documents a run skips would be \
-             missing from it: set {}.append: true (or remove skipUnchanged)",
-            o.path.display(),
-            indexer.kind
-        ));
+        return Err(SkipError::OutputReplaced {
+            kind: kind.to_string(),
+            output: o.path.clone(),
+            block: indexer.kind.clone(),
+        });
     }
     let path = match (&plan.common.skip_unchanged_path, output) {
         (Some(p), _) => p.clone(),
         (None, Some(o)) => crate::unchanged::beside(&o.path),
         (None, None) => {
-            return Err(format!(
-                "the {kind} indexer keeps nothing on this machine to put the store beside: set \
-                 skipUnchangedPath (a file, e.g. \"state/{}.unchanged.sqlite\")",
-                plan.common.name
-            ))
+            return Err(SkipError::NoPlace {
+                kind: kind.to_string(),
+                connector: plan.common.name.clone(),
+            })
         }
     };
     let pipeline = plan.common.pipeline.as_deref().and_then(|name| {

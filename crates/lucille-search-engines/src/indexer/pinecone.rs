@@ -382,7 +382,7 @@ impl PineconeBackend {
             return Ok(h.clone());
         }
         let found = pinecone::describe_index(&self.client, &self.o.control_plane, &self.o.index)
-            .map_err(BackendError::new)?;
+            .map_err(|e| BackendError::new(e.to_string()))?;
         self.dimension = found.dimension;
         self.host = Some(found.host.clone());
         Ok(found.host)

@@ -436,22 +436,19 @@ impl Layout {
         index: &Index,
         searcher: &Searcher,
         text: &str,
-    ) -> Result<Box<dyn tantivy::query::Query>, String> {
+    ) -> Result<Box<dyn tantivy::query::Query>, QueryError> {
         let parser = QueryParser::for_index(index, self.default_fields());
         if self.all.is_some() {
-            return parser.parse_query(text).map_err(|e| e.to_string());
+            return Ok(parser.parse_query(text)?);
         }
-        let ast = tantivy::query_grammar::parse_query(text)
-            .map_err(|_| format!("syntax error in {text:?}"))?;
+        let ast = tantivy::query_grammar::parse_query(text).map_err(|_| QueryError::Syntax)?;
         let mut targets: Vec<String> = self
             .text_fields()
             .into_iter()
             .map(|(name, _)| name.replace('.', "\\."))
             .collect();
-        targets.extend(text_paths(searcher, self.json).map_err(|e| e.to_string())?);
-        parser
-            .build_query_from_user_input_ast(expand_bare(ast, &targets))
-            .map_err(|e| e.to_string())
+        targets.extend(text_paths(searcher, self.json).map_err(QueryError::Fields)?);
+        Ok(parser.build_query_from_user_input_ast(expand_bare(ast, &targets))?)
     }
 }
 
@@ -1148,8 +1145,36 @@ pub enum SearchError {
     Missing(PathBuf),
     #[error("cannot open the index at {path}: {message}")]
     Open { path: PathBuf, message: String },
-    #[error("bad query {query:?}: {message}")]
-    Query { query: String, message: String },
+    #[error("bad query {query:?}: {reason}")]
+    Query {
+        query: String,
+        #[source]
+        reason: QueryError,
+    },
+}
+
+/// Why a search's query (or its vector) cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// Not Tantivy's query syntax.
+    #[error(
+        "syntax error (Tantivy's query syntax: words, \"a phrase\", field:value, AND, OR, \
+         -word, parentheses)"
+    )]
+    Syntax,
+    /// Valid syntax the index cannot answer (a field it does not have, a value its field's type
+    /// does not read), or, in an index of the old layout, Tantivy's own syntax error.
+    #[error(transparent)]
+    Parse(#[from] tantivy::query::QueryParserError),
+    /// The text paths of the JSON field could not be read from the index.
+    #[error("cannot read the index's field names: {0}")]
+    Fields(#[source] tantivy::TantivyError),
+    /// `search_vector`'s field is not a `vector` field.
+    #[error("{0:?} is not a vector field of this index")]
+    NotAVectorField(String),
+    /// `search_vector`'s vector.
+    #[error("the query vector must be non-empty, finite and not all zeros")]
+    BadVector,
 }
 
 /// Searches the index at `path` with Tantivy's query syntax; the best `limit` hits first.
@@ -1169,9 +1194,9 @@ pub fn search(path: &Path, query: &str, limit: usize) -> Result<Vec<Hit>, Search
     let searcher = reader.searcher();
     let q = layout
         .query(&index, &searcher, query)
-        .map_err(|message| SearchError::Query {
+        .map_err(|reason| SearchError::Query {
             query: query.to_string(),
-            message,
+            reason,
         })?;
     if limit == 0 {
         return Ok(Vec::new());
@@ -1208,25 +1233,19 @@ pub fn search_vector(
         path: path.to_path_buf(),
         message: e.to_string(),
     };
-    let bad_query = |message: String| SearchError::Query {
+    let bad_query = |reason: QueryError| SearchError::Query {
         query: query.unwrap_or_default().to_string(),
-        message,
+        reason,
     };
     let index = Index::open_in_dir(path).map_err(|e| open(&e))?;
     let layout = Layout::of(index.schema()).map_err(|e| open(&e))?;
     match layout.typed.get(field) {
         Some((_, FieldType::Bytes(_))) => {}
-        _ => {
-            return Err(bad_query(format!(
-                "{field:?} is not a vector field of this index"
-            )))
-        }
+        _ => return Err(bad_query(QueryError::NotAVectorField(field.to_string()))),
     }
     let query_norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
     if vector.is_empty() || !query_norm.is_finite() || query_norm == 0.0 {
-        return Err(bad_query(
-            "the query vector must be non-empty, finite and not all zeros".into(),
-        ));
+        return Err(bad_query(QueryError::BadVector));
     }
     let reader = index.reader().map_err(|e| open(&e))?;
     let searcher = reader.searcher();

@@ -111,7 +111,7 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     }
     if let Some(k) = &o.keep_alive {
         if let Err(e) = check_keep_alive(k) {
-            errors.push(config.error("keepAlive", e));
+            errors.push(config.error("keepAlive", e.to_string()));
         }
     }
     let client = client(
@@ -139,25 +139,30 @@ fn build(config: &ComponentConfig) -> Result<Box<dyn Stage>, ConfigErrors> {
     }
 }
 
+/// Why a `keepAlive` is not one Ollama reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum KeepAliveError {
+    /// Neither a string nor a number (a boolean, a list, an object).
+    #[error("must be a duration such as \"5m\" or a number of seconds, found {0}")]
+    NotADuration(Value),
+    /// A string that is not a duration as Go's `time.ParseDuration` reads it.
+    #[error(
+        "{0:?} is not a duration Ollama reads (e.g. \"5m\", \"1h30m\", \"0\", \"-1s\"); \
+         a number of seconds is also accepted"
+    )]
+    Unreadable(String),
+}
+
 /// A `keepAlive` Ollama accepts: a number (seconds), or a duration as Go's
 /// `time.ParseDuration` reads it ("0", or signed numbers each with a unit: ns, us, µs, ms, s,
 /// m, h, as in "1h30m" or "-1s").
-fn check_keep_alive(v: &Value) -> Result<(), String> {
+fn check_keep_alive(v: &Value) -> Result<(), KeepAliveError> {
     let text = match v {
         Value::Number(_) => return Ok(()),
         Value::String(s) => s.trim(),
-        other => {
-            return Err(format!(
-                "must be a duration such as \"5m\" or a number of seconds, found {other}"
-            ))
-        }
+        other => return Err(KeepAliveError::NotADuration(other.clone())),
     };
-    let bad = || {
-        Err(format!(
-            "{text:?} is not a duration Ollama reads (e.g. \"5m\", \"1h30m\", \"0\", \"-1s\"); \
-             a number of seconds is also accepted"
-        ))
-    };
+    let bad = || Err(KeepAliveError::Unreadable(text.to_string()));
     let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
     if unsigned == "0" {
         return Ok(());
@@ -223,7 +228,7 @@ fn parse_embeddings(body: &str, expected: usize) -> Result<Vec<Vec<f32>>, EmbedE
 mod tests {
     use serde_json::json;
 
-    use super::{check_keep_alive, parse_embeddings};
+    use super::{check_keep_alive, parse_embeddings, KeepAliveError};
 
     #[test]
     fn bad_answers_say_what_is_wrong_and_show_the_body() {
@@ -261,16 +266,30 @@ mod tests {
         ] {
             assert!(check_keep_alive(&ok).is_ok(), "{ok}");
         }
-        for bad in [
-            json!("5 minutes"),
-            json!("5"),
-            json!(""),
-            json!("m"),
-            json!("1..5s"),
-            json!(true),
-            json!(["5m"]),
-        ] {
-            assert!(check_keep_alive(&bad).is_err(), "{bad}");
+        for bad in ["5 minutes", "5", "", "m", "1..5s"] {
+            assert_eq!(
+                check_keep_alive(&json!(bad)),
+                Err(KeepAliveError::Unreadable(bad.to_string())),
+                "{bad}"
+            );
         }
+        for bad in [json!(true), json!(["5m"])] {
+            assert_eq!(
+                check_keep_alive(&bad),
+                Err(KeepAliveError::NotADuration(bad.clone()))
+            );
+        }
+        // The messages name the value and what to write instead.
+        assert_eq!(
+            check_keep_alive(&json!(" 5 minutes "))
+                .unwrap_err()
+                .to_string(),
+            "\"5 minutes\" is not a duration Ollama reads (e.g. \"5m\", \"1h30m\", \"0\", \
+             \"-1s\"); a number of seconds is also accepted"
+        );
+        assert_eq!(
+            check_keep_alive(&json!(true)).unwrap_err().to_string(),
+            "must be a duration such as \"5m\" or a number of seconds, found true"
+        );
     }
 }

@@ -131,7 +131,7 @@ impl Stage for EmitDocsToDeleteByPrefix {
                 .as_ref()
                 .map_or(CONTROL_PLANE, |c| c.0.as_str());
             let found = describe_index(&self.client, control_plane, &self.o.index)
-                .map_err(StageFailure::msg)?;
+                .map_err(|e| StageFailure::msg(e.to_string()))?;
             self.host = Some(found.host);
         }
         Ok(())

@@ -284,7 +284,21 @@ fn search_errors_are_clear() {
     b.send(&[upsert("a", json!({"t": "x"}))]).unwrap();
     b.close().unwrap();
     let e = search(&dir, "title:(unclosed", 1).unwrap_err();
-    assert!(matches!(e, SearchError::Query { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            SearchError::Query {
+                reason: QueryError::Syntax,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("bad query \"title:(unclosed\": syntax error (Tantivy's query syntax:"),
+        "{e}"
+    );
 }
 
 /// The whole indexer loop: id override, blacklist and whitelist, per-document FAIL.
@@ -413,11 +427,17 @@ fn vector_fields_rank_by_cosine_and_come_back_as_floats() {
     // Not a vector field, or a zero vector: a query error.
     assert!(matches!(
         search_vector(&dir, "kind", &[1.0], None, 10),
-        Err(SearchError::Query { .. })
+        Err(SearchError::Query {
+            reason: QueryError::NotAVectorField(f),
+            ..
+        }) if f == "kind"
     ));
     assert!(matches!(
         search_vector(&dir, "v", &[0.0, 0.0, 0.0], None, 10),
-        Err(SearchError::Query { .. })
+        Err(SearchError::Query {
+            reason: QueryError::BadVector,
+            ..
+        })
     ));
 }
 
