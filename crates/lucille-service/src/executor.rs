@@ -56,6 +56,8 @@ struct LiveRun {
     interrupted: AtomicBool,
     failures: Mutex<Vec<Failure>>,
     secrets: Vec<String>,
+    /// Set when the data directory stopped taking writes: the run is stopped and fails with it.
+    storage_error: Mutex<Option<String>>,
 }
 
 impl LiveRun {
@@ -99,6 +101,12 @@ pub struct Executor {
     cancel_on_start: Mutex<std::collections::HashSet<String>>,
     stopping: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Runs that ended while the store could not record them (a full disk): how they ended
+    /// and their failures, shown by the API from here and written once the store takes
+    /// writes again.
+    unrecorded: Mutex<HashMap<String, (RunView, Vec<Failure>)>>,
+    /// Held by the runner thread writing the unrecorded runs.
+    recording: Mutex<()>,
 }
 
 impl Executor {
@@ -120,6 +128,8 @@ impl Executor {
             cancel_on_start: Mutex::new(std::collections::HashSet::new()),
             stopping: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
+            unrecorded: Mutex::new(HashMap::new()),
+            recording: Mutex::new(()),
         });
         ex.remove_orphan_folders();
         ex.prune();
@@ -321,6 +331,9 @@ impl Executor {
         if let Some(live) = self.live.lock().get(id).cloned() {
             return Ok(Some(live.view.lock().clone()));
         }
+        if let Some((view, _)) = self.unrecorded.lock().get(id) {
+            return Ok(Some(view.clone()));
+        }
         self.store.get_run(id)
     }
 
@@ -328,9 +341,12 @@ impl Executor {
     pub fn list(&self, limit: u64, offset: u64) -> Result<(Vec<RunView>, u64), StoreError> {
         let (mut runs, total) = self.store.list_runs(limit, offset)?;
         let live = self.live.lock();
+        let unrecorded = self.unrecorded.lock();
         for r in &mut runs {
             if let Some(l) = live.get(&r.id) {
                 *r = l.view.lock().clone();
+            } else if let Some((view, _)) = unrecorded.get(&r.id) {
+                *r = view.clone();
             }
         }
         Ok((runs, total))
@@ -343,7 +359,18 @@ impl Executor {
         limit: u64,
         offset: u64,
     ) -> Result<(Vec<Failure>, u64), StoreError> {
-        self.store.failures(id, limit, offset)
+        let (mut page, stored) = self.store.failures(id, limit, offset)?;
+        // An unrecorded run's failures that the store does not have yet follow its own.
+        let unrecorded = self.unrecorded.lock();
+        let Some((_, pending)) = unrecorded.get(id) else {
+            return Ok((page, stored));
+        };
+        let skip = usize::try_from(offset.saturating_sub(stored)).unwrap_or(usize::MAX);
+        let room = usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(page.len());
+        page.extend(pending.iter().skip(skip).take(room).cloned());
+        Ok((page, stored + pending.len() as u64))
     }
 
     /// Cancels a run: a queued one ends now; a running one drains (its connector stops
@@ -458,16 +485,18 @@ impl Executor {
     /// A runner thread: takes queued runs one at a time until the service stops.
     fn slot(self: Arc<Self>) {
         loop {
+            self.record_unrecorded();
             let id = {
                 let mut q = self.queue.lock();
-                loop {
-                    if self.stopping.load(Ordering::SeqCst) {
-                        return;
+                if self.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                match q.pop_front() {
+                    Some(id) => id,
+                    None => {
+                        self.wake.wait_for(&mut q, Duration::from_millis(500));
+                        continue;
                     }
-                    if let Some(id) = q.pop_front() {
-                        break id;
-                    }
-                    self.wake.wait_for(&mut q, Duration::from_millis(500));
                 }
             };
             if let Err(e) = self.run(&id) {
@@ -475,6 +504,61 @@ impl Executor {
             }
             self.prune();
         }
+    }
+
+    /// Writes the runs that ended while the store could not take them, oldest first, until
+    /// one still fails (about every half second, from a runner thread).
+    fn record_unrecorded(&self) {
+        if self.unrecorded.lock().is_empty() {
+            return;
+        }
+        let Some(_writing) = self.recording.try_lock() else {
+            return;
+        };
+        let mut pending: Vec<(String, RunView, Vec<Failure>)> = self
+            .unrecorded
+            .lock()
+            .iter()
+            .map(|(id, (view, failures))| (id.clone(), view.clone(), failures.clone()))
+            .collect();
+        pending.sort_by(|a, b| a.1.ended_at.cmp(&b.1.ended_at));
+        for (id, view, failures) in pending {
+            if self.store.finish(&view, &failures).is_err() {
+                return;
+            }
+            self.unrecorded.lock().remove(&id);
+            tracing::info!(
+                run_id = id.as_str(),
+                "the data directory takes writes again: the run's end ({}) is recorded",
+                view.state.as_str()
+            );
+        }
+    }
+
+    /// Records how a run ended; when the store cannot, keeps it (the API shows it) for
+    /// [`Executor::record_unrecorded`].
+    fn record_end(&self, end: &RunView, failures: Vec<Failure>) {
+        if let Err(e) = self.store.finish(end, &failures) {
+            tracing::error!(
+                run_id = end.id.as_str(),
+                "cannot record how the run ended ({e}); kept in memory and written as soon as \
+                 the data directory {} takes writes again",
+                self.data_dir.display()
+            );
+            self.unrecorded
+                .lock()
+                .insert(end.id.clone(), (end.clone(), failures));
+        }
+    }
+
+    /// The error a run fails with when the data directory stops taking writes.
+    fn storage_message(data_dir: &std::path::Path, e: &StoreError) -> String {
+        format!(
+            "the service cannot write to its data directory {} ({e}): the run was stopped (the \
+             documents in flight finished) and failed. Free space there, then run it again or \
+             replay its failures",
+            data_dir.display()
+        )
     }
 
     fn run(&self, id: &str) -> Result<(), RunError> {
@@ -522,6 +606,7 @@ impl Executor {
             interrupted: AtomicBool::new(false),
             failures: Mutex::new(Vec::new()),
             secrets,
+            storage_error: Mutex::new(None),
         });
         self.live.lock().insert(id.to_string(), live.clone());
         if self.cancel_on_start.lock().remove(id) {
@@ -533,7 +618,20 @@ impl Executor {
             self.queue.lock().push_front(id.to_string());
             return Ok(());
         }
-        self.store.set_running(id, &now)?;
+        if let Err(e) = self.store.set_running(id, &now) {
+            if !e.is_storage_failure() {
+                self.live.lock().remove(id);
+                return Err(e.into());
+            }
+            let mut end = live.view.lock().clone();
+            end.state = RunState::Failed;
+            end.ended_at = Some(model::now());
+            end.error = Some(Self::storage_message(&self.data_dir, &e));
+            tracing::error!(run_id = id, "{}", end.error.as_deref().unwrap_or_default());
+            self.record_end(&end, Vec::new());
+            self.live.lock().remove(id);
+            return Ok(());
+        }
         tracing::info!(run_id = id, "run {:?} started", view.name);
         let opts = RunOptions {
             mode: match stored.mode {
@@ -579,9 +677,13 @@ impl Executor {
         } else if live.cancelled.load(Ordering::SeqCst) {
             end.state = RunState::Cancelled;
         }
+        if let Some(message) = live.storage_error.lock().clone() {
+            end.state = RunState::Failed;
+            end.error = Some(message);
+        }
         let failures = std::mem::take(&mut *live.failures.lock());
-        let stored = self.store.finish(&end, &failures);
         *live.view.lock() = end.clone();
+        self.record_end(&end, failures);
         self.live.lock().remove(id);
         tracing::info!(
             run_id = id,
@@ -589,7 +691,6 @@ impl Executor {
             end.name,
             end.state.as_str()
         );
-        stored?;
         Ok(())
     }
 
@@ -597,6 +698,7 @@ impl Executor {
     /// and about once a second the view and new failures into the store.
     fn progress_fn(&self, id: &str, live: &Arc<LiveRun>) -> runner::ProgressFn {
         let (id, live, store) = (id.to_string(), live.clone(), self.store.clone());
+        let data_dir = self.data_dir.clone();
         let last = Mutex::new(Instant::now());
         Arc::new(move |connector: &str, p: &Publisher| {
             let c = p.counts();
@@ -626,7 +728,17 @@ impl Executor {
                 *last = Instant::now();
                 let failures = std::mem::take(&mut *live.failures.lock());
                 if let Err(e) = store.progress(&id, &connectors, &failures) {
-                    tracing::warn!(run_id = id.as_str(), "cannot record progress: {e}");
+                    // Kept for the next write (or the run's end): a failure never vanishes.
+                    live.failures.lock().splice(0..0, failures);
+                    let mut storage_error = live.storage_error.lock();
+                    if !e.is_storage_failure() {
+                        tracing::warn!(run_id = id.as_str(), "cannot record progress: {e}");
+                    } else if storage_error.is_none() {
+                        let message = Executor::storage_message(&data_dir, &e);
+                        tracing::error!(run_id = id.as_str(), "{message}");
+                        *storage_error = Some(message);
+                        live.stop.store(true, Ordering::SeqCst);
+                    }
                 }
             }
         })

@@ -22,6 +22,23 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
 }
 
+impl StoreError {
+    /// Whether the database could not be written because of its disk: full (SQLite's
+    /// SQLITE_FULL), failing (SQLITE_IOERR), or no longer writable.
+    pub fn is_storage_failure(&self) -> bool {
+        let (StoreError::Open { source: e, .. } | StoreError::Sql(e)) = self;
+        matches!(
+            e,
+            rusqlite::Error::SqliteFailure(f, _) if matches!(
+                f.code,
+                rusqlite::ErrorCode::DiskFull
+                    | rusqlite::ErrorCode::SystemIoFailure
+                    | rusqlite::ErrorCode::ReadOnly
+            )
+        )
+    }
+}
+
 /// A failed document of a run: its id, the connector whose document it was, the stage that
 /// failed it (none for the indexer, the connector or a record), and the reason.
 #[derive(Clone, Debug, PartialEq)]

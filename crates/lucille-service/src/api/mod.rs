@@ -259,6 +259,16 @@ pub(crate) fn page(query: Option<&str>) -> Result<(u64, u64), Refusal> {
 /// A store failure: 500, logged.
 pub(crate) fn store_error(e: &StoreError) -> Response {
     tracing::error!("{e}");
+    if e.is_storage_failure() {
+        // 507: the request was fine, the service's disk is not; the history it has is kept.
+        return error(
+            StatusCode::INSUFFICIENT_STORAGE,
+            &format!(
+                "the service cannot write to its data directory ({e}): free space there (lucille \
+                 serve --data-dir) and try again; the runs it has are kept"
+            ),
+        );
+    }
     error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string())
 }
 
