@@ -619,3 +619,48 @@ fn skip_unchanged_errors_name_the_connector_and_say_what_to_do() {
         "{nowhere}"
     );
 }
+
+/// Each top-level block is read by a function of its own; all of them report into one list, in
+/// one call, each problem once at its key path (the pipeline that failed to plan is not reported
+/// again as missing where the connector and the worker name it).
+#[test]
+fn errors_from_every_block_are_reported_together_each_once() {
+    let config = json!({
+        "runner": {"stallWarningSecs": -1},
+        "pipelines": [{"name": "p", "stages": [{"class": "CopyFields"}]}],
+        "connectors": [
+            {"name": "a", "class": "SequenceConnector", "numDocs": 1, "pipeline": "p",
+             "skipUnchanged": true},
+            {"name": "a", "class": "SequenceConnector", "numDocs": 1}
+        ],
+        "indexer": {"type": "jsonl"},
+        "jsonl": {"path": "out.jsonl", "bogus": 1},
+        "log": {"seconds": "often"},
+        "metrics": {"host": "0.0.0.0"},
+        "tracing": {"otlpEndpoint": "ftp://collector"},
+        "worker": {"threads": 0, "pipeline": "p"},
+        "publisher": {"queueCapacity": 0},
+        "kafka": {"bootstrapServers": "localhost:9092", "sourceTopic": "not a topic"}
+    });
+    let Err(errors) = plan(&config, None) else {
+        panic!("accepted")
+    };
+    let paths: Vec<&str> = errors.0.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "pipelines[0].stages[0].fieldMapping",
+            "connectors[1].name",
+            "jsonl.bogus",
+            "connectors[0].skipUnchanged",
+            "log.seconds",
+            "metrics.port",
+            "tracing.otlpEndpoint",
+            "worker.threads",
+            "publisher.queueCapacity",
+            "kafka.sourceTopic",
+            "runner.stallWarningSecs",
+        ],
+        "{errors}"
+    );
+}

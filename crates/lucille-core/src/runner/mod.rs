@@ -364,180 +364,309 @@ fn block(
     ComponentConfig::new(map, key).with_paths(paths.clone())
 }
 
-/// Validates everything a run needs, reporting every problem at once.
+/// Validates everything a run needs, reporting every problem at once: each top-level block is
+/// read by a function of its own, in the order below, and each pushes its problems (with their
+/// key paths) into the one list, so a problem is reported once whatever else is wrong.
 pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigErrors> {
-    let mut errors = Vec::new();
     let Value::Object(root) = config else {
         return Err(ConfigErrors(vec![ConfigError::new(
             "",
             "the config must be an object",
         )]));
     };
+    let mut errors = Vec::new();
     // The runner block first: its resource roots place every `classpath:` path below.
-    let unresolved = Arc::new(PathContext::new(base_dir.map(Path::to_path_buf)));
-    let runner = match RunnerOptions::from_config(&block(root, "runner", &mut errors, &unresolved))
-    {
-        Ok(o) => Some(o),
-        Err(e) => {
-            errors.extend(e);
-            None
-        }
-    };
+    let runner = plan_runner(root, base_dir, &mut errors);
     let paths = path_context(
         runner.as_ref().and_then(|r| r.resource_roots.clone()),
         base_dir,
     );
+    let (pipelines, pipeline_threads) = plan_pipelines(root, &paths, &mut errors);
+    let mut connectors = plan_connectors(root, &pipelines, &paths, &mut errors);
+    let indexer = plan_indexer(root, &paths, &mut errors);
+    if let Some(settings) = &indexer.settings {
+        plan_skip_unchanged(
+            root,
+            settings,
+            indexer.output.as_ref(),
+            &mut connectors,
+            &mut errors,
+        );
+    }
+    let (log_seconds, log_format) = plan_log(root, &paths, &mut errors);
+    let metrics = plan_metrics(root, &paths, &mut errors);
+    let tracing = tracing_settings(&block(root, "tracing", &mut errors, &paths), &mut errors);
+    let (worker, worker_block) = plan_worker(root, log_seconds, &paths, &mut errors);
+    let (queue_capacity, max_pending_docs) = plan_publisher(root, &paths, &mut errors);
+    check_worker_pipeline(&worker, &worker_block, &pipelines, &mut errors);
+    let transport = plan_transport(root, &pipelines, &paths, &mut errors);
+    let timing = runner_settings(runner.as_ref(), &mut errors);
 
-    // Pipelines.
+    if !errors.is_empty() {
+        return Err(ConfigErrors(errors));
+    }
+    Ok(RunPlan {
+        connectors: connectors.into_iter().map(|c| c.plan).collect(),
+        pipelines,
+        pipeline_threads,
+        indexer: indexer.settings.unwrap_or_default(),
+        backend_config: indexer.backend_config,
+        worker_pipeline: worker.pipeline.clone(),
+        worker,
+        queue_capacity,
+        max_pending_docs,
+        connector_timeout: timing.connector_timeout,
+        stall_warning: timing.stall_warning,
+        transport,
+        metrics_level: timing.metrics_level,
+        log_format,
+        metrics,
+        tracing,
+    })
+}
+
+/// Whether an error was reported inside `pipelines`: a pipeline that failed to plan is then
+/// not reported again as missing where it is named.
+fn pipelines_failed(errors: &[ConfigError]) -> bool {
+    errors.iter().any(|e| e.path.starts_with("pipelines"))
+}
+
+/// The `runner` block, read with the config's own folder only (its `resourceRoots` are what
+/// every other block's paths resolve with).
+fn plan_runner(
+    root: &Map<String, Value>,
+    base_dir: Option<&Path>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<RunnerOptions> {
+    let unresolved = Arc::new(PathContext::new(base_dir.map(Path::to_path_buf)));
+    RunnerOptions::from_config(&block(root, "runner", errors, &unresolved))
+        .map_err(|e| errors.extend(e))
+        .ok()
+}
+
+/// The `pipelines` list: each pipeline's plan by name, and the `threads` of those that set it.
+fn plan_pipelines(
+    root: &Map<String, Value>,
+    paths: &Arc<PathContext>,
+    errors: &mut Vec<ConfigError>,
+) -> (HashMap<String, PipelinePlan>, HashMap<String, usize>) {
     let mut pipelines = HashMap::new();
     let mut pipeline_threads = HashMap::new();
-    match root.get("pipelines") {
-        None => {}
-        Some(Value::Array(items)) => {
-            for (i, p) in items.iter().enumerate() {
-                let path = format!("pipelines[{i}]");
-                let Value::Object(m) = p else {
-                    errors.push(ConfigError::new(path, "a pipeline must be an object"));
-                    continue;
-                };
-                let pc = ComponentConfig::new(m.clone(), path.clone());
-                let o = match PipelineOptions::from_config(&pc) {
-                    Ok(o) => o,
-                    Err(e) => {
-                        errors.extend(e);
-                        continue;
-                    }
-                };
-                let name = o.name;
-                if pipelines.contains_key(&name) {
-                    errors.push(pc.error("name", format!("duplicate pipeline name {name:?}")));
-                    continue;
-                }
-                if let Some(n) = o.threads {
-                    pipeline_threads.insert(name.clone(), n);
-                }
-                let Value::Array(stages) = o.stages else {
-                    continue;
-                };
-                match PipelinePlan::from_config(&name, &stages, &format!("{path}.stages"), &paths) {
-                    Ok(plan) => {
-                        pipelines.insert(name, plan);
-                    }
-                    Err(e) => errors.extend(e.0),
-                }
-            }
+    let items = match root.get("pipelines") {
+        None => return (pipelines, pipeline_threads),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            errors.push(ConfigError::new("pipelines", "must be a list of pipelines"));
+            return (pipelines, pipeline_threads);
         }
-        Some(_) => errors.push(ConfigError::new("pipelines", "must be a list of pipelines")),
+    };
+    for (i, p) in items.iter().enumerate() {
+        let path = format!("pipelines[{i}]");
+        let Value::Object(m) = p else {
+            errors.push(ConfigError::new(path, "a pipeline must be an object"));
+            continue;
+        };
+        let pc = ComponentConfig::new(m.clone(), path.clone());
+        let o = match PipelineOptions::from_config(&pc) {
+            Ok(o) => o,
+            Err(e) => {
+                errors.extend(e);
+                continue;
+            }
+        };
+        let name = o.name;
+        if pipelines.contains_key(&name) {
+            errors.push(pc.error("name", format!("duplicate pipeline name {name:?}")));
+            continue;
+        }
+        if let Some(n) = o.threads {
+            pipeline_threads.insert(name.clone(), n);
+        }
+        let Value::Array(stages) = o.stages else {
+            continue;
+        };
+        match PipelinePlan::from_config(&name, &stages, &format!("{path}.stages"), paths) {
+            Ok(plan) => {
+                pipelines.insert(name, plan);
+            }
+            Err(e) => errors.extend(e.0),
+        }
     }
+    (pipelines, pipeline_threads)
+}
 
-    // Connectors (and, for skipUnchanged, where each came from).
+/// A connector's plan, with its key path and its block (its default name filled in), which
+/// `skipUnchanged` hashes.
+struct PlannedConnector {
+    plan: ConnectorPlan,
+    path: String,
+    block: Map<String, Value>,
+}
+
+/// The `connectors` list (required), each connector checked by its own options.
+fn plan_connectors(
+    root: &Map<String, Value>,
+    pipelines: &HashMap<String, PipelinePlan>,
+    paths: &Arc<PathContext>,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<PlannedConnector> {
     let mut connectors = Vec::new();
-    let mut connector_blocks: Vec<(String, Map<String, Value>)> = Vec::new();
-    match root.get("connectors") {
-        None | Some(Value::Null) => errors.push(ConfigError::new(
-            "connectors",
-            "missing required key \"connectors\" (a list of connectors)",
-        )),
-        Some(Value::Array(items)) => {
-            let mut names: Vec<String> = Vec::new();
-            for (i, c) in items.iter().enumerate() {
-                let path = format!("connectors[{i}]");
-                let Value::Object(m) = c else {
-                    errors.push(ConfigError::new(path, "a connector must be an object"));
-                    continue;
-                };
-                // As Lucille: a connector without a name is `connector_N` (1-based).
-                let mut m = m.clone();
-                if !m.contains_key("name") {
-                    m.insert("name".into(), Value::from(format!("connector_{}", i + 1)));
-                }
-                let m = &m;
-                if let Some(name) = m.get("name").and_then(crate::config::as_string) {
-                    if names.contains(&name) {
+    let items = match root.get("connectors") {
+        None | Some(Value::Null) => {
+            errors.push(ConfigError::new(
+                "connectors",
+                "missing required key \"connectors\" (a list of connectors)",
+            ));
+            return connectors;
+        }
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            errors.push(ConfigError::new(
+                "connectors",
+                "must be a list of connectors",
+            ));
+            return connectors;
+        }
+    };
+    let mut names: Vec<String> = Vec::new();
+    for (i, c) in items.iter().enumerate() {
+        let path = format!("connectors[{i}]");
+        let Value::Object(m) = c else {
+            errors.push(ConfigError::new(path, "a connector must be an object"));
+            continue;
+        };
+        // As Lucille: a connector without a name is `connector_N` (1-based).
+        let mut m = m.clone();
+        if !m.contains_key("name") {
+            m.insert("name".into(), Value::from(format!("connector_{}", i + 1)));
+        }
+        if let Some(name) = m.get("name").and_then(crate::config::as_string) {
+            if names.contains(&name) {
+                errors.push(ConfigError::new(
+                    format!("{path}.name"),
+                    format!("duplicate connector name {name:?}"),
+                ));
+            }
+            names.push(name);
+        }
+        match ConnectorPlan::from_config(m.clone(), &path, paths) {
+            Ok(plan) => {
+                if let Some(p) = &plan.common.pipeline {
+                    if !pipelines.contains_key(p) && !pipelines_failed(errors) {
                         errors.push(ConfigError::new(
-                            format!("{path}.name"),
-                            format!("duplicate connector name {name:?}"),
+                            format!("{path}.pipeline"),
+                            format!("no pipeline named {p:?} is defined"),
                         ));
                     }
-                    names.push(name);
                 }
-                match ConnectorPlan::from_config(m.clone(), &path, &paths) {
-                    Ok(plan) => {
-                        if let Some(p) = &plan.common.pipeline {
-                            if !pipelines.contains_key(p)
-                                && !errors.iter().any(|e| e.path.starts_with("pipelines"))
-                            {
-                                errors.push(ConfigError::new(
-                                    format!("{path}.pipeline"),
-                                    format!("no pipeline named {p:?} is defined"),
-                                ));
-                            }
-                        }
-                        connector_blocks.push((path.clone(), m.clone()));
-                        connectors.push(plan);
-                    }
-                    Err(e) => errors.extend(e),
-                }
+                connectors.push(PlannedConnector {
+                    plan,
+                    path,
+                    block: m,
+                });
             }
+            Err(e) => errors.extend(e),
         }
-        Some(_) => errors.push(ConfigError::new(
-            "connectors",
-            "must be a list of connectors",
-        )),
     }
+    connectors
+}
 
-    // Indexer and its backend block.
-    let indexer_block = block(root, "indexer", &mut errors, &paths);
-    let indexer = match IndexerSettings::from_config(&indexer_block) {
-        Ok(s) => Some(s),
+/// The `indexer` block and its backend's block.
+struct IndexerBlocks {
+    /// `None` when the indexer block has errors.
+    settings: Option<IndexerSettings>,
+    /// The backend's block (`opensearch { }`), or the indexer block for a Python indexer.
+    backend_config: ComponentConfig,
+    /// The local file or folder the backend writes, if any (where `skipUnchanged` keeps its
+    /// store).
+    output: Option<indexer::BackendOutput>,
+}
+
+/// The `indexer` block, and the block of the backend it names, checked by that backend.
+fn plan_indexer(
+    root: &Map<String, Value>,
+    paths: &Arc<PathContext>,
+    errors: &mut Vec<ConfigError>,
+) -> IndexerBlocks {
+    let indexer_block = block(root, "indexer", errors, paths);
+    let settings = IndexerSettings::from_config(&indexer_block)
+        .map_err(|e| errors.extend(e))
+        .ok();
+    let Some(s) = &settings else {
+        return IndexerBlocks {
+            settings,
+            backend_config: ComponentConfig::new(Map::new(), ""),
+            output: None,
+        };
+    };
+    // A Python indexer's own keys sit in the indexer block (`indexer { class, ... }`).
+    let backend_config = if s.class.is_some() {
+        indexer_block
+    } else {
+        block(root, &s.kind, errors, paths)
+    };
+    let output = match indexer::validate_backend(s, &backend_config) {
+        Ok(check) => check.output,
         Err(e) => {
             errors.extend(e);
             None
         }
     };
-    let mut backend_output = None;
-    let backend_config = match &indexer {
-        Some(s) => {
-            // A Python indexer's own keys sit in the indexer block (`indexer { class, ... }`).
-            let b = if s.class.is_some() {
-                indexer_block.clone()
-            } else {
-                block(root, &s.kind, &mut errors, &paths)
-            };
-            match indexer::validate_backend(s, &b) {
-                Ok(check) => backend_output = check.output,
-                Err(e) => errors.extend(e),
-            }
-            b
-        }
-        None => ComponentConfig::new(Map::new(), ""),
-    };
-    if let Some(settings) = &indexer {
-        for (plan, (path, block)) in connectors.iter_mut().zip(&connector_blocks) {
-            let Some(mode) = plan.common.skip_unchanged else {
-                continue;
-            };
-            match skip_settings(root, settings, backend_output.as_ref(), plan, block, mode) {
-                Ok(s) => plan.skip = Some(s),
-                Err(e) => errors.push(ConfigError::new(
-                    format!("{path}.skipUnchanged"),
-                    e.to_string(),
-                )),
-            }
+    IndexerBlocks {
+        settings,
+        backend_config,
+        output,
+    }
+}
+
+/// Each connector's `skipUnchanged` (reported at `connectors[i].skipUnchanged`), once the
+/// indexer is known.
+fn plan_skip_unchanged(
+    root: &Map<String, Value>,
+    indexer: &IndexerSettings,
+    output: Option<&indexer::BackendOutput>,
+    connectors: &mut [PlannedConnector],
+    errors: &mut Vec<ConfigError>,
+) {
+    for c in connectors {
+        let Some(mode) = c.plan.common.skip_unchanged else {
+            continue;
+        };
+        match skip_settings(root, indexer, output, &c.plan, &c.block, mode) {
+            Ok(s) => c.plan.skip = Some(s),
+            Err(e) => errors.push(ConfigError::new(
+                format!("{}.skipUnchanged", c.path),
+                e.to_string(),
+            )),
         }
     }
+}
 
-    // worker, publisher, runner, log.
-    let log = LogOptions::from_config(&block(root, "log", &mut errors, &paths))
+/// The `log` block: the seconds between progress lines, and the format of log lines.
+fn plan_log(
+    root: &Map<String, Value>,
+    paths: &Arc<PathContext>,
+    errors: &mut Vec<ConfigError>,
+) -> (Option<u64>, LogFormat) {
+    let log = LogOptions::from_config(&block(root, "log", errors, paths))
         .map_err(|e| errors.extend(e))
         .ok();
-    let log_seconds = log.as_ref().and_then(|o| o.seconds).map(|s| s as u64);
-    let log_format = match log.as_ref().map(|o| o.format.as_str()) {
+    let seconds = log.as_ref().and_then(|o| o.seconds).map(|s| s as u64);
+    let format = match log.as_ref().map(|o| o.format.as_str()) {
         Some("json") => LogFormat::Json,
         _ => LogFormat::Text,
     };
-    let metrics_block = block(root, "metrics", &mut errors, &paths);
-    let metrics = match MetricsOptions::from_config(&metrics_block) {
+    (seconds, format)
+}
+
+/// The `metrics` block: where the endpoint listens (`None`: no port, no endpoint).
+fn plan_metrics(
+    root: &Map<String, Value>,
+    paths: &Arc<PathContext>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<MetricsSettings> {
+    let metrics_block = block(root, "metrics", errors, paths);
+    match MetricsOptions::from_config(&metrics_block) {
         Ok(MetricsOptions {
             port: Some(port),
             host,
@@ -558,39 +687,68 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
             errors.extend(e);
             None
         }
-    };
-    let tracing = tracing_settings(&block(root, "tracing", &mut errors, &paths), &mut errors);
-    let worker_block = block(root, "worker", &mut errors, &paths);
-    let worker = match WorkerSettings::from_config(&worker_block, log_seconds) {
-        Ok(w) => w,
-        Err(e) => {
-            errors.extend(e);
-            WorkerSettings::default()
+    }
+}
+
+/// The `worker` block (its defaults when it has errors), and the block itself, at whose
+/// `pipeline` key [`check_worker_pipeline`] reports.
+fn plan_worker(
+    root: &Map<String, Value>,
+    log_seconds: Option<u64>,
+    paths: &Arc<PathContext>,
+    errors: &mut Vec<ConfigError>,
+) -> (WorkerSettings, ComponentConfig) {
+    let worker_block = block(root, "worker", errors, paths);
+    let worker = WorkerSettings::from_config(&worker_block, log_seconds).unwrap_or_else(|e| {
+        errors.extend(e);
+        WorkerSettings::default()
+    });
+    (worker, worker_block)
+}
+
+/// `worker.pipeline` names a pipeline of the config.
+fn check_worker_pipeline(
+    worker: &WorkerSettings,
+    worker_block: &ComponentConfig,
+    pipelines: &HashMap<String, PipelinePlan>,
+    errors: &mut Vec<ConfigError>,
+) {
+    if let Some(p) = &worker.pipeline {
+        if !pipelines.contains_key(p) && !pipelines_failed(errors) {
+            errors.push(
+                worker_block.error("pipeline", format!("no pipeline named {p:?} is defined")),
+            );
         }
-    };
-    let publisher = PublisherOptions::from_config(&block(root, "publisher", &mut errors, &paths))
+    }
+}
+
+/// The `publisher` block: the source queue's capacity and the most documents pending.
+fn plan_publisher(
+    root: &Map<String, Value>,
+    paths: &Arc<PathContext>,
+    errors: &mut Vec<ConfigError>,
+) -> (usize, Option<usize>) {
+    let publisher = PublisherOptions::from_config(&block(root, "publisher", errors, paths))
         .map_err(|e| errors.extend(e))
         .ok();
     let queue_capacity = publisher
         .as_ref()
         .and_then(|p| p.queue_capacity)
         .unwrap_or(DEFAULT_QUEUE_CAPACITY);
-    let max_pending_docs = publisher.and_then(|p| p.max_pending_docs);
-    let worker_pipeline = worker.pipeline.clone();
-    if let Some(p) = &worker_pipeline {
-        if !pipelines.contains_key(p) && !errors.iter().any(|e| e.path.starts_with("pipelines")) {
-            errors.push(
-                worker_block.error("pipeline", format!("no pipeline named {p:?} is defined")),
-            );
-        }
-    }
-    // The broker of the Kafka modes, configured by its block (`kafka`).
+    (queue_capacity, publisher.and_then(|p| p.max_pending_docs))
+}
+
+/// The broker of the Kafka modes, configured by its block (`kafka`), read by the transport the
+/// registry holds; `zookeeper` is accepted and unused.
+fn plan_transport(
+    root: &Map<String, Value>,
+    pipelines: &HashMap<String, PipelinePlan>,
+    paths: &Arc<PathContext>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<Transport> {
     let pipeline_names: Vec<&str> = pipelines.keys().map(String::as_str).collect();
     let transport = Transport::from_root(
-        |name| {
-            root.get(name)
-                .map(|_| block(root, name, &mut errors, &paths))
-        },
+        |name| root.get(name).map(|_| block(root, name, errors, paths)),
         &pipeline_names,
     )
     .and_then(|read| read.map_err(|e| errors.extend(e)).ok());
@@ -601,12 +759,28 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
              topic {{pipeline}}_retries (docs/guide/distributed.md)"
         );
     }
-    let connector_timeout = match runner.as_ref().and_then(|r| r.connector_timeout) {
+    transport
+}
+
+/// What the `runner` block sets besides its resource roots.
+struct RunnerSettings {
+    connector_timeout: Option<Duration>,
+    stall_warning: Option<Duration>,
+    metrics_level: tracing::Level,
+}
+
+/// The `runner` block's timeouts and metrics level ([`plan_runner`] read the block; its one
+/// check across values is reported here, after the other blocks', where it always was).
+fn runner_settings(
+    runner: Option<&RunnerOptions>,
+    errors: &mut Vec<ConfigError>,
+) -> RunnerSettings {
+    let connector_timeout = match runner.and_then(|r| r.connector_timeout) {
         Some(ms) if ms <= 0 => None,
         Some(ms) => Some(Duration::from_millis(ms.unsigned_abs())),
         None => Some(DEFAULT_CONNECTOR_TIMEOUT),
     };
-    let stall_warning = match runner.as_ref().and_then(|r| r.stall_warning_secs) {
+    let stall_warning = match runner.and_then(|r| r.stall_warning_secs) {
         Some(secs) if secs < 0 => {
             errors.push(ConfigError::new(
                 "runner.stallWarningSecs",
@@ -618,31 +792,14 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
         Some(secs) => Some(Duration::from_secs(secs.unsigned_abs())),
         None => Some(stall::DEFAULT_STALL_WARNING),
     };
-    let metrics_level = runner.as_ref().map_or(tracing::Level::INFO, |r| {
+    let metrics_level = runner.map_or(tracing::Level::INFO, |r| {
         log_level(&r.metrics_logging_level)
     });
-
-    if !errors.is_empty() {
-        return Err(ConfigErrors(errors));
-    }
-    Ok(RunPlan {
-        connectors,
-        pipelines,
-        pipeline_threads,
-        indexer: indexer.unwrap_or_default(),
-        backend_config,
-        worker,
-        queue_capacity,
-        max_pending_docs,
+    RunnerSettings {
         connector_timeout,
         stall_warning,
-        transport,
-        worker_pipeline,
         metrics_level,
-        log_format,
-        metrics,
-        tracing,
-    })
+    }
 }
 
 /// Why a connector's `skipUnchanged` cannot be set up (reported at its `skipUnchanged` key).
