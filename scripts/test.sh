@@ -69,6 +69,8 @@ export RUSTFLAGS="${RUSTFLAGS:-} -D warnings"
 # The venv first on PATH for every build and test (the HOCON oracle test runs python3 with
 # pyhocon from it); one PATH for all, so no build script reruns between the commands.
 export PATH="$PWD/$VENV/bin:$PATH"
+# The conformance table at the end prints what this run measured: no counts of an earlier run.
+rm -rf "${CARGO_TARGET_DIR:-target}/tmp/conformance"
 echo "== cargo test: build every target, linted"
 # --all-targets: the benches and examples are built (and linted) too, not run.
 cargo test --all-targets --no-run
