@@ -170,6 +170,8 @@ def test_stage_that_cannot_start_fails_documents_not_the_run(conf_dir: pathlib.P
     r = lucille.run(str(cfg), mode="test")
     assert r.failed == 3 and r.succeeded == 0
     assert all("model missing" in (m or "") for (_, k, m) in r.events if k == "FAIL")
+    assert all('the worker could not start pipeline "p"' in (m or "")
+               for (_, k, m) in r.events if k == "FAIL")
 
 
 def test_config_errors_are_all_listed(conf_dir: pathlib.Path) -> None:

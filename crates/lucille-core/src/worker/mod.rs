@@ -255,6 +255,26 @@ impl PoolStats {
     }
 }
 
+/// Why a worker thread has no pipeline to run: every document it takes FAILs with this.
+#[derive(Debug, thiserror::Error)]
+enum NoPipeline {
+    #[error("pipeline {pipeline:?}: {source}")]
+    Process {
+        pipeline: String,
+        source: process::remote::WorkerProcessError,
+    },
+    #[error("the worker could not build pipeline {pipeline:?}: {}", source.to_string().trim_end())]
+    Build {
+        pipeline: String,
+        source: crate::config::ConfigErrors,
+    },
+    #[error("the worker could not start pipeline {pipeline:?}: {source}")]
+    Start {
+        pipeline: String,
+        source: crate::stage::StageError,
+    },
+}
+
 /// A FAILed document as the dead-letter file and the `{pipeline}_fail` topic keep it.
 fn dead_letter_line(
     doc: &Document,
@@ -827,25 +847,29 @@ impl WorkerContext {
         if let (Some(w), Some(i)) = (&self.watch, crate::thread_scope::interrupter()) {
             w.thread_id.store((i.thread_id)(), Ordering::Relaxed);
         }
+        let name = || self.plan.name.clone();
         let mut pipeline = match &self.connect {
             Some(connect) => RemotePipeline::start(&self.plan, connect.clone())
                 .map(Engine::Remote)
-                .map_err(|e| format!("pipeline {:?}: {e}", self.plan.name)),
-            None => match self.plan.instantiate() {
-                Ok(p) => Ok(Engine::Local(p)),
-                Err(e) => Err(format!(
-                    "the worker could not build pipeline {:?}: {}",
-                    self.plan.name,
-                    e.to_string().trim_end()
-                )),
-            },
+                .map_err(|source| NoPipeline::Process {
+                    pipeline: name(),
+                    source,
+                }),
+            None => self
+                .plan
+                .instantiate()
+                .map(Engine::Local)
+                .map_err(|source| NoPipeline::Build {
+                    pipeline: name(),
+                    source,
+                }),
         };
         if let Ok(p) = &mut pipeline {
-            if let Err(e) = p.start() {
-                pipeline = Err(format!(
-                    "the worker could not start pipeline {:?}: {e}",
-                    self.plan.name
-                ));
+            if let Err(source) = p.start() {
+                pipeline = Err(NoPipeline::Start {
+                    pipeline: name(),
+                    source,
+                });
             }
         }
         if let Err(message) = &pipeline {
@@ -890,7 +914,8 @@ impl WorkerContext {
                     crate::fault_point::hit("worker", doc.id());
                     self.process(p, doc)
                 }),
-                Err(message) => {
+                Err(no_pipeline) => {
+                    let message = no_pipeline.to_string();
                     for doc in &docs {
                         self.fail(doc, message.clone(), 1);
                     }
