@@ -84,6 +84,7 @@ def test_a_full_data_directory_fails_the_run_and_the_service_recovers(
         status, body = svc.call("POST", "/api/runs", {"config": jsonl_config(tmp_path, 10)})
         assert status == 507, (status, body)
         assert "cannot write to its data directory" in body["error"], body
+        assert svc.call("POST", f"/api/runs/{run_id}/cancel")[0] == 409  # it has ended
 
         # Space is back: the run's end is written, and runs go again.
         filler.unlink()

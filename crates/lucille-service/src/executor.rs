@@ -380,6 +380,12 @@ impl Executor {
             tracing::info!(run_id = id, "cancelling: the run drains");
             return Ok(live.cancel());
         }
+        if let Some((view, _)) = self.unrecorded.lock().get(id) {
+            return Err(RunError::Conflict(format!(
+                "run {id} has already ended ({})",
+                view.state.as_str()
+            )));
+        }
         let removed = {
             let mut q = self.queue.lock();
             let before = q.len();
