@@ -4,9 +4,9 @@
 # family, built with maturin exactly as `pip install .` builds the package (the release
 # profile, the `extension-module` feature of pyproject.toml's [tool.maturin]).
 #
-# On a fresh machine it needs Rust (stable) and Python >= 3.9; maturin is taken from PATH, or
-# from the Python it runs with (`pip install maturin`), or installed into ./.venv if neither has
-# it.
+# On a fresh machine it needs Rust (stable) and Python >= 3.9 with maturin (`pip install
+# maturin`): the maturin of the Python it builds against, else the one on PATH, else it is
+# installed into ./.venv.
 #
 #   scripts/wheel.sh                    # dist/lucille_rs-<version>-cp39-abi3-<platform>.whl
 #   scripts/wheel.sh --out /tmp/wheels  # another folder
@@ -49,10 +49,10 @@ if [ -z "${PYTHON:-}" ]; then
     if [ -x .venv/bin/python ]; then PYTHON="$REPO/.venv/bin/python"; else PYTHON="$(command -v python3)"; fi
 fi
 
-if command -v maturin >/dev/null 2>&1; then
-    MATURIN=(maturin)
-elif "$PYTHON" -m maturin --version >/dev/null 2>&1; then
+if "$PYTHON" -m maturin --version >/dev/null 2>&1; then
     MATURIN=("$PYTHON" -m maturin)
+elif maturin --version >/dev/null 2>&1; then
+    MATURIN=(maturin)
 else
     echo "== maturin not found: installing it into .venv"
     [ -x .venv/bin/python ] || python3 -m venv .venv
