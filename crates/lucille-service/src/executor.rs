@@ -474,6 +474,19 @@ impl Executor {
         for t in threads {
             let _ = t.join();
         }
+        // A last try for the ends the disk refused; what is still refused is lost to the
+        // history (those runs show `interrupted` at the next start), and said so.
+        self.record_unrecorded();
+        for (id, (view, failures)) in self.unrecorded.lock().iter() {
+            tracing::error!(
+                run_id = id.as_str(),
+                "stopping with the run's end ({}, {} failure(s)) not recorded: the data directory \
+                 {} still refuses writes",
+                view.state.as_str(),
+                failures.len(),
+                self.data_dir.display()
+            );
+        }
     }
 
     /// After a first shutdown request: stop the running runs now (as a second Ctrl-C does).
