@@ -323,9 +323,10 @@ impl KafkaSettings {
                 );
                 // How long the broker may hold a fetch that finds no new message. Kafka
                 // answers as soon as a message arrives, so this only sets how often an idle
-                // consumer asks; tansu holds every such fetch for the whole wait, which with
-                // librdkafka's 500 ms put up to half a second on each hop of a document
-                // (source, dest, events): a second at the start and end of every run.
+                // consumer asks; an unpatched tansu 0.6.0 holds every such fetch for the whole
+                // wait, which with librdkafka's 500 ms put up to half a second on each hop of a
+                // document (source, dest, events). The suite's tansu is patched to answer as
+                // Kafka does (scripts/services/tansu-0.6.0-storage-prompt-fetch.patch).
                 p.insert(
                     "fetch.wait.max.ms".into(),
                     DEFAULT_FETCH_WAIT_MS.to_string(),
