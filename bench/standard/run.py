@@ -2,13 +2,20 @@
 """The standard benchmark: whole `lucille run`s of Lucille's six-stage config over a realistic
 JSON-lines corpus, next to references doing the same job on the same corpus in the same run.
 
-    python3 bench/standard/run.py [--docs 1000000] [--runs 3] [--rss-docs 10000000]
+    python3 bench/standard/run.py [--docs 1000000] [--runs 3] [--rss-docs 10000000] [--no-peers]
 
 Needs the `lucille` package installed from a release build (`pip install .`; `maturin develop`
-builds a debug one unless given `--release`) and cargo for the Rust references. Prints one table:
-wall time (median of the runs), docs/s, the ratio to the raw 2-thread serde_json loop, CPU
-seconds per document (user + sys, the whole process tree, median), and peak RSS (max over runs).
-Every Lucille row also checks the accounting: the summary's succeeded count equals the corpus.
+builds a debug one unless given `--release`) and cargo for the Rust references (built only when
+one of their rows is selected). Prints one table: wall time (median of the runs), docs/s, the
+ratio to the raw 2-thread serde_json loop, CPU seconds per document (user + sys, the whole
+process tree, median), and peak RSS (max over runs). Every Lucille row also checks the
+accounting: the summary's succeeded count equals the corpus.
+
+The peer rows (`pathway`, `bytewax`, `tantivy_py`: the same job in Pathway, Bytewax and
+tantivy-py, `peers/`) run with the interpreter of a virtual environment of their own, made on
+first use under --work (`peers-venv`, `pip install -r peers/requirements.txt`); `--no-peers`
+skips them. Each one's output is checked once per invocation against `pure_python.py`'s output
+on the same corpus (`peers/check.py`), and a mismatch stops the bench.
 """
 import argparse
 import os
@@ -21,6 +28,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+PEERS = os.path.join(HERE, "peers")
+PEER_KEYS = ("pathway", "bytewax", "tantivy_py")
+# The Rust references' binaries, by the rows that run them.
+EXAMPLES = {"raw1": "raw_loop", "raw2": "raw_loop", "raw2s": "raw_loop",
+            "tantivy": "tantivy_direct", "tantivy_hand": "tantivy_direct"}
 
 
 def sh(cmd, **kw):
@@ -71,6 +83,30 @@ def check_summary(text, docs, row):
         raise SystemExit(f"{row}: the run did not succeed:\n{text[-3000:]}")
 
 
+def peers_python(work):
+    """The peers' interpreter: a virtual environment under `work` with peers/requirements.txt
+    installed, made (or brought up to date) when the requirements differ from its last install."""
+    venv = os.path.join(work, "peers-venv")
+    py = os.path.join(venv, "bin", "python")
+    with open(os.path.join(PEERS, "requirements.txt"), encoding="utf-8") as f:
+        wanted = f.read()
+    marker = os.path.join(venv, "lucille-bench-requirements.txt")
+    try:
+        with open(marker, encoding="utf-8") as f:
+            if f.read() == wanted and os.path.exists(py):
+                return py
+    except OSError:
+        pass
+    print(f"installing the peers' packages into {venv}", file=sys.stderr)
+    if not os.path.exists(py):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    subprocess.run([py, "-m", "pip", "install", "--quiet", "-r",
+                    os.path.join(PEERS, "requirements.txt")], check=True)
+    with open(marker, "w", encoding="utf-8") as f:
+        f.write(wanted)
+    return py
+
+
 def count_lines(path):
     n = 0
     with open(path, "rb") as f:
@@ -87,11 +123,15 @@ def main():
     ap.add_argument("--rss-docs", type=int, default=0,
                     help="also run row 1 once on a corpus of this size and compare peak RSS")
     ap.add_argument("--only", default="", help="comma-separated row numbers / reference names to run")
+    ap.add_argument("--no-peers", action="store_true",
+                    help="skip the peer rows (Pathway, Bytewax, tantivy-py)")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     only = set(filter(None, a.only.split(",")))
 
     def want(key):
+        if a.no_peers and key in PEER_KEYS:
+            return False
         return not only or key in only
 
     def corpus(n):
@@ -105,15 +145,41 @@ def main():
 
     src = corpus(a.docs)
     mb = os.path.getsize(src) / 1e6
-    print("building the Rust references (cargo build --release --examples)", file=sys.stderr)
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "raw_loop",
-                    "--example", "tantivy_direct"], cwd=ROOT, check=True)
+    examples = sorted({ex for key, ex in EXAMPLES.items() if want(key)})
+    if examples:
+        print(f"building the Rust references (cargo build --release {' '.join(examples)})",
+              file=sys.stderr)
+        cmd = ["cargo", "build", "--release", "--quiet"]
+        for ex in examples:
+            cmd += ["--example", ex]
+        subprocess.run(cmd, cwd=ROOT, check=True)
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     raw_loop = os.path.join(target, "release", "examples", "raw_loop")
     tantivy_direct = os.path.join(target, "release", "examples", "tantivy_direct")
     out = os.path.join(a.work, "out.jsonl")
     index = os.path.join(a.work, "index")
     lucille = lucille_cmd()
+    peer_py = peers_python(a.work) if any(want(k) for k in PEER_KEYS) else None
+    # The peers' outputs are checked against pure_python.py's output on the same corpus
+    # (written once per corpus, again when the corpus or pure_python.py is newer).
+    reference = os.path.join(a.work, f"reference-{a.docs}.jsonl")
+    if peer_py and not (os.path.exists(reference) and os.path.getmtime(reference) >= max(
+            os.path.getmtime(src), os.path.getmtime(os.path.join(HERE, "pure_python.py")))):
+        print(f"writing the reference output (pure_python.py) -> {reference}", file=sys.stderr)
+        subprocess.run([sys.executable, os.path.join(HERE, "pure_python.py"), src,
+                        reference + ".tmp"], check=True)
+        os.replace(reference + ".tmp", reference)
+
+    def peer(script, *args, env=None):
+        return lambda: sh([peer_py, os.path.join(PEERS, script), *args], cwd=a.work,
+                          env=dict(os.environ, **(env or {})))
+
+    def bytewax_row():
+        # Bytewax runs as processes: wait4's peak RSS is the largest one's, so take the sum of
+        # the processes' peaks that the launcher prints (what the job holds at most at once).
+        wall, cpu, rss, text = peer("bytewax_job.py", src, out)()
+        m = re.search(r"peak RSS of the processes, summed: (\d+) bytes", text)
+        return wall, cpu, max(rss, int(m.group(1))) if m else rss, text
 
     def run_lucille(conf, *sets, docs=a.docs, corpus_path=src):
         cmd = lucille + ["run", os.path.join(HERE, conf),
@@ -151,9 +217,36 @@ def main():
          lambda: run_lucille("stage_heavy.conf", "worker.threads=2")),
         ("7", Row("(7) lucille: stage-heavy -> nop, 1 worker"),
          lambda: run_lucille("stage_heavy.conf", "worker.threads=1")),
+        # The peers (peers/*.py): the same job written for other tools. Pathway on 2 worker
+        # threads (PATHWAY_THREADS, what `pathway spawn --threads 2` sets for the program,
+        # without the launcher's own second of start-up); Bytewax as 2 processes of 1 worker
+        # (its performance guide: processes, not -w threads, which share the GIL); tantivy-py
+        # with the writer row 4 uses (128 MB, one indexing thread per core).
+        ("pathway", Row("Pathway: 6 edits -> jsonl, 2 threads"),
+         peer("pathway_job.py", src, out, env={"PATHWAY_THREADS": "2"})),
+        ("bytewax", Row("Bytewax: 6 edits -> jsonl, 2 processes"), bytewax_row),
+        ("tantivy_py", Row("tantivy-py: 6 edits -> tantivy"),
+         peer("tantivy_py_job.py", src, index)),
     ]
     by_key = {k: r for k, r, _ in specs}
     tantivy_input = os.path.join(a.work, "pipeline-output.jsonl")
+    checked = set()
+
+    def check_peer(key):
+        """The peer's output against the reference, once per invocation; stops on a mismatch."""
+        if key in checked:
+            return
+        if key == "tantivy_py":
+            args = ["tantivy", reference, index]
+        else:
+            args = ["jsonl", reference, out] + (["--pathway"] if key == "pathway" else [])
+        r = subprocess.run([peer_py, os.path.join(PEERS, "check.py"), *args],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"row {key}: its output is not the reference's (pure_python.py on "
+                             f"the same corpus); stopping.\n{r.stdout}{r.stderr}")
+        print(f"  {key}: output checked: {r.stdout.strip()}", file=sys.stderr)
+        checked.add(key)
     for run in range(a.runs):
         # Alternate the rows within each round so machine noise spreads over all of them.
         for key, row, fn in specs:
@@ -169,9 +262,13 @@ def main():
             # truncating hundreds of MB of page cache is charged to the next row's time.
             if os.path.exists(out):
                 os.remove(out)
+            if key == "tantivy_py":
+                shutil.rmtree(index, ignore_errors=True)
             wall, cpu, rss, text = fn()
             if key in ("1", "2", "3", "8", "raw2s") and count_lines(out) != a.docs:
                 raise SystemExit(f"row {key}: {out} does not hold {a.docs} lines")
+            if key in PEER_KEYS:
+                check_peer(key)
             row.add(wall, cpu, rss)
             print(f"  round {run + 1}: {row.name}: {wall:.2f} s", file=sys.stderr)
     rows = [r for k, r, _ in specs if r.walls]
@@ -202,6 +299,10 @@ def main():
         ("row 4 vs Tantivy alone (>= 0.8)", ratio("4", "tantivy"), 0.8),
         ("Tantivy alone: indexer's schema vs by hand", ratio("tantivy", "tantivy_hand"), None),
         ("stage-heavy: 2 workers vs 1 (>= 1.8)", ratio("6", "7"), 1.8),
+        # The peers: how many times faster (wall) the Lucille row is; no goal.
+        ("row 1 vs Pathway", ratio("1", "pathway"), None),
+        ("row 1 vs Bytewax", ratio("1", "bytewax"), None),
+        ("row 4 vs tantivy-py", ratio("4", "tantivy_py"), None),
     ]
     for label, value, goal in goals:
         if value is None:
