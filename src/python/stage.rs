@@ -304,8 +304,33 @@ impl Stage for PyStage {
         self.batch_size
     }
 
+    /// A stage that processes one document at a time takes a worker's whole block, so the
+    /// interpreter's lock is taken once per block (see `process_batch`).
+    fn takes_blocks(&self) -> bool {
+        self.batch_size == 1 && !self.batch_only
+    }
+
     fn process_batch(&mut self, docs: &mut [Document]) -> Vec<StageResult> {
-        self.call_batch(docs)
+        if !self.takes_blocks() {
+            return self.call_batch(docs);
+        }
+        // A block: `process_document` for each document under one acquisition of the lock.
+        // Children are gathered whole before the next document (an eager run holds them
+        // anyway), and the parent a generator read is put back at once.
+        Python::attach(|py| {
+            docs.iter_mut()
+                .map(|doc| match self.process_one(py, doc) {
+                    Ok(Some(children)) => {
+                        let kids: Vec<Result<Document, StageFailure>> = children.collect();
+                        if let Some(py_doc) = self.lent.take() {
+                            *doc = reclaim(py, &py_doc);
+                        }
+                        Ok(Some(Box::new(kids.into_iter()) as Children))
+                    }
+                    other => other,
+                })
+                .collect()
+        })
     }
 
     fn process_document(&mut self, doc: &mut Document) -> StageResult {
@@ -315,7 +340,22 @@ impl Stage for PyStage {
                 .pop()
                 .unwrap_or_else(|| Err(StageFailure::msg("process_batch gave no result")));
         }
-        Python::attach(|py| {
+        Python::attach(|py| self.process_one(py, doc))
+    }
+
+    fn children_done(&mut self, parent: &mut Document) {
+        if let Some(py_doc) = self.lent.take() {
+            Python::attach(|py| *parent = reclaim(py, &py_doc));
+        }
+    }
+}
+
+impl PyStage {
+    /// `process_document` on one document, the lock held: the document is lent to Python for
+    /// the call (moved, not copied) and moved back; when the call returns children, it stays
+    /// lent (`self.lent`) until they are exhausted (`children_done`).
+    fn process_one(&mut self, py: Python<'_>, doc: &mut Document) -> StageResult {
+        {
             // The document is lent to Python for the call (moved, not copied) and moved back.
             let lent = std::mem::replace(doc, Document::placeholder());
             let py_doc = Py::new(py, PyDocument::new_from(lent)).map_err(|e| py_failure(py, &e))?;
@@ -362,12 +402,6 @@ impl Stage for PyStage {
                     Err(e)
                 }
             }
-        })
-    }
-
-    fn children_done(&mut self, parent: &mut Document) {
-        if let Some(py_doc) = self.lent.take() {
-            Python::attach(|py| *parent = reclaim(py, &py_doc));
         }
     }
 }

@@ -530,3 +530,79 @@ fn under_a_watchdog_a_worker_takes_one_document_at_a_time() {
     );
     assert_eq!(units, 200, "one unit of work per document");
 }
+
+#[test]
+fn a_stage_that_takes_blocks_gets_each_block_in_one_call_with_per_document_outcomes() {
+    let m = Arc::new(LocalMessenger::new(1000));
+    // Queued before the worker starts: its blocks are as large as its sizer allows.
+    let ids: Vec<String> = (0..100)
+        .map(|n| match n {
+            5 => "d5kids".to_string(),
+            n => format!("d{n}"),
+        })
+        .collect();
+    m.send_block(
+        ids.iter()
+            .map(|id| Document::new(id.as_str()).unwrap().into())
+            .collect(),
+    )
+    .unwrap();
+    let pool = WorkerPool::start(
+        plan(json!([{"class": "TestBlocks", "failOn": "d7"}, {"class": "CopyFields", "fieldMapping": {"block": "copied"}}])),
+        WorkerSettings {
+            threads: 1,
+            ..Default::default()
+        },
+        m.clone(),
+        Arc::from("r"),
+        None,
+    )
+    .unwrap();
+    let mut indexed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while indexed.len() < 101 && Instant::now() < deadline {
+        if let Some(ToIndex::Doc(d)) = m.poll_doc_to_index(Duration::from_millis(20)) {
+            indexed.push(d);
+        }
+    }
+    let events = drain_events(&m, 3);
+    let metrics = pool.stop();
+    // Every document but the failed one, the children first, then their parent.
+    let order: Vec<&str> = indexed.iter().map(Document::id).collect();
+    let mut want: Vec<&str> = ids
+        .iter()
+        .map(String::as_str)
+        .filter(|id| *id != "d7")
+        .collect();
+    want.splice(5..5, ["d5kids-0", "d5kids-1"]);
+    assert_eq!(order, want);
+    let mut kinds: Vec<(String, EventType)> =
+        events.iter().map(|e| (e.doc_id.clone(), e.kind)).collect();
+    kinds.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        kinds,
+        [
+            ("d5kids-0".to_string(), EventType::Create),
+            ("d5kids-1".to_string(), EventType::Create),
+            ("d7".to_string(), EventType::Fail)
+        ]
+    );
+    // One call per block: blocks of several documents, each stamped on all of its documents
+    // and run through the next stage too.
+    let parents: Vec<&Document> = indexed.iter().filter(|d| !d.id().contains('-')).collect();
+    let blocks: std::collections::BTreeSet<i64> = parents
+        .iter()
+        .map(|d| d.get("block").and_then(Value::as_i64).unwrap())
+        .collect();
+    assert!(
+        blocks.len() < 20,
+        "{} blocks for 99 documents",
+        blocks.len()
+    );
+    assert!(parents
+        .iter()
+        .all(|d| d.get("block_size").and_then(Value::as_i64).unwrap() > 1));
+    assert!(parents.iter().all(|d| d.get("copied") == d.get("block")));
+    assert_eq!(metrics[0].processed, 100);
+    assert_eq!(metrics[1].processed, 101, "99 parents and 2 children");
+}

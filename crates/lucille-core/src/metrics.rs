@@ -336,11 +336,12 @@ pub struct PublisherMetrics {
 }
 
 impl PublisherMetrics {
-    /// One document sent for processing (or accounted as failed before it could be).
-    pub fn published(&self) {
-        self.published.inc();
-        self.in_flight.inc();
-        self.counted_in_flight.fetch_add(1, Ordering::Relaxed);
+    /// `docs` documents sent for processing (or accounted as failed before they could be).
+    pub fn published(&self, docs: u64) {
+        self.published.inc_by(docs);
+        self.in_flight.add(docs as i64);
+        self.counted_in_flight
+            .fetch_add(docs as i64, Ordering::Relaxed);
     }
 
     /// `docs` documents of a unit `skipUnchanged` did not read: published and unchanged at
@@ -604,7 +605,7 @@ mod tests {
             None,
             "no series without skipUnchanged"
         );
-        m.published();
+        m.published(1);
         let after = Counts {
             published: 1,
             unchanged: 1,
@@ -620,7 +621,7 @@ mod tests {
     fn publisher_metrics_add_the_ledgers_changes_and_give_back_in_flight_when_dropped() {
         let m = global().publisher("metrics-test-c", "metrics-test-p");
         for _ in 0..4 {
-            m.published();
+            m.published(1);
         }
         let before = Counts::default();
         let after = Counts {

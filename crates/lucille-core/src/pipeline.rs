@@ -552,8 +552,15 @@ impl Pipeline {
             .max(1)
     }
 
+    /// Whether a stage wants whole blocks ([`Stage::takes_blocks`]): the worker then runs each
+    /// block through [`Pipeline::process_batch`].
+    pub fn takes_blocks(&self) -> bool {
+        self.stages.iter().any(|s| s.stage.takes_blocks())
+    }
+
     /// Runs several input documents through the pipeline together, so that a stage with a
-    /// batch size above 1 gets them through `process_batch` (see [`Stage::batch_size`]).
+    /// batch size above 1 gets them through `process_batch` (see [`Stage::batch_size`]), and
+    /// a stage that takes blocks ([`Stage::takes_blocks`]) gets all of them in one call.
     ///
     /// Unlike [`Pipeline::process`] this is eager: stage by stage over the whole batch, each
     /// stage's children gathered before the next stage runs (a batching stage needs several
@@ -595,7 +602,10 @@ impl Pipeline {
                 continue;
             }
             let mut children: Vec<Vec<Output>> = (0..items.len()).map(|_| Vec::new()).collect();
-            let batch = slot.stage.batch_size();
+            let batch = match slot.stage.batch_size() {
+                1 if slot.stage.takes_blocks() => eligible.len(),
+                n => n,
+            };
             if batch > 1 {
                 for chunk in eligible.chunks(batch) {
                     let mut docs: Vec<Document> = chunk

@@ -3,7 +3,7 @@
 //! events workers and the indexer send, and decides when a connector's run is complete.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -88,6 +88,13 @@ pub struct Publisher {
     traced: Mutex<HashMap<String, SystemTime>>,
     /// `skipUnchanged`: the connector's run against the change store.
     changes: std::sync::OnceLock<Arc<ChangeTracker>>,
+    /// Documents held back to be handed over as one block (see [`Publisher::hold`]): not yet
+    /// tracked, so no event can name them. `held` counts them for readers without the lock.
+    outbox: Mutex<Vec<ToProcess>>,
+    held: AtomicUsize,
+    /// The most documents held back: the messenger's block size, lower under
+    /// `maxPendingDocs`; 1 sends each at once.
+    block: usize,
 }
 
 /// A document held back by collapsing, with the unit it was read from.
@@ -127,7 +134,15 @@ impl Publisher {
         settings: PublisherSettings,
         stopping: Arc<AtomicBool>,
     ) -> Self {
+        let block = match settings.max_pending_docs {
+            Some(max) => messenger.block_size().min(max / 2),
+            None => messenger.block_size(),
+        }
+        .max(1);
         Publisher {
+            outbox: Mutex::new(Vec::new()),
+            held: AtomicUsize::new(0),
+            block,
             messenger,
             ledger: Mutex::new(Ledger::new()),
             below_max: Condvar::new(),
@@ -304,7 +319,7 @@ impl Publisher {
                 source,
             });
         }
-        self.count_published();
+        self.count_published(1);
         Ok(())
     }
 
@@ -355,14 +370,15 @@ impl Publisher {
         *self.failed_record_sink.write() = Some(sink);
     }
 
-    /// Sends a document held back by collapsing. Called after the connector's `execute`.
+    /// Sends a document held back by collapsing, and the documents held back for a block.
+    /// Called after the connector's `execute`.
     pub fn flush(&self) -> Result<(), PublishError> {
         if let Some(previous) = &self.collapsing {
             if let Some((doc, unit)) = previous.lock().take() {
-                return self.send_for_processing(doc, unit, Check::Content(None));
+                self.send_for_processing(doc, unit, Check::Content(None))?;
             }
         }
-        Ok(())
+        self.send_held()
     }
 
     fn send_for_processing(
@@ -391,8 +407,12 @@ impl Publisher {
     }
 
     /// Waits below `maxPendingDocs`, tracks `id`, sends; a failed send rolls the tracking back.
+    /// With a messenger that takes blocks, the document is held back instead (see `hold`).
     fn track_and_send(&self, id: String, item: ToProcess) -> Result<(), PublishError> {
         self.wait_below_max(&id)?;
+        if self.block > 1 {
+            return self.hold(item);
+        }
         // Track first: a fast worker's terminal event must find the id already pending.
         self.ledger.lock().track(&id);
         self.start_document_span(&id);
@@ -401,16 +421,128 @@ impl Publisher {
             self.traced.lock().remove(&id);
             return Err(PublishError::Send { id, source });
         }
-        self.count_published();
+        self.count_published(1);
         Ok(())
+    }
+
+    /// Holds a document back to hand the workers a block: sent once the block is full, or at
+    /// once while no worker has anything to do (so a trickle is never delayed), and by the
+    /// thread that applies events when the workers run dry (`send_held_if_idle`), at the
+    /// connector's end (`flush`), and before a wait for `maxPendingDocs` or a pause.
+    fn hold(&self, item: ToProcess) -> Result<(), PublishError> {
+        let mut out = self.outbox.lock();
+        out.push(item);
+        self.held.store(out.len(), Ordering::Relaxed);
+        if out.len() >= self.block || self.messenger.workers_idle() {
+            return self.send_block(&mut out);
+        }
+        Ok(())
+    }
+
+    /// Sends the documents held back, if any.
+    fn send_held(&self) -> Result<(), PublishError> {
+        if self.held.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        self.send_block(&mut self.outbox.lock())
+    }
+
+    /// Called by the thread that applies events between polls: documents held back while the
+    /// workers were busy are sent once the workers have run dry. Never waits: a held outbox
+    /// (the connector is sending) or a full queue leaves them to the connector's thread.
+    fn send_held_if_idle(&self) {
+        if self.held.load(Ordering::Relaxed) == 0 || !self.messenger.workers_idle() {
+            return;
+        }
+        let Some(mut out) = self.outbox.try_lock() else {
+            return;
+        };
+        if out.is_empty() {
+            return;
+        }
+        let items = std::mem::take(&mut *out);
+        let n = items.len();
+        self.track_block(&items);
+        match self.messenger.try_send_block(items) {
+            Ok(()) => {
+                self.held.store(0, Ordering::Relaxed);
+                self.count_published(n);
+            }
+            Err(back) => {
+                self.untrack_block(&back);
+                *out = back;
+            }
+        }
+    }
+
+    /// Tracks the block and hands it over; the ids of what could not be sent are rolled back.
+    fn send_block(&self, out: &mut Vec<ToProcess>) -> Result<(), PublishError> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        let items = std::mem::take(out);
+        self.held.store(0, Ordering::Relaxed);
+        let n = items.len();
+        // Track first: a fast worker's terminal event must find the ids already pending.
+        self.track_block(&items);
+        match self.messenger.send_block(items) {
+            Ok(()) => {
+                self.count_published(n);
+                Ok(())
+            }
+            Err((source, unsent)) => {
+                self.count_published(n - unsent.len());
+                {
+                    let mut ledger = self.ledger.lock();
+                    for id in &unsent {
+                        ledger.rollback(id);
+                    }
+                }
+                let mut traced = self.traced.lock();
+                for id in &unsent {
+                    traced.remove(id);
+                }
+                let id = unsent.into_iter().next().unwrap_or_default();
+                Err(PublishError::Send { id, source })
+            }
+        }
+    }
+
+    fn track_block(&self, items: &[ToProcess]) {
+        {
+            let mut ledger = self.ledger.lock();
+            for item in items {
+                ledger.track(item.id());
+            }
+        }
+        if self.trace.is_some() {
+            for item in items {
+                self.start_document_span(item.id());
+            }
+        }
+    }
+
+    fn untrack_block(&self, items: &[ToProcess]) {
+        {
+            let mut ledger = self.ledger.lock();
+            for item in items {
+                ledger.rollback(item.id());
+            }
+        }
+        if self.trace.is_some() {
+            let mut traced = self.traced.lock();
+            for item in items {
+                traced.remove(item.id());
+            }
+        }
     }
 
     /// Counted once the send succeeded, as the ledger keeps only documents actually sent (a
     /// fast worker's terminal event may be counted first: in flight dips below zero for a
     /// moment).
-    fn count_published(&self) {
+    fn count_published(&self, n: usize) {
         if let Some(m) = &self.metrics {
-            m.published();
+            m.published(n as u64);
         }
     }
 
@@ -462,6 +594,12 @@ impl Publisher {
         let Some(max) = self.max_pending else {
             return Ok(());
         };
+        let held = self.held.load(Ordering::Relaxed);
+        if self.ledger.lock().pending() + held < max {
+            return Ok(());
+        }
+        // What is held back must be sent for anything to end.
+        self.send_held()?;
         let mut ledger = self.ledger.lock();
         while ledger.pending() >= max {
             if self.stopping.load(Ordering::Relaxed) {
@@ -476,6 +614,8 @@ impl Publisher {
         if !self.paused.load(Ordering::Acquire) {
             return Ok(());
         }
+        // Not held back for the length of a pause.
+        self.send_held()?;
         let mut guard = self.pause_lock.lock();
         while self.paused.load(Ordering::Acquire) {
             if self.stopping.load(Ordering::Relaxed) {
@@ -576,20 +716,14 @@ impl Publisher {
         let start = Instant::now();
         let mut batch = Vec::with_capacity(1024);
         loop {
-            let first = self.messenger.poll_event(EVENT_POLL);
-            let got_event = first.is_some();
-            if let Some(e) = first {
-                batch.push(e);
-                // Drain what is already queued in one pass over the ledger lock.
-                while batch.len() < 4096 {
-                    match self.messenger.try_poll_event() {
-                        Some(e) => batch.push(e),
-                        None => break,
-                    }
-                }
+            // What is queued, in one pass over the ledger lock.
+            self.messenger.poll_events(4096, EVENT_POLL, &mut batch);
+            let got_event = !batch.is_empty();
+            if got_event {
                 self.handle_events(&batch);
                 batch.clear();
             }
+            self.send_held_if_idle();
             if let Err(reason) = on_tick(self) {
                 return PublisherResult {
                     ok: false,
@@ -630,12 +764,14 @@ impl Publisher {
         }
     }
 
+    /// Whether a document is in flight, or held back to be sent.
     pub fn has_pending(&self) -> bool {
-        self.ledger.lock().has_pending()
+        self.held.load(Ordering::Relaxed) > 0 || self.ledger.lock().has_pending()
     }
 
+    /// Documents in flight (sent and not yet ended) and held back to be sent.
     pub fn pending(&self) -> usize {
-        self.ledger.lock().pending()
+        self.ledger.lock().pending() + self.held.load(Ordering::Relaxed)
     }
 
     /// Up to `n` ids still in flight (smallest first), for a log line.

@@ -6,13 +6,14 @@
 //! with [`Events`]); a messenger implements the roles it has, and a [`Topology`] says which
 //! roles a process plays.
 
+mod queue;
 pub mod transport;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
+use queue::BlockQueue;
 
 use crate::document::Document;
 use crate::event::Event;
@@ -73,8 +74,52 @@ pub trait PublisherSide: Events {
     fn records_documents(&self) -> bool {
         false
     }
+    /// How many documents the publisher may hold back to hand over at once
+    /// ([`PublisherSide::send_block`]); 1 (the default): each is sent as it is published.
+    fn block_size(&self) -> usize {
+        1
+    }
+    /// Documents handed over together, in order. `Err` gives, with the error, the ids of
+    /// those not sent (the publisher rolls their tracking back). By default, one by one.
+    fn send_block(&self, items: Vec<ToProcess>) -> Result<(), (MessagingError, Vec<String>)> {
+        let mut items = items.into_iter();
+        while let Some(item) = items.next() {
+            let id = item.id().to_string();
+            if let Err(e) = self.send_for_processing(item) {
+                let unsent = std::iter::once(id)
+                    .chain(items.map(|i| i.id().to_string()))
+                    .collect();
+                return Err((e, unsent));
+            }
+        }
+        Ok(())
+    }
+    /// As `send_block`, only if that needs no wait (a full queue gives the block back): for
+    /// the thread that applies events, which must never wait for the workers.
+    fn try_send_block(&self, items: Vec<ToProcess>) -> Result<(), Vec<ToProcess>> {
+        Err(items)
+    }
+    /// Whether nothing waits for a worker: a document the publisher holds back would then
+    /// keep the workers idle, so it is handed over at once.
+    fn workers_idle(&self) -> bool {
+        true
+    }
     fn poll_event(&self, timeout: Duration) -> Option<Event>;
     fn try_poll_event(&self) -> Option<Event>;
+    /// Up to `max` events into `into`: waits up to `timeout` for the first, then takes what
+    /// is already there.
+    fn poll_events(&self, max: usize, timeout: Duration, into: &mut Vec<Event>) {
+        let Some(first) = self.poll_event(timeout) else {
+            return;
+        };
+        into.push(first);
+        while into.len() < max {
+            match self.try_poll_event() {
+                Some(e) => into.push(e),
+                None => break,
+            }
+        }
+    }
     /// Where the source message of each published document in `ids` is, when this messenger
     /// knows (Kafka: `topic[partition]@offset`): named in the stall warning, so an operator
     /// can look at what a stalled run waits for.
@@ -106,6 +151,27 @@ pub trait WorkerSide: Events {
     }
     /// A processed document, or the index operation a worker prepared from it.
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError>;
+    /// Whether a worker gathers a block's events and outputs and hands them over together
+    /// ([`WorkerSide::send_outputs`]) instead of one by one. Only a messenger whose sends
+    /// cannot fail says so (a worker FAILs a document whose send failed; a block's sends are
+    /// not told apart).
+    fn batches_outputs(&self) -> bool {
+        false
+    }
+    /// A block's events and outputs, events first (a child's CREATE must reach the publisher
+    /// before its FINISH can); both are left empty, their room kept for the next block. By
+    /// default, one by one, errors logged.
+    fn send_outputs(&self, events: &mut Vec<Event>, ops: &mut Vec<ToIndex>) {
+        if let Err(e) = self.send_events(std::mem::take(events)) {
+            tracing::error!("could not send a block's events: {e}");
+        }
+        for op in ops.drain(..) {
+            let id = op.id().to_string();
+            if let Err(e) = self.send_for_indexing(op) {
+                tracing::error!(doc_id = id, "could not send for indexing: {e}");
+            }
+        }
+    }
     /// A FAILed document's dead-letter line (`{pipeline}_fail` on Kafka; locally the
     /// dead-letter file is written by the worker pool).
     fn send_failed(&self, _doc_id: &str, _line: &serde_json::Value) {}
@@ -166,135 +232,138 @@ pub fn send_event(
     }
 }
 
-/// In-memory queues for a local run.
+/// In-memory queues for a local run. Items cross them in blocks (see [`queue`]): the
+/// publisher hands over a connector's documents in blocks ([`PublisherSide::block_size`]), a
+/// worker its block's outputs ([`WorkerSide::send_outputs`]), the indexer a batch's events.
 pub struct LocalMessenger {
-    source: (Sender<ToProcess>, Receiver<ToProcess>),
-    destination: (Sender<ToIndex>, Receiver<ToIndex>),
-    events: (Sender<Event>, Receiver<Event>),
+    source: BlockQueue<ToProcess>,
+    destination: BlockQueue<ToIndex>,
+    events: BlockQueue<Event>,
 }
+
+/// The most documents the publisher hands the workers at once.
+pub const BLOCK_MAX: usize = 256;
 
 impl LocalMessenger {
     pub fn new(queue_capacity: usize) -> Self {
+        Self::with_event_wake(queue_capacity, EVENT_WAKE)
+    }
+
+    /// As `new`, waking the thread that applies events once `event_wake` of them are queued
+    /// (the runner lowers it under `publisher.maxPendingDocs`, whose waits end only as events
+    /// are applied).
+    pub fn with_event_wake(queue_capacity: usize, event_wake: usize) -> Self {
         let capacity = queue_capacity.max(1);
         LocalMessenger {
-            source: bounded(capacity),
-            destination: bounded(capacity),
+            // A worker is woken by any block: workers are what runs in parallel.
+            source: BlockQueue::new(capacity, 1),
+            // The indexer is woken by a good part of a batch, or by a worker about to wait.
+            destination: BlockQueue::new(capacity, (capacity / 4).clamp(1, DESTINATION_WAKE)),
             // Events are small and drained by the main thread; a roomy bound keeps a stalled
             // main thread from growing memory without ever blocking a healthy run.
-            events: bounded(capacity.saturating_mul(4).max(1024)),
+            events: BlockQueue::new(capacity.saturating_mul(4).max(1024), event_wake),
         }
     }
-}
 
-// Hand-offs: threads that wait on a queue sleep in short, growing naps instead of blocking in
-// the channel. A thread blocked in crossbeam spins and yields before it parks, and every send
-// or receive on the other side then wakes it: with one side faster than the other (always, in
-// a pipeline), that was a spin, a yield or a futex wake-up per document on each queue: ~20% of
-// a run's CPU under perf (crossbeam send / recv, sched_yield, task switches), taken from the
-// threads doing the work on a machine with few cores. A full queue is resumed only once it
-// has drained to half (hysteresis), so the producer wakes once per half-queue, not per slot.
-const NAP_MIN: Duration = Duration::from_micros(50);
-const NAP_MAX: Duration = Duration::from_millis(2);
-
-fn nap(current: &mut Duration, limit: Option<Duration>) {
-    let d = limit.map_or(*current, |l| (*current).min(l));
-    std::thread::sleep(d);
-    *current = (*current * 2).min(NAP_MAX);
-}
-
-fn recv<T>(rx: &Receiver<T>, timeout: Duration) -> Option<T> {
-    // A timeout and a closed queue both mean "nothing to take now". The clock is read only
-    // once the queue is found empty: a busy queue hands items over without a clock read.
-    let take = || match rx.try_recv() {
-        Ok(item) => Ok(Some(item)),
-        Err(crossbeam_channel::TryRecvError::Disconnected) => Ok(None),
-        Err(crossbeam_channel::TryRecvError::Empty) => Err(()),
-    };
-    if let Ok(got) = take() {
-        return got;
-    }
-    if timeout.is_zero() {
-        return None;
-    }
-    let deadline = std::time::Instant::now() + timeout;
-    let mut wait = NAP_MIN;
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return None;
-        }
-        nap(&mut wait, Some(left));
-        if let Ok(got) = take() {
-            return got;
-        }
-    }
-}
-
-/// Sends, waiting while the queue is full until it has drained to half its capacity.
-fn send<T>(tx: &Sender<T>, mut item: T, name: &'static str) -> Result<(), MessagingError> {
-    let mut wait = NAP_MIN;
-    loop {
-        match tx.try_send(item) {
-            Ok(()) => return Ok(()),
-            Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
-                return Err(MessagingError::Closed(name))
-            }
-            Err(crossbeam_channel::TrySendError::Full(back)) => item = back,
-        }
-        let low = tx.capacity().unwrap_or(0) / 2;
-        while tx.len() > low {
-            nap(&mut wait, None);
-        }
-    }
-}
-
-impl LocalMessenger {
     /// Documents waiting in the source and destination queues.
     pub fn queued(&self) -> (usize, usize) {
-        (self.source.1.len(), self.destination.1.len())
+        (self.source.len(), self.destination.len())
     }
 }
+
+/// The queued operations that wake a waiting indexer (unless a worker rings first).
+const DESTINATION_WAKE: usize = 1024;
+/// The queued events that wake the thread applying them (unless the indexer rings first).
+pub const EVENT_WAKE: usize = 1024;
 
 impl Events for LocalMessenger {
     fn send_event(&self, event: Event) -> Result<(), MessagingError> {
-        send(&self.events.0, event, "event")
+        self.events.push([event]);
+        Ok(())
+    }
+    fn send_events(&self, events: Vec<Event>) -> Result<(), MessagingError> {
+        self.events.push(events);
+        Ok(())
     }
     fn queue_depths(&self) -> Option<QueueDepths> {
         Some(QueueDepths {
-            source: self.source.1.len(),
-            destination: self.destination.1.len(),
-            events: self.events.1.len(),
+            source: self.source.len(),
+            destination: self.destination.len(),
+            events: self.events.len(),
         })
     }
 }
 
 impl PublisherSide for LocalMessenger {
     fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
-        send(&self.source.0, item, "source")
+        self.source.push([item]);
+        Ok(())
+    }
+    fn block_size(&self) -> usize {
+        BLOCK_MAX.min(self.source.capacity() / 2).max(1)
+    }
+    fn send_block(&self, items: Vec<ToProcess>) -> Result<(), (MessagingError, Vec<String>)> {
+        self.source.push(items);
+        Ok(())
+    }
+    fn try_send_block(&self, items: Vec<ToProcess>) -> Result<(), Vec<ToProcess>> {
+        self.source.try_push(items)
+    }
+    fn workers_idle(&self) -> bool {
+        self.source.len() == 0
     }
     fn poll_event(&self, timeout: Duration) -> Option<Event> {
-        recv(&self.events.1, timeout)
+        self.events.pop_one(timeout)
     }
     fn try_poll_event(&self) -> Option<Event> {
-        self.events.1.try_recv().ok()
+        self.poll_event(Duration::ZERO)
+    }
+    fn poll_events(&self, max: usize, timeout: Duration, into: &mut Vec<Event>) {
+        self.events.pop(max, timeout, into);
     }
 }
 
 impl WorkerSide for LocalMessenger {
     fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
-        recv(&self.source.1, timeout)
+        if self.source.len() == 0 && !timeout.is_zero() {
+            self.destination.ring();
+            self.events.ring();
+        }
+        self.source.pop_one(timeout)
+    }
+    fn poll_block(&self, max: usize, timeout: Duration, into: &mut Vec<ToProcess>) {
+        if self.source.len() == 0 && !timeout.is_zero() {
+            // About to wait: what this worker handed over goes to its consumers now.
+            self.destination.ring();
+            self.events.ring();
+        }
+        self.source.pop(max, timeout, into);
     }
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
-        send(&self.destination.0, item, "destination")
+        self.destination.push([item]);
+        Ok(())
+    }
+    fn batches_outputs(&self) -> bool {
+        true
+    }
+    fn send_outputs(&self, events: &mut Vec<Event>, ops: &mut Vec<ToIndex>) {
+        // Events first: a child's CREATE reaches the publisher before the indexer can send
+        // its FINISH.
+        self.events.push(events.drain(..));
+        self.destination.push(ops.drain(..));
     }
 }
 
 impl IndexerSide for LocalMessenger {
     fn poll_doc_to_index(&self, timeout: Duration) -> Option<ToIndex> {
-        recv(&self.destination.1, timeout)
+        if self.destination.len() == 0 && !timeout.is_zero() {
+            // About to wait: the events of what was indexed go to the publisher now.
+            self.events.ring();
+        }
+        self.destination.pop_one(timeout)
     }
     fn waiting_to_index(&self) -> usize {
-        self.destination.1.len()
+        self.destination.len()
     }
 }
 
@@ -325,10 +394,25 @@ impl TestMessenger {
     }
 }
 
+impl TestMessenger {
+    fn record_processing(&self, items: &[ToProcess]) {
+        let mut h = self.history.lock();
+        for item in items {
+            if let ToProcess::Doc(doc) = item {
+                h.sent_for_processing.push(doc.clone());
+            }
+        }
+    }
+}
+
 impl Events for TestMessenger {
     fn send_event(&self, event: Event) -> Result<(), MessagingError> {
         self.history.lock().events.push(event.clone());
         self.inner.send_event(event)
+    }
+    fn send_events(&self, events: Vec<Event>) -> Result<(), MessagingError> {
+        self.history.lock().events.extend(events.iter().cloned());
+        self.inner.send_events(events)
     }
     fn queue_depths(&self) -> Option<QueueDepths> {
         self.inner.queue_depths()
@@ -337,10 +421,32 @@ impl Events for TestMessenger {
 
 impl PublisherSide for TestMessenger {
     fn send_for_processing(&self, item: ToProcess) -> Result<(), MessagingError> {
-        if let ToProcess::Doc(doc) = &item {
-            self.history.lock().sent_for_processing.push(doc.clone());
-        }
+        self.record_processing(std::slice::from_ref(&item));
         self.inner.send_for_processing(item)
+    }
+    fn block_size(&self) -> usize {
+        self.inner.block_size()
+    }
+    fn send_block(&self, items: Vec<ToProcess>) -> Result<(), (MessagingError, Vec<String>)> {
+        self.record_processing(&items);
+        self.inner.send_block(items)
+    }
+    fn try_send_block(&self, items: Vec<ToProcess>) -> Result<(), Vec<ToProcess>> {
+        // Recorded in the order sent: the history lock is held across the try.
+        let mut h = self.history.lock();
+        let docs: Vec<Document> = items
+            .iter()
+            .filter_map(|i| match i {
+                ToProcess::Doc(d) => Some(d.clone()),
+                _ => None,
+            })
+            .collect();
+        self.inner.try_send_block(items)?;
+        h.sent_for_processing.extend(docs);
+        Ok(())
+    }
+    fn workers_idle(&self) -> bool {
+        self.inner.workers_idle()
     }
     fn records_documents(&self) -> bool {
         true
@@ -351,17 +457,35 @@ impl PublisherSide for TestMessenger {
     fn try_poll_event(&self) -> Option<Event> {
         self.inner.try_poll_event()
     }
+    fn poll_events(&self, max: usize, timeout: Duration, into: &mut Vec<Event>) {
+        self.inner.poll_events(max, timeout, into)
+    }
 }
 
 impl WorkerSide for TestMessenger {
     fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
         self.inner.poll_doc_to_process(timeout)
     }
+    fn poll_block(&self, max: usize, timeout: Duration, into: &mut Vec<ToProcess>) {
+        self.inner.poll_block(max, timeout, into)
+    }
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
         if let Some(doc) = item.document() {
             self.history.lock().sent_for_indexing.push(doc.clone());
         }
         self.inner.send_for_indexing(item)
+    }
+    fn batches_outputs(&self) -> bool {
+        true
+    }
+    fn send_outputs(&self, events: &mut Vec<Event>, ops: &mut Vec<ToIndex>) {
+        {
+            let mut h = self.history.lock();
+            h.events.extend(events.iter().cloned());
+            h.sent_for_indexing
+                .extend(ops.iter().filter_map(|op| op.document().cloned()));
+        }
+        self.inner.send_outputs(events, ops)
     }
 }
 
@@ -388,9 +512,7 @@ mod tests {
             .unwrap();
         assert_eq!(m.queued(), (2, 0));
         assert!(
-            m.source
-                .0
-                .try_send(Document::new("c").unwrap().into())
+            m.try_send_block(vec![Document::new("c").unwrap().into()])
                 .is_err(),
             "full at capacity"
         );

@@ -27,7 +27,7 @@ use crate::indexer::watchdog::Watchdog;
 use crate::indexer::{self, IndexerHandle, IndexerSettings};
 use crate::messaging::transport::{Connection, Transport};
 use crate::messaging::{
-    IndexerSide, LocalMessenger, TestMessenger, Topology, DEFAULT_QUEUE_CAPACITY,
+    IndexerSide, LocalMessenger, TestMessenger, Topology, DEFAULT_QUEUE_CAPACITY, EVENT_WAKE,
 };
 use crate::pipeline::{PipelinePlan, StageMetrics};
 use crate::worker::{WorkerPool, WorkerSettings};
@@ -1129,7 +1129,12 @@ fn run_connector(
         (Topology::local(t.clone()), Some(t))
     } else {
         (
-            Topology::local(Arc::new(LocalMessenger::new(plan.queue_capacity))),
+            Topology::local(Arc::new(LocalMessenger::with_event_wake(
+                plan.queue_capacity,
+                // Under maxPendingDocs, publishes wait for events: applied in smaller steps.
+                plan.max_pending_docs
+                    .map_or(EVENT_WAKE, |m| (m / 4).clamp(1, EVENT_WAKE)),
+            ))),
             None,
         )
     };
@@ -1272,8 +1277,11 @@ fn run_connector(
             let thread = std::thread::Builder::new()
                 .name(format!("lucille-connector-{name}"))
                 .spawn(crate::thread_scope::in_current_span(move || {
-                    let r = catch(|| connector.execute(&p2))
-                        .and_then(|_| p2.flush().map_err(ConnectorError::from));
+                    let r = catch(|| connector.execute(&p2));
+                    // Also after a failed execute: what it published before failing was
+                    // accepted and must run, not wait in the publisher's block.
+                    let flushed = p2.flush().map_err(ConnectorError::from);
+                    let r = r.and(flushed);
                     (connector, r)
                 }));
             match thread {

@@ -126,6 +126,15 @@ pub trait Stage: Send {
         1
     }
 
+    /// Whether this stage wants a worker's whole block through [`Stage::process_batch`] when
+    /// its batch size is 1: a stage whose every call has a fixed cost worth sharing (a Python
+    /// stage takes the interpreter's lock once per block instead of once per document). The
+    /// worker then runs the block eagerly ([`crate::pipeline::Pipeline::process_batch`]) as it
+    /// was taken, without waiting to fill a batch.
+    fn takes_blocks(&self) -> bool {
+        false
+    }
+
     /// Processes several documents at once (at most [`Stage::batch_size`]): one result per
     /// document, in order. Children are returned whole (the pipeline does not call
     /// `children_done` for them). The default calls `process_document` for each.

@@ -1,5 +1,6 @@
-//! Stages that exist only in unit tests (`TestPanicOn`, `TestSleepOn`), registered from here
-//! in test builds as any stage is: they let runner and worker tests make a stage panic or hang.
+//! Stages that exist only in unit tests (`TestPanicOn`, `TestSleepOn`, `TestBlocks`),
+//! registered from here in test builds as any stage is: they let runner and worker tests make
+//! a stage panic or hang, or see the blocks a stage that takes blocks is given.
 
 use super::Stage;
 use crate::config::{Options, Spec};
@@ -7,6 +8,69 @@ use crate::document::Document;
 
 inventory::submit!(PANIC_ON);
 inventory::submit!(SLEEP_ON);
+inventory::submit!(BLOCKS);
+
+/// `TestBlocks { failOn? }`: takes whole blocks (`Stage::takes_blocks`); stamps each document
+/// with the number of its block in this instance (`block`) and the block's size
+/// (`block_size`); the document whose id is `failOn` FAILs and one whose id ends in `kids` gets
+/// two children.
+pub const BLOCKS: super::StageDescriptor = super::StageDescriptor {
+    name: "TestBlocks",
+    spec: BlocksOptions::spec,
+    build: |config| {
+        let o = BlocksOptions::from_config(config)?;
+        Ok(Box::new(Blocks {
+            fail_on: o.fail_on,
+            blocks: 0,
+        }))
+    },
+};
+
+/// Test only: stamps each document with its block.
+#[derive(Options)]
+#[options(base = Spec::stage())]
+struct BlocksOptions {
+    /// The id of a document that FAILs.
+    fail_on: Option<String>,
+}
+
+struct Blocks {
+    fail_on: Option<String>,
+    blocks: u64,
+}
+
+impl Stage for Blocks {
+    fn takes_blocks(&self) -> bool {
+        true
+    }
+
+    fn process_document(&mut self, doc: &mut Document) -> super::StageResult {
+        self.process_batch(std::slice::from_mut(doc))
+            .pop()
+            .unwrap_or(Ok(None))
+    }
+
+    fn process_batch(&mut self, docs: &mut [Document]) -> Vec<super::StageResult> {
+        self.blocks += 1;
+        let size = docs.len() as u64;
+        docs.iter_mut()
+            .map(|doc| {
+                if self.fail_on.as_deref() == Some(doc.id()) {
+                    return Err(super::StageFailure::msg("TestBlocks fails it"));
+                }
+                doc.set_field("block", self.blocks)?;
+                doc.set_field("block_size", size)?;
+                if doc.id().ends_with("kids") {
+                    let kids = (0..2)
+                        .map(|i| Document::new(format!("{}-{i}", doc.id())))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    return Ok(Some(super::children_from(kids)));
+                }
+                Ok(None)
+            })
+            .collect()
+    }
+}
 
 /// `TestPanicOn { field, value }`: panics when the document's field has that value.
 pub const PANIC_ON: super::StageDescriptor = super::StageDescriptor {

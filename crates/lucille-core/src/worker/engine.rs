@@ -82,6 +82,15 @@ impl Engine {
         }
     }
 
+    /// Whether a stage wants whole blocks (see `Pipeline::takes_blocks`); a worker process's
+    /// pipeline already takes batches ([`RemotePipeline::batch_size`]).
+    pub fn takes_blocks(&self) -> bool {
+        match self {
+            Engine::Local(p) => p.takes_blocks(),
+            Engine::Remote(_) => false,
+        }
+    }
+
     pub fn process(&mut self, doc: Document) -> EngineOutputs<'_> {
         match self {
             Engine::Local(p) => EngineOutputs::Local(p.process(doc)),

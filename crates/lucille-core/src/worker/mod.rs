@@ -31,6 +31,7 @@ use serde_json::json;
 use crate::accounting::EventType;
 use crate::config::{ComponentConfig, ConfigError, Options};
 use crate::document::Document;
+use crate::event::Event;
 use crate::indexer::{Preparer, ToIndex};
 use crate::messaging::WorkerSide;
 use crate::pipeline::{PipelinePlan, StageMetrics};
@@ -391,6 +392,8 @@ impl Spawner {
             stats: self.stats.clone(),
             dead_letter: self.dead_letter.clone(),
             preparer: self.preparer.clone(),
+            outbox: (self.messenger.batches_outputs() && slot.is_none())
+                .then(|| std::cell::RefCell::new(Outbox::default())),
             watch: slot.clone(),
             connect: self.connect.clone(),
         };
@@ -444,6 +447,17 @@ struct WorkerContext {
     /// Under `worker.maxProcessingSecs`, the state the supervisor observes.
     watch: Option<Arc<Slot>>,
     connect: Option<Connect>,
+    /// A block's events and outputs, handed over together once the block is done, when the
+    /// messenger takes them so (`WorkerSide::batches_outputs`) and no watchdog may abandon
+    /// this thread in the middle of a block (`None`: each is sent at once).
+    outbox: Option<std::cell::RefCell<Outbox>>,
+}
+
+/// What a worker thread gathered while it processed a block.
+#[derive(Default)]
+struct Outbox {
+    events: Vec<Event>,
+    ops: Vec<ToIndex>,
 }
 
 impl WorkerPool {
@@ -761,7 +775,30 @@ fn write_heartbeat(path: &std::path::Path, processed: u64) {
 
 impl WorkerContext {
     fn event(&self, id: &str, kind: EventType, message: Option<String>) {
-        crate::messaging::send_event(self.messenger.as_ref(), id, &self.run_id, kind, message);
+        self.send_event_in(id, self.run_id.clone(), kind, message);
+    }
+
+    fn send_event_in(&self, id: &str, run: Arc<str>, kind: EventType, message: Option<String>) {
+        match &self.outbox {
+            Some(out) => {
+                let mut e = Event::new(id, run, kind);
+                e.message = message;
+                out.borrow_mut().events.push(e);
+            }
+            None => crate::messaging::send_event(self.messenger.as_ref(), id, &run, kind, message),
+        }
+    }
+
+    /// Hands over what this thread gathered (events first), before it tells the messenger
+    /// the block is done or waits for more.
+    fn send_gathered(&self) {
+        if let Some(out) = &self.outbox {
+            let mut out = out.borrow_mut();
+            let Outbox { events, ops } = &mut *out;
+            if !events.is_empty() || !ops.is_empty() {
+                self.messenger.send_outputs(events, ops);
+            }
+        }
     }
 
     /// An event for a document in hand, for the document's own run: in a Kafka worker one
@@ -772,10 +809,7 @@ impl WorkerContext {
 
     fn event_in(&self, id: &str, run: Option<&str>, kind: EventType, message: Option<String>) {
         match run {
-            Some(r) if r != &*self.run_id => {
-                let run: Arc<str> = Arc::from(r);
-                crate::messaging::send_event(self.messenger.as_ref(), id, &run, kind, message);
-            }
+            Some(r) if r != &*self.run_id => self.send_event_in(id, Arc::from(r), kind, message),
             _ => self.event(id, kind, message),
         }
     }
@@ -879,6 +913,7 @@ impl WorkerContext {
             p.record_metrics();
         }
         let batch = pipeline.as_ref().map_or(1, |p| p.batch_size());
+        let blocks = pipeline.as_ref().is_ok_and(|p| p.takes_blocks());
         let mut flushed = Instant::now();
         let mut block: Vec<ToProcess> = Vec::new();
         let mut sizer = BlockSizer::default();
@@ -909,6 +944,14 @@ impl WorkerContext {
                     let docs = self.fill_batch(docs, batch);
                     self.process_batch(p, docs)
                 }
+                // A stage takes whole blocks: the block as taken, run eagerly.
+                Ok(p) if blocks => {
+                    #[cfg(any(test, feature = "testing"))]
+                    for doc in &docs {
+                        crate::fault_point::hit("worker", doc.id());
+                    }
+                    self.process_batch(p, docs)
+                }
                 Ok(p) => docs.into_iter().try_for_each(|doc| {
                     #[cfg(any(test, feature = "testing"))]
                     crate::fault_point::hit("worker", doc.id());
@@ -922,6 +965,7 @@ impl WorkerContext {
                     Ok(())
                 }
             };
+            self.send_gathered();
             self.messenger.done_processing();
             sizer.observe(taken, started.elapsed());
             if done.is_err() {
@@ -1095,6 +1139,10 @@ impl WorkerContext {
             Some(p) => ToIndex::Op(p.prepare(doc)),
             None => ToIndex::Doc(doc),
         };
+        if let Some(out) = &self.outbox {
+            out.borrow_mut().ops.push(item);
+            return;
+        }
         let id = item.id().to_string();
         if let Err(e) = self.messenger.send_for_indexing(item) {
             self.event_in(

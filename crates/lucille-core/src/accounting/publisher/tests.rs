@@ -252,6 +252,8 @@ fn terminal_listener_hears_every_terminal_event_after_the_ledger_applied_it() {
     }));
     p.publish(doc("a")).unwrap();
     p.publish(doc("b")).unwrap();
+    // "b" found "a" queued, so it was held for a block; the connector's end sends it.
+    p.flush().unwrap();
     let ev = |id: &str, kind| Event::new(id, Arc::from("run-1"), kind);
     p.handle_event(&ev("c", EventType::Create));
     p.handle_event(&ev("c", EventType::Drop));
@@ -360,4 +362,93 @@ fn a_run_that_keeps_documents_builds_records_at_publish_and_fails_unbuildable_on
         fail.message.as_deref(),
         Some("f.jsonl: line 7: unbuildable")
     );
+}
+
+/// The ids queued for the workers, in order.
+fn drain_ids(m: &LocalMessenger) -> Vec<String> {
+    let mut items = Vec::new();
+    m.poll_block(usize::MAX, Duration::ZERO, &mut items);
+    items.iter().map(|i| i.id().to_string()).collect()
+}
+
+#[test]
+fn while_the_workers_are_busy_publishes_are_held_and_handed_over_as_one_block() {
+    // Capacity 8: blocks of 4.
+    let m = Arc::new(LocalMessenger::new(8));
+    let p = Publisher::new(
+        Arc::from("run-1"),
+        m.clone(),
+        PublisherSettings::default(),
+        Arc::new(AtomicBool::new(false)),
+    );
+    // Nothing queued: the first goes at once (a trickle is never held).
+    p.publish(doc("a")).unwrap();
+    assert_eq!(m.queued().0, 1);
+    // "a" waits for a worker: the next are held until a block of 4 is full.
+    for id in ["b", "c", "d"] {
+        p.publish(doc(id)).unwrap();
+    }
+    assert_eq!(m.queued().0, 1, "held, not queued");
+    assert_eq!(p.pending(), 4, "held documents count as in flight");
+    assert!(p.has_pending());
+    assert_eq!(p.counts().published, 1, "only what was sent is tracked");
+    p.publish(doc("e")).unwrap();
+    assert_eq!(drain_ids(&m), ["a", "b", "c", "d", "e"], "in publish order");
+    assert_eq!(p.counts().published, 5);
+    // The connector's end sends what is held.
+    for id in ["f", "g", "h"] {
+        p.publish(doc(id)).unwrap();
+    }
+    assert_eq!(m.queued().0, 1);
+    p.flush().unwrap();
+    assert_eq!(drain_ids(&m), ["f", "g", "h"]);
+    assert_eq!(p.pending(), 8);
+    // With the workers idle, a held document goes with the next publish.
+    p.publish(doc("i")).unwrap();
+    p.publish(doc("j")).unwrap();
+    assert_eq!(drain_ids(&m), ["i"]);
+    p.publish(doc("k")).unwrap();
+    assert_eq!(drain_ids(&m), ["j", "k"]);
+}
+
+#[test]
+fn a_held_document_goes_out_once_the_workers_run_dry_even_if_the_connector_publishes_no_more() {
+    let (p, m) = publisher(PublisherSettings::default());
+    p.publish(doc("a")).unwrap();
+    p.publish(doc("b")).unwrap();
+    assert_eq!(m.queued().0, 1, "b is held behind a");
+    // The event loop's tick leaves it while a worker has work...
+    p.send_held_if_idle();
+    assert_eq!(m.queued().0, 1);
+    // ...and sends it once the workers ran dry.
+    assert_eq!(drain_ids(&m), ["a"]);
+    p.send_held_if_idle();
+    assert_eq!(drain_ids(&m), ["b"]);
+    // The same through wait_for_completion, with a connector that is still running.
+    p.publish(doc("c")).unwrap();
+    p.publish(doc("d")).unwrap();
+    let m2 = m.clone();
+    let worker = thread::spawn(move || {
+        let mut ids = Vec::new();
+        while ids.len() < 2 {
+            let mut got = Vec::new();
+            m2.poll_block(16, Duration::from_millis(20), &mut got);
+            for item in got {
+                finish(&m2, item.id(), EventType::Finish);
+                ids.push(item.id().to_string());
+            }
+        }
+        ids
+    });
+    let finish_ab = |p: &Publisher| {
+        for id in ["a", "b"] {
+            p.handle_event(&Event::new(id, Arc::from("run-1"), EventType::Finish));
+        }
+    };
+    finish_ab(&p);
+    let r = p.wait_for_completion(&Done(true), Some(Duration::from_secs(10)), |_| {
+        Ok::<(), String>(())
+    });
+    assert!(r.ok, "{r:?}");
+    assert_eq!(worker.join().unwrap(), ["c", "d"]);
 }

@@ -89,13 +89,14 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
             .map(Document::from_value)
             .collect::<Result<Vec<_>, _>>()
             .map_err(std::io::Error::other)?;
-        let outputs: Vec<Output> = if docs.len() > 1 && pipeline.batch_size() > 1 {
-            pipeline.process_batch(docs)
-        } else {
-            docs.into_iter()
-                .flat_map(|doc| pipeline.process(doc).collect::<Vec<_>>())
-                .collect()
-        };
+        let outputs: Vec<Output> =
+            if docs.len() > 1 && (pipeline.batch_size() > 1 || pipeline.takes_blocks()) {
+                pipeline.process_batch(docs)
+            } else {
+                docs.into_iter()
+                    .flat_map(|doc| pipeline.process(doc).collect::<Vec<_>>())
+                    .collect()
+            };
         let out: Vec<WireOutput> = outputs.into_iter().map(wire).collect();
         send(&mut output, &json!({ "out": out }))?;
     }

@@ -685,6 +685,8 @@ fn move_after_processing_and_to_error_folder() {
     .unwrap();
     let (p, m) = publisher();
     c.read_all(&c.list_files().unwrap(), &p).unwrap();
+    // As the runner does after a connector: what the publisher holds for a block is sent.
+    p.flush().unwrap();
     assert!(dir.0.join("done/catalog.xml").exists());
     assert!(dir.0.join("error/broken.xml").exists());
     assert!(!dir.0.join("in/catalog.xml").exists() && !dir.0.join("in/broken.xml").exists());
@@ -729,6 +731,8 @@ fn parallel_readers_keep_each_files_order() {
     .unwrap();
     let (p, m) = publisher();
     c.read_all(&c.list_files().unwrap(), &p).unwrap();
+    // As the runner does after a connector: what the publisher holds for a block is sent.
+    p.flush().unwrap();
     let docs = drain(&m);
     assert_eq!(docs.len(), 12_000);
     let mut last: HashMap<String, i64> = HashMap::new();
