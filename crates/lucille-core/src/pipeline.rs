@@ -374,6 +374,56 @@ fn stage_span(
 /// A stage call that panicked: the panic's message.
 struct Panicked(String);
 
+/// When an eager call of a stage started, and the ids of the traced documents in it (by their
+/// place in the call), for their `stage` spans.
+struct SpanStarts {
+    start: SystemTime,
+    ids: Vec<Option<(String, String)>>,
+}
+
+impl SpanStarts {
+    /// Nothing is read (or allocated) unless the pipeline traces.
+    fn of<'a>(traced: bool, outputs: impl Iterator<Item = &'a Output>) -> Self {
+        if !traced {
+            return SpanStarts {
+                start: SystemTime::UNIX_EPOCH,
+                ids: Vec::new(),
+            };
+        }
+        let ids = outputs
+            .map(|o| {
+                o.trace.map(|_| {
+                    let run = o.doc.run_id().unwrap_or_default().to_string();
+                    (run, o.doc.id().to_string())
+                })
+            })
+            .collect();
+        SpanStarts {
+            start: SystemTime::now(),
+            ids,
+        }
+    }
+
+    /// The span of the `j`th document of the call, with its own outcome.
+    fn end(
+        &self,
+        slot: &StageSlot,
+        j: usize,
+        trace: Option<crate::trace::DocTrace>,
+        result: &Result<crate::stage::StageResult, Panicked>,
+    ) {
+        let (Some(t), Some(Some((run_id, doc_id)))) = (trace, self.ids.get(j)) else {
+            return;
+        };
+        let error = match result {
+            Ok(Ok(_)) => None,
+            Ok(Err(failure)) => Some(failure.to_string()),
+            Err(Panicked(message)) => Some(format!("panicked: {message}")),
+        };
+        stage_span(slot, (run_id, doc_id), t, self.start, error);
+    }
+}
+
 /// Applies one stage's result for a document of an eager batch run: records a failure or
 /// panic on it, or gathers its children whole (stamped with its run id). `lent` stages get
 /// `children_done` once the children are drained.
@@ -573,13 +623,14 @@ impl Pipeline {
         let mut items: Vec<(usize, Output)> = docs
             .into_iter()
             .map(|doc| {
+                let trace = self.doc_trace(&doc);
                 (
                     0,
                     Output {
                         doc,
                         is_child: false,
                         error: None,
-                        trace: None,
+                        trace,
                     },
                 )
             })
@@ -608,6 +659,9 @@ impl Pipeline {
             };
             if batch > 1 {
                 for chunk in eligible.chunks(batch) {
+                    // The traced documents' ids before the call: each gets a `stage` span for
+                    // the call its document was in.
+                    let spans = SpanStarts::of(self.traced, chunk.iter().map(|&k| &items[k].1));
                     let mut docs: Vec<Document> = chunk
                         .iter()
                         .map(|&k| std::mem::replace(&mut items[k].1.doc, Document::placeholder()))
@@ -638,14 +692,17 @@ impl Pipeline {
                                 .collect()
                         }
                     };
-                    for ((&k, doc), result) in chunk.iter().zip(docs).zip(results) {
+                    for (j, ((&k, doc), result)) in chunk.iter().zip(docs).zip(results).enumerate()
+                    {
                         items[k].1.doc = doc;
+                        spans.end(slot, j, items[k].1.trace, &result);
                         children[k] = settle(slot, &mut items[k].1, result, false);
                     }
                 }
             } else {
                 for &k in &eligible {
                     let out = &mut items[k].1;
+                    let spans = SpanStarts::of(self.traced, std::iter::once(&*out));
                     let started = Instant::now();
                     let result = catch_unwind(AssertUnwindSafe(|| {
                         slot.stage.process_document(&mut out.doc)
@@ -653,6 +710,7 @@ impl Pipeline {
                     .map_err(|payload| Panicked(panic_message(payload.as_ref())));
                     slot.end_call(Some(started));
                     slot.count_processed(1);
+                    spans.end(slot, 0, out.trace, &result);
                     children[k] = settle(slot, out, result, true);
                 }
             }
@@ -661,7 +719,10 @@ impl Pipeline {
             }
             let mut next = Vec::with_capacity(items.len());
             for (item, kids) in items.into_iter().zip(children) {
-                next.extend(kids.into_iter().map(|c| (i + 1, c)));
+                for mut child in kids {
+                    child.trace = self.doc_trace(&child.doc);
+                    next.push((i + 1, child));
+                }
                 next.push(item);
             }
             items = next;
@@ -675,6 +736,12 @@ impl Pipeline {
 
     pub fn metrics(&self) -> Vec<StageMetrics> {
         self.stages.iter().map(|s| s.metrics.clone()).collect()
+    }
+
+    /// A document's place in its run's trace, when it is traced.
+    fn doc_trace(&mut self, doc: &Document) -> Option<crate::trace::DocTrace> {
+        self.run_trace(doc.run_id())
+            .and_then(|r| crate::trace::in_run(&r, doc.id()))
     }
 
     /// The trace of run `run_id` when this pipeline traces and the process knows it.
