@@ -1353,6 +1353,16 @@ fn run_connector(
                         while !handle.is_finished() && Instant::now() < deadline {
                             std::thread::sleep(Duration::from_millis(10));
                         }
+                        if wedged {
+                            // What the connector handed over last (its held block goes at its
+                            // end) is taken by the workers and FAILed by the drain, not left
+                            // queued when the pool stops.
+                            let queued =
+                                || topology.publisher.queue_depths().map_or(0, |d| d.source);
+                            while queued() > 0 && Instant::now() < deadline {
+                                std::thread::sleep(Duration::from_millis(5));
+                            }
+                        }
                     }
                     if handle.is_finished() || error.is_none() {
                         match handle.join() {

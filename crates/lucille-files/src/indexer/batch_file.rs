@@ -6,7 +6,7 @@
 //! file", and a FAIL means "no part of it is".
 
 use std::fs::File;
-use std::io::{Seek, SeekFrom, Write};
+use std::io::{IoSlice, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::BackendError;
@@ -35,9 +35,17 @@ impl BatchFile {
 
     /// Writes one batch's bytes whole, or removes what part of them reached the file.
     pub fn write_batch(&mut self, bytes: &[u8]) -> Result<(), BackendError> {
-        match self.file.write_all(bytes) {
+        self.write_parts(&[bytes])
+    }
+
+    /// Writes one batch given in parts (a line each, as the workers encoded them) whole, or
+    /// removes what part of them reached the file: the kernel gathers the parts (`writev`),
+    /// so they are not first copied into one buffer.
+    pub fn write_parts(&mut self, parts: &[&[u8]]) -> Result<(), BackendError> {
+        let total: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        match write_all_parts(&mut self.file, parts) {
             Ok(()) => {
-                self.committed += bytes.len() as u64;
+                self.committed += total;
                 Ok(())
             }
             Err(e) => {
@@ -65,5 +73,49 @@ impl BatchFile {
         self.file
             .sync_all()
             .map_err(|e| BackendError::new(format!("closing {} failed: {e}", self.path.display())))
+    }
+}
+
+/// `write_all` for parts (std's `write_all_vectored` is not stable): writes until every part is
+/// written, resuming a short write where it stopped.
+fn write_all_parts(out: &mut impl Write, parts: &[&[u8]]) -> std::io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+    let mut rest = &mut slices[..];
+    IoSlice::advance_slices(&mut rest, 0);
+    while !rest.is_empty() {
+        match out.write_vectored(rest) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut rest, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_all_parts;
+
+    /// Takes at most 5 bytes a call, from the first part only (as a short `writev` may).
+    struct Short(Vec<u8>);
+
+    impl std::io::Write for Short {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(5);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn parts_are_written_whole_and_in_order_across_short_writes() {
+        let mut out = Short(Vec::new());
+        let parts: [&[u8]; 4] = [b"first line\n", b"", b"2\n", b"the third one\n"];
+        write_all_parts(&mut out, &parts).unwrap();
+        assert_eq!(out.0, b"first line\n2\nthe third one\n");
     }
 }

@@ -196,6 +196,19 @@ impl Backend for JsonlBackend {
         ops: &[IndexOp],
         mut encoded: Vec<Option<Encoded>>,
     ) -> Result<Vec<Option<String>>, BackendError> {
+        let all_lines = encoded.len() == ops.len()
+            && encoded
+                .iter()
+                .all(|e| e.as_ref().is_some_and(|b| b.is::<Vec<u8>>()));
+        if all_lines {
+            // Every line was encoded on a worker: written as they are, gathered by the kernel.
+            let lines: Vec<Vec<u8>> = (0..ops.len())
+                .filter_map(|i| take_encoded::<Vec<u8>>(&mut encoded, i))
+                .collect();
+            let parts: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
+            self.out.write_parts(&parts)?;
+            return Ok(vec![None; ops.len()]);
+        }
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
         for (i, op) in ops.iter().enumerate() {
