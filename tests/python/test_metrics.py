@@ -396,6 +396,21 @@ class Hold(lucille.Stage):
                 time.sleep(0.02)
 """
 
+# Publishes 0..298, waits until the workers have surely taken them, then 299, which therefore
+# travels alone: a document held in a stage holds back the others of its block (a Python stage
+# takes whole blocks), and this test is about the counts of the others while one hangs.
+SEQ = """
+import time
+import lucille
+
+class Seq(lucille.Connector):
+    def execute(self, publisher):
+        for n in range(299):
+            publisher.publish(lucille.Document(str(n)))
+        time.sleep(1.0)
+        publisher.publish(lucille.Document("299"))
+"""
+
 
 @pytest.mark.parametrize("attempt", range(int(os.environ.get("LUCILLE_FAULT_REPEAT", "1"))))
 def test_a_stage_s_counts_are_true_while_a_worker_hangs_in_the_next_stage(
@@ -404,9 +419,10 @@ def test_a_stage_s_counts_are_true_while_a_worker_hangs_in_the_next_stage(
     # every scrape while it hung showed `copy` short of the documents that had passed it.
     release = tmp_path / "release"
     (tmp_path / "hold.py").write_text(HOLD.format(release=str(release)))
+    (tmp_path / "seq.py").write_text(SEQ)
     conf = tmp_path / "hung.conf"
     conf.write_text(f"""
-connectors: [{{ name: "seq", class: "SequenceConnector", numDocs: 300, pipeline: "hung" }}]
+connectors: [{{ name: "seq", class: "{tmp_path / 'seq.py'}:Seq", pipeline: "hung" }}]
 pipelines: [{{ name: "hung", stages: [
   {{ name: "copy", class: "CopyFields", fieldMapping: {{ id: "id_copy" }} }},
   {{ name: "hold", class: "{tmp_path / 'hold.py'}:Hold" }} ] }}]
