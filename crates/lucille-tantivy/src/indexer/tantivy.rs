@@ -706,15 +706,17 @@ fn add_typed(
 }
 
 /// The Tantivy index at `path`: reopened with its own schema if it exists (checked against
-/// `defs` when fields are configured), else created with `defs`.
+/// `defs` when fields are configured), else created with `defs`. Opened on the writer's own
+/// directory, which maps what a merge reads afresh as it goes (`directory.rs`).
 pub fn open_or_create(path: &Path, defs: &[FieldDef]) -> Result<Index, BackendError> {
     let fail = |what: &str, e: &dyn std::fmt::Display| {
         BackendError::new(format!("tantivy index {}: {what}: {e}", path.display()))
     };
     std::fs::create_dir_all(path).map_err(|e| fail("cannot create the folder", &e))?;
+    let dir = writer_directory(path).map_err(|e| fail("cannot open the folder", &e))?;
     let wanted = build_schema(defs);
     if path.join("meta.json").exists() {
-        let index = Index::open_in_dir(path).map_err(|e| fail("cannot open", &e))?;
+        let index = Index::open(dir).map_err(|e| fail("cannot open", &e))?;
         let have = index.schema();
         Layout::of(have.clone()).map_err(|e| fail("cannot reuse", &e))?;
         if !defs.is_empty() && have != wanted {
@@ -727,8 +729,16 @@ pub fn open_or_create(path: &Path, defs: &[FieldDef]) -> Result<Index, BackendEr
         }
         Ok(index)
     } else {
-        Index::create_in_dir(path, wanted).map_err(|e| fail("cannot create", &e))
+        Index::create(dir, wanted, tantivy::IndexSettings::default())
+            .map_err(|e| fail("cannot create", &e))
     }
+}
+
+/// The folder at `path` as the index writer reads and writes it.
+fn writer_directory(
+    path: &Path,
+) -> Result<directory::WriterDirectory, tantivy::directory::error::OpenDirectoryError> {
+    directory::WriterDirectory::open(path)
 }
 
 fn describe_schema(s: &Schema) -> String {
@@ -758,12 +768,13 @@ pub fn writer(index: &Index, memory_mb: usize) -> Result<IndexWriter, tantivy::T
     writer_with(index, memory_mb, None)
 }
 
-/// As [`writer`], with `threads` indexing threads when given (`writerThreads`).
-pub fn writer_with(
+/// As [`writer`], with `threads` indexing threads when given (`writerThreads`), for documents
+/// of any type.
+pub fn writer_with<D: tantivy::Document>(
     index: &Index,
     memory_mb: usize,
     threads: Option<usize>,
-) -> Result<IndexWriter, tantivy::TantivyError> {
+) -> Result<IndexWriter<D>, tantivy::TantivyError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let fit = (memory_mb / MIN_MB_PER_THREAD).max(1);
     let threads = threads.map_or_else(|| fit.min(cpus.min(8)), |t| t.clamp(1, fit));
@@ -773,9 +784,11 @@ pub fn writer_with(
 /// Ids upserted this session into an index that started empty: an id not in it cannot be in
 /// the index, so its upsert needs no delete. Deletes are not free in Tantivy (each is looked up
 /// in every segment at commit; a million of them halved a bulk load's throughput), and a first
-/// load into an empty index is the common case. Holds 64-bit hashes (a collision only costs an
-/// unneeded delete); past `MAX_TRACKED` ids it is dropped and every upsert deletes first.
-struct FreshIds(Option<std::collections::HashSet<u64>>);
+/// load into an empty index is the common case. Holds 32-bit hashes: a collision only costs an
+/// unneeded delete (~120 of them among 1M ids, ~1,900 among 4M), and the set takes 5 bytes a
+/// slot where 64-bit hashes took 9 (1M ids: 10.5 MB instead of 18.9; 4M: 42 MB instead of 75).
+/// Past `MAX_TRACKED` ids it is dropped and every upsert deletes first.
+struct FreshIds(Option<std::collections::HashSet<u32>>);
 
 const MAX_TRACKED: usize = 4_000_000;
 
@@ -792,14 +805,112 @@ impl FreshIds {
         use std::hash::{BuildHasher, BuildHasherDefault};
         let h =
             BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(id);
-        !seen.insert(h)
+        // The low half of SipHash's 64 bits.
+        !seen.insert(h as u32)
     }
 }
 
 struct Target {
     layout: Layout,
-    writer: IndexWriter,
+    writer: IndexWriter<Queued>,
+    /// The documents handed to `writer` and not indexed yet.
+    queue: Arc<Queue>,
     fresh: FreshIds,
+}
+
+/// How much of the documents handed to a writer may wait for its threads, in units of
+/// `QUEUE_UNIT` bytes of document data (a document counts its data's whole units, plus one).
+/// Tantivy's own queue holds up to 10,000 documents whatever their size (its channel's bound),
+/// and it is full while indexing is the bottleneck (row 4 of the standard benchmark): 10,000 of
+/// its documents are ~43 MB (the data of one is ~3.6 KB, in a 4 KB allocation: one unit), ~12%
+/// of row 4's peak RSS at 1M records, and the backend was woken for every document the threads
+/// took off a full queue. Here it waits at `MAX_QUEUED` units (~8 MB) until the threads are
+/// down to `RESUME_AT`: the 1,500 documents of the benchmark left when it is woken are ~35 ms
+/// of work for two indexing threads (~45 µs of CPU a document), time for it to be scheduled on
+/// a busy machine (waiting at 1,000 until 500 gave 358-372 MB at 1M, against 363-389).
+/// Documents of 100 KB wait ~77 at a time, not 10,000.
+const MAX_QUEUED: usize = 2_000;
+const RESUME_AT: usize = 1_500;
+const QUEUE_UNIT: usize = 4096;
+
+/// Counts the documents handed to a writer and not yet indexed ([`MAX_QUEUED`]).
+#[derive(Default)]
+struct Queue {
+    /// In `QUEUE_UNIT`s.
+    queued: std::sync::atomic::AtomicUsize,
+    lock: std::sync::Mutex<()>,
+    drained: std::sync::Condvar,
+}
+
+impl Queue {
+    /// Counts `doc` queued until the returned ticket is dropped.
+    fn ticket(self: &Arc<Self>, doc: &TantivyDocument) -> Ticket {
+        let units = doc.node_data.len() / QUEUE_UNIT + 1;
+        self.queued
+            .fetch_add(units, std::sync::atomic::Ordering::SeqCst);
+        Ticket {
+            queue: self.clone(),
+            units,
+        }
+    }
+
+    /// With `MAX_QUEUED` units queued, waits until no more than `RESUME_AT` are, or for at most
+    /// a second (a writer whose threads are gone holds its documents: `add_document` says so).
+    fn wait_for_room(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.queued.load(SeqCst) < MAX_QUEUED {
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let mut guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        while self.queued.load(SeqCst) > RESUME_AT {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                break;
+            };
+            guard = self
+                .drained
+                .wait_timeout(guard, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+/// One queued document's place in its [`Queue`].
+struct Ticket {
+    queue: Arc<Queue>,
+    units: usize,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let q = &self.queue;
+        let before = q
+            .queued
+            .fetch_sub(self.units, std::sync::atomic::Ordering::SeqCst);
+        // The one that brings the count down to `RESUME_AT` wakes the backend (it checks the
+        // count under the lock, so this cannot come between its check and its wait).
+        if before > RESUME_AT && before - self.units <= RESUME_AT {
+            let _guard = q.lock.lock().unwrap_or_else(|e| e.into_inner());
+            q.drained.notify_all();
+        }
+    }
+}
+
+/// A document handed to the backend's writer: counted in its [`Queue`] until the writer's
+/// thread has indexed (and dropped) it.
+struct Queued {
+    doc: TantivyDocument,
+    _ticket: Ticket,
+}
+
+impl tantivy::Document for Queued {
+    type Value<'a> = <TantivyDocument as tantivy::Document>::Value<'a>;
+    type FieldsValuesIter<'a> = <TantivyDocument as tantivy::Document>::FieldsValuesIter<'a>;
+
+    fn iter_fields_and_values(&self) -> Self::FieldsValuesIter<'_> {
+        self.doc.iter_fields_and_values()
+    }
 }
 
 inventory::submit!(super::IndexerDescriptor {
@@ -900,13 +1011,19 @@ impl TantivyBackend {
                         path: path.clone(),
                         source,
                     })?;
-                    Index::create_in_dir(&path, main.layout.schema.clone()).map_err(|source| {
-                        IndexError::Tantivy {
-                            action: "create",
-                            path: path.clone(),
-                            source,
-                        }
-                    })?
+                    let tantivy_error = |source| IndexError::Tantivy {
+                        action: "create",
+                        path: path.clone(),
+                        source,
+                    };
+                    let dir = writer_directory(&path)
+                        .map_err(|e| tantivy_error(tantivy::TantivyError::from(e)))?;
+                    Index::create(
+                        dir,
+                        main.layout.schema.clone(),
+                        tantivy::IndexSettings::default(),
+                    )
+                    .map_err(tantivy_error)?
                 }
                 _ => open_or_create(&path, &self.defs)?,
             };
@@ -933,6 +1050,7 @@ impl TantivyBackend {
                 Target {
                     layout,
                     writer,
+                    queue: Arc::default(),
                     fresh,
                 },
             );
@@ -979,6 +1097,11 @@ impl TantivyBackend {
         if t.fresh.needs_delete(id) {
             t.writer.delete_term(Term::from_field_text(t.layout.id, id));
         }
+        t.queue.wait_for_room();
+        let doc = Queued {
+            _ticket: t.queue.ticket(&doc),
+            doc,
+        };
         t.writer.add_document(doc).map_err(IndexError::Rejected)?;
         Ok(())
     }
@@ -1306,6 +1429,8 @@ pub fn search_vector(
         })
         .collect()
 }
+
+mod directory;
 
 #[cfg(test)]
 mod tests;

@@ -571,3 +571,184 @@ fn writer_threads_are_checked_against_the_memory_and_used() {
     b.close().unwrap();
     assert_eq!(ids(&dir, "x").len(), 50);
 }
+
+/// How many mappings of `file` the process has.
+#[cfg(target_os = "linux")]
+fn mappings_of(file: &Path) -> usize {
+    let file = file.canonicalize().unwrap();
+    let file = file.to_str().unwrap();
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|l| l.ends_with(file))
+        .count()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn the_writer_directory_maps_files_afresh_and_unmaps_what_nobody_holds() {
+    use tantivy::directory::Directory as _;
+    let dir = tempdir();
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let file = dir.join("f.bin");
+    std::fs::write(&file, &data).unwrap();
+    let d = directory::WriterDirectory::with_limits(
+        &dir,
+        directory::Limits {
+            remap_every: 10_000,
+            own_mapping: 50_000,
+        },
+    )
+    .unwrap();
+    let h = d.get_file_handle(Path::new("f.bin")).unwrap();
+    assert_eq!(h.len(), data.len());
+    // 0..4000 and 4000..8000 are read in the mapping made at open; 8000..12000 too (the
+    // generation counts the bytes read before it); 12,000 bytes read: the next read maps anew.
+    let a = h.read_bytes(0..4000).unwrap();
+    let b = h.read_bytes(4000..8000).unwrap();
+    let c = h.read_bytes(8000..12000).unwrap();
+    let base = a.as_slice().as_ptr();
+    assert_eq!(b.as_slice().as_ptr(), base.wrapping_add(4000));
+    assert_eq!(c.as_slice().as_ptr(), base.wrapping_add(8000));
+    assert_eq!(mappings_of(&file), 1);
+    let e = h.read_bytes(12_000..13_000).unwrap();
+    assert_ne!(e.as_slice().as_ptr(), base.wrapping_add(12_000));
+    assert_eq!(e.as_slice(), &data[12_000..13_000]);
+    assert_eq!(
+        mappings_of(&file),
+        2,
+        "the old mapping is still held by a, b and c"
+    );
+    drop((a, b, c));
+    assert_eq!(
+        mappings_of(&file),
+        1,
+        "nobody holds the old mapping: unmapped"
+    );
+    // A large read has a mapping of its own, gone with its bytes.
+    let big = h.read_bytes(100_000..200_000).unwrap();
+    assert_eq!(big.as_slice(), &data[100_000..]);
+    assert_eq!(mappings_of(&file), 2);
+    drop(big);
+    assert_eq!(mappings_of(&file), 1);
+    assert_eq!(e.as_slice(), &data[12_000..13_000]);
+    drop((e, h));
+    assert_eq!(mappings_of(&file), 0);
+    // Empty files read as empty.
+    std::fs::write(dir.join("empty"), b"").unwrap();
+    let h = d.get_file_handle(Path::new("empty")).unwrap();
+    assert_eq!(h.len(), 0);
+    assert!(h.read_bytes(0..0).unwrap().is_empty());
+    assert!(matches!(
+        d.get_file_handle(Path::new("missing")),
+        Err(tantivy::directory::error::OpenReadError::FileDoesNotExist(
+            _
+        ))
+    ));
+}
+
+#[test]
+fn merges_through_the_writer_directory_keep_every_document() {
+    // Every read remaps and every read of 1 KB or more has its own mapping: the merger reads
+    // postings, positions, doc stores (stacked whole) and fast fields through both.
+    let dir = tempdir();
+    let d = directory::WriterDirectory::with_limits(
+        &dir,
+        directory::Limits {
+            remap_every: 1,
+            own_mapping: 1024,
+        },
+    )
+    .unwrap();
+    let index = Index::create(d, build_schema(&[]), tantivy::IndexSettings::default()).unwrap();
+    let layout = Layout::of(index.schema()).unwrap();
+    let mut w = writer_with(&index, 15, Some(1)).unwrap();
+    w.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+    let body = "lorem ipsum dolor sit amet ".repeat(40);
+    for seg in 0..4 {
+        for i in 0..300 {
+            let fields = obj(json!({"n": i, "body": format!("{body} seg{seg} doc{i}")}));
+            let id = format!("s{seg}-{i}");
+            let doc = layout
+                .document_owned(&id, fields.into_iter().collect())
+                .unwrap();
+            w.add_document(doc).unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let segments = index.searchable_segment_ids().unwrap();
+    assert_eq!(segments.len(), 4);
+    w.merge(&segments).wait().unwrap();
+    w.wait_merging_threads().unwrap();
+    let reopened = Index::open_in_dir(&dir).unwrap();
+    assert_eq!(reopened.searchable_segment_ids().unwrap().len(), 1);
+    assert_eq!(ids(&dir, "lorem").len(), 100, "search's limit");
+    assert_eq!(ids(&dir, "seg2").len(), 100);
+    assert_eq!(ids(&dir, "doc7"), ["s0-7", "s1-7", "s2-7", "s3-7"]);
+    let hit = search(&dir, "seg3 AND doc299", 10).unwrap();
+    assert_eq!(hit.len(), 1);
+    assert_eq!(hit[0].doc["n"], json!(299));
+    assert_eq!(
+        hit[0].doc["body"].as_str().unwrap(),
+        format!("{body} seg3 doc299")
+    );
+    let searcher = reopened.reader().unwrap().searcher();
+    assert_eq!(searcher.num_docs(), 1200);
+}
+
+/// Sends `docs` to a fresh backend with one indexing thread, watching its queue: the most
+/// units queued at once, and the index's document count at the end.
+fn queue_peak(docs: Vec<IndexOp>) -> (usize, u64) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+    let dir = tempdir();
+    let mut b = TantivyBackend::new(dir.clone(), vec![], 15, None).with_writer_threads(Some(1));
+    b.validate_connection().unwrap();
+    let queue = b.targets[&None].queue.clone();
+    let (peak, done) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let watch = {
+        let (queue, peak, done) = (queue.clone(), peak.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(SeqCst) {
+                peak.fetch_max(queue.queued.load(SeqCst), SeqCst);
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        })
+    };
+    for chunk in docs.chunks(500) {
+        assert!(b.send(chunk).unwrap().iter().all(Option::is_none));
+    }
+    b.commit().unwrap();
+    assert_eq!(queue.queued.load(SeqCst), 0, "every ticket is given back");
+    done.store(true, SeqCst);
+    watch.join().unwrap();
+    b.close().unwrap();
+    let searcher = Index::open_in_dir(&dir)
+        .unwrap()
+        .reader()
+        .unwrap()
+        .searcher();
+    (peak.load(SeqCst), searcher.num_docs())
+}
+
+#[test]
+fn the_writer_holds_at_most_max_queued_units_of_documents_and_loses_none() {
+    let n = 3 * MAX_QUEUED + 7;
+    let small: Vec<IndexOp> = (0..n)
+        .map(|i| upsert(&format!("d{i}"), json!({"t": "word", "i": i})))
+        .collect();
+    let (peak, count) = queue_peak(small);
+    assert!(peak <= MAX_QUEUED, "{peak}");
+    assert_eq!(count, n as u64);
+    // A 41 KB body is ~83 KB of document data (`_source` and `_fields`): 21 units. Under
+    // `MAX_QUEUED` the backend adds one more document.
+    let body = "lorem ipsum dolor ".repeat(2300);
+    let big: Vec<IndexOp> = (0..300)
+        .map(|i| upsert(&format!("b{i}"), json!({"body": body, "i": i})))
+        .collect();
+    let (peak, count) = queue_peak(big);
+    assert!(peak < MAX_QUEUED + 21, "{peak}");
+    assert_eq!(count, 300);
+}
