@@ -290,12 +290,19 @@ def search(
     *,
     vector: Union[npt.ArrayLike, list[float], None] = None,
     field: Optional[str] = None,
+    hybrid: bool = False,
+    rrf_k: float = 60.0,
+    offset: int = 0,
 ) -> list[dict[str, Any]]:
     """The best `limit` hits for `query` (Tantivy query syntax) in the index at `path`: each
     the stored document's fields plus "id" and "score". With `vector` and `field` (a `vector`
     field of the index), hits are ranked by cosine similarity to `vector` among the documents
-    `query` matches (all when `query` is empty), and "score" is the cosine. Missing index:
-    FileNotFoundError; bad query or field: ValueError."""
+    `query` matches (all when `query` is empty), and "score" is the cosine. With
+    `hybrid=True`, the text ranking of `query` and the vector ranking of every document are
+    fused by reciprocal rank fusion: "score" is the sum of 1 / (rrf_k + rank) over the two
+    rankings, and each hit also has "text_rank" and "vector_rank" (None where absent). `offset`
+    skips that many hits. Missing index: FileNotFoundError; bad query, field, vector or
+    rrf_k: ValueError."""
 
 def embed(
     model: Union[str, os.PathLike[str]], texts: list[str], normalize: bool = True

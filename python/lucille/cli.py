@@ -106,6 +106,10 @@ def _search(args: argparse.Namespace) -> int:
     if not (args.vector or args.near) and not args.query:
         print("error: give a query, --vector or --near", file=sys.stderr)
         return 1
+    if args.hybrid and not (args.vector or args.near):
+        print("error: --hybrid fuses the query's ranking with --vector's or --near's: give one",
+              file=sys.stderr)
+        return 1
     try:
         if args.vector or args.near:
             field, sep, value = (args.vector or args.near).partition("=")
@@ -118,7 +122,8 @@ def _search(args: argparse.Namespace) -> int:
                     raise ValueError(f"--vector: {value!r} is not a comma-separated list of numbers") from None
             else:
                 vector = lucille.embed(args.model, [value])[0]
-            hits = lucille.search(args.index, args.query, limit=args.limit, vector=vector, field=field)
+            hits = lucille.search(args.index, args.query, limit=args.limit, vector=vector, field=field,
+                                  hybrid=args.hybrid)
         else:
             hits = lucille.search(args.index, args.query, limit=args.limit)
     except (FileNotFoundError, ValueError, OSError) as e:
@@ -128,7 +133,11 @@ def _search(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(hit, ensure_ascii=False))
         else:
-            print(f"{rank:>3}. {hit['score']:7.3f}  {hit.get('id', '')}")
+            ranks = ""
+            if args.hybrid:
+                text_rank, vector_rank = hit.get("text_rank"), hit.get("vector_rank")
+                ranks = f"  (text #{text_rank or '-'}, vector #{vector_rank or '-'})"
+            print(f"{rank:>3}. {hit['score']:7.3f}  {hit.get('id', '')}{ranks}")
             summary = _summary(hit)
             if summary:
                 print(f"             {summary}")
@@ -236,6 +245,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="rank by cosine similarity to TEXT embedded with --model (as the Embed stage does)",
     )
     search_p.add_argument("--model", help="the Embed model folder for --near")
+    search_p.add_argument(
+        "--hybrid",
+        action="store_true",
+        help="fuse the query's text ranking with --vector's / --near's ranking of every document "
+        "(reciprocal rank fusion, k=60)",
+    )
     search_p.add_argument("--limit", type=int, default=10, help="hits to show (default 10)")
     search_p.add_argument("--json", action="store_true", help="one JSON object per hit")
 

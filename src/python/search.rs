@@ -1,5 +1,6 @@
-//! `lucille.search(path, query, limit=10, *, vector=None, field=None)`: the embedded Tantivy
-//! index, read from Python, by text or by a query vector; `lucille.embed(model, texts)`: the
+//! `lucille.search(path, query, limit=10, *, vector=None, field=None, hybrid=False, rrf_k=60,
+//! offset=0)`: the embedded Tantivy index, read from Python, by text, by a query vector or by
+//! both fused; `lucille.embed(model, texts)`: the
 //! Embed stage's model, for embedding a query text the way the documents were.
 
 use pyo3::prelude::*;
@@ -11,9 +12,14 @@ use super::missing_component;
 /// The best `limit` hits for `query` (Tantivy query syntax), each the stored document's
 /// fields plus `id` and `score`. With `vector` (and the `vector` field it is compared with,
 /// `field`), hits are ranked by cosine similarity instead, among the documents `query`
-/// matches (every document when `query` is empty); `score` is then the cosine.
+/// matches (every document when `query` is empty); `score` is then the cosine. With
+/// `hybrid=True`, the text ranking of `query` and the vector ranking of every document are
+/// fused by reciprocal rank fusion (`score` = the sum of 1 / (rrf_k + rank) over the two), and
+/// each hit carries `text_rank` and `vector_rank` (None where absent). `offset` skips that
+/// many hits (paging).
 #[pyfunction]
-#[pyo3(signature = (path, query = "", limit = 10, *, vector = None, field = None))]
+#[pyo3(signature = (path, query = "", limit = 10, *, vector = None, field = None, hybrid = false, rrf_k = 60.0, offset = 0))]
+#[allow(clippy::too_many_arguments)]
 fn search<'py>(
     py: Python<'py>,
     path: std::path::PathBuf,
@@ -21,12 +27,27 @@ fn search<'py>(
     limit: usize,
     vector: Option<&Bound<'py, PyAny>>,
     field: Option<String>,
+    hybrid: bool,
+    rrf_k: f64,
+    offset: usize,
 ) -> PyResult<Bound<'py, PyList>> {
     #[cfg(feature = "tantivy")]
-    return index::search(py, path, query, limit, vector, field);
+    return index::search(
+        py,
+        path,
+        index::Request {
+            query,
+            limit,
+            vector,
+            field,
+            hybrid,
+            rrf_k,
+            offset,
+        },
+    );
     #[cfg(not(feature = "tantivy"))]
     {
-        let _ = (py, path, query, limit, vector, field);
+        let _ = (py, path, query, limit, vector, field, hybrid, rrf_k, offset);
         Err(missing_component("Tantivy", "tantivy"))
     }
 }
@@ -65,7 +86,7 @@ mod index {
     use pyo3::types::{PyDict, PyList};
 
     use super::super::convert::value_to_py;
-    use crate::indexer::tantivy::{search as search_index, search_vector, SearchError};
+    use crate::indexer::tantivy::{search_with, SearchError, SearchRequest};
 
     /// A 1-D numpy float array or a list of numbers as float32s.
     fn floats(vector: &Bound<'_, PyAny>) -> PyResult<Vec<f32>> {
@@ -83,18 +104,26 @@ mod index {
         }
     }
 
+    /// `lucille.search`'s arguments after the path.
+    pub struct Request<'a, 'py> {
+        pub query: &'a str,
+        pub limit: usize,
+        pub vector: Option<&'a Bound<'py, PyAny>>,
+        pub field: Option<String>,
+        pub hybrid: bool,
+        pub rrf_k: f64,
+        pub offset: usize,
+    }
+
     /// `lucille.search` (documented on the Python function above) with Tantivy built in.
     pub fn search<'py>(
         py: Python<'py>,
         path: std::path::PathBuf,
-        query: &str,
-        limit: usize,
-        vector: Option<&Bound<'py, PyAny>>,
-        field: Option<String>,
+        r: Request<'_, 'py>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let vector = vector.map(floats).transpose()?;
-        let hits = match (vector, field) {
-            (Some(v), Some(f)) => py.detach(|| search_vector(&path, &f, &v, Some(query), limit)),
+        let vector = r.vector.map(floats).transpose()?;
+        let vector = match (&vector, &r.field) {
+            (Some(v), Some(f)) => Some((f.as_str(), v.as_slice())),
             (Some(_), None) => {
                 return Err(PyValueError::new_err(
                     "vector needs field= (the index's vector field to compare it with)",
@@ -103,13 +132,28 @@ mod index {
             (None, Some(_)) => {
                 return Err(PyValueError::new_err("field= is only used with vector="))
             }
-            (None, None) => py.detach(|| search_index(&path, query, limit)),
-        }
-        .map_err(|e| match e {
-            SearchError::Missing(_) => PyFileNotFoundError::new_err(e.to_string()),
-            SearchError::Query { .. } => PyValueError::new_err(e.to_string()),
-            SearchError::Open { .. } => PyOSError::new_err(e.to_string()),
-        })?;
+            (None, None) if r.hybrid => {
+                return Err(PyValueError::new_err(
+                    "hybrid=True needs vector= and field= (the ranking fused with the query's)",
+                ))
+            }
+            (None, None) => None,
+        };
+        let req = SearchRequest {
+            query: r.query,
+            limit: r.limit,
+            offset: r.offset,
+            vector,
+            hybrid: r.hybrid,
+            rrf_k: r.rrf_k,
+        };
+        let hits = py
+            .detach(|| search_with(&path, &req))
+            .map_err(|e| match e {
+                SearchError::Missing(_) => PyFileNotFoundError::new_err(e.to_string()),
+                SearchError::Query { .. } => PyValueError::new_err(e.to_string()),
+                SearchError::Open { .. } => PyOSError::new_err(e.to_string()),
+            })?;
         let out = PyList::empty(py);
         for hit in hits {
             let d = PyDict::new(py);
@@ -117,6 +161,10 @@ mod index {
                 d.set_item(k, value_to_py(py, v)?)?;
             }
             d.set_item("score", hit.score as f64)?;
+            if r.hybrid {
+                d.set_item("text_rank", hit.text_rank)?;
+                d.set_item("vector_rank", hit.vector_rank)?;
+            }
             out.append(d)?;
         }
         Ok(out)

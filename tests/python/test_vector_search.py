@@ -8,6 +8,7 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import numpy as np
 import pytest
@@ -110,3 +111,62 @@ def test_embed_then_search_near_a_text(
     assert json.loads(out.stdout.splitlines()[0])["id"] == "rates"
     with pytest.raises(ValueError, match="model"):
         lucille.embed(tmp_path / "nope", ["x"])
+
+
+def _fused(hit: dict[str, Any]) -> float:
+    ranks: list[int] = [r for r in (hit["text_rank"], hit["vector_rank"]) if r is not None]
+    return sum(1.0 / (60 + r) for r in ranks)
+
+
+def test_hybrid_search_fuses_text_and_vector_rankings(index: pathlib.Path) -> None:
+    q = [0.1, 0.9, 0.0]
+    text = [h["id"] for h in lucille.search(index, "label:point OR label:east", limit=100)]
+    near = [h["id"] for h in lucille.search(index, vector=q, field="v", limit=100)]
+    assert text[0] == "east" and set(text) == {"east", "north", "ne"}
+    assert near == ["north", "ne", "east"]
+    hits = lucille.search(index, "label:point OR label:east", vector=q, field="v", hybrid=True)
+    # Every document in either ranking, each with its places in both and their fusion.
+    assert sorted(h["id"] for h in hits) == ["east", "ne", "north"]
+    for h in hits:
+        assert h["text_rank"] == text.index(h["id"]) + 1
+        assert h["vector_rank"] == near.index(h["id"]) + 1
+        assert h["score"] == pytest.approx(_fused(h), rel=1e-6)
+        assert h["label"] == h["id"] + " point"
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    # The vector ranking is of every document: a hit the query does not match has no text rank.
+    hits = lucille.search(index, "label:east", vector=q, field="v", hybrid=True)
+    by_id = {h["id"]: h for h in hits}
+    assert by_id["east"]["text_rank"] == 1 and by_id["north"]["text_rank"] is None
+    assert by_id["north"]["vector_rank"] == 1
+    # rrf_k is the fusion's constant; offset pages through the same order.
+    k0 = lucille.search(index, "label:east", vector=q, field="v", hybrid=True, rrf_k=0)
+    assert {h["id"]: h["score"] for h in k0}["east"] == pytest.approx(1 + 1 / 3)
+    page = lucille.search(index, "label:east", vector=q, field="v", hybrid=True, offset=1, limit=1)
+    assert [h["id"] for h in page] == [hits[1]["id"]]
+    # Without hybrid, hits carry no ranks; paging works there too.
+    plain = lucille.search(index, vector=q, field="v")
+    assert "text_rank" not in plain[0]
+    assert [h["id"] for h in lucille.search(index, vector=q, field="v", offset=2)] == ["east"]
+
+
+def test_hybrid_search_errors(index: pathlib.Path) -> None:
+    with pytest.raises(ValueError, match="hybrid=True needs vector="):
+        lucille.search(index, "label:east", hybrid=True)
+    with pytest.raises(ValueError, match="rrf_k"):
+        lucille.search(index, "label:east", vector=[1.0, 0.0, 0.0], field="v", hybrid=True, rrf_k=-1)
+    with pytest.raises(OverflowError):  # as for a negative limit
+        lucille.search(index, "label:east", offset=-1)
+
+
+def test_cli_hybrid(index: pathlib.Path) -> None:
+    out = cli("search", str(index), "label:east", "--vector", "v=0.1,0.9,0", "--hybrid", "--json")
+    assert out.returncode == 0, out.stderr
+    hits = [json.loads(line) for line in out.stdout.splitlines()]
+    by_id = {h["id"]: h for h in hits}
+    assert by_id["east"]["text_rank"] == 1 and by_id["north"]["vector_rank"] == 1
+    assert by_id["north"]["text_rank"] is None
+    text = cli("search", str(index), "label:east", "--vector", "v=0.1,0.9,0", "--hybrid")
+    assert text.returncode == 0, text.stderr
+    assert "(text #1, vector #3)" in text.stdout and "(text #-, vector #1)" in text.stdout
+    bad = cli("search", str(index), "label:east", "--hybrid")
+    assert bad.returncode == 1 and "--hybrid" in bad.stderr

@@ -1255,11 +1255,15 @@ impl Backend for TantivyBackend {
     }
 }
 
-/// One search result: its score and stored document (with `id`).
+/// One search result: its score and stored document (with `id`); in a hybrid search, its
+/// 1-based rank in the text ranking and in the vector ranking (`None` where it is not among
+/// the ranked).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
     pub score: f32,
     pub doc: Map<String, Value>,
+    pub text_rank: Option<usize>,
+    pub vector_rank: Option<usize>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -1298,44 +1302,56 @@ pub enum QueryError {
     /// `search_vector`'s vector.
     #[error("the query vector must be non-empty, finite and not all zeros")]
     BadVector,
+    /// `hybrid` without a vector to fuse the text ranking with.
+    #[error("hybrid search needs a vector and its field (vector=, field=; --vector or --near)")]
+    HybridNeedsVector,
+    /// `rrf_k` negative or not a number.
+    #[error("rrf_k must be a number >= 0, not {0}")]
+    BadRrfK(f64),
 }
+
+/// A search of the embedded index (`lucille.search`, `lucille search`).
+#[derive(Debug, Clone, Copy)]
+pub struct SearchRequest<'a> {
+    /// Tantivy's query syntax; empty: every document.
+    pub query: &'a str,
+    pub limit: usize,
+    /// Hits to skip (paging).
+    pub offset: usize,
+    /// A `vector` field and the vector compared with it by cosine.
+    pub vector: Option<(&'a str, &'a [f32])>,
+    /// With `vector`: fuse the text ranking of `query` and the vector ranking of every document
+    /// by reciprocal rank fusion, instead of ranking `query`'s documents by cosine.
+    pub hybrid: bool,
+    /// Reciprocal rank fusion's constant: a hit scores the sum of `1 / (rrf_k + rank)` over
+    /// the rankings it is in.
+    pub rrf_k: f64,
+}
+
+impl<'a> SearchRequest<'a> {
+    /// `query`'s best `limit` hits.
+    pub fn text(query: &'a str, limit: usize) -> Self {
+        SearchRequest {
+            query,
+            limit,
+            offset: 0,
+            vector: None,
+            hybrid: false,
+            rrf_k: DEFAULT_RRF_K,
+        }
+    }
+}
+
+/// Reciprocal rank fusion's usual constant (Cormack, Clarke and Büttcher, 2009).
+pub const DEFAULT_RRF_K: f64 = 60.0;
+/// How deep each ranking a hybrid search fuses is taken (deeper when offset + limit is).
+pub const FUSION_DEPTH: usize = 100;
 
 /// Searches the index at `path` with Tantivy's query syntax; the best `limit` hits first.
 /// Bare words search every string of the document; `field:value` targets a typed field or a
 /// field without a type (routed to the JSON field).
 pub fn search(path: &Path, query: &str, limit: usize) -> Result<Vec<Hit>, SearchError> {
-    if !path.join("meta.json").is_file() {
-        return Err(SearchError::Missing(path.to_path_buf()));
-    }
-    let open = |e: &dyn std::fmt::Display| SearchError::Open {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    let index = Index::open_in_dir(path).map_err(|e| open(&e))?;
-    let layout = Layout::of(index.schema()).map_err(|e| open(&e))?;
-    let reader = index.reader().map_err(|e| open(&e))?;
-    let searcher = reader.searcher();
-    let q = layout
-        .query(&index, &searcher, query)
-        .map_err(|reason| SearchError::Query {
-            query: query.to_string(),
-            reason,
-        })?;
-    if limit == 0 {
-        return Ok(Vec::new());
-    }
-    let top = searcher
-        .search(&q, &TopDocs::with_limit(limit))
-        .map_err(|e| open(&e))?;
-    top.into_iter()
-        .map(|(score, addr)| {
-            let doc: TantivyDocument = searcher.doc(addr).map_err(|e| open(&e))?;
-            Ok(Hit {
-                score,
-                doc: layout.stored(&doc),
-            })
-        })
-        .collect()
+    search_with(path, &SearchRequest::text(query, limit))
 }
 
 /// The best `limit` documents by cosine similarity between `vector` and their `field` (a
@@ -1349,6 +1365,21 @@ pub fn search_vector(
     query: Option<&str>,
     limit: usize,
 ) -> Result<Vec<Hit>, SearchError> {
+    search_with(
+        path,
+        &SearchRequest {
+            vector: Some((field, vector)),
+            ..SearchRequest::text(query.unwrap_or_default(), limit)
+        },
+    )
+}
+
+/// Runs `req` on the index at `path`: the hits ranked `offset + 1 ..= offset + limit`. Text:
+/// Tantivy's BM25 score. Vector: the cosine, among `query`'s documents. Hybrid: the fused
+/// score, with each hit's rank in the text and in the vector ranking (each taken to
+/// [`FUSION_DEPTH`] or `offset + limit`, whichever is deeper); ties go to the document
+/// indexed first.
+pub fn search_with(path: &Path, req: &SearchRequest<'_>) -> Result<Vec<Hit>, SearchError> {
     if !path.join("meta.json").is_file() {
         return Err(SearchError::Missing(path.to_path_buf()));
     }
@@ -1357,49 +1388,161 @@ pub fn search_vector(
         message: e.to_string(),
     };
     let bad_query = |reason: QueryError| SearchError::Query {
-        query: query.unwrap_or_default().to_string(),
+        query: req.query.to_string(),
         reason,
     };
+    if req.hybrid && req.vector.is_none() {
+        return Err(bad_query(QueryError::HybridNeedsVector));
+    }
+    if !(req.rrf_k.is_finite() && req.rrf_k >= 0.0) {
+        return Err(bad_query(QueryError::BadRrfK(req.rrf_k)));
+    }
     let index = Index::open_in_dir(path).map_err(|e| open(&e))?;
     let layout = Layout::of(index.schema()).map_err(|e| open(&e))?;
-    match layout.typed.get(field) {
-        Some((_, FieldType::Bytes(_))) => {}
-        _ => return Err(bad_query(QueryError::NotAVectorField(field.to_string()))),
-    }
-    let query_norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if vector.is_empty() || !query_norm.is_finite() || query_norm == 0.0 {
-        return Err(bad_query(QueryError::BadVector));
+    if let Some((field, vector)) = req.vector {
+        match layout.typed.get(field) {
+            Some((_, FieldType::Bytes(_))) => {}
+            _ => return Err(bad_query(QueryError::NotAVectorField(field.to_string()))),
+        }
+        let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if vector.is_empty() || !norm.is_finite() || norm == 0.0 {
+            return Err(bad_query(QueryError::BadVector));
+        }
     }
     let reader = index.reader().map_err(|e| open(&e))?;
     let searcher = reader.searcher();
-    // The documents a text query allows, per segment.
-    let allowed: Option<std::collections::HashSet<tantivy::DocAddress>> = match query {
-        Some(q) if !q.trim().is_empty() => {
-            let q = layout.query(&index, &searcher, q).map_err(bad_query)?;
-            Some(
-                searcher
-                    .search(&q, &tantivy::collector::DocSetCollector)
+    // Parsed even when nothing is asked for, so a bad query is an error whatever the limit.
+    let parsed = if req.query.trim().is_empty() && req.vector.is_some() {
+        None
+    } else {
+        Some(
+            layout
+                .query(&index, &searcher, req.query)
+                .map_err(bad_query)?,
+        )
+    };
+    // No ranking is deeper than the index (a huge limit or offset must not size a heap).
+    let live = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
+    let wanted = req.offset.saturating_add(req.limit).min(live);
+    if req.limit == 0 || req.offset >= wanted {
+        return Ok(Vec::new());
+    }
+    let doc = |addr| -> Result<Map<String, Value>, SearchError> {
+        let d: TantivyDocument = searcher.doc(addr).map_err(|e| open(&e))?;
+        Ok(layout.stored(&d))
+    };
+    let hit =
+        |score: f32, addr, ranks: (Option<usize>, Option<usize>)| -> Result<Hit, SearchError> {
+            Ok(Hit {
+                score,
+                doc: doc(addr)?,
+                text_rank: ranks.0,
+                vector_rank: ranks.1,
+            })
+        };
+    let page = |ranked: Vec<(f32, tantivy::DocAddress)>| -> Result<Vec<Hit>, SearchError> {
+        ranked
+            .into_iter()
+            .skip(req.offset)
+            .take(req.limit)
+            .map(|(score, addr)| hit(score, addr, (None, None)))
+            .collect()
+    };
+    let text_ranking = |q: &dyn tantivy::query::Query, depth: usize| {
+        searcher
+            .search(q, &TopDocs::with_limit(depth))
+            .map_err(|e| open(&e))
+    };
+    match (req.vector, req.hybrid) {
+        (None, _) => match &parsed {
+            Some(q) => page(text_ranking(q.as_ref(), wanted)?),
+            None => Ok(Vec::new()),
+        },
+        (Some((field, vector)), false) => {
+            let allowed = match &parsed {
+                Some(q) => Some(
+                    searcher
+                        .search(q.as_ref(), &tantivy::collector::DocSetCollector)
+                        .map_err(|e| open(&e))?,
+                ),
+                None => None,
+            };
+            page(
+                cosine_ranking(&searcher, field, vector, allowed.as_ref(), wanted)
                     .map_err(|e| open(&e))?,
             )
         }
-        _ => None,
-    };
+        (Some((field, vector)), true) => {
+            let depth = wanted.max(FUSION_DEPTH.min(live));
+            let text = match &parsed {
+                Some(q) => text_ranking(q.as_ref(), depth)?,
+                None => Vec::new(),
+            };
+            let near =
+                cosine_ranking(&searcher, field, vector, None, depth).map_err(|e| open(&e))?;
+            fuse(&text, &near, req.rrf_k)
+                .into_iter()
+                .skip(req.offset)
+                .take(req.limit)
+                .map(|(score, addr, ranks)| hit(score as f32, addr, ranks))
+                .collect()
+        }
+    }
+}
+
+/// Reciprocal rank fusion of two rankings (best first): each document scores the sum of
+/// `1 / (k + rank)` (rank 1-based) over the rankings it is in; best fused score first, ties
+/// to the smaller address. With each document's ranks (text, vector).
+#[allow(clippy::type_complexity)]
+fn fuse(
+    text: &[(f32, tantivy::DocAddress)],
+    vector: &[(f32, tantivy::DocAddress)],
+    k: f64,
+) -> Vec<(f64, tantivy::DocAddress, (Option<usize>, Option<usize>))> {
+    let mut ranks: std::collections::HashMap<tantivy::DocAddress, (Option<usize>, Option<usize>)> =
+        std::collections::HashMap::new();
+    for (i, (_, addr)) in text.iter().enumerate() {
+        ranks.entry(*addr).or_default().0 = Some(i + 1);
+    }
+    for (i, (_, addr)) in vector.iter().enumerate() {
+        ranks.entry(*addr).or_default().1 = Some(i + 1);
+    }
+    let rrf = |rank: Option<usize>| rank.map_or(0.0, |r| 1.0 / (k + r as f64));
+    let mut fused: Vec<_> = ranks
+        .into_iter()
+        .map(|(addr, (t, v))| (rrf(t) + rrf(v), addr, (t, v)))
+        .collect();
+    fused.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    fused
+}
+
+/// The best `depth` documents by cosine similarity between `vector` (non-zero, finite) and
+/// their `field` (a `vector` field), among `allowed` when given; documents without the field,
+/// or whose vector has another length, are left out. Best first, ties to the smaller address.
+fn cosine_ranking(
+    searcher: &tantivy::Searcher,
+    field: &str,
+    vector: &[f32],
+    allowed: Option<&std::collections::HashSet<tantivy::DocAddress>>,
+    depth: usize,
+) -> tantivy::Result<Vec<(f32, tantivy::DocAddress)>> {
+    let query_norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
     let mut scored: Vec<(f32, tantivy::DocAddress)> = Vec::new();
     let mut buf = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
-        let Some(column) = segment.fast_fields().bytes(field).map_err(|e| open(&e))? else {
+        let Some(column) = segment.fast_fields().bytes(field)? else {
             continue;
         };
         for doc in segment.doc_ids_alive() {
             let address = tantivy::DocAddress::new(ord as u32, doc);
-            if allowed.as_ref().is_some_and(|a| !a.contains(&address)) {
+            if allowed.is_some_and(|a| !a.contains(&address)) {
                 continue;
             }
             let Some(term) = column.term_ords(doc).next() else {
                 continue;
             };
             buf.clear();
-            if !column.ord_to_bytes(term, &mut buf).map_err(|e| open(&e))? {
+            if !column.ord_to_bytes(term, &mut buf)? {
                 continue;
             }
             if buf.len() != vector.len() * 4 {
@@ -1417,17 +1560,8 @@ pub fn search_vector(
         }
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    scored.truncate(limit);
-    scored
-        .into_iter()
-        .map(|(score, addr)| {
-            let doc: TantivyDocument = searcher.doc(addr).map_err(|e| open(&e))?;
-            Ok(Hit {
-                score,
-                doc: layout.stored(&doc),
-            })
-        })
-        .collect()
+    scored.truncate(depth);
+    Ok(scored)
 }
 
 mod directory;

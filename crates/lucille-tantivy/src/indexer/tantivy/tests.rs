@@ -752,3 +752,154 @@ fn the_writer_holds_at_most_max_queued_units_of_documents_and_loses_none() {
     assert!(peak < MAX_QUEUED + 21, "{peak}");
     assert_eq!(count, 300);
 }
+
+#[test]
+fn reciprocal_rank_fusion_sums_one_over_k_plus_rank() {
+    let a = |d| tantivy::DocAddress::new(0, d);
+    // Text ranks 1, 2, 3 = docs 1, 2, 3; vector ranks 1, 2 = docs 3, 4.
+    let text = [(9.0, a(1)), (8.0, a(2)), (7.0, a(3))];
+    let vector = [(0.9, a(3)), (0.8, a(4))];
+    let fused = fuse(&text, &vector, 60.0);
+    let got: Vec<(u32, Option<usize>, Option<usize>)> = fused
+        .iter()
+        .map(|(_, addr, (t, v))| (addr.doc_id, *t, *v))
+        .collect();
+    // doc 3: 1/63 + 1/61 beats doc 1's 1/61; doc 4 (1/62) and doc 2 (1/62) tie: smaller first.
+    assert_eq!(
+        got,
+        [
+            (3, Some(3), Some(1)),
+            (1, Some(1), None),
+            (2, Some(2), None),
+            (4, None, Some(2)),
+        ]
+    );
+    assert!((fused[0].0 - (1.0 / 63.0 + 1.0 / 61.0)).abs() < 1e-12);
+    assert!((fused[3].0 - 1.0 / 62.0).abs() < 1e-12);
+    // k = 0: rank 1 is worth 1, rank 2 a half.
+    let fused = fuse(&text, &vector, 0.0);
+    assert!((fused[0].0 - (1.0 + 1.0 / 3.0)).abs() < 1e-12);
+}
+
+#[test]
+fn hybrid_search_fuses_the_text_and_vector_rankings_and_pages() {
+    let dir = tempdir();
+    // One indexing thread: one segment, the same in every run.
+    let mut b = TantivyBackend::new(dir.clone(), vec![def("v", "vector")], 32, None)
+        .with_writer_threads(Some(1));
+    b.validate_connection().unwrap();
+    // "river" in a, b, c by BM25; vectors nearest to the query: d, b, c, a.
+    b.send(&[
+        upsert(
+            "a",
+            json!({"t": "river river river bank", "v": [0.0, 0.0, 1.0]}),
+        ),
+        upsert(
+            "b",
+            json!({"t": "river bank of the old town", "v": [0.9, 0.3, 0.0]}),
+        ),
+        upsert("c", json!({"t": "a river", "v": [0.5, 0.5, 0.0]})),
+        upsert("d", json!({"t": "mountain", "v": [1.0, 0.0, 0.0]})),
+    ])
+    .unwrap();
+    b.close().unwrap();
+    let q = [1.0f32, 0.1, 0.0];
+    let req = SearchRequest {
+        vector: Some(("v", &q)),
+        hybrid: true,
+        ..SearchRequest::text("river", 10)
+    };
+    let hits = search_with(&dir, &req).unwrap();
+    let text_only = search(&dir, "river", 10).unwrap();
+    let text_ids: Vec<&str> = text_only
+        .iter()
+        .map(|h| h.doc["id"].as_str().unwrap())
+        .collect();
+    let near = search_vector(&dir, "v", &q, None, 10).unwrap();
+    let near_ids: Vec<&str> = near.iter().map(|h| h.doc["id"].as_str().unwrap()).collect();
+    assert_eq!(text_ids, ["a", "b", "c"]);
+    assert_eq!(near_ids, ["d", "b", "c", "a"]);
+    // Every hit's ranks are its places in the two rankings, and its score their fusion.
+    assert_eq!(hits.len(), 4);
+    for h in &hits {
+        let id = h.doc["id"].as_str().unwrap();
+        let t = text_ids.iter().position(|x| *x == id).map(|p| p + 1);
+        let v = near_ids.iter().position(|x| *x == id).map(|p| p + 1);
+        assert_eq!((h.text_rank, h.vector_rank), (t, v), "{id}");
+        let want = [t, v]
+            .iter()
+            .flatten()
+            .map(|r| 1.0 / (60.0 + *r as f64))
+            .sum::<f64>();
+        assert!((f64::from(h.score) - want).abs() < 1e-6, "{id}");
+    }
+    // b, second in both rankings, comes before a (text's first, vector's last); d, first by
+    // vector and not in the text ranking, comes last.
+    let ids: Vec<&str> = hits.iter().map(|h| h.doc["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["b", "a", "c", "d"]);
+    // offset pages through the same order, in every mode.
+    for req in [
+        req,
+        SearchRequest::text("river", 10),
+        SearchRequest {
+            vector: Some(("v", &q)),
+            ..SearchRequest::text("", 10)
+        },
+    ] {
+        let all: Vec<String> = search_with(&dir, &req)
+            .unwrap()
+            .iter()
+            .map(|h| h.doc["id"].as_str().unwrap().to_string())
+            .collect();
+        let page2: Vec<String> = search_with(
+            &dir,
+            &SearchRequest {
+                offset: 1,
+                limit: 2,
+                ..req
+            },
+        )
+        .unwrap()
+        .iter()
+        .map(|h| h.doc["id"].as_str().unwrap().to_string())
+        .collect();
+        assert_eq!(page2, all[1..3]);
+        let past = SearchRequest { offset: 10, ..req };
+        assert!(search_with(&dir, &past).unwrap().is_empty());
+        // Limits and offsets past any index are answered, not allocated for.
+        let huge = SearchRequest {
+            limit: usize::MAX,
+            ..req
+        };
+        assert_eq!(search_with(&dir, &huge).unwrap().len(), all.len());
+        let huge = SearchRequest {
+            offset: usize::MAX,
+            ..req
+        };
+        assert!(search_with(&dir, &huge).unwrap().is_empty());
+    }
+    // Text-only and vector-only hits carry no ranks.
+    assert_eq!(text_only[0].text_rank, None);
+    assert_eq!(near[0].vector_rank, None);
+    // Hybrid with no vector, a negative k: query errors.
+    assert!(matches!(
+        search_with(
+            &dir,
+            &SearchRequest {
+                hybrid: true,
+                ..SearchRequest::text("river", 10)
+            }
+        ),
+        Err(SearchError::Query {
+            reason: QueryError::HybridNeedsVector,
+            ..
+        })
+    ));
+    assert!(matches!(
+        search_with(&dir, &SearchRequest { rrf_k: -1.0, ..req }),
+        Err(SearchError::Query {
+            reason: QueryError::BadRrfK(_),
+            ..
+        })
+    ));
+}
