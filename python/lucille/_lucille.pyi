@@ -292,6 +292,7 @@ def search(
     field: Optional[str] = None,
     hybrid: bool = False,
     rrf_k: float = 60.0,
+    snippets: bool = False,
     offset: int = 0,
 ) -> list[dict[str, Any]]:
     """The best `limit` hits for `query` (Tantivy query syntax) in the index at `path`: each
@@ -300,8 +301,9 @@ def search(
     `query` matches (all when `query` is empty), and "score" is the cosine. With
     `hybrid=True`, the text ranking of `query` and the vector ranking of every document are
     fused by reciprocal rank fusion: "score" is the sum of 1 / (rrf_k + rank) over the two
-    rankings, and each hit also has "text_rank" and "vector_rank" (None where absent). `offset`
-    skips that many hits. Missing index: FileNotFoundError; bad query, field, vector or
+    rankings, and each hit also has "text_rank" and "vector_rank" (None where absent).
+    `snippets=True` adds "snippets": {field: an HTML fragment of its text with the query's terms
+    in <b>} for each field that holds one. `offset` skips that many hits. Missing index: FileNotFoundError; bad query, field, vector or
     rrf_k: ValueError."""
 
 def embed(

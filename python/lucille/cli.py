@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import html as htmllib
 import json
 import logging
 import os
@@ -93,6 +94,14 @@ def _summary(doc: dict) -> str:
     return ""
 
 
+def _terminal_snippet(html: str) -> str:
+    """A snippet's HTML for a terminal: the matched terms between ** (bold where the terminal
+    shows it), entities decoded."""
+    bold = ("\033[1m", "\033[0m") if sys.stdout.isatty() else ("**", "**")
+    text = html.replace("<b>", bold[0]).replace("</b>", bold[1])
+    return " ".join(htmllib.unescape(text).split())
+
+
 def _search(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.index):
         print(f"error: no index folder at {args.index}", file=sys.stderr)
@@ -123,9 +132,9 @@ def _search(args: argparse.Namespace) -> int:
             else:
                 vector = lucille.embed(args.model, [value])[0]
             hits = lucille.search(args.index, args.query, limit=args.limit, vector=vector, field=field,
-                                  hybrid=args.hybrid)
+                                  hybrid=args.hybrid, snippets=args.snippets)
         else:
-            hits = lucille.search(args.index, args.query, limit=args.limit)
+            hits = lucille.search(args.index, args.query, limit=args.limit, snippets=args.snippets)
     except (FileNotFoundError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -141,6 +150,8 @@ def _search(args: argparse.Namespace) -> int:
             summary = _summary(hit)
             if summary:
                 print(f"             {summary}")
+            for name, html in (hit.get("snippets") or {}).items():
+                print(f"             {name}: {_terminal_snippet(html)}")
     if not args.json and not hits:
         print("no hits")
     return 0
@@ -250,6 +261,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="fuse the query's text ranking with --vector's / --near's ranking of every document "
         "(reciprocal rank fusion, k=60)",
+    )
+    search_p.add_argument(
+        "--snippets",
+        action="store_true",
+        help="show each hit's fragments that hold the query's terms (in --json: \"snippets\", HTML)",
     )
     search_p.add_argument("--limit", type=int, default=10, help="hits to show (default 10)")
     search_p.add_argument("--json", action="store_true", help="one JSON object per hit")

@@ -1,5 +1,5 @@
 //! `lucille.search(path, query, limit=10, *, vector=None, field=None, hybrid=False, rrf_k=60,
-//! offset=0)`: the embedded Tantivy index, read from Python, by text, by a query vector or by
+//! snippets=False, offset=0)`: the embedded Tantivy index, read from Python, by text, by a query vector or by
 //! both fused; `lucille.embed(model, texts)`: the
 //! Embed stage's model, for embedding a query text the way the documents were.
 
@@ -15,10 +15,11 @@ use super::missing_component;
 /// matches (every document when `query` is empty); `score` is then the cosine. With
 /// `hybrid=True`, the text ranking of `query` and the vector ranking of every document are
 /// fused by reciprocal rank fusion (`score` = the sum of 1 / (rrf_k + rank) over the two), and
-/// each hit carries `text_rank` and `vector_rank` (None where absent). `offset` skips that
-/// many hits (paging).
+/// each hit carries `text_rank` and `vector_rank` (None where absent). `snippets=True` adds
+/// `snippets`: {field: HTML fragment with the query's terms in <b>}. `offset` skips that many
+/// hits (paging).
 #[pyfunction]
-#[pyo3(signature = (path, query = "", limit = 10, *, vector = None, field = None, hybrid = false, rrf_k = 60.0, offset = 0))]
+#[pyo3(signature = (path, query = "", limit = 10, *, vector = None, field = None, hybrid = false, rrf_k = 60.0, snippets = false, offset = 0))]
 #[allow(clippy::too_many_arguments)]
 fn search<'py>(
     py: Python<'py>,
@@ -29,6 +30,7 @@ fn search<'py>(
     field: Option<String>,
     hybrid: bool,
     rrf_k: f64,
+    snippets: bool,
     offset: usize,
 ) -> PyResult<Bound<'py, PyList>> {
     #[cfg(feature = "tantivy")]
@@ -42,12 +44,15 @@ fn search<'py>(
             field,
             hybrid,
             rrf_k,
+            snippets,
             offset,
         },
     );
     #[cfg(not(feature = "tantivy"))]
     {
-        let _ = (py, path, query, limit, vector, field, hybrid, rrf_k, offset);
+        let _ = (
+            py, path, query, limit, vector, field, hybrid, rrf_k, snippets, offset,
+        );
         Err(missing_component("Tantivy", "tantivy"))
     }
 }
@@ -112,6 +117,7 @@ mod index {
         pub field: Option<String>,
         pub hybrid: bool,
         pub rrf_k: f64,
+        pub snippets: bool,
         pub offset: usize,
     }
 
@@ -146,6 +152,7 @@ mod index {
             vector,
             hybrid: r.hybrid,
             rrf_k: r.rrf_k,
+            snippets: r.snippets,
         };
         let hits = py
             .detach(|| search_with(&path, &req))
@@ -164,6 +171,13 @@ mod index {
             if r.hybrid {
                 d.set_item("text_rank", hit.text_rank)?;
                 d.set_item("vector_rank", hit.vector_rank)?;
+            }
+            if let Some(snippets) = &hit.snippets {
+                let s = PyDict::new(py);
+                for (k, v) in snippets {
+                    s.set_item(k, value_to_py(py, v)?)?;
+                }
+                d.set_item("snippets", s)?;
             }
             out.append(d)?;
         }

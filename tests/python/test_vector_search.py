@@ -170,3 +170,20 @@ def test_cli_hybrid(index: pathlib.Path) -> None:
     assert "(text #1, vector #3)" in text.stdout and "(text #-, vector #1)" in text.stdout
     bad = cli("search", str(index), "label:east", "--hybrid")
     assert bad.returncode == 1 and "--hybrid" in bad.stderr
+
+
+def test_snippets_through_python_and_the_cli(index: pathlib.Path) -> None:
+    hits = lucille.search(index, "point AND north", snippets=True)
+    assert [h["id"] for h in hits] == ["north"]
+    assert hits[0]["snippets"] == {"label": "<b>north</b> <b>point</b>"}
+    # Hybrid hits have them too; a field the query names has only its terms; off by default.
+    hits = lucille.search(index, "kind:compass", vector=[0.0, 1.0, 0.0], field="v", hybrid=True,
+                          snippets=True, limit=1)
+    assert hits[0]["snippets"] == {"kind": "<b>compass</b>"}
+    assert "snippets" not in lucille.search(index, "north")[0]
+    out = cli("search", str(index), "north", "--snippets", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[0])["snippets"] == {"label": "<b>north</b> point"}
+    out = cli("search", str(index), "north", "--snippets")
+    assert out.returncode == 0, out.stderr
+    assert "label: **north** point" in out.stdout

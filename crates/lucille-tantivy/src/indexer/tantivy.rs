@@ -1264,6 +1264,9 @@ pub struct Hit {
     pub doc: Map<String, Value>,
     pub text_rank: Option<usize>,
     pub vector_rank: Option<usize>,
+    /// With [`SearchRequest::snippets`]: for each field (a dotted path) whose text holds a term
+    /// of the query, a fragment of it as HTML (escaped) with the terms in `<b>`.
+    pub snippets: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -1326,6 +1329,8 @@ pub struct SearchRequest<'a> {
     /// Reciprocal rank fusion's constant: a hit scores the sum of `1 / (rrf_k + rank)` over
     /// the rankings it is in.
     pub rrf_k: f64,
+    /// Give each hit its [`Hit::snippets`].
+    pub snippets: bool,
 }
 
 impl<'a> SearchRequest<'a> {
@@ -1338,6 +1343,7 @@ impl<'a> SearchRequest<'a> {
             vector: None,
             hybrid: false,
             rrf_k: DEFAULT_RRF_K,
+            snippets: false,
         }
     }
 }
@@ -1427,15 +1433,21 @@ pub fn search_with(path: &Path, req: &SearchRequest<'_>) -> Result<Vec<Hit>, Sea
     if req.limit == 0 || req.offset >= wanted {
         return Ok(Vec::new());
     }
-    let doc = |addr| -> Result<Map<String, Value>, SearchError> {
-        let d: TantivyDocument = searcher.doc(addr).map_err(|e| open(&e))?;
-        Ok(layout.stored(&d))
+    let snippets = match (&parsed, req.snippets) {
+        (Some(q), true) => {
+            Some(Snippets::new(&layout, &searcher, q.as_ref()).map_err(|e| open(&e))?)
+        }
+        (None, true) => Some(Snippets::default()),
+        (_, false) => None,
     };
     let hit =
         |score: f32, addr, ranks: (Option<usize>, Option<usize>)| -> Result<Hit, SearchError> {
+            let d: TantivyDocument = searcher.doc(addr).map_err(|e| open(&e))?;
+            let doc = layout.stored(&d);
             Ok(Hit {
                 score,
-                doc: doc(addr)?,
+                snippets: snippets.as_ref().map(|s| s.of(&doc)),
+                doc,
                 text_rank: ranks.0,
                 vector_rank: ranks.1,
             })
@@ -1486,6 +1498,125 @@ pub fn search_with(path: &Path, req: &SearchRequest<'_>) -> Result<Vec<Hit>, Sea
                 .take(req.limit)
                 .map(|(score, addr, ranks)| hit(score as f32, addr, ranks))
                 .collect()
+        }
+    }
+}
+
+/// The fragments of a hit's text that hold a query's terms ([`Hit::snippets`]), made with
+/// Tantivy's snippet generator from the terms the query looks for in each text field and JSON
+/// path (bare words are looked for in all of them).
+#[derive(Default)]
+struct Snippets {
+    /// A generator per field path (its segments), from the terms the query has for it.
+    by_path: Vec<(Vec<String>, tantivy::snippet::SnippetGenerator)>,
+}
+
+impl Snippets {
+    fn new(
+        layout: &Layout,
+        searcher: &Searcher,
+        query: &dyn tantivy::query::Query,
+    ) -> tantivy::Result<Self> {
+        // The terms by field and path: a JSON term's path segments, or a typed field's name.
+        type Place = (Field, Vec<String>);
+        let mut terms: std::collections::BTreeMap<Place, Vec<(String, Term)>> = Default::default();
+        query.query_terms(&mut |term, _| {
+            let value = term.value();
+            let (path, text) = if term.field() == layout.json {
+                let Some(parts) = json_text_term(term) else {
+                    return;
+                };
+                parts
+            } else {
+                let Some(text) = value.as_str() else {
+                    return;
+                };
+                let name = layout.schema.get_field_name(term.field()).to_string();
+                (vec![name], text.to_string())
+            };
+            terms
+                .entry((term.field(), path))
+                .or_default()
+                .push((text, term.clone()));
+        });
+        let mut by_path = Vec::new();
+        for ((field, path), terms) in terms {
+            let mut texts = std::collections::BTreeMap::new();
+            for (text, term) in &terms {
+                // As Tantivy's own generator weighs them: rarer terms count more.
+                let df = searcher.doc_freq(term)?;
+                if df > 0 {
+                    texts.insert(text.clone(), 1.0 / (1.0 + df as f32));
+                }
+            }
+            if texts.is_empty() {
+                continue;
+            }
+            let tokenizer = searcher.index().tokenizer_for_field(field)?;
+            by_path.push((
+                path,
+                tantivy::snippet::SnippetGenerator::new(texts, tokenizer, field, SNIPPET_CHARS),
+            ));
+        }
+        Ok(Snippets { by_path })
+    }
+
+    /// `doc`'s snippets: field path -> HTML, for the fields with a term of the query.
+    fn of(&self, doc: &Map<String, Value>) -> Map<String, Value> {
+        let mut out = Map::new();
+        for (path, generator) in &self.by_path {
+            let mut texts = Vec::new();
+            strings_at(doc, path, &mut texts);
+            if texts.is_empty() {
+                continue;
+            }
+            let snippet = generator.snippet(&texts.join(" … "));
+            if !snippet.is_empty() {
+                out.insert(path.join("."), Value::String(snippet.to_html()));
+            }
+        }
+        out
+    }
+}
+
+/// A JSON field's text term as its path's segments and its text (`None` for other values).
+/// Tantivy keeps its own parser of these terms private; the layout (path segments separated by
+/// `JSON_PATH_SEGMENT_SEP`, `JSON_END_OF_PATH`, a type code, the value) is the one
+/// [`text_paths`] reads from the term dictionary.
+fn json_text_term(term: &Term) -> Option<(Vec<String>, String)> {
+    if term.value().json_path_type() != Some(tantivy::schema::Type::Str) {
+        return None;
+    }
+    let bytes = term.serialized_value_bytes();
+    let end = bytes.iter().position(|&b| b == JSON_END_OF_PATH)?;
+    let text = std::str::from_utf8(bytes.get(end + 2..)?).ok()?;
+    let path = bytes[..end]
+        .split(|&b| b == JSON_PATH_SEGMENT_SEP)
+        .map(|seg| String::from_utf8_lossy(seg).into_owned())
+        .collect();
+    Some((path, text.to_string()))
+}
+
+/// The most characters of a snippet's fragment.
+const SNIPPET_CHARS: usize = 150;
+
+/// The strings at `path` in `doc` (through nested objects and lists).
+fn strings_at<'a>(doc: &'a Map<String, Value>, path: &[String], out: &mut Vec<&'a str>) {
+    fn walk<'a>(v: &'a Value, rest: &[String], out: &mut Vec<&'a str>) {
+        match (v, rest.split_first()) {
+            (Value::String(s), None) => out.push(s),
+            (Value::Array(items), _) => items.iter().for_each(|i| walk(i, rest, out)),
+            (Value::Object(m), Some((key, rest))) => {
+                if let Some(v) = m.get(key) {
+                    walk(v, rest, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some((key, rest)) = path.split_first() {
+        if let Some(v) = doc.get(key) {
+            walk(v, rest, out);
         }
     }
 }

@@ -903,3 +903,74 @@ fn hybrid_search_fuses_the_text_and_vector_rankings_and_pages() {
         })
     ));
 }
+
+#[test]
+fn snippets_highlight_the_query_terms_in_each_field_that_holds_them() {
+    let dir = tempdir();
+    let mut b = backend(&dir, vec![def("title", "text"), def("v", "vector")]);
+    b.send(&[
+        upsert(
+            "a",
+            json!({
+                "title": "Rivers of <Europe> & Asia",
+                "body": "The Danube is a river. Long before the river, there was ice.",
+                "author": {"name": "Ann River"},
+                "tags": ["delta", "river mouth"],
+                "year": 2001,
+                "v": [1.0, 0.0],
+            }),
+        ),
+        upsert(
+            "b",
+            json!({"title": "Mountains", "body": "no water here", "v": [0.0, 1.0]}),
+        ),
+    ])
+    .unwrap();
+    b.close().unwrap();
+    let req = SearchRequest {
+        snippets: true,
+        ..SearchRequest::text("river OR rivers", 10)
+    };
+    let hits = search_with(&dir, &req).unwrap();
+    assert_eq!(hits.len(), 1);
+    let s = hits[0].snippets.as_ref().unwrap();
+    assert_eq!(
+        s["body"],
+        json!("The Danube is a <b>river</b>. Long before the <b>river</b>, there was ice")
+    );
+    // (The fragment ends with its last word, as Tantivy cuts it.) A typed text field, escaped
+    // HTML; nested paths; every string of a list.
+    assert_eq!(
+        s["title"],
+        json!("<b>Rivers</b> of &lt;Europe&gt; &amp; Asia")
+    );
+    assert_eq!(s["author.name"], json!("Ann <b>River</b>"));
+    assert_eq!(s["tags"], json!("delta … <b>river</b> mouth"));
+    assert_eq!(s.len(), 4, "{s:?}");
+    // A field the query names: only its own terms; without snippets asked, none.
+    let hits = search_with(
+        &dir,
+        &SearchRequest {
+            snippets: true,
+            ..SearchRequest::text("body:ice", 10)
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        hits[0].snippets.as_ref().unwrap(),
+        &obj(json!({"body": "The Danube is a river. Long before the river, there was <b>ice</b>"}))
+    );
+    assert_eq!(search(&dir, "ice", 10).unwrap()[0].snippets, None);
+    // A vector search with no text query has nothing to highlight: empty snippets.
+    let v = [1.0f32, 0.0];
+    let hits = search_with(
+        &dir,
+        &SearchRequest {
+            vector: Some(("v", &v)),
+            snippets: true,
+            ..SearchRequest::text("", 10)
+        },
+    )
+    .unwrap();
+    assert_eq!(hits[0].snippets.as_ref().map(Map::len), Some(0));
+}
