@@ -190,6 +190,30 @@ def test_progress_streams_as_server_sent_events(tmp_path: pathlib.Path, stages: 
         assert [e for e, _ in svc.events(run_id)] == ["end"]
 
 
+def test_the_timeline_holds_the_progress_samples_of_a_run(tmp_path: pathlib.Path,
+                                                           stages: pathlib.Path) -> None:
+    slow = f'{{ name: "slow", class: "{stages}:Slow", seconds: 0.01 }}'
+    flaky = f'{{ name: "check", class: "{stages}:Flaky", every: 10, fixed: "{tmp_path / "fixed"}" }}'
+    with Service(tmp_path / "data") as svc:
+        run_id = svc.submit(jsonl_config(tmp_path, 400, slow + "\n" + flaky))
+        run = svc.wait(run_id)
+        points = svc.ok("GET", f"/api/runs/{run_id}/timeline")["points"]
+        # Written about once a second while it ran (~2 s on two workers), and at its end.
+        assert len(points) >= 2, points
+        assert {p["connector"] for p in points} == {"numbers"}
+        ts = [p["t"] for p in points]
+        assert ts == sorted(ts) and ts[0] >= 0
+        for key in ("published", "succeeded", "failed"):
+            series = [p[key] for p in points]
+            assert series == sorted(series), (key, series)
+        last = points[-1]
+        c = run["counts"]
+        assert (last["published"], last["succeeded"], last["failed"], last["dropped"]) == (
+            c["published"], c["succeeded"], c["failed"], c["dropped"]) == (400, 360, 40, 0)
+        assert points[0]["succeeded"] + points[0]["failed"] < 400, "a sample from before its end"
+        assert svc.call("GET", "/api/runs/nope/timeline")[0] == 404
+
+
 def test_failures_are_listed_and_replayed_exactly(tmp_path: pathlib.Path, stages: pathlib.Path) -> None:
     fixed = tmp_path / "fixed"
     flaky = f'{{ name: "check", class: "{stages}:Flaky", every: 5, fixed: "{fixed}" }}'

@@ -112,7 +112,10 @@ def test_runs_older_than_keep_days_go_when_the_service_starts(
         assert folders(data) == {recent}
         with sqlite3.connect(data / "lucille.db") as db:
             left = db.execute("SELECT COUNT(*) FROM failures WHERE run_id = ?", (old,)).fetchone()
-        assert left == (0,)
+            samples = db.execute("SELECT COUNT(*) FROM progress WHERE run_id = ?", (old,)).fetchone()
+            kept = db.execute("SELECT COUNT(*) FROM progress WHERE run_id = ?", (recent,)).fetchone()
+        assert left == (0,) and samples == (0,), "its failures and progress samples go with it"
+        assert kept[0] >= 1
 
 
 def test_a_negative_limit_is_refused_before_the_service_starts(tmp_path: pathlib.Path) -> None:

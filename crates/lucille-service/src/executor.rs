@@ -337,6 +337,12 @@ impl Executor {
         self.store.get_run(id)
     }
 
+    /// A run's progress samples, oldest first (a live run's as of its last write, about a
+    /// second ago).
+    pub fn timeline(&self, id: &str) -> Result<Vec<crate::store::ProgressPoint>, StoreError> {
+        self.store.timeline(id)
+    }
+
     /// Runs newest first, live ones with their live numbers.
     pub fn list(&self, limit: u64, offset: u64) -> Result<(Vec<RunView>, u64), StoreError> {
         let (mut runs, total) = self.store.list_runs(limit, offset)?;

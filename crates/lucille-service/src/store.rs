@@ -89,6 +89,44 @@ pub struct Store {
     conn: Mutex<Connection>,
 }
 
+/// One connector's numbers at one moment of a run (`GET /api/runs/{id}/timeline`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProgressPoint {
+    /// When, in milliseconds since the epoch.
+    pub at_ms: i64,
+    pub connector: String,
+    pub published: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub dropped: u64,
+}
+
+/// Records the numbers of the connectors of a run that have started, as of now.
+fn insert_progress(
+    tx: &rusqlite::Transaction<'_>,
+    run_id: &str,
+    connectors: &[ConnectorView],
+) -> Result<(), StoreError> {
+    let at_ms = chrono::Utc::now().timestamp_millis();
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO progress (run_id, at_ms, connector, published, succeeded, failed, dropped) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for c in connectors.iter().filter(|c| c.state != "pending") {
+        let n = &c.counts;
+        stmt.execute(params![
+            run_id,
+            at_ms,
+            c.name,
+            sql_int(n.published),
+            sql_int(n.succeeded),
+            sql_int(n.failed),
+            sql_int(n.dropped),
+        ])?;
+    }
+    Ok(())
+}
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -119,6 +157,17 @@ CREATE TABLE IF NOT EXISTS failures (
     reason TEXT NOT NULL,
     UNIQUE (run_id, doc_id)
 );
+CREATE TABLE IF NOT EXISTS progress (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    connector TEXT NOT NULL,
+    published INTEGER NOT NULL,
+    succeeded INTEGER NOT NULL,
+    failed INTEGER NOT NULL,
+    dropped INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS progress_by_run ON progress(run_id, seq);
 CREATE TABLE IF NOT EXISTS schedules (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
@@ -228,8 +277,33 @@ impl Store {
             params![id, to_text(connectors)],
         )?;
         insert_failures(&tx, id, failures)?;
+        insert_progress(&tx, id, connectors)?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// A run's progress samples in the order they were taken: one per connector that had
+    /// started at each write of the run's numbers (about once a second) and at its end.
+    pub fn timeline(&self, run_id: &str) -> Result<Vec<ProgressPoint>, StoreError> {
+        let conn = self.conn.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT at_ms, connector, published, succeeded, failed, dropped FROM progress \
+             WHERE run_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt
+            .query_map([run_id], |r| {
+                let n = |i| r.get::<_, i64>(i).map(count);
+                Ok(ProgressPoint {
+                    at_ms: r.get(0)?,
+                    connector: r.get(1)?,
+                    published: n(2)?,
+                    succeeded: n(3)?,
+                    failed: n(4)?,
+                    dropped: n(5)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
     }
 
     /// Records how a run ended.
@@ -251,6 +325,7 @@ impl Store {
             ],
         )?;
         insert_failures(&tx, &run.id, failures)?;
+        insert_progress(&tx, &run.id, &run.connectors)?;
         tx.commit()?;
         Ok(())
     }
@@ -362,9 +437,11 @@ impl Store {
         };
         {
             let mut failures = tx.prepare("DELETE FROM failures WHERE run_id = ?1")?;
+            let mut progress = tx.prepare("DELETE FROM progress WHERE run_id = ?1")?;
             let mut runs = tx.prepare("DELETE FROM runs WHERE id = ?1")?;
             for id in &ids {
                 failures.execute([id])?;
+                progress.execute([id])?;
                 runs.execute([id])?;
             }
         }

@@ -46,6 +46,7 @@ pub fn router(app: Arc<App>, health: Arc<lucille_core::health::Health>, max_body
         .route("/api/runs/{id}/events", get(events::stream))
         .route("/api/runs/{id}/failures", get(runs::failures))
         .route("/api/runs/{id}/replay", post(runs::replay))
+        .route("/api/runs/{id}/timeline", get(runs::timeline))
         .route("/api/validate", post(validate::validate))
         .route(
             "/api/schedules",

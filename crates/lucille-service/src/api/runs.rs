@@ -109,6 +109,38 @@ pub async fn failures(
     }
 }
 
+/// `GET /api/runs/{id}/timeline`: its progress samples, oldest first, each with `t`, the
+/// seconds since the run started (since the first sample if it has no start).
+pub async fn timeline(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    let started = match app.executor.view(&id) {
+        Ok(Some(view)) => view.started_at,
+        Ok(None) => return error(StatusCode::NOT_FOUND, &format!("no run {id}")),
+        Err(e) => return store_error(&e),
+    };
+    let points = match app.executor.timeline(&id) {
+        Ok(p) => p,
+        Err(e) => return store_error(&e),
+    };
+    let start_ms = started
+        .and_then(|s| chrono::DateTime::parse_from_rfc3339(&s).ok())
+        .map(|t| t.timestamp_millis())
+        .or_else(|| points.first().map(|p| p.at_ms))
+        .unwrap_or(0);
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "points": points.iter().map(|p| json!({
+                "t": (p.at_ms - start_ms) as f64 / 1000.0,
+                "connector": p.connector,
+                "published": p.published,
+                "succeeded": p.succeeded,
+                "failed": p.failed,
+                "dropped": p.dropped,
+            })).collect::<Vec<Value>>(),
+        }),
+    )
+}
+
 /// `POST /api/runs/{id}/replay`: a new run of exactly the documents it failed.
 pub async fn replay(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
     let executor = app.executor.clone();
