@@ -441,7 +441,9 @@ impl Layout {
         if self.all.is_some() {
             return Ok(parser.parse_query(text)?);
         }
-        let ast = tantivy::query_grammar::parse_query(text).map_err(|_| QueryError::Syntax)?;
+        let ast = tantivy::query_grammar::parse_query(text).map_err(|_| QueryError::Syntax {
+            position: syntax_error_position(text),
+        })?;
         let mut targets: Vec<String> = self
             .text_fields()
             .into_iter()
@@ -450,6 +452,14 @@ impl Layout {
         targets.extend(text_paths(searcher, self.json).map_err(QueryError::Fields)?);
         Ok(parser.build_query_from_user_input_ast(expand_bare(ast, &targets))?)
     }
+}
+
+/// Where in `text` (in characters) Tantivy's lenient parser finds its first error: the strict
+/// parser says only that there is one.
+fn syntax_error_position(text: &str) -> usize {
+    let (_, errors) = tantivy::query_grammar::parse_query_lenient(text);
+    let byte = errors.iter().map(|e| e.pos).min().unwrap_or(text.len());
+    text.char_indices().take_while(|(i, _)| *i < byte).count()
 }
 
 /// `ast` with each word or phrase that names no field replaced by "any of `targets`".
@@ -1286,12 +1296,13 @@ pub enum SearchError {
 /// Why a search's query (or its vector) cannot be run.
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
-    /// Not Tantivy's query syntax.
+    /// Not Tantivy's query syntax; `position` is the character (from 0) where the parser
+    /// gave up.
     #[error(
-        "syntax error (Tantivy's query syntax: words, \"a phrase\", field:value, AND, OR, \
-         -word, parentheses)"
+        "syntax error at character {position} (Tantivy's query syntax: words, \"a phrase\", \
+         field:value, AND, OR, -word, parentheses)"
     )]
-    Syntax,
+    Syntax { position: usize },
     /// Valid syntax the index cannot answer (a field it does not have, a value its field's type
     /// does not read), or, in an index of the old layout, Tantivy's own syntax error.
     #[error(transparent)]
@@ -1498,6 +1509,114 @@ pub fn search_with(path: &Path, req: &SearchRequest<'_>) -> Result<Vec<Hit>, Sea
                 .take(req.limit)
                 .map(|(score, addr, ranks)| hit(score as f32, addr, ranks))
                 .collect()
+        }
+    }
+}
+
+/// A page of a text search with what a search page shows beside it ([`search_page`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    /// The documents the query matches.
+    pub total: u64,
+    pub hits: Vec<Hit>,
+    /// With a facet field: its values among the matches with how many hold each, most first
+    /// (ties by value), at most [`FACET_VALUES`].
+    pub facets: Vec<(Value, u64)>,
+}
+
+/// The most values a facet lists.
+pub const FACET_VALUES: usize = 20;
+
+/// `query`'s hits ranked `offset + 1 ..= offset + limit` (with snippets when asked), how many
+/// documents it matches, and the counts of the values of `facet` (a field or dotted path)
+/// among them. The counts read each matching document's stored fields.
+pub fn search_page(
+    path: &Path,
+    query: &str,
+    limit: usize,
+    offset: usize,
+    snippets: bool,
+    facet: Option<&str>,
+) -> Result<Page, SearchError> {
+    let hits = search_with(
+        path,
+        &SearchRequest {
+            offset,
+            snippets,
+            ..SearchRequest::text(query, limit)
+        },
+    )?;
+    let open = |e: &dyn std::fmt::Display| SearchError::Open {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let index = Index::open_in_dir(path).map_err(|e| open(&e))?;
+    let layout = Layout::of(index.schema()).map_err(|e| open(&e))?;
+    let reader = index.reader().map_err(|e| open(&e))?;
+    let searcher = reader.searcher();
+    let q = layout
+        .query(&index, &searcher, query)
+        .map_err(|reason| SearchError::Query {
+            query: query.to_string(),
+            reason,
+        })?;
+    let total = searcher
+        .search(q.as_ref(), &tantivy::collector::Count)
+        .map_err(|e| open(&e))? as u64;
+    let mut facets = Vec::new();
+    if let Some(facet) = facet {
+        let path: Vec<String> = facet.split('.').map(str::to_string).collect();
+        let matches = searcher
+            .search(q.as_ref(), &tantivy::collector::DocSetCollector)
+            .map_err(|e| open(&e))?;
+        let mut counts: std::collections::HashMap<String, (Value, u64)> = Default::default();
+        for addr in matches {
+            let d: TantivyDocument = searcher.doc(addr).map_err(|e| open(&e))?;
+            let doc = layout.stored(&d);
+            let mut values = Vec::new();
+            values_at(&doc, &path, &mut values);
+            // A value counts once per document.
+            let mut seen = std::collections::HashSet::new();
+            for v in values {
+                let key = v.to_string();
+                if seen.insert(key.clone()) {
+                    counts.entry(key).or_insert_with(|| (v.clone(), 0)).1 += 1;
+                }
+            }
+        }
+        let mut listed: Vec<(String, (Value, u64))> = counts.into_iter().collect();
+        listed.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then_with(|| a.0.cmp(&b.0)));
+        facets = listed
+            .into_iter()
+            .take(FACET_VALUES)
+            .map(|(_, v)| v)
+            .collect();
+    }
+    Ok(Page {
+        total,
+        hits,
+        facets,
+    })
+}
+
+/// The scalar values at `path` in `doc` (through nested objects and lists).
+fn values_at<'a>(doc: &'a Map<String, Value>, path: &[String], out: &mut Vec<&'a Value>) {
+    fn walk<'a>(v: &'a Value, rest: &[String], out: &mut Vec<&'a Value>) {
+        match (v, rest.split_first()) {
+            (Value::Array(items), _) => items.iter().for_each(|i| walk(i, rest, out)),
+            (Value::Object(m), Some((key, rest))) => {
+                if let Some(v) = m.get(key) {
+                    walk(v, rest, out);
+                }
+            }
+            (Value::Object(_) | Value::Null, None) => {}
+            (v, None) => out.push(v),
+            _ => {}
+        }
+    }
+    if let Some((key, rest)) = path.split_first() {
+        if let Some(v) = doc.get(key) {
+            walk(v, rest, out);
         }
     }
 }

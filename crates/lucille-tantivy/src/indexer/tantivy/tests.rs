@@ -288,15 +288,16 @@ fn search_errors_are_clear() {
         matches!(
             e,
             SearchError::Query {
-                reason: QueryError::Syntax,
+                reason: QueryError::Syntax { position: 15 },
                 ..
             }
         ),
         "{e}"
     );
     assert!(
-        e.to_string()
-            .starts_with("bad query \"title:(unclosed\": syntax error (Tantivy's query syntax:"),
+        e.to_string().starts_with(
+            "bad query \"title:(unclosed\": syntax error at character 15 (Tantivy's query syntax:"
+        ),
         "{e}"
     );
 }
@@ -973,4 +974,56 @@ fn snippets_highlight_the_query_terms_in_each_field_that_holds_them() {
     )
     .unwrap();
     assert_eq!(hits[0].snippets.as_ref().map(Map::len), Some(0));
+}
+
+#[test]
+fn a_search_page_counts_its_matches_and_the_values_of_a_facet() {
+    let dir = tempdir();
+    let mut b = backend(&dir, vec![def("kind", "string")]);
+    let ops: Vec<IndexOp> = (0..30)
+        .map(|i| {
+            let kind = ["a", "b", "c"][i % 3];
+            let tags = if i % 2 == 0 {
+                json!(["even", "n"])
+            } else {
+                json!(["odd", "n", "n"])
+            };
+            upsert(
+                &format!("d{i}"),
+                json!({"t": if i < 25 { "river" } else { "lake" }, "kind": kind,
+                       "meta": {"tags": tags, "year": 2000 + (i % 2)}}),
+            )
+        })
+        .collect();
+    b.send(&ops).unwrap();
+    b.close().unwrap();
+    let page = search_page(&dir, "river", 10, 20, true, Some("kind")).unwrap();
+    assert_eq!(page.total, 25);
+    assert_eq!(page.hits.len(), 5, "hits 21-25 of 25");
+    assert!(page.hits.iter().all(|h| h.snippets.is_some()));
+    // d0..d24: kind a 9 (0, 3, .. 24), b 8, c 8: most first, ties by value.
+    assert_eq!(
+        page.facets,
+        [(json!("a"), 9), (json!("b"), 8), (json!("c"), 8)]
+    );
+    // Nested paths and lists: a value counts once per document; numbers stay numbers.
+    let page = search_page(&dir, "river", 0, 0, false, Some("meta.tags")).unwrap();
+    assert!(page.hits.is_empty());
+    assert_eq!(
+        page.facets,
+        [(json!("n"), 25), (json!("even"), 13), (json!("odd"), 12)]
+    );
+    let page = search_page(&dir, "lake", 10, 0, false, Some("meta.year")).unwrap();
+    assert_eq!(page.total, 5);
+    assert_eq!(page.facets, [(json!(2001), 3), (json!(2000), 2)]);
+    assert!(search_page(&dir, "river", 10, 0, false, Some("nope"))
+        .unwrap()
+        .facets
+        .is_empty());
+    // A syntax error says where.
+    let e = search_page(&dir, "river AND (lake", 10, 0, false, None).unwrap_err();
+    assert!(
+        matches!(&e, SearchError::Query { reason: QueryError::Syntax { position }, .. } if *position <= 15),
+        "{e}"
+    );
 }
