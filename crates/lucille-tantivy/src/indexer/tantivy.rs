@@ -1721,23 +1721,9 @@ const SNIPPET_CHARS: usize = 150;
 
 /// The strings at `path` in `doc` (through nested objects and lists).
 fn strings_at<'a>(doc: &'a Map<String, Value>, path: &[String], out: &mut Vec<&'a str>) {
-    fn walk<'a>(v: &'a Value, rest: &[String], out: &mut Vec<&'a str>) {
-        match (v, rest.split_first()) {
-            (Value::String(s), None) => out.push(s),
-            (Value::Array(items), _) => items.iter().for_each(|i| walk(i, rest, out)),
-            (Value::Object(m), Some((key, rest))) => {
-                if let Some(v) = m.get(key) {
-                    walk(v, rest, out);
-                }
-            }
-            _ => {}
-        }
-    }
-    if let Some((key, rest)) = path.split_first() {
-        if let Some(v) = doc.get(key) {
-            walk(v, rest, out);
-        }
-    }
+    let mut values = Vec::new();
+    values_at(doc, path, &mut values);
+    out.extend(values.into_iter().filter_map(Value::as_str));
 }
 
 /// Reciprocal rank fusion of two rankings (best first): each document scores the sum of
