@@ -417,8 +417,7 @@ impl Publisher {
         self.ledger.lock().track(&id);
         self.start_document_span(&id);
         if let Err(source) = self.messenger.send_for_processing(item) {
-            self.ledger.lock().rollback(&id);
-            self.traced.lock().remove(&id);
+            self.untrack([id.as_str()]);
             return Err(PublishError::Send { id, source });
         }
         self.count_published(1);
@@ -469,7 +468,7 @@ impl Publisher {
                 self.count_published(n);
             }
             Err(back) => {
-                self.untrack_block(&back);
+                self.untrack(back.iter().map(ToProcess::id));
                 *out = back;
             }
         }
@@ -492,16 +491,7 @@ impl Publisher {
             }
             Err((source, unsent)) => {
                 self.count_published(n - unsent.len());
-                {
-                    let mut ledger = self.ledger.lock();
-                    for id in &unsent {
-                        ledger.rollback(id);
-                    }
-                }
-                let mut traced = self.traced.lock();
-                for id in &unsent {
-                    traced.remove(id);
-                }
+                self.untrack(unsent.iter().map(String::as_str));
                 let id = unsent.into_iter().next().unwrap_or_default();
                 Err(PublishError::Send { id, source })
             }
@@ -522,17 +512,18 @@ impl Publisher {
         }
     }
 
-    fn untrack_block(&self, items: &[ToProcess]) {
+    /// Rolls back the tracking of documents that were not sent.
+    fn untrack<'a>(&self, ids: impl IntoIterator<Item = &'a str> + Clone) {
         {
             let mut ledger = self.ledger.lock();
-            for item in items {
-                ledger.rollback(item.id());
+            for id in ids.clone() {
+                ledger.rollback(id);
             }
         }
         if self.trace.is_some() {
             let mut traced = self.traced.lock();
-            for item in items {
-                traced.remove(item.id());
+            for id in ids {
+                traced.remove(id);
             }
         }
     }

@@ -245,13 +245,6 @@ struct Pending {
 }
 
 impl IndexerLoop {
-    /// The next item, waiting up to `timeout` for one. One at a time: an item the indexer
-    /// took is in its batch, never held apart (a wedged backend call then holds only its
-    /// batch; whatever still waits in the queue is FAILed by the runner).
-    fn take(&mut self, timeout: Duration) -> Option<ToIndex> {
-        self.messenger.poll_doc_to_index(timeout)
-    }
-
     fn run(&mut self, stop: &AtomicBool) -> Result<(), BackendError> {
         let mut batch: Vec<ToIndex> = Vec::with_capacity(self.settings.batch_size.min(4096));
         let mut batch_bytes: u64 = 0;
@@ -268,7 +261,10 @@ impl IndexerLoop {
         let mut quick = 0u32;
         loop {
             let stopping = stop.load(Ordering::SeqCst);
-            let mut item = self.take(Duration::ZERO);
+            // One at a time: an item the indexer took is in its batch, never held apart (a
+            // wedged backend call then holds only its batch; whatever still waits in the queue
+            // is FAILed by the runner).
+            let mut item = self.messenger.poll_doc_to_index(Duration::ZERO);
             quick += u32::from(item.is_some());
             if item.is_none() || quick >= QUICK_TAKES {
                 quick = 0;
@@ -289,7 +285,7 @@ impl IndexerLoop {
                         .min(poll)
                 };
                 if !wait.is_zero() {
-                    item = self.take(wait);
+                    item = self.messenger.poll_doc_to_index(wait);
                 }
             }
             match item {

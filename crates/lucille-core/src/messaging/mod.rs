@@ -265,6 +265,15 @@ impl LocalMessenger {
         }
     }
 
+    /// A worker about to wait for work (nothing queued, a timeout given): what it handed over
+    /// goes to its consumers now.
+    fn ring_before_waiting(&self, timeout: Duration) {
+        if self.source.len() == 0 && !timeout.is_zero() {
+            self.destination.ring();
+            self.events.ring();
+        }
+    }
+
     /// Documents waiting in the source and destination queues.
     pub fn queued(&self) -> (usize, usize) {
         (self.source.len(), self.destination.len())
@@ -325,18 +334,11 @@ impl PublisherSide for LocalMessenger {
 
 impl WorkerSide for LocalMessenger {
     fn poll_doc_to_process(&self, timeout: Duration) -> Option<ToProcess> {
-        if self.source.len() == 0 && !timeout.is_zero() {
-            self.destination.ring();
-            self.events.ring();
-        }
+        self.ring_before_waiting(timeout);
         self.source.pop_one(timeout)
     }
     fn poll_block(&self, max: usize, timeout: Duration, into: &mut Vec<ToProcess>) {
-        if self.source.len() == 0 && !timeout.is_zero() {
-            // About to wait: what this worker handed over goes to its consumers now.
-            self.destination.ring();
-            self.events.ring();
-        }
+        self.ring_before_waiting(timeout);
         self.source.pop(max, timeout, into);
     }
     fn send_for_indexing(&self, item: ToIndex) -> Result<(), MessagingError> {
@@ -396,13 +398,19 @@ impl TestMessenger {
 
 impl TestMessenger {
     fn record_processing(&self, items: &[ToProcess]) {
-        let mut h = self.history.lock();
-        for item in items {
-            if let ToProcess::Doc(doc) = item {
-                h.sent_for_processing.push(doc.clone());
-            }
-        }
+        self.history
+            .lock()
+            .sent_for_processing
+            .extend(documents_of(items));
     }
+}
+
+/// Copies of the documents among `items` (records are not documents yet).
+fn documents_of(items: &[ToProcess]) -> impl Iterator<Item = Document> + '_ {
+    items.iter().filter_map(|i| match i {
+        ToProcess::Doc(d) => Some(d.clone()),
+        _ => None,
+    })
 }
 
 impl Events for TestMessenger {
@@ -434,13 +442,7 @@ impl PublisherSide for TestMessenger {
     fn try_send_block(&self, items: Vec<ToProcess>) -> Result<(), Vec<ToProcess>> {
         // Recorded in the order sent: the history lock is held across the try.
         let mut h = self.history.lock();
-        let docs: Vec<Document> = items
-            .iter()
-            .filter_map(|i| match i {
-                ToProcess::Doc(d) => Some(d.clone()),
-                _ => None,
-            })
-            .collect();
+        let docs: Vec<Document> = documents_of(&items).collect();
         self.inner.try_send_block(items)?;
         h.sent_for_processing.extend(docs);
         Ok(())

@@ -77,6 +77,11 @@ impl<T> BlockQueue<T> {
             }
             s.writers_waiting -= 1;
         }
+        self.append(&mut s, block);
+    }
+
+    /// Appends `block` under the lock, waking a waiting consumer once `wake_at` are queued.
+    fn append(&self, s: &mut MutexGuard<'_, State<T>>, block: impl IntoIterator<Item = T>) {
         s.items.extend(block);
         self.len.store(s.items.len(), Ordering::Relaxed);
         if s.readers_waiting > 0 && s.items.len() >= self.wake_at {
@@ -90,11 +95,7 @@ impl<T> BlockQueue<T> {
         if s.items.len() >= self.capacity {
             return Err(block);
         }
-        s.items.extend(block);
-        self.len.store(s.items.len(), Ordering::Relaxed);
-        if s.readers_waiting > 0 && s.items.len() >= self.wake_at {
-            self.readers.notify_one();
-        }
+        self.append(&mut s, block);
         Ok(())
     }
 
