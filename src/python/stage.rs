@@ -355,52 +355,50 @@ impl PyStage {
     /// the call (moved, not copied) and moved back; when the call returns children, it stays
     /// lent (`self.lent`) until they are exhausted (`children_done`).
     fn process_one(&mut self, py: Python<'_>, doc: &mut Document) -> StageResult {
-        {
-            // The document is lent to Python for the call (moved, not copied) and moved back.
-            let lent = std::mem::replace(doc, Document::placeholder());
-            let py_doc = Py::new(py, PyDocument::new_from(lent)).map_err(|e| py_failure(py, &e))?;
-            let result = self
-                .obj
-                .bind(py)
-                .call_method1("process_document", (py_doc.clone_ref(py),));
-            let not_iterable =
-                |r: &Bound<'_, PyAny>| {
-                    StageFailure::msg(format!(
-                    "process_document must return None or an iterable of Documents, returned {}",
-                    r.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-                ))
+        let lent = std::mem::replace(doc, Document::placeholder());
+        let py_doc = Py::new(py, PyDocument::new_from(lent)).map_err(|e| py_failure(py, &e))?;
+        let result = self
+            .obj
+            .bind(py)
+            .call_method1("process_document", (py_doc.clone_ref(py),));
+        let not_iterable = |r: &Bound<'_, PyAny>| {
+            StageFailure::msg(format!(
+                "process_document must return None or an iterable of Documents, returned {}",
+                r.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        };
+        let result = match result {
+            Ok(r) if !r.is_none() => r,
+            other => {
+                *doc = reclaim(py, &py_doc);
+                return match other {
+                    Ok(_) => Ok(None),
+                    Err(e) => Err(py_failure(py, &e)),
                 };
-            let result = match result {
-                Ok(r) if !r.is_none() => r,
-                other => {
-                    *doc = reclaim(py, &py_doc);
-                    return match other {
-                        Ok(_) => Ok(None),
-                        Err(e) => Err(py_failure(py, &e)),
-                    };
-                }
-            };
-            let iter =
-                if result.is_instance_of::<PyDocument>() || result.is_instance_of::<PyString>() {
-                    Err(not_iterable(&result))
-                } else {
-                    result.try_iter().map_err(|_| not_iterable(&result))
-                };
-            match iter {
-                Ok(iter) => {
-                    let run_id = py_doc.borrow(py).inner.run_id().map(str::to_string);
-                    let parent = py_doc.clone_ref(py);
-                    self.lent = Some(py_doc);
-                    Ok(Some(Box::new(PyChildren {
-                        iter: Some(iter.unbind()),
-                        run_id,
-                        parent,
-                    }) as Children))
-                }
-                Err(e) => {
-                    *doc = reclaim(py, &py_doc);
-                    Err(e)
-                }
+            }
+        };
+        let iter = if result.is_instance_of::<PyDocument>() || result.is_instance_of::<PyString>() {
+            Err(not_iterable(&result))
+        } else {
+            result.try_iter().map_err(|_| not_iterable(&result))
+        };
+        match iter {
+            Ok(iter) => {
+                let run_id = py_doc.borrow(py).inner.run_id().map(str::to_string);
+                let parent = py_doc.clone_ref(py);
+                self.lent = Some(py_doc);
+                Ok(Some(Box::new(PyChildren {
+                    iter: Some(iter.unbind()),
+                    run_id,
+                    parent,
+                }) as Children))
+            }
+            Err(e) => {
+                *doc = reclaim(py, &py_doc);
+                Err(e)
             }
         }
     }
