@@ -519,21 +519,15 @@ fn text_paths(searcher: &Searcher, field: Field) -> tantivy::Result<Vec<String>>
                 break;
             }
             let key = stream.key();
-            let Some(end) = key.iter().position(|&b| b == JSON_END_OF_PATH) else {
-                break;
-            };
-            let Some(&kind) = key.get(end + 1) else {
+            let Some((path, kind, value)) = split_json_term(key) else {
                 break;
             };
             if kind == text {
-                let path: Vec<String> = key[..end]
-                    .split(|&b| b == JSON_PATH_SEGMENT_SEP)
-                    .map(|seg| String::from_utf8_lossy(seg).replace('.', "\\."))
-                    .collect();
+                let path: Vec<String> = path.iter().map(|seg| seg.replace('.', "\\.")).collect();
                 paths.insert(path.join("."));
             }
             // The first term after every term of this path and type.
-            from = key[..end + 2].to_vec();
+            from = key[..key.len() - value.len()].to_vec();
             match from.last_mut() {
                 Some(b) if *b < u8::MAX => *b += 1,
                 _ => break,
@@ -723,9 +717,10 @@ pub fn open_or_create(path: &Path, defs: &[FieldDef]) -> Result<Index, BackendEr
         BackendError::new(format!("tantivy index {}: {what}: {e}", path.display()))
     };
     std::fs::create_dir_all(path).map_err(|e| fail("cannot create the folder", &e))?;
-    let dir = writer_directory(path).map_err(|e| fail("cannot open the folder", &e))?;
     let wanted = build_schema(defs);
     if path.join("meta.json").exists() {
+        let dir = directory::WriterDirectory::open(path)
+            .map_err(|e| fail("cannot open the folder", &e))?;
         let index = Index::open(dir).map_err(|e| fail("cannot open", &e))?;
         let have = index.schema();
         Layout::of(have.clone()).map_err(|e| fail("cannot reuse", &e))?;
@@ -739,16 +734,14 @@ pub fn open_or_create(path: &Path, defs: &[FieldDef]) -> Result<Index, BackendEr
         }
         Ok(index)
     } else {
-        Index::create(dir, wanted, tantivy::IndexSettings::default())
-            .map_err(|e| fail("cannot create", &e))
+        create_index(path, wanted).map_err(|e| fail("cannot create", &e))
     }
 }
 
-/// The folder at `path` as the index writer reads and writes it.
-fn writer_directory(
-    path: &Path,
-) -> Result<directory::WriterDirectory, tantivy::directory::error::OpenDirectoryError> {
-    directory::WriterDirectory::open(path)
+/// A new index of `schema` in the folder at `path`, on the writer's own directory.
+fn create_index(path: &Path, schema: Schema) -> tantivy::Result<Index> {
+    let dir = directory::WriterDirectory::open(path)?;
+    Index::create(dir, schema, tantivy::IndexSettings::default())
 }
 
 fn describe_schema(s: &Schema) -> String {
@@ -1021,19 +1014,13 @@ impl TantivyBackend {
                         path: path.clone(),
                         source,
                     })?;
-                    let tantivy_error = |source| IndexError::Tantivy {
-                        action: "create",
-                        path: path.clone(),
-                        source,
-                    };
-                    let dir = writer_directory(&path)
-                        .map_err(|e| tantivy_error(tantivy::TantivyError::from(e)))?;
-                    Index::create(
-                        dir,
-                        main.layout.schema.clone(),
-                        tantivy::IndexSettings::default(),
-                    )
-                    .map_err(tantivy_error)?
+                    create_index(&path, main.layout.schema.clone()).map_err(|source| {
+                        IndexError::Tantivy {
+                            action: "create",
+                            path: path.clone(),
+                            source,
+                        }
+                    })?
                 }
                 _ => open_or_create(&path, &self.defs)?,
             };
@@ -1397,13 +1384,7 @@ pub fn search_vector(
 /// [`FUSION_DEPTH`] or `offset + limit`, whichever is deeper); ties go to the document
 /// indexed first.
 pub fn search_with(path: &Path, req: &SearchRequest<'_>) -> Result<Vec<Hit>, SearchError> {
-    if !path.join("meta.json").is_file() {
-        return Err(SearchError::Missing(path.to_path_buf()));
-    }
-    let open = |e: &dyn std::fmt::Display| SearchError::Open {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
+    let o = Opened::at(path)?;
     let bad_query = |reason: QueryError| SearchError::Query {
         query: req.query.to_string(),
         reason,
@@ -1414,10 +1395,8 @@ pub fn search_with(path: &Path, req: &SearchRequest<'_>) -> Result<Vec<Hit>, Sea
     if !(req.rrf_k.is_finite() && req.rrf_k >= 0.0) {
         return Err(bad_query(QueryError::BadRrfK(req.rrf_k)));
     }
-    let index = Index::open_in_dir(path).map_err(|e| open(&e))?;
-    let layout = Layout::of(index.schema()).map_err(|e| open(&e))?;
     if let Some((field, vector)) = req.vector {
-        match layout.typed.get(field) {
+        match o.layout.typed.get(field) {
             Some((_, FieldType::Bytes(_))) => {}
             _ => return Err(bad_query(QueryError::NotAVectorField(field.to_string()))),
         }
@@ -1426,89 +1405,139 @@ pub fn search_with(path: &Path, req: &SearchRequest<'_>) -> Result<Vec<Hit>, Sea
             return Err(bad_query(QueryError::BadVector));
         }
     }
-    let reader = index.reader().map_err(|e| open(&e))?;
-    let searcher = reader.searcher();
     // Parsed even when nothing is asked for, so a bad query is an error whatever the limit.
     let parsed = if req.query.trim().is_empty() && req.vector.is_some() {
         None
     } else {
-        Some(
-            layout
-                .query(&index, &searcher, req.query)
-                .map_err(bad_query)?,
-        )
+        Some(o.query(req.query)?)
     };
-    // No ranking is deeper than the index (a huge limit or offset must not size a heap).
-    let live = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
-    let wanted = req.offset.saturating_add(req.limit).min(live);
-    if req.limit == 0 || req.offset >= wanted {
-        return Ok(Vec::new());
-    }
-    let snippets = match (&parsed, req.snippets) {
-        (Some(q), true) => {
-            Some(Snippets::new(&layout, &searcher, q.as_ref()).map_err(|e| open(&e))?)
+    o.hits(req, parsed.as_deref())
+}
+
+/// An index opened for searching.
+struct Opened {
+    path: PathBuf,
+    index: Index,
+    layout: Layout,
+    searcher: Searcher,
+}
+
+impl Opened {
+    fn at(path: &Path) -> Result<Self, SearchError> {
+        if !path.join("meta.json").is_file() {
+            return Err(SearchError::Missing(path.to_path_buf()));
         }
-        (None, true) => Some(Snippets::default()),
-        (_, false) => None,
-    };
-    let hit =
-        |score: f32, addr, ranks: (Option<usize>, Option<usize>)| -> Result<Hit, SearchError> {
-            let d: TantivyDocument = searcher.doc(addr).map_err(|e| open(&e))?;
-            let doc = layout.stored(&d);
-            Ok(Hit {
-                score,
-                snippets: snippets.as_ref().map(|s| s.of(&doc)),
-                doc,
-                text_rank: ranks.0,
-                vector_rank: ranks.1,
-            })
+        let open = |e: &dyn std::fmt::Display| SearchError::Open {
+            path: path.to_path_buf(),
+            message: e.to_string(),
         };
-    let page = |ranked: Vec<(f32, tantivy::DocAddress)>| -> Result<Vec<Hit>, SearchError> {
-        ranked
-            .into_iter()
-            .skip(req.offset)
-            .take(req.limit)
-            .map(|(score, addr)| hit(score, addr, (None, None)))
-            .collect()
-    };
-    let text_ranking = |q: &dyn tantivy::query::Query, depth: usize| {
-        searcher
-            .search(q, &TopDocs::with_limit(depth))
-            .map_err(|e| open(&e))
-    };
-    match (req.vector, req.hybrid) {
-        (None, _) => match &parsed {
-            Some(q) => page(text_ranking(q.as_ref(), wanted)?),
-            None => Ok(Vec::new()),
-        },
-        (Some((field, vector)), false) => {
-            let allowed = match &parsed {
-                Some(q) => Some(
-                    searcher
-                        .search(q.as_ref(), &tantivy::collector::DocSetCollector)
-                        .map_err(|e| open(&e))?,
-                ),
-                None => None,
-            };
-            page(
-                cosine_ranking(&searcher, field, vector, allowed.as_ref(), wanted)
-                    .map_err(|e| open(&e))?,
-            )
+        let index = Index::open_in_dir(path).map_err(|e| open(&e))?;
+        let layout = Layout::of(index.schema()).map_err(|e| open(&e))?;
+        let searcher = index.reader().map_err(|e| open(&e))?.searcher();
+        Ok(Opened {
+            path: path.to_path_buf(),
+            index,
+            layout,
+            searcher,
+        })
+    }
+
+    /// A failure reading the index.
+    fn error(&self, e: &dyn std::fmt::Display) -> SearchError {
+        SearchError::Open {
+            path: self.path.clone(),
+            message: e.to_string(),
         }
-        (Some((field, vector)), true) => {
-            let depth = wanted.max(FUSION_DEPTH.min(live));
-            let text = match &parsed {
-                Some(q) => text_ranking(q.as_ref(), depth)?,
-                None => Vec::new(),
+    }
+
+    /// `text` in Tantivy's query syntax, as this index answers it.
+    fn query(&self, text: &str) -> Result<Box<dyn tantivy::query::Query>, SearchError> {
+        self.layout
+            .query(&self.index, &self.searcher, text)
+            .map_err(|reason| SearchError::Query {
+                query: text.to_string(),
+                reason,
+            })
+    }
+
+    /// `req`'s hits (its vector and rrf_k checked), `parsed` its query.
+    fn hits(
+        &self,
+        req: &SearchRequest<'_>,
+        parsed: Option<&dyn tantivy::query::Query>,
+    ) -> Result<Vec<Hit>, SearchError> {
+        let (layout, searcher) = (&self.layout, &self.searcher);
+        let open = |e: &dyn std::fmt::Display| self.error(e);
+        // No ranking is deeper than the index (a huge limit or offset must not size a heap).
+        let live = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
+        let wanted = req.offset.saturating_add(req.limit).min(live);
+        if req.limit == 0 || req.offset >= wanted {
+            return Ok(Vec::new());
+        }
+        let snippets = match (parsed, req.snippets) {
+            (Some(q), true) => Some(Snippets::new(layout, searcher, q).map_err(|e| open(&e))?),
+            (None, true) => Some(Snippets::default()),
+            (_, false) => None,
+        };
+        let hit =
+            |score: f32, addr, ranks: (Option<usize>, Option<usize>)| -> Result<Hit, SearchError> {
+                let d: TantivyDocument = searcher.doc(addr).map_err(|e| open(&e))?;
+                let doc = layout.stored(&d);
+                Ok(Hit {
+                    score,
+                    snippets: snippets.as_ref().map(|s| s.of(&doc)),
+                    doc,
+                    text_rank: ranks.0,
+                    vector_rank: ranks.1,
+                })
             };
-            let near =
-                cosine_ranking(&searcher, field, vector, None, depth).map_err(|e| open(&e))?;
-            fuse(&text, &near, req.rrf_k)
+        let page = |ranked: Vec<(f32, tantivy::DocAddress)>| -> Result<Vec<Hit>, SearchError> {
+            ranked
                 .into_iter()
                 .skip(req.offset)
                 .take(req.limit)
-                .map(|(score, addr, ranks)| hit(score as f32, addr, ranks))
+                .map(|(score, addr)| hit(score, addr, (None, None)))
                 .collect()
+        };
+        let text_ranking = |q: &dyn tantivy::query::Query, depth: usize| {
+            searcher
+                .search(q, &TopDocs::with_limit(depth))
+                .map_err(|e| open(&e))
+        };
+        match (req.vector, req.hybrid) {
+            (None, _) => match parsed {
+                Some(q) => page(text_ranking(q, wanted)?),
+                None => Ok(Vec::new()),
+            },
+            (Some((field, vector)), false) => {
+                let allowed = match parsed {
+                    Some(q) => Some(
+                        searcher
+                            .search(q, &tantivy::collector::DocSetCollector)
+                            .map_err(|e| open(&e))?,
+                    ),
+                    None => None,
+                };
+                page(
+                    cosine_ranking(searcher, field, vector, allowed.as_ref(), wanted)
+                        .map_err(|e| open(&e))?,
+                )
+            }
+            (Some((field, vector)), true) => {
+                let depth = wanted.max(FUSION_DEPTH.min(live));
+                let text = match parsed {
+                    Some(q) => text_ranking(q, depth)?,
+                    None => Vec::new(),
+                };
+                let near =
+                    cosine_ranking(searcher, field, vector, None, depth).map_err(|e| open(&e))?;
+                fuse(&text, &near, req.rrf_k)
+                    .into_iter()
+                    .skip(req.offset)
+                    .take(req.limit)
+                    .map(|(score, addr, ranks)| hit(score as f32, addr, ranks))
+                    .collect()
+            }
         }
     }
 }
@@ -1538,28 +1567,16 @@ pub fn search_page(
     snippets: bool,
     facet: Option<&str>,
 ) -> Result<Page, SearchError> {
-    let hits = search_with(
-        path,
-        &SearchRequest {
-            offset,
-            snippets,
-            ..SearchRequest::text(query, limit)
-        },
-    )?;
-    let open = |e: &dyn std::fmt::Display| SearchError::Open {
-        path: path.to_path_buf(),
-        message: e.to_string(),
+    let o = Opened::at(path)?;
+    let q = o.query(query)?;
+    let req = SearchRequest {
+        offset,
+        snippets,
+        ..SearchRequest::text(query, limit)
     };
-    let index = Index::open_in_dir(path).map_err(|e| open(&e))?;
-    let layout = Layout::of(index.schema()).map_err(|e| open(&e))?;
-    let reader = index.reader().map_err(|e| open(&e))?;
-    let searcher = reader.searcher();
-    let q = layout
-        .query(&index, &searcher, query)
-        .map_err(|reason| SearchError::Query {
-            query: query.to_string(),
-            reason,
-        })?;
+    let hits = o.hits(&req, Some(q.as_ref()))?;
+    let (layout, searcher) = (&o.layout, &o.searcher);
+    let open = |e: &dyn std::fmt::Display| o.error(e);
     let total = searcher
         .search(q.as_ref(), &tantivy::collector::Count)
         .map_err(|e| open(&e))? as u64;
@@ -1699,21 +1716,25 @@ impl Snippets {
 }
 
 /// A JSON field's text term as its path's segments and its text (`None` for other values).
-/// Tantivy keeps its own parser of these terms private; the layout (path segments separated by
-/// `JSON_PATH_SEGMENT_SEP`, `JSON_END_OF_PATH`, a type code, the value) is the one
-/// [`text_paths`] reads from the term dictionary.
 fn json_text_term(term: &Term) -> Option<(Vec<String>, String)> {
-    if term.value().json_path_type() != Some(tantivy::schema::Type::Str) {
+    let (path, kind, value) = split_json_term(term.serialized_value_bytes())?;
+    if kind != tantivy::schema::Type::Str.to_code() {
         return None;
     }
-    let bytes = term.serialized_value_bytes();
+    Some((path, std::str::from_utf8(value).ok()?.to_string()))
+}
+
+/// A JSON field's term (a key of its term dictionary, or a term's value bytes): its path's
+/// segments (separated by `JSON_PATH_SEGMENT_SEP`, ended by `JSON_END_OF_PATH`), the value's
+/// type code and the value. Tantivy keeps its own parser of this layout private.
+fn split_json_term(bytes: &[u8]) -> Option<(Vec<String>, u8, &[u8])> {
     let end = bytes.iter().position(|&b| b == JSON_END_OF_PATH)?;
-    let text = std::str::from_utf8(bytes.get(end + 2..)?).ok()?;
+    let kind = *bytes.get(end + 1)?;
     let path = bytes[..end]
         .split(|&b| b == JSON_PATH_SEGMENT_SEP)
         .map(|seg| String::from_utf8_lossy(seg).into_owned())
         .collect();
-    Some((path, text.to_string()))
+    Some((path, kind, &bytes[end + 2..]))
 }
 
 /// The most characters of a snippet's fragment.
