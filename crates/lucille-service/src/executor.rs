@@ -339,6 +339,11 @@ impl Executor {
 
     /// A run's progress samples, oldest first (a live run's as of its last write, about a
     /// second ago).
+    /// The embedded indexes the runs wrote, the most recently written first.
+    pub fn indexes(&self) -> Result<Vec<crate::store::IndexRow>, StoreError> {
+        self.store.indexes()
+    }
+
     pub fn timeline(&self, id: &str) -> Result<Vec<crate::store::ProgressPoint>, StoreError> {
         self.store.timeline(id)
     }
@@ -658,6 +663,12 @@ impl Executor {
             return Ok(());
         }
         tracing::info!(run_id = id, "run {:?} started", view.name);
+        if let Some(path) = embedded_index(&plan) {
+            // The index stays searchable from the console whatever happens to the run.
+            if let Err(e) = self.store.record_index(&path, id) {
+                tracing::error!(run_id = id, "cannot note the index the run writes: {e}");
+            }
+        }
         let opts = RunOptions {
             mode: match stored.mode {
                 Mode::Local => RunMode::Local,
@@ -772,6 +783,12 @@ impl Executor {
 
 /// How a run ended, from the runner's result: each connector's status and counts, the stages'
 /// numbers, the error that ended it, the summary.
+/// The folder of the embedded Tantivy index a run writes, if it writes one.
+fn embedded_index(plan: &runner::RunPlan) -> Option<PathBuf> {
+    let output = plan.output.as_ref()?;
+    (plan.indexer.kind == "tantivy").then(|| crate::submit::absolute(&output.path))
+}
+
 fn finish_view(view: &mut RunView, result: &RunResult, plan: &runner::RunPlan, secrets: &[String]) {
     view.state = match (result.ok, result.connectors.iter().any(|c| c.failed > 0)) {
         (true, false) => RunState::Succeeded,

@@ -89,6 +89,17 @@ pub struct Store {
     conn: Mutex<Connection>,
 }
 
+/// An embedded index a run of the service wrote (`GET /api/indexes`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexRow {
+    /// The folder's name, made unique among the service's indexes (`-2`, `-3`, ... after the
+    /// first) when it is first written; it keeps its name.
+    pub name: String,
+    pub path: PathBuf,
+    /// The last run that wrote it.
+    pub run_id: String,
+}
+
 /// One connector's numbers at one moment of a run (`GET /api/runs/{id}/timeline`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProgressPoint {
@@ -168,6 +179,13 @@ CREATE TABLE IF NOT EXISTS progress (
     dropped INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS progress_by_run ON progress(run_id, seq);
+CREATE TABLE IF NOT EXISTS indexes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL UNIQUE,
+    run_id TEXT NOT NULL,
+    written INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS schedules (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
@@ -328,6 +346,83 @@ impl Store {
         insert_progress(&tx, &run.id, &run.connectors)?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// Notes that run `run_id` writes the embedded index at `path` (absolute): a path first
+    /// seen gets its folder's name, or the first of `name-2`, `name-3`, ... not taken; a
+    /// known one keeps its name and moves to the front of the list.
+    pub fn record_index(&self, path: &Path, run_id: &str) -> Result<IndexRow, StoreError> {
+        let text = path.to_string_lossy().into_owned();
+        let mut conn = self.conn.lock();
+        let tx = conn.transaction()?;
+        // The order of writes (a counter: two runs may start in the same millisecond).
+        let written: i64 = tx.query_row(
+            "SELECT COALESCE(MAX(written), 0) + 1 FROM indexes",
+            [],
+            |r| r.get(0),
+        )?;
+        let known: Option<String> = tx
+            .query_row("SELECT name FROM indexes WHERE path = ?1", [&text], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let name = match known {
+            Some(name) => {
+                tx.execute(
+                    "UPDATE indexes SET run_id = ?2, written = ?3 WHERE path = ?1",
+                    params![text, run_id, written],
+                )?;
+                name
+            }
+            None => {
+                let folder = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| "index".to_string());
+                let taken = |name: &str| -> rusqlite::Result<bool> {
+                    tx.query_row(
+                        "SELECT EXISTS (SELECT 1 FROM indexes WHERE name = ?1)",
+                        [name],
+                        |r| r.get(0),
+                    )
+                };
+                let mut name = folder.clone();
+                let mut n = 1;
+                while taken(&name)? {
+                    n += 1;
+                    name = format!("{folder}-{n}");
+                }
+                tx.execute(
+                    "INSERT INTO indexes (name, path, run_id, written) VALUES (?1, ?2, ?3, ?4)",
+                    params![name, text, run_id, written],
+                )?;
+                name
+            }
+        };
+        tx.commit()?;
+        Ok(IndexRow {
+            name,
+            path: path.to_path_buf(),
+            run_id: run_id.to_string(),
+        })
+    }
+
+    /// The embedded indexes the service's runs wrote, the most recently written first.
+    pub fn indexes(&self) -> Result<Vec<IndexRow>, StoreError> {
+        let conn = self.conn.lock();
+        let mut stmt =
+            conn.prepare_cached("SELECT name, path, run_id FROM indexes ORDER BY written DESC")?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(IndexRow {
+                    name: r.get(0)?,
+                    path: PathBuf::from(r.get::<_, String>(1)?),
+                    run_id: r.get(2)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
     }
 
     /// A queued run cancelled before it started.
@@ -606,4 +701,30 @@ fn insert_failures(
         stmt.execute(params![run_id, f.doc_id, f.connector, f.stage, f.reason])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_keeps_its_name_and_a_second_folder_of_that_name_gets_another() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let store = Store::open(dir.path()).expect("the store");
+        let a = Path::new("/data/a/index");
+        let b = Path::new("/data/b/index");
+        assert_eq!(store.record_index(a, "run-1").unwrap().name, "index");
+        assert_eq!(store.record_index(b, "run-2").unwrap().name, "index-2");
+        // Written again: the same name, the new run, first in the list.
+        assert_eq!(store.record_index(a, "run-3").unwrap().name, "index");
+        let listed = store.indexes().unwrap();
+        let names: Vec<(&str, &str)> = listed
+            .iter()
+            .map(|i| (i.name.as_str(), i.run_id.as_str()))
+            .collect();
+        assert_eq!(names, [("index", "run-3"), ("index-2", "run-2")]);
+        assert_eq!(listed[0].path, a);
+        let c = Path::new("/data/c/index-2");
+        assert_eq!(store.record_index(c, "run-4").unwrap().name, "index-2-2");
+    }
 }

@@ -132,6 +132,9 @@ pub struct RunPlan {
     pub pipeline_threads: HashMap<String, usize>,
     pub indexer: IndexerSettings,
     pub backend_config: ComponentConfig,
+    /// What the backend writes on this machine (the embedded index's folder, a JSONL file), as
+    /// its check found it: the service lists the indexes its runs wrote.
+    pub output: Option<indexer::BackendOutput>,
     pub worker: WorkerSettings,
     pub queue_capacity: usize,
     pub max_pending_docs: Option<usize>,
@@ -411,6 +414,7 @@ pub fn plan(config: &Value, base_dir: Option<&Path>) -> Result<RunPlan, ConfigEr
         pipeline_threads,
         indexer: indexer.settings.unwrap_or_default(),
         backend_config: indexer.backend_config,
+        output: indexer.output,
         worker_pipeline: worker.pipeline.clone(),
         worker,
         queue_capacity,

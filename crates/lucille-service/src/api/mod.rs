@@ -3,6 +3,7 @@
 
 mod console;
 mod events;
+mod indexes;
 mod runs;
 mod schedules;
 mod validate;
@@ -47,6 +48,8 @@ pub fn router(app: Arc<App>, health: Arc<lucille_core::health::Health>, max_body
         .route("/api/runs/{id}/failures", get(runs::failures))
         .route("/api/runs/{id}/replay", post(runs::replay))
         .route("/api/runs/{id}/timeline", get(runs::timeline))
+        .route("/api/indexes", get(indexes::list))
+        .route("/api/indexes/{name}/search", get(indexes::search))
         .route("/api/validate", post(validate::validate))
         .route(
             "/api/schedules",

@@ -1450,8 +1450,12 @@ impl Opened {
         }
     }
 
-    /// `text` in Tantivy's query syntax, as this index answers it.
+    /// `text` in Tantivy's query syntax, as this index answers it; an empty one matches every
+    /// document.
     fn query(&self, text: &str) -> Result<Box<dyn tantivy::query::Query>, SearchError> {
+        if text.trim().is_empty() {
+            return Ok(Box::new(tantivy::query::AllQuery));
+        }
         self.layout
             .query(&self.index, &self.searcher, text)
             .map_err(|reason| SearchError::Query {
@@ -1540,6 +1544,11 @@ impl Opened {
             }
         }
     }
+}
+
+/// How many documents the index at `path` holds (as of its last commit).
+pub fn document_count(path: &Path) -> Result<u64, SearchError> {
+    Ok(Opened::at(path)?.searcher.num_docs())
 }
 
 /// A page of a text search with what a search page shows beside it ([`search_page`]).

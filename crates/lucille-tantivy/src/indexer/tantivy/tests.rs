@@ -1016,6 +1016,15 @@ fn a_search_page_counts_its_matches_and_the_values_of_a_facet() {
     let page = search_page(&dir, "lake", 10, 0, false, Some("meta.year")).unwrap();
     assert_eq!(page.total, 5);
     assert_eq!(page.facets, [(json!(2001), 3), (json!(2000), 2)]);
+    // An empty query matches every document (the page a search box starts on).
+    let page = search_page(&dir, " ", 3, 0, false, Some("kind")).unwrap();
+    assert_eq!((page.total, page.hits.len()), (30, 3));
+    assert_eq!(
+        page.facets,
+        [(json!("a"), 10), (json!("b"), 10), (json!("c"), 10)]
+    );
+    assert_eq!(search(&dir, "", 100).unwrap().len(), 30);
+    assert_eq!(document_count(&dir).unwrap(), 30);
     assert!(search_page(&dir, "river", 10, 0, false, Some("nope"))
         .unwrap()
         .facets
