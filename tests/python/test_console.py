@@ -199,3 +199,177 @@ def test_the_console_end_to_end(tmp_path: pathlib.Path, browser: Any) -> None:
         assert urls and all(u.startswith(svc.url) for u in urls), urls
         logs = [e for e in d.get_log("browser") if e["level"] == "SEVERE" and "401" not in e["message"]]
         assert logs == [], logs
+
+
+MIN_GAP = 0.25  # app.js's: samples closer together are merged
+
+
+def throughput(points: list[dict[str, Any]]) -> dict[str, list[tuple[float, float]]]:
+    """What the run page's chart plots, from the timeline: each connector's documents finished
+    per second between its samples (from t = 0), at each interval's end; a sample closer than
+    MIN_GAP to the last one kept is skipped, except the last, which replaces that one."""
+    by: dict[str, list[tuple[float, int]]] = {}
+    for p in points:
+        by.setdefault(p["connector"], []).append((p["t"], p["succeeded"] + p["failed"] + p["dropped"]))
+    out = {}
+    for name, samples in by.items():
+        kept = [(0.0, 0)]
+        for i, (t, done) in enumerate(samples):
+            if t - kept[-1][0] < MIN_GAP:
+                if i != len(samples) - 1:
+                    continue
+                if len(kept) > 1:
+                    kept.pop()
+                if t - kept[-1][0] <= 0:
+                    continue
+            kept.append((t, done))
+        out[name] = [(b[0], (b[1] - a[1]) / (b[0] - a[0])) for a, b in zip(kept, kept[1:])]
+    return out
+
+
+def test_the_run_charts_and_the_search_page(tmp_path: pathlib.Path, browser: Any) -> None:
+    import json
+    import urllib.parse
+
+    from selenium.webdriver.common.by import By
+
+    write_stages(tmp_path)
+    topics = ["rust", "python", "search", "index"]
+    kinds = ["guide", "reference", "tutorial", "talk"]
+    with open(tmp_path / "library.jsonl", "w") as f:
+        for i in range(600):
+            topic = topics[i % 4]
+            f.write(json.dumps({"id": f"r{i:03}", "title": f"{topic.title()} notes {i}",
+                                "kind": kinds[(i // 4) % 4],
+                                "body": f"A page about {topic} and more: entry {i} of the library."}) + "\n")
+    conf = """connectors: [
+  { name: "library", class: "FileConnector", paths: ["library.jsonl"], pipeline: "p",
+    fileHandlers { jsonl { idField: "id" } } }
+]
+pipelines: [ { name: "p", stages: [
+  { name: "mark", class: "SetStaticValues", staticValues: { source: "console" } }
+  { name: "pause", class: "service_stages:Slow", seconds: 0.02 }
+] } ]
+indexer { type: "tantivy", batchSize: 50 }
+tantivy { path: "shelf/library" }
+worker { threads: 2 }
+publisher { queueCapacity: 20 }
+"""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    with Service(tmp_path / "data", "--token-file", str(token_file), token=TOKEN, cwd=tmp_path,
+                 env={"PYTHONPATH": str(tmp_path)}) as svc:
+        d = browser
+        d.get(svc.url + "/")
+        wait_for(lambda: d.find_element(By.ID, "token-dialog").get_attribute("open") is not None,
+                 message="the token dialog")
+        d.find_element(By.ID, "token-input").send_keys(TOKEN)
+        d.find_element(By.ID, "token-save").click()
+        wait_for(lambda: "No runs yet" in d.find_element(By.ID, "runs-table").text, message="runs list")
+
+        # The run page while the run goes: the chart draws and redraws from the timeline.
+        run_id = svc.submit(conf, name="library")
+        d.get(f"{svc.url}/#/runs/{run_id}")
+        wait_for(lambda: d.find_element(By.ID, "run-state").text == "running", message="running")
+        points = lambda: d.find_elements(By.CSS_SELECTOR, "#throughput .point")  # noqa: E731
+        wait_for(lambda: len(points()) >= 1 and d.find_element(By.ID, "throughput-note").text == "(live)",
+                 message="a live point")
+        assert "appear when the run ends" in d.find_element(By.ID, "stage-bars").text
+        seen = len(points())
+        wait_for(lambda: len(points()) > seen or d.find_element(By.ID, "run-state").text != "running",
+                 message="the chart redrawn")
+        assert len(points()) > seen, "the chart grew while the run went"
+        shot(d, "run-charts-live")
+
+        # At its end: the points are the API's numbers, the bars each stage's time.
+        wait_for(lambda: d.find_element(By.ID, "run-state").text == "succeeded", timeout=120, message="done")
+        wait_for(lambda: d.find_element(By.ID, "throughput-note").text == "", message="the final chart")
+        timeline = svc.ok("GET", f"/api/runs/{run_id}/timeline")["points"]
+        expected = throughput(timeline)
+        drawn: dict[str, list[tuple[float, float]]] = {}
+        for c in points():
+            series = c.find_element(By.XPATH, "..").get_attribute("data-connector")
+            drawn.setdefault(series, []).append((float(c.get_attribute("data-t")),
+                                                 float(c.get_attribute("data-rate"))))
+        assert drawn.keys() == expected.keys() == {"library"}
+        assert len(drawn["library"]) == len(expected["library"]) >= 2, (drawn, timeline)
+        for (t, rate), (et, erate) in zip(drawn["library"], expected["library"]):
+            assert t == pytest.approx(et) and rate == pytest.approx(erate), (drawn, expected)
+        legend = d.find_element(By.ID, "throughput-legend").text
+        assert legend == "library"
+        run = svc.run(run_id)
+        bars = d.find_elements(By.CSS_SELECTOR, "#stage-bars .stage-bar")
+        assert [b.get_attribute("data-stage") for b in bars] == [s["name"] for s in run["stages"]] == [
+            "mark", "pause"]
+        seconds = [float(b.get_attribute("data-seconds")) for b in bars]
+        assert seconds == pytest.approx([s["seconds"] for s in run["stages"]])
+        widths = [float(b.find_element(By.TAG_NAME, "rect").get_attribute("width")) for b in bars]
+        assert widths[0] / widths[1] == pytest.approx(seconds[0] / seconds[1], rel=1e-3, abs=0.01)
+        assert "pause" in bars[1].text and "%" in bars[1].text
+        shot(d, "run-charts")
+
+        # The search page: the index the run wrote, by name.
+        d.find_element(By.ID, "nav-search").click()
+        wait_for(lambda: d.find_elements(By.CSS_SELECTOR, "#search-index option"), message="indexes")
+        options = [o.text for o in d.find_elements(By.CSS_SELECTOR, "#search-index option")]
+        assert options == ["library (600 documents)"]
+        d.find_element(By.ID, "search-q").send_keys("rust")
+        d.find_element(By.ID, "search-facet").send_keys("kind")
+        d.find_element(By.ID, "search-go").click()
+
+        def api(q: str, offset: int = 0) -> Any:
+            query = urllib.parse.urlencode({"q": q, "limit": 10, "offset": offset, "facet": "kind"})
+            return svc.ok("GET", f"/api/indexes/library/search?{query}")
+
+        def hit_ids() -> list[str]:
+            return [h.get_attribute("data-id") for h in d.find_elements(By.CSS_SELECTOR, "#search-hits .hit")]
+
+        page = api("rust")
+        assert page["total"] == 150
+        wait_for(lambda: d.find_element(By.ID, "search-total").text == "150 matches", message="the matches")
+        assert hit_ids() == [h["id"] for h in page["hits"]]
+        first = d.find_element(By.CSS_SELECTOR, "#search-hits .hit")
+        marked = [b.text for b in first.find_elements(By.CSS_SELECTOR, ".snippet b")]
+        assert marked and all(m.lower() == "rust" for m in marked), marked
+        assert "kind" in first.find_element(By.CSS_SELECTOR, ".fields").text
+        facets = [(li.find_element(By.TAG_NAME, "a").text, li.find_element(By.CLASS_NAME, "count").text)
+                  for li in d.find_elements(By.CSS_SELECTOR, "#search-facet-values li")]
+        assert facets == [(f["value"], str(f["count"])) for f in page["facets"]["kind"]]
+        assert d.find_element(By.ID, "search-page").text == "1–10 of 150"
+        shot(d, "search")
+
+        # Paging.
+        d.find_element(By.ID, "search-next").click()
+        second = api("rust", 10)
+        wait_for(lambda: hit_ids() == [h["id"] for h in second["hits"]], message="page 2")
+        assert d.find_element(By.ID, "search-page").text == "11–20 of 150"
+        assert d.find_element(By.ID, "search-prev").get_attribute("disabled") is None
+
+        # A facet value narrows the query.
+        value, count = facets[0]
+        d.find_element(By.CSS_SELECTOR, "#search-facet-values li a").click()
+        wait_for(lambda: d.find_element(By.ID, "search-total").text == f"{count} matches",
+                 message="the narrowed query")
+        assert d.find_element(By.ID, "search-q").get_attribute("value") == f'(rust) AND kind:"{value}"'
+
+        # A query error is shown at its character.
+        box = d.find_element(By.ID, "search-q")
+        box.clear()
+        box.send_keys("title:(rust AND")
+        d.find_element(By.ID, "search-go").click()
+        wait_for(lambda: d.find_element(By.ID, "search-error").is_displayed(), message="the error")
+        status, err = svc.call("GET", "/api/indexes/library/search?" + urllib.parse.urlencode(
+            {"q": "title:(rust AND"}))
+        assert status == 400
+        where = d.find_element(By.ID, "search-error-where")
+        assert where.get_attribute("data-position") == str(err["position"])
+        assert f"character {err['position']}" in where.text
+        assert d.find_element(By.ID, "search-error-text").text == err["error"]
+        assert d.find_element(By.ID, "search-q").get_attribute("aria-invalid") == "true"
+        shot(d, "search-error")
+
+        urls = d.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+        assert urls and all(u.startswith(svc.url) for u in urls), urls
+        logs = [e for e in d.get_log("browser") if e["level"] == "SEVERE" and "401" not in e["message"]
+                and "400" not in e["message"]]
+        assert logs == [], logs

@@ -184,9 +184,158 @@ function renderRun(run) {
     run.state === "running" || run.state === "queued" ? "The run is going." : "No stages.", 6);
   $("#stages-note").hidden = !(run.state === "running" || run.state === "queued");
   $("#run-summary").textContent = run.summary || "";
+  drawStageBars(run);
   const live = run.state === "running" || run.state === "queued";
   $("#run-cancel").disabled = !live;
   $("#run-replay").disabled = live || !run.counts.failed;
+}
+
+// ----- Charts: SVG drawn here (no library, nothing fetched; the CSP holds) -----
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+function svgEl(tag, attrs = {}, text) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = String(text);
+  return e;
+}
+
+// Samples closer together than this are merged: a rate over a sliver of a second is noise.
+const MIN_GAP = 0.25;
+
+// Each connector's documents finished (succeeded + failed + dropped) per second between its
+// progress samples, plotted at the end of each interval: Map connector -> [{t, rate}]. The
+// first interval starts at the run's start (t = 0, nothing done); a sample closer than
+// MIN_GAP to the last one kept is skipped, except the last, which replaces that one.
+function throughput(points) {
+  const by = new Map();
+  for (const p of points) {
+    if (!by.has(p.connector)) by.set(p.connector, []);
+    by.get(p.connector).push({ t: p.t, done: p.succeeded + p.failed + p.dropped });
+  }
+  const out = new Map();
+  for (const [name, samples] of by) {
+    const kept = [{ t: 0, done: 0 }];
+    samples.forEach((s, i) => {
+      const last = i === samples.length - 1;
+      if (s.t - kept[kept.length - 1].t < MIN_GAP) {
+        if (!last) return;
+        if (kept.length > 1) kept.pop();
+        if (s.t - kept[kept.length - 1].t <= 0) return;
+      }
+      kept.push(s);
+    });
+    const series = [];
+    for (let i = 1; i < kept.length; i++) {
+      series.push({ t: kept[i].t, rate: (kept[i].done - kept[i - 1].done) / (kept[i].t - kept[i - 1].t) });
+    }
+    out.set(name, series);
+  }
+  return out;
+}
+
+// The smallest 1, 2 or 5 times a power of ten at or above v.
+function niceCeil(v) {
+  if (!(v > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
+const fmtRate = (r) => (r >= 100 ? Math.round(r).toLocaleString("en-US") : r.toFixed(r >= 10 ? 1 : 2));
+
+function drawThroughput(points, live) {
+  const chart = $("#throughput");
+  if (!chart) return;
+  const W = 720, H = 220, L = 64, R = 14, T = 12, B = 30;
+  const series = throughput(points);
+  const all = [...series.values()].flat();
+  chart.replaceChildren(svgEl("title", { id: "throughput-title" },
+    "Documents finished per second, per connector, over the run"));
+  $("#throughput-note").textContent = live ? "(live)" : "";
+  if (!all.length) {
+    chart.appendChild(svgEl("text", { x: W / 2, y: H / 2, "text-anchor": "middle", class: "empty" },
+      "No progress samples yet"));
+    $("#throughput-legend").replaceChildren();
+    return;
+  }
+  const maxT = Math.max(...all.map((p) => p.t), 1);
+  const maxY = niceCeil(Math.max(...all.map((p) => p.rate)));
+  const x = (t) => L + (t / maxT) * (W - L - R);
+  const y = (r) => T + (1 - r / maxY) * (H - T - B);
+  const axes = svgEl("g", { class: "axes" });
+  // The grid's labels with as many decimals as its step needs (a step of 0.25 gets two).
+  const step = maxY / 4;
+  const decimals = step >= 1 ? 0 : step >= 0.1 ? 1 : 2;
+  for (let i = 0; i <= 4; i++) {
+    const v = step * i;
+    axes.appendChild(svgEl("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), class: i ? "grid" : "axis" }));
+    axes.appendChild(svgEl("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end" },
+      v.toLocaleString("en-US", { minimumFractionDigits: decimals, maximumFractionDigits: decimals })));
+  }
+  for (let i = 0; i <= 5; i++) {
+    const t = (maxT * i) / 5;
+    axes.appendChild(svgEl("text", { x: x(t), y: H - 10, "text-anchor": "middle" },
+      `${t < 10 ? t.toFixed(1) : Math.round(t)} s`));
+  }
+  chart.appendChild(axes);
+  const legend = [];
+  let i = 0;
+  for (const [name, pts] of series) {
+    const cls = `series series-${i % 6}`;
+    const g = svgEl("g", { class: cls, "data-connector": name });
+    g.appendChild(svgEl("polyline", {
+      points: [[x(0), y(0)], ...pts.map((p) => [x(p.t), y(p.rate)])].map((xy) => xy.join(",")).join(" "),
+    }));
+    for (const p of pts) {
+      const c = svgEl("circle", { cx: x(p.t), cy: y(p.rate), r: 3, class: "point",
+        "data-t": p.t, "data-rate": p.rate });
+      c.appendChild(svgEl("title", {}, `${name}: ${fmtRate(p.rate)} docs/s at ${p.t.toFixed(1)} s`));
+      g.appendChild(c);
+    }
+    chart.appendChild(g);
+    const li = el("li");
+    li.append(el("span", null, `swatch ${cls}`), el("span", name));
+    legend.push(li);
+    i++;
+  }
+  $("#throughput-legend").replaceChildren(...legend);
+}
+
+function drawStageBars(run) {
+  const chart = $("#stage-bars");
+  if (!chart) return;
+  const stages = run.stages || [];
+  const total = stages.reduce((a, s) => a + s.seconds, 0);
+  const W = 440, LABEL = 130, BAR = W - LABEL - 110, ROW = 28;
+  chart.replaceChildren(svgEl("title", { id: "stage-bars-title" }, "Each stage's share of the stage time"));
+  if (!stages.length) {
+    chart.setAttribute("viewBox", `0 0 ${W} 60`);
+    chart.appendChild(svgEl("text", { x: 8, y: 34, class: "empty" },
+      run.state === "running" || run.state === "queued" ? "Stage times appear when the run ends." : "No stages."));
+    return;
+  }
+  chart.setAttribute("viewBox", `0 0 ${W} ${ROW * stages.length + 12}`);
+  const most = Math.max(...stages.map((s) => s.seconds)) || 1;
+  stages.forEach((s, i) => {
+    const yTop = 6 + i * ROW;
+    const share = total > 0 ? s.seconds / total : 0;
+    const g = svgEl("g", { class: "stage-bar", "data-stage": s.name, "data-pipeline": s.pipeline,
+      "data-seconds": s.seconds, "data-share": share });
+    g.appendChild(svgEl("text", { x: LABEL - 8, y: yTop + 16, "text-anchor": "end" }, s.name));
+    g.appendChild(svgEl("rect", { x: LABEL, y: yTop + 3, height: ROW - 10,
+      width: Math.max(1, (s.seconds / most) * BAR), rx: 2 }));
+    g.appendChild(svgEl("text", { x: LABEL + Math.max(1, (s.seconds / most) * BAR) + 6, y: yTop + 16, class: "value" },
+      `${s.seconds.toFixed(3)} s · ${Math.round(share * 100)}%`));
+    const tip = svgEl("title", {}, `${s.pipeline} / ${s.name} (${s.class}): ${s.seconds.toFixed(3)} s, ${n(s.documents)} documents`);
+    g.appendChild(tip);
+    chart.appendChild(g);
+  });
+}
+
+async function loadTimeline(id, live) {
+  const r = await api("GET", `/api/runs/${id}/timeline`);
+  if (r.ok) drawThroughput(r.data.points, live);
 }
 
 // Reads a text/event-stream with fetch (EventSource cannot send the token).
@@ -258,10 +407,20 @@ async function runPage(id) {
     if (r.ok) location.hash = `#/runs/${r.data.id}`;
     else $("#run-action").textContent = r.data.error || "cannot replay";
   };
-  if (first.data.state === "running" || first.data.state === "queued") {
+  const running = first.data.state === "running" || first.data.state === "queued";
+  await loadTimeline(id, running);
+  if (running) {
+    // The chart follows the run: its timeline again at most every 1.5 s of progress events.
+    let drawn = Date.now();
     follow(id, async (event, run) => {
       renderRun(run);
-      if (event === "end") await loadFailures(id, 0);
+      if (event === "end") {
+        await loadTimeline(id, false);
+        await loadFailures(id, 0);
+      } else if (Date.now() - drawn > 1500) {
+        drawn = Date.now();
+        await loadTimeline(id, true);
+      }
     }, controller.signal).catch(() => {});
   }
 }
@@ -417,6 +576,147 @@ async function schedulesPage() {
   await load();
 }
 
+// ----- Search the embedded indexes the runs wrote -----
+
+const HITS_PER_PAGE = 10;
+
+// A snippet's HTML (escaped text with the terms in <b>, from the API) as nodes: text and <b>
+// only, whatever else it might hold.
+function snippetNodes(html) {
+  const body = new DOMParser().parseFromString(`<body>${html}</body>`, "text/html").body;
+  return [...body.childNodes].map((node) => node.nodeName === "B"
+    ? el("b", node.textContent) : document.createTextNode(node.textContent || ""));
+}
+
+// A stored value, short: long lists of numbers (vectors) are counted, long text cut.
+function shortValue(v) {
+  if (Array.isArray(v) && v.length > 8 && v.every((x) => typeof x === "number")) return `[${v.length} numbers]`;
+  const text = typeof v === "string" ? v : JSON.stringify(v);
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
+}
+
+function hitItem(hit) {
+  const li = el("li", null, "hit");
+  li.dataset.id = String(hit.id);
+  const head = el("div", null, "hit-head");
+  head.append(el("code", hit.id, "hit-id"), el("span", `score ${hit.score.toFixed(3)}`, "muted"));
+  li.appendChild(head);
+  for (const [field, html] of Object.entries(hit.snippets || {})) {
+    const p = el("p", null, "snippet");
+    p.dataset.field = field;
+    p.append(el("span", `${field}: `, "field"), ...snippetNodes(html));
+    li.appendChild(p);
+  }
+  const dl = el("dl", null, "fields");
+  for (const [k, v] of Object.entries(hit.fields || {})) {
+    const div = el("div");
+    div.append(el("dt", k), el("dd", shortValue(v)));
+    dl.appendChild(div);
+  }
+  li.appendChild(dl);
+  return li;
+}
+
+// The query with the character the parser stopped at marked (positions count characters,
+// as the API does, not UTF-16 units).
+function showQueryError(q, error, position) {
+  $("#search-error").hidden = false;
+  $("#search-error-text").textContent = error;
+  const where = $("#search-error-where");
+  where.replaceChildren();
+  where.dataset.position = position === null || position === undefined ? "" : String(position);
+  if (position === null || position === undefined) { where.hidden = true; return; }
+  where.hidden = false;
+  const chars = Array.from(q);
+  const at = chars.slice(position, position + 1).join("") || " ";
+  where.append(document.createTextNode(chars.slice(0, position).join("")),
+    el("mark", at, "at"), document.createTextNode(chars.slice(position + 1).join("")),
+    document.createTextNode(`\n${" ".repeat(position)}^ character ${position}`));
+  const input = $("#search-q");
+  input.setAttribute("aria-invalid", "true");
+  const unit = chars.slice(0, position).join("").length;
+  input.focus();
+  input.setSelectionRange(unit, unit + at.length);
+}
+
+async function searchPage(params) {
+  show("tpl-search");
+  document.getElementById("nav-search").setAttribute("aria-current", "page");
+  const listed = await api("GET", "/api/indexes");
+  const select = $("#search-index");
+  if (!listed.ok) {
+    $("#search-index-note").textContent = listed.data.error || "cannot list the indexes";
+    select.disabled = $("#search-go").disabled = true;
+    return;
+  }
+  const indexes = listed.data.indexes;
+  if (!indexes.length) {
+    $("#search-index-note").textContent = "No indexes yet: a run with indexer type tantivy writes one.";
+    select.disabled = $("#search-go").disabled = true;
+    $("#search-prev").disabled = $("#search-next").disabled = true;
+    return;
+  }
+  select.replaceChildren(...indexes.map((i) => {
+    const o = el("option", `${i.name} (${n(i.documents)} documents)`);
+    o.value = i.name;
+    return o;
+  }));
+  const wanted = params.get("index");
+  const index = indexes.some((i) => i.name === wanted) ? wanted : indexes[0].name;
+  select.value = index;
+  const q = params.get("q") || "";
+  const facet = params.get("facet") || "";
+  const offset = Math.max(0, Number(params.get("offset") || 0) || 0);
+  $("#search-q").value = q;
+  $("#search-facet").value = facet;
+  const go = (over) => {
+    const next = new URLSearchParams({ index: select.value, q: $("#search-q").value,
+      facet: $("#search-facet").value.trim(), offset: "0", ...over });
+    location.hash = `#/search?${next}`;
+  };
+  $("#search-form").onsubmit = (ev) => { ev.preventDefault(); go({}); };
+  select.onchange = () => go({});
+  const picked = indexes.find((i) => i.name === index);
+  $("#search-index-note").textContent = `written by run ${picked.runId.slice(0, 8)}`;
+
+  const query = new URLSearchParams({ q, limit: String(HITS_PER_PAGE), offset: String(offset) });
+  if (facet) query.set("facet", facet);
+  const r = await api("GET", `/api/indexes/${encodeURIComponent(index)}/search?${query}`);
+  $("#search-prev").disabled = $("#search-next").disabled = true;
+  if (!r.ok) {
+    showQueryError(q, r.data.error || `HTTP ${r.status}`, r.status === 400 ? r.data.position : null);
+    $("#search-total").textContent = "\u00a0";
+    return;
+  }
+  const { total, hits, facets } = r.data;
+  $("#search-total").textContent = `${n(total)} match${total === 1 ? "" : "es"}${q.trim() ? "" : " (every document)"}`;
+  const list = $("#search-hits");
+  list.start = offset + 1;
+  list.replaceChildren(...hits.map(hitItem));
+  if (!hits.length) list.appendChild(el("li", total ? "No hits on this page." : "No documents match.", "muted empty"));
+  $("#search-page").textContent = total ? `${n(offset + 1)}–${n(Math.min(offset + hits.length, total))} of ${n(total)}` : "";
+  $("#search-prev").disabled = offset === 0;
+  $("#search-next").disabled = offset + HITS_PER_PAGE >= total;
+  $("#search-prev").onclick = () => go({ q, facet, offset: String(Math.max(0, offset - HITS_PER_PAGE)) });
+  $("#search-next").onclick = () => go({ q, facet, offset: String(offset + HITS_PER_PAGE) });
+  const values = facet ? facets[facet] || [] : null;
+  $("#search-facets").hidden = values === null;
+  if (values !== null) {
+    $("#search-facets-title").textContent = facet;
+    $("#search-facet-values").replaceChildren(...values.map((f) => {
+      const li = el("li");
+      const a = el("a", typeof f.value === "string" ? f.value : JSON.stringify(f.value));
+      // Narrows the query to this value.
+      const term = `${facet}:${typeof f.value === "string" ? JSON.stringify(f.value) : f.value}`;
+      a.href = `#/search?${new URLSearchParams({ index, q: q.trim() ? `(${q}) AND ${term}` : term, facet, offset: "0" })}`;
+      li.dataset.value = JSON.stringify(f.value);
+      li.append(a, el("span", n(f.count), "count n"));
+      return li;
+    }));
+    if (!values.length) $("#search-facet-values").appendChild(el("li", "No values among the matches.", "muted"));
+  }
+}
+
 // ----- Routing -----
 
 function route() {
@@ -427,6 +727,7 @@ function route() {
   if (parts[0] === "runs" && parts[1]) return runPage(decodeURIComponent(parts[1]));
   if (parts[0] === "new") return newPage();
   if (parts[0] === "schedules") return schedulesPage();
+  if (parts[0] === "search") return searchPage(params);
   return runsPage(Number(params.get("offset") || 0));
 }
 
