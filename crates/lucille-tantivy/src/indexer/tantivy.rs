@@ -429,8 +429,8 @@ impl Layout {
     }
 
     /// A query in Tantivy's syntax. In an index of the old layout bare words search `_all`;
-    /// otherwise each bare word (or phrase) is looked for in every field that holds text: the
-    /// typed text fields and the JSON paths of `_fields` that hold strings.
+    /// otherwise each bare word (or phrase) is looked for in every field that holds text (the
+    /// typed text fields and the JSON paths of `_fields` that hold strings) and as a whole id.
     fn query(
         &self,
         index: &Index,
@@ -450,6 +450,9 @@ impl Layout {
             .map(|(name, _)| name.replace('.', "\\."))
             .collect();
         targets.extend(text_paths(searcher, self.json).map_err(QueryError::Fields)?);
+        // A document's id as a whole word too (`json.dumps` finds the document of that id,
+        // whose name the tokenizer splits into two words that no one field may hold).
+        targets.push(ID_FIELD.to_string());
         Ok(parser.build_query_from_user_input_ast(expand_bare(ast, &targets))?)
     }
 }

@@ -1036,3 +1036,28 @@ fn a_search_page_counts_its_matches_and_the_values_of_a_facet() {
         "{e}"
     );
 }
+
+#[test]
+fn a_bare_word_finds_the_document_of_that_id() {
+    let dir = tempdir();
+    let mut b = backend(&dir, vec![]);
+    let ops = vec![
+        upsert("json.dumps", json!({"module": "json", "name": "dumps"})),
+        upsert("json.loads", json!({"module": "json", "name": "loads"})),
+        upsert("pickle.dumps", json!({"module": "pickle", "name": "dumps"})),
+    ];
+    b.send(&ops).unwrap();
+    b.close().unwrap();
+    // The tokenizer makes the phrase "json dumps", which no one field holds; the id does.
+    let ids = |q: &str| -> Vec<String> {
+        search(&dir, q, 10)
+            .unwrap()
+            .iter()
+            .map(|h| h.doc["id"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(ids("json.dumps"), ["json.dumps"]);
+    assert_eq!(ids("pickle.dumps OR json.loads").len(), 2);
+    // A word of an id is not the id: the fields answer it.
+    assert_eq!(ids("dumps").len(), 2);
+}
