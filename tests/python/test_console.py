@@ -204,26 +204,29 @@ def test_the_console_end_to_end(tmp_path: pathlib.Path, browser: Any) -> None:
 MIN_GAP = 0.25  # app.js's: samples closer together are merged
 
 
-def throughput(points: list[dict[str, Any]]) -> dict[str, list[tuple[float, float]]]:
-    """What the run page's chart plots, from the timeline: each connector's documents finished
-    per second between its samples (from t = 0), at each interval's end; a sample closer than
+def throughput(points: list[dict[str, Any]]) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """What the run page's chart plots, from the timeline: for each connector, the documents
+    that reached their end ("done": succeeded + failed + dropped) and those it published, per
+    second between its samples (from t = 0), at each interval's end; a sample closer than
     MIN_GAP to the last one kept is skipped, except the last, which replaces that one."""
-    by: dict[str, list[tuple[float, int]]] = {}
+    by: dict[str, list[tuple[float, int, int]]] = {}
     for p in points:
-        by.setdefault(p["connector"], []).append((p["t"], p["succeeded"] + p["failed"] + p["dropped"]))
+        by.setdefault(p["connector"], []).append(
+            (p["t"], p["succeeded"] + p["failed"] + p["dropped"], p["published"]))
     out = {}
     for name, samples in by.items():
-        kept = [(0.0, 0)]
-        for i, (t, done) in enumerate(samples):
-            if t - kept[-1][0] < MIN_GAP:
+        kept = [(0.0, 0, 0)]
+        for i, sample in enumerate(samples):
+            if sample[0] - kept[-1][0] < MIN_GAP:
                 if i != len(samples) - 1:
                     continue
                 if len(kept) > 1:
                     kept.pop()
-                if t - kept[-1][0] <= 0:
+                if sample[0] - kept[-1][0] <= 0:
                     continue
-            kept.append((t, done))
-        out[name] = [(b[0], (b[1] - a[1]) / (b[0] - a[0])) for a, b in zip(kept, kept[1:])]
+            kept.append(sample)
+        for kind, k in (("done", 1), ("published", 2)):
+            out[(name, kind)] = [(b[0], (b[k] - a[k]) / (b[0] - a[0])) for a, b in zip(kept, kept[1:])]
     return out
 
 
@@ -271,7 +274,9 @@ publisher { queueCapacity: 20 }
         run_id = svc.submit(conf, name="library")
         d.get(f"{svc.url}/#/runs/{run_id}")
         wait_for(lambda: d.find_element(By.ID, "run-state").text == "running", message="running")
-        points = lambda: d.find_elements(By.CSS_SELECTOR, "#throughput .point")  # noqa: E731
+        def points() -> list[Any]:
+            return list(d.find_elements(By.CSS_SELECTOR, "#throughput .point"))
+
         wait_for(lambda: len(points()) >= 1 and d.find_element(By.ID, "throughput-note").text == "(live)",
                  message="a live point")
         assert "appear when the run ends" in d.find_element(By.ID, "stage-bars").text
@@ -286,17 +291,22 @@ publisher { queueCapacity: 20 }
         wait_for(lambda: d.find_element(By.ID, "throughput-note").text == "", message="the final chart")
         timeline = svc.ok("GET", f"/api/runs/{run_id}/timeline")["points"]
         expected = throughput(timeline)
-        drawn: dict[str, list[tuple[float, float]]] = {}
+        drawn: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for c in points():
-            series = c.find_element(By.XPATH, "..").get_attribute("data-connector")
-            drawn.setdefault(series, []).append((float(c.get_attribute("data-t")),
-                                                 float(c.get_attribute("data-rate"))))
-        assert drawn.keys() == expected.keys() == {"library"}
-        assert len(drawn["library"]) == len(expected["library"]) >= 2, (drawn, timeline)
-        for (t, rate), (et, erate) in zip(drawn["library"], expected["library"]):
-            assert t == pytest.approx(et) and rate == pytest.approx(erate), (drawn, expected)
+            g = c.find_element(By.XPATH, "..")
+            drawn.setdefault((g.get_attribute("data-connector"), g.get_attribute("data-kind")), []).append(
+                (float(c.get_attribute("data-t")), float(c.get_attribute("data-rate"))))
+        assert drawn.keys() == expected.keys() == {("library", "done"), ("library", "published")}
+        for key in expected:
+            assert len(drawn[key]) == len(expected[key]) >= 2, (key, drawn, timeline)
+            for (t, rate), (et, erate) in zip(drawn[key], expected[key]):
+                assert t == pytest.approx(et) and rate == pytest.approx(erate), (key, drawn, expected)
+        # Every published document is counted once in each line.
+        for kind in ("done", "published"):
+            intervals = zip([0.0] + [t for t, _ in expected[("library", kind)]], expected[("library", kind)])
+            assert sum(r * (t - t0) for t0, (t, r) in intervals) == pytest.approx(600)
         legend = d.find_element(By.ID, "throughput-legend").text
-        assert legend == "library"
+        assert legend == "library finished (solid), published (dashed)"
         run = svc.run(run_id)
         bars = d.find_elements(By.CSS_SELECTOR, "#stage-bars .stage-bar")
         assert [b.get_attribute("data-stage") for b in bars] == [s["name"] for s in run["stages"]] == [

@@ -203,19 +203,20 @@ function svgEl(tag, attrs = {}, text) {
 // Samples closer together than this are merged: a rate over a sliver of a second is noise.
 const MIN_GAP = 0.25;
 
-// Each connector's documents finished (succeeded + failed + dropped) per second between its
-// progress samples, plotted at the end of each interval: Map connector -> [{t, rate}]. The
-// first interval starts at the run's start (t = 0, nothing done); a sample closer than
-// MIN_GAP to the last one kept is skipped, except the last, which replaces that one.
+// Each connector's rates between its progress samples, plotted at the end of each interval:
+// Map connector -> [{t, done, published}], `done` the documents that reached their end
+// (succeeded + failed + dropped) per second, `published` those its connector read. The first
+// interval starts at the run's start (t = 0, nothing yet); a sample closer than MIN_GAP to
+// the last one kept is skipped, except the last, which replaces that one.
 function throughput(points) {
   const by = new Map();
   for (const p of points) {
     if (!by.has(p.connector)) by.set(p.connector, []);
-    by.get(p.connector).push({ t: p.t, done: p.succeeded + p.failed + p.dropped });
+    by.get(p.connector).push({ t: p.t, done: p.succeeded + p.failed + p.dropped, published: p.published });
   }
   const out = new Map();
   for (const [name, samples] of by) {
-    const kept = [{ t: 0, done: 0 }];
+    const kept = [{ t: 0, done: 0, published: 0 }];
     samples.forEach((s, i) => {
       const last = i === samples.length - 1;
       if (s.t - kept[kept.length - 1].t < MIN_GAP) {
@@ -227,7 +228,8 @@ function throughput(points) {
     });
     const series = [];
     for (let i = 1; i < kept.length; i++) {
-      series.push({ t: kept[i].t, rate: (kept[i].done - kept[i - 1].done) / (kept[i].t - kept[i - 1].t) });
+      const [a, b] = [kept[i - 1], kept[i]];
+      series.push({ t: b.t, done: (b.done - a.done) / (b.t - a.t), published: (b.published - a.published) / (b.t - a.t) });
     }
     out.set(name, series);
   }
@@ -251,7 +253,7 @@ function drawThroughput(points, live) {
   const series = throughput(points);
   const all = [...series.values()].flat();
   chart.replaceChildren(svgEl("title", { id: "throughput-title" },
-    "Documents finished per second, per connector, over the run"));
+    "Documents per second, per connector, over the run: finished (solid) and published (dashed)"));
   $("#throughput-note").textContent = live ? "(live)" : "";
   if (!all.length) {
     chart.appendChild(svgEl("text", { x: W / 2, y: H / 2, "text-anchor": "middle", class: "empty" },
@@ -260,7 +262,7 @@ function drawThroughput(points, live) {
     return;
   }
   const maxT = Math.max(...all.map((p) => p.t), 1);
-  const maxY = niceCeil(Math.max(...all.map((p) => p.rate)));
+  const maxY = niceCeil(Math.max(...all.map((p) => Math.max(p.done, p.published))));
   const x = (t) => L + (t / maxT) * (W - L - R);
   const y = (r) => T + (1 - r / maxY) * (H - T - B);
   const axes = svgEl("g", { class: "axes" });
@@ -283,19 +285,22 @@ function drawThroughput(points, live) {
   let i = 0;
   for (const [name, pts] of series) {
     const cls = `series series-${i % 6}`;
-    const g = svgEl("g", { class: cls, "data-connector": name });
-    g.appendChild(svgEl("polyline", {
-      points: [[x(0), y(0)], ...pts.map((p) => [x(p.t), y(p.rate)])].map((xy) => xy.join(",")).join(" "),
-    }));
-    for (const p of pts) {
-      const c = svgEl("circle", { cx: x(p.t), cy: y(p.rate), r: 3, class: "point",
-        "data-t": p.t, "data-rate": p.rate });
-      c.appendChild(svgEl("title", {}, `${name}: ${fmtRate(p.rate)} docs/s at ${p.t.toFixed(1)} s`));
-      g.appendChild(c);
+    for (const kind of ["published", "done"]) {
+      const g = svgEl("g", { class: `${cls} ${kind}`, "data-connector": name, "data-kind": kind });
+      g.appendChild(svgEl("polyline", {
+        points: [[x(0), y(0)], ...pts.map((p) => [x(p.t), y(p[kind])])].map((xy) => xy.join(",")).join(" "),
+      }));
+      for (const p of pts) {
+        const c = svgEl("circle", { cx: x(p.t), cy: y(p[kind]), r: kind === "done" ? 3 : 2, class: "point",
+          "data-t": p.t, "data-rate": p[kind] });
+        c.appendChild(svgEl("title", {}, `${name}: ${fmtRate(p[kind])} docs/s ${kind === "done" ? "finished" : "published"} by ${p.t.toFixed(1)} s`));
+        g.appendChild(c);
+      }
+      chart.appendChild(g);
     }
-    chart.appendChild(g);
     const li = el("li");
-    li.append(el("span", null, `swatch ${cls}`), el("span", name));
+    li.append(el("span", null, `swatch ${cls}`), el("span", `${name} `),
+      el("span", "finished (solid), published (dashed)", "muted"));
     legend.push(li);
     i++;
   }
