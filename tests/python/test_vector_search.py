@@ -187,3 +187,60 @@ def test_snippets_through_python_and_the_cli(index: pathlib.Path) -> None:
     out = cli("search", str(index), "north", "--snippets")
     assert out.returncode == 0, out.stderr
     assert "label: **north** point" in out.stdout
+
+
+class ManyPoints(lucille.Connector):
+    """60,000 seeded unit vectors of 32 values: past the size where a vector search goes
+    through the vector codes."""
+
+    def __init__(self, rows: "np.ndarray[Any, Any]") -> None:
+        super().__init__()
+        self.rows = rows
+
+    def execute(self, publisher: lucille.Publisher) -> None:
+        for i, row in enumerate(self.rows):
+            d = lucille.Document(f"p{i}", {"kind": "even" if i % 2 == 0 else "odd"})
+            d.set_vector("v", row)
+            publisher.publish(d)
+
+
+def test_a_large_index_searches_through_its_vector_codes(tmp_path: pathlib.Path) -> None:
+    rng = np.random.default_rng(11)
+    rows = rng.standard_normal((60_000, 32)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    index = tmp_path / "index"
+    result = lucille.run(config={
+        "indexer": {"type": "tantivy"},
+        "tantivy": {"path": str(index), "fields": {"v": {"type": "vector", "stored": False}}},
+        "worker": {"threads": 2},
+    }, connector=ManyPoints(rows), progress=False)
+    assert result.status == "Success" and result.succeeded == 60_000
+    # The run wrote the codes of each segment when it closed the index.
+    codes = sorted(index.glob("*.lucvec"))
+    segments = {p.name.split(".")[0] for p in index.glob("*.idx")}
+    assert codes and {p.name.split(".")[0] for p in codes} == segments
+
+    queries = rng.standard_normal((20, 32)).astype(np.float32)
+    found = 0
+    for q in queries:
+        hits = lucille.search(index, vector=q, field="v", limit=10)
+        exact = rows @ (q / np.linalg.norm(q))
+        truth = {f"p{i}" for i in np.argsort(-exact)[:10]}
+        found += sum(h["id"] in truth for h in hits)
+        for h in hits:  # the scores are the cosine, best first
+            assert h["score"] == pytest.approx(float(exact[int(h["id"][1:])]), abs=1e-5)
+        assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    assert found / 200 >= 0.9, found
+
+    # A filtered search compares every vector it is given: exactly the best of the filter.
+    q = queries[0] / np.linalg.norm(queries[0])
+    hits = lucille.search(index, "kind:even", vector=q, field="v", limit=5)
+    even = np.arange(0, 60_000, 2)
+    assert [h["id"] for h in hits] == [f"p{i}" for i in even[np.argsort(-(rows[even] @ q))[:5]]]
+
+    # Codes missing (an index from before them): the search builds them again.
+    for p in codes:
+        p.unlink()
+    again = lucille.search(index, vector=queries[1], field="v", limit=10)
+    assert sorted(index.glob("*.lucvec")) == codes
+    assert len(again) == 10

@@ -416,6 +416,18 @@ impl Layout {
         v
     }
 
+    /// The `vector` fields (bytes fast fields), by name.
+    fn vector_fields(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .typed
+            .iter()
+            .filter(|(_, (_, t))| matches!(t, FieldType::Bytes(_)))
+            .map(|(name, _)| name.clone())
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
     /// The typed fields that are tokenized text, by name.
     fn text_fields(&self) -> Vec<(&str, Field)> {
         let mut v: Vec<(&str, Field)> = self
@@ -817,6 +829,8 @@ impl FreshIds {
 }
 
 struct Target {
+    /// The index's folder.
+    path: PathBuf,
     layout: Layout,
     writer: IndexWriter<Queued>,
     /// The documents handed to `writer` and not indexed yet.
@@ -1048,6 +1062,7 @@ impl TantivyBackend {
             self.targets.insert(
                 index.clone(),
                 Target {
+                    path: path.clone(),
                     layout,
                     writer,
                     queue: Arc::default(),
@@ -1247,9 +1262,21 @@ impl Backend for TantivyBackend {
     fn close(&mut self) -> Result<(), BackendError> {
         self.commit()?;
         for (_, t) in self.targets.drain() {
+            let index = t.writer.index().clone();
             t.writer
                 .wait_merging_threads()
                 .map_err(|e| BackendError::new(format!("tantivy merge failed: {e}")))?;
+            // The vector codes of the segments the merges left. Their documents are committed:
+            // a failure here is logged, and searches build what is missing.
+            let fields = t.layout.vector_fields();
+            if !fields.is_empty() {
+                if let Err(e) = vectors::write_all(&t.path, &index, &fields) {
+                    tracing::warn!(
+                        "cannot write the vector codes of {}: {e} (searches build them)",
+                        t.path.display()
+                    );
+                }
+            }
         }
         Ok(())
     }
@@ -1526,8 +1553,15 @@ impl Opened {
                     None => None,
                 };
                 page(
-                    cosine_ranking(searcher, field, vector, allowed.as_ref(), wanted)
-                        .map_err(|e| open(&e))?,
+                    cosine_ranking(
+                        searcher,
+                        Some(&self.path),
+                        field,
+                        vector,
+                        allowed.as_ref(),
+                        wanted,
+                    )
+                    .map_err(|e| open(&e))?,
                 )
             }
             (Some((field, vector)), true) => {
@@ -1536,8 +1570,8 @@ impl Opened {
                     Some(q) => text_ranking(q, depth)?,
                     None => Vec::new(),
                 };
-                let near =
-                    cosine_ranking(searcher, field, vector, None, depth).map_err(|e| open(&e))?;
+                let near = cosine_ranking(searcher, Some(&self.path), field, vector, None, depth)
+                    .map_err(|e| open(&e))?;
                 fuse(&text, &near, req.rrf_k)
                     .into_iter()
                     .skip(req.offset)
@@ -1669,6 +1703,10 @@ impl Snippets {
         type Place = (Field, Vec<String>);
         let mut terms: std::collections::BTreeMap<Place, Vec<(String, Term)>> = Default::default();
         query.query_terms(&mut |term, _| {
+            // A hit shows its id whole; a bare word that is an id is no fragment of text.
+            if term.field() == layout.id {
+                return;
+            }
             let value = term.value();
             let (path, text) = if term.field() == layout.json {
                 let Some(parts) = json_text_term(term) else {
@@ -1785,17 +1823,48 @@ fn fuse(
     fused
 }
 
-/// The best `depth` documents by cosine similarity between `vector` (non-zero, finite) and
-/// their `field` (a `vector` field), among `allowed` when given; documents without the field,
-/// or whose vector has another length, are left out. Best first, ties to the smaller address.
+/// The cosine of a stored vector (little-endian float32 bytes) and `vector` (whose length is
+/// `query_norm`); `None` for another length or a zero vector.
+fn cosine(bytes: &[u8], vector: &[f32], query_norm: f32) -> Option<f32> {
+    if bytes.len() != vector.len() * 4 {
+        return None;
+    }
+    let (mut dot, mut norm) = (0f32, 0f32);
+    for (c, q) in bytes.chunks_exact(4).zip(vector) {
+        let x = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        dot += x * q;
+        norm += x * x;
+    }
+    (norm > 0.0).then(|| dot / (norm.sqrt() * query_norm))
+}
+
+/// The documents with a vector in `field` (of `vector`'s length), best cosine first, at most
+/// `depth`; only those in `allowed` when given. An unfiltered ranking of many vectors goes
+/// through the vector codes beside the index at `dir` (`vectors.rs`), the rest is a scan of
+/// the fast column.
 fn cosine_ranking(
     searcher: &tantivy::Searcher,
+    dir: Option<&Path>,
     field: &str,
     vector: &[f32],
     allowed: Option<&std::collections::HashSet<tantivy::DocAddress>>,
     depth: usize,
 ) -> tantivy::Result<Vec<(f32, tantivy::DocAddress)>> {
     let query_norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if let (None, Some(dir)) = (allowed, dir) {
+        let score = |bytes: &[u8]| cosine(bytes, vector, query_norm);
+        if let Some(ranked) = vectors::ranking(
+            searcher,
+            dir,
+            field,
+            vector,
+            depth,
+            &score,
+            &vectors::NARROWING,
+        )? {
+            return Ok(ranked);
+        }
+    }
     let mut scored: Vec<(f32, tantivy::DocAddress)> = Vec::new();
     let mut buf = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
@@ -1814,17 +1883,8 @@ fn cosine_ranking(
             if !column.ord_to_bytes(term, &mut buf)? {
                 continue;
             }
-            if buf.len() != vector.len() * 4 {
-                continue;
-            }
-            let (mut dot, mut norm) = (0f32, 0f32);
-            for (c, q) in buf.chunks_exact(4).zip(vector) {
-                let x = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                dot += x * q;
-                norm += x * x;
-            }
-            if norm > 0.0 {
-                scored.push((dot / (norm.sqrt() * query_norm), address));
+            if let Some(s) = cosine(&buf, vector, query_norm) {
+                scored.push((s, address));
             }
         }
     }
@@ -1834,6 +1894,7 @@ fn cosine_ranking(
 }
 
 mod directory;
+pub mod vectors;
 
 #[cfg(test)]
 mod tests;

@@ -1061,3 +1061,137 @@ fn a_bare_word_finds_the_document_of_that_id() {
     // A word of an id is not the id: the fields answer it.
     assert_eq!(ids("dumps").len(), 2);
 }
+
+/// Unit vectors of `dims` random values (a small xorshift: the same every run).
+fn random_vectors(n: usize, dims: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut s = seed.max(1);
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f32 / (1u64 << 53) as f32 - 0.5
+    };
+    (0..n)
+        .map(|_| {
+            // A sum of uniforms: close enough to a normal for directions spread over the sphere.
+            let v: Vec<f32> = (0..dims)
+                .map(|_| (0..4).map(|_| next()).sum::<f32>())
+                .collect();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.into_iter().map(|x| x / norm).collect()
+        })
+        .collect()
+}
+
+fn code_files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".lucvec"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn vector_codes_rank_as_the_exact_scan_does_and_follow_the_segments() {
+    let dir = tempdir();
+    let dims = 48;
+    let vectors = random_vectors(3_000, dims, 7);
+    let mut b = backend(&dir, vec![def("v", "vector")]);
+    // Three commits: several segments, and deletions in them.
+    for (part, chunk) in vectors.chunks(1_000).enumerate() {
+        let ops: Vec<IndexOp> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, v)| upsert(&format!("d{}", part * 1_000 + i), json!({ "v": v })))
+            .collect();
+        b.send(&ops).unwrap();
+        Backend::commit(&mut b).unwrap();
+    }
+    let deleted: Vec<IndexOp> = (0..3_000)
+        .step_by(7)
+        .map(|i| del(&format!("d{i}")))
+        .collect();
+    b.send(&deleted).unwrap();
+    b.close().unwrap();
+
+    // Written at close: one file per segment.
+    let index = Index::open_in_dir(&dir).unwrap();
+    let searcher = index.reader().unwrap().searcher();
+    let segments = searcher.segment_readers().len();
+    assert_eq!(code_files(&dir).len(), segments);
+
+    let narrowing = vectors::Narrowing {
+        min_vectors: 100,
+        signs_keep_one_in: 4,
+        weighed: 300,
+        exact: 50,
+        max_depth: 2_000,
+    };
+    let id_of = |a: tantivy::DocAddress| -> String {
+        let d: TantivyDocument = searcher.doc(a).unwrap();
+        Layout::of(index.schema()).unwrap().stored(&d)["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let approximate = |q: &[f32]| {
+        let norm = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let score = |bytes: &[u8]| cosine(bytes, q, norm);
+        vectors::ranking(&searcher, &dir, "v", q, 10, &score, &narrowing)
+            .unwrap()
+            .expect("the approximate path answers")
+    };
+    let queries = random_vectors(20, dims, 99);
+    let mut found = 0;
+    for q in &queries {
+        let exact = cosine_ranking(&searcher, None, "v", q, None, 10).unwrap();
+        let approx = approximate(q);
+        assert_eq!(approx.len(), 10);
+        // Scores are the exact cosine, best first; no deleted document comes back.
+        let all = cosine_ranking(&searcher, None, "v", q, None, 3_000).unwrap();
+        for (score, address) in &approx {
+            let exact_score = all.iter().find(|(_, a)| a == address).map(|(s, _)| *s);
+            assert_eq!(Some(*score), exact_score, "{}", id_of(*address));
+            let n: usize = id_of(*address)[1..].parse().unwrap();
+            assert!(n % 7 != 0, "deleted d{n} ranked");
+        }
+        assert!(approx.windows(2).all(|w| w[0].0 >= w[1].0));
+        found += approx.iter().filter(|h| exact.contains(h)).count();
+    }
+    let recall = found as f64 / (10 * queries.len()) as f64;
+    assert!(recall >= 0.9, "recall@10 {recall}");
+
+    // Without its files (an index written before them), a search builds them; a damaged one
+    // is built again.
+    let before = approximate(&queries[0]);
+    for f in code_files(&dir) {
+        std::fs::remove_file(dir.join(f)).unwrap();
+    }
+    assert_eq!(approximate(&queries[0]), before);
+    assert_eq!(code_files(&dir).len(), segments);
+    let first = dir.join(&code_files(&dir)[0]);
+    std::fs::write(&first, b"LUCVEC01 and nothing else").unwrap();
+    vectors::forget_mapped();
+    assert_eq!(approximate(&queries[0]), before);
+    assert!(std::fs::metadata(&first).unwrap().len() > 100);
+
+    // Files of segments the index no longer has go when the codes are written again.
+    let stale = dir.join("0123456789abcdef0123456789abcdef.76.lucvec");
+    std::fs::write(&stale, b"old").unwrap();
+    vectors::write_all(&dir, &index, &["v".to_string()]).unwrap();
+    assert!(!stale.exists());
+    assert_eq!(code_files(&dir).len(), segments);
+    // Below the narrowing's minimum, the exact scan answers.
+    let few = vectors::Narrowing {
+        min_vectors: 10_000,
+        ..narrowing
+    };
+    let score = |_: &[u8]| Some(0.0);
+    assert!(
+        vectors::ranking(&searcher, &dir, "v", &queries[0], 10, &score, &few)
+            .unwrap()
+            .is_none()
+    );
+}
