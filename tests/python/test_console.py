@@ -80,14 +80,19 @@ worker {{ threads: 2 }}
 """
 
 
-def test_the_console_end_to_end(tmp_path: pathlib.Path, browser: Any) -> None:
-    from selenium.webdriver.common.by import By
-
+def console_service(tmp_path: pathlib.Path) -> Service:
+    """A `lucille serve` with a token, the test stages on its path, run from `tmp_path`."""
     write_stages(tmp_path)
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
-    with Service(tmp_path / "data", "--token-file", str(token_file), token=TOKEN, cwd=tmp_path,
-                 env={"PYTHONPATH": str(tmp_path)}) as svc:
+    return Service(tmp_path / "data", "--token-file", str(token_file), token=TOKEN, cwd=tmp_path,
+                   env={"PYTHONPATH": str(tmp_path)})
+
+
+def test_the_console_end_to_end(tmp_path: pathlib.Path, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    with console_service(tmp_path) as svc:
         d = browser
         d.get(svc.url + "/")
         # The first API call is refused: the console asks for the token, once.
@@ -236,7 +241,6 @@ def test_the_run_charts_and_the_search_page(tmp_path: pathlib.Path, browser: Any
 
     from selenium.webdriver.common.by import By
 
-    write_stages(tmp_path)
     topics = ["rust", "python", "search", "index"]
     kinds = ["guide", "reference", "tutorial", "talk"]
     with open(tmp_path / "library.jsonl", "w") as f:
@@ -258,10 +262,7 @@ tantivy { path: "shelf/library" }
 worker { threads: 2 }
 publisher { queueCapacity: 20 }
 """
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN)
-    with Service(tmp_path / "data", "--token-file", str(token_file), token=TOKEN, cwd=tmp_path,
-                 env={"PYTHONPATH": str(tmp_path)}) as svc:
+    with console_service(tmp_path) as svc:
         d = browser
         d.get(svc.url + "/")
         wait_for(lambda: d.find_element(By.ID, "token-dialog").get_attribute("open") is not None,

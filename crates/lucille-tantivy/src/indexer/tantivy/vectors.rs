@@ -362,7 +362,9 @@ pub(super) fn ranking(
     n: &Narrowing,
 ) -> tantivy::Result<Option<Vec<(f32, DocAddress)>>> {
     let docs: u64 = searcher.num_docs();
-    if depth > n.max_depth || query.is_empty() || docs < n.min_vectors as u64 {
+    // (A distance is a u16, u16::MAX meaning no vector.)
+    let long = query.len() >= u16::MAX as usize;
+    if depth > n.max_depth || query.is_empty() || long || docs < n.min_vectors as u64 {
         return Ok(None);
     }
     let mut all = Vec::new();
@@ -378,7 +380,14 @@ pub(super) fn ranking(
         .iter()
         .map(|s| s.alive_bitset())
         .collect();
-    let Some(eight) = candidates(&all, &alive, query, depth, n) else {
+    let scan = Scan {
+        all: &all,
+        alive: &alive,
+        query,
+        depth,
+        n,
+    };
+    let Some(eight) = candidates(&scan) else {
         return Ok(None);
     };
 
@@ -408,49 +417,48 @@ pub(super) fn ranking(
     Ok(Some(scored))
 }
 
-/// Stages 1 to 3 over the codes of every segment (`alive`: each one's live documents): the
-/// best `n.exact` (or `depth`) candidates by their 8-bit values, as (score, segment, doc);
-/// `None` below `n.min_vectors`. Compiled twice, for the baseline target and with AVX2 and
-/// POPCNT (taken when the CPU has them): the same code, vectorised by the compiler.
-fn candidates(
-    all: &[Option<Arc<Codes>>],
-    alive: &[Option<&tantivy::fastfield::AliveBitSet>],
-    query: &[f32],
+/// What stages 1 to 3 scan: the codes of every segment, each one's live documents, the query,
+/// the depth asked for and the narrowing.
+struct Scan<'a> {
+    all: &'a [Option<Arc<Codes>>],
+    alive: &'a [Option<&'a tantivy::fastfield::AliveBitSet>],
+    query: &'a [f32],
     depth: usize,
-    n: &Narrowing,
-) -> Option<Vec<(f32, u32, u32)>> {
+    n: &'a Narrowing,
+}
+
+/// Stages 1 to 3: the best `n.exact` (or `depth`) candidates by their 8-bit values, as
+/// (score, segment, doc); `None` below `n.min_vectors`. Compiled twice, for the baseline
+/// target and with AVX2 and POPCNT (taken when the CPU has them): the same code, vectorised by
+/// the compiler.
+fn candidates(scan: &Scan<'_>) -> Option<Vec<(f32, u32, u32)>> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2")
             && std::arch::is_x86_feature_detected!("popcnt")
         {
             // SAFETY: the CPU has the features the function is compiled for (checked above).
-            return unsafe { candidates_avx2(all, alive, query, depth, n) };
+            return unsafe { candidates_avx2(scan) };
         }
     }
-    candidates_in(all, alive, query, depth, n)
+    candidates_in(scan)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt")]
-unsafe fn candidates_avx2(
-    all: &[Option<Arc<Codes>>],
-    alive: &[Option<&tantivy::fastfield::AliveBitSet>],
-    query: &[f32],
-    depth: usize,
-    n: &Narrowing,
-) -> Option<Vec<(f32, u32, u32)>> {
-    candidates_in(all, alive, query, depth, n)
+unsafe fn candidates_avx2(scan: &Scan<'_>) -> Option<Vec<(f32, u32, u32)>> {
+    candidates_in(scan)
 }
 
 #[inline(always)]
-fn candidates_in(
-    all: &[Option<Arc<Codes>>],
-    alive: &[Option<&tantivy::fastfield::AliveBitSet>],
-    query: &[f32],
-    depth: usize,
-    n: &Narrowing,
-) -> Option<Vec<(f32, u32, u32)>> {
+fn candidates_in(scan: &Scan<'_>) -> Option<Vec<(f32, u32, u32)>> {
+    let Scan {
+        all,
+        alive,
+        query,
+        depth,
+        n,
+    } = *scan;
     let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt();
     let q: Vec<f32> = query.iter().map(|x| x / norm).collect();
     let dims = q.len();
