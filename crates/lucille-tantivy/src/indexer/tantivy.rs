@@ -1866,27 +1866,16 @@ fn cosine_ranking(
         }
     }
     let mut scored: Vec<(f32, tantivy::DocAddress)> = Vec::new();
-    let mut buf = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
-        let Some(column) = segment.fast_fields().bytes(field)? else {
-            continue;
-        };
-        for doc in segment.doc_ids_alive() {
-            let address = tantivy::DocAddress::new(ord as u32, doc);
-            if allowed.is_some_and(|a| !a.contains(&address)) {
-                continue;
+        let ord = ord as u32;
+        let docs = segment
+            .doc_ids_alive()
+            .filter(|doc| allowed.is_none_or(|a| a.contains(&tantivy::DocAddress::new(ord, *doc))));
+        vectors::each_value(segment, field, docs, |docs, bytes| {
+            if let Some(s) = cosine(bytes, vector, query_norm) {
+                scored.extend(docs.iter().map(|d| (s, tantivy::DocAddress::new(ord, *d))));
             }
-            let Some(term) = column.term_ords(doc).next() else {
-                continue;
-            };
-            buf.clear();
-            if !column.ord_to_bytes(term, &mut buf)? {
-                continue;
-            }
-            if let Some(s) = cosine(&buf, vector, query_norm) {
-                scored.push((s, address));
-            }
-        }
+        })?;
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     scored.truncate(depth);

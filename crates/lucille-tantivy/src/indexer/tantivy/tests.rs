@@ -1163,6 +1163,23 @@ fn vector_codes_rank_as_the_exact_scan_does_and_follow_the_segments() {
     let recall = found as f64 / (10 * queries.len()) as f64;
     assert!(recall >= 0.9, "recall@10 {recall}");
 
+    // The exact scan reads many values in one pass over the column's dictionary and a few by
+    // lookups: both give the same scores.
+    let q = &queries[1];
+    let all = cosine_ranking(&searcher, None, "v", q, None, 3_000).unwrap();
+    let few: std::collections::HashSet<tantivy::DocAddress> =
+        all.iter().rev().take(12).map(|(_, a)| *a).collect();
+    let mut expected: Vec<(f32, tantivy::DocAddress)> = all
+        .iter()
+        .filter(|(_, a)| few.contains(a))
+        .copied()
+        .collect();
+    expected.truncate(10);
+    assert_eq!(
+        cosine_ranking(&searcher, None, "v", q, Some(&few), 10).unwrap(),
+        expected
+    );
+
     // Without its files (an index written before them), a search builds them; a damaged one
     // is built again.
     let before = approximate(&queries[0]);

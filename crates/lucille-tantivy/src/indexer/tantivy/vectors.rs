@@ -146,6 +146,66 @@ fn dims_of(segment: &SegmentReader, field: &str) -> tantivy::Result<Option<usize
     Ok(None)
 }
 
+/// Calls `f(docs, bytes)` with the value of `field` (a bytes fast field) of each of `docs` in
+/// `segment`, the documents that share a value together. Few documents are looked up one by
+/// one; many are read in one pass over the column's dictionary in its order, each of its
+/// (zstd-compressed) blocks decompressed once, where a lookup decompresses a block per
+/// document.
+pub(super) fn each_value(
+    segment: &SegmentReader,
+    field: &str,
+    docs: impl Iterator<Item = DocId>,
+    mut f: impl FnMut(&[DocId], &[u8]),
+) -> tantivy::Result<()> {
+    let Some(column) = segment.fast_fields().bytes(field)? else {
+        return Ok(());
+    };
+    let mut holders: Vec<(u64, DocId)> = docs
+        .filter_map(|doc| column.term_ords(doc).next().map(|ord| (ord, doc)))
+        .collect();
+    holders.sort_unstable();
+    let mut buf = Vec::new();
+    let mut group: Vec<DocId> = Vec::new();
+    // A lookup per distinct value when they are fewer than the dictionary's blocks would be.
+    if holders.len().saturating_mul(LOOKUPS_PER_BLOCK) < column.num_terms() {
+        let mut i = 0;
+        while i < holders.len() {
+            let ord = holders[i].0;
+            group.clear();
+            while i < holders.len() && holders[i].0 == ord {
+                group.push(holders[i].1);
+                i += 1;
+            }
+            buf.clear();
+            if column.ord_to_bytes(ord, &mut buf)? {
+                f(&group, &buf);
+            }
+        }
+        return Ok(());
+    }
+    let mut next = 0;
+    let mut stream = column.dictionary().stream()?;
+    while next < holders.len() && stream.advance() {
+        let ord = stream.term_ord();
+        while next < holders.len() && holders[next].0 < ord {
+            next += 1;
+        }
+        group.clear();
+        while next < holders.len() && holders[next].0 == ord {
+            group.push(holders[next].1);
+            next += 1;
+        }
+        if !group.is_empty() {
+            f(&group, stream.key());
+        }
+    }
+    Ok(())
+}
+
+/// About how many values one of a dictionary's blocks holds: below one lookup per this many
+/// values, `each_value` looks them up one by one.
+const LOOKUPS_PER_BLOCK: usize = 16;
+
 /// Writes the codes of `field` in `segment` (vectors of `dims` values) into `out`, which is
 /// [`Codes::size`] long and zeroed. The fast column is read in its dictionary's order (a
 /// stream), each vector going to the documents that hold it.
@@ -155,9 +215,6 @@ fn write_codes(
     dims: usize,
     out: &mut [u8],
 ) -> tantivy::Result<()> {
-    let Some(column) = segment.fast_fields().bytes(field)? else {
-        return Ok(());
-    };
     let max_doc = segment.max_doc() as usize;
     let signs_at = HEADER + 8 * max_doc;
     let sb = sign_bytes(dims);
@@ -165,26 +222,12 @@ fn write_codes(
     out[..8].copy_from_slice(MAGIC);
     out[8..12].copy_from_slice(&(dims as u32).to_le_bytes());
     out[12..16].copy_from_slice(&(max_doc as u32).to_le_bytes());
-    let mut holders: Vec<(u64, DocId)> = (0..segment.max_doc())
-        .filter_map(|doc| column.term_ords(doc).next().map(|ord| (ord, doc)))
-        .collect();
-    holders.sort_unstable();
-    let mut next = 0;
-    let mut stream = column.dictionary().stream()?;
     let mut vector = vec![0f32; dims];
     let mut signs = vec![0u8; sb];
     let mut values = vec![0u8; dims];
-    while stream.advance() {
-        let ord = stream.term_ord();
-        while next < holders.len() && holders[next].0 < ord {
-            next += 1;
-        }
-        if next == holders.len() {
-            break;
-        }
-        let key = stream.key();
-        if holders[next].0 != ord || key.len() != dims * 4 {
-            continue;
+    each_value(segment, field, 0..segment.max_doc(), |docs, key| {
+        if key.len() != dims * 4 {
+            return;
         }
         for (v, c) in vector.iter_mut().zip(key.chunks_exact(4)) {
             *v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
@@ -192,7 +235,7 @@ fn write_codes(
         let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
         let most = vector.iter().fold(0f32, |m, x| m.max(x.abs()));
         if !(norm.is_finite() && norm > 0.0 && most > 0.0) {
-            continue;
+            return;
         }
         let scale = most / 127.0;
         signs.fill(0);
@@ -202,16 +245,14 @@ fn write_codes(
             }
             values[i] = ((x / scale).round().clamp(-127.0, 127.0) as i8) as u8;
         }
-        while next < holders.len() && holders[next].0 == ord {
-            let doc = holders[next].1 as usize;
+        for doc in docs {
+            let doc = *doc as usize;
             out[HEADER + 4 * doc..][..4].copy_from_slice(&scale.to_le_bytes());
             out[HEADER + 4 * (max_doc + doc)..][..4].copy_from_slice(&(1.0 / norm).to_le_bytes());
             out[signs_at + doc * sb..][..sb].copy_from_slice(&signs);
             out[values_at + doc * dims..][..dims].copy_from_slice(&values);
-            next += 1;
         }
-    }
-    Ok(())
+    })
 }
 
 /// Mapped code files by path. A file's name holds its segment's id and a segment never
