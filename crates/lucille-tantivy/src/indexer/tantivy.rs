@@ -1555,7 +1555,7 @@ impl Opened {
                 page(
                     cosine_ranking(
                         searcher,
-                        Some(&self.path),
+                        Some((&self.path, &vectors::NARROWING)),
                         field,
                         vector,
                         allowed.as_ref(),
@@ -1570,8 +1570,15 @@ impl Opened {
                     Some(q) => text_ranking(q, depth)?,
                     None => Vec::new(),
                 };
-                let near = cosine_ranking(searcher, Some(&self.path), field, vector, None, depth)
-                    .map_err(|e| open(&e))?;
+                let near = cosine_ranking(
+                    searcher,
+                    Some((&self.path, &vectors::NARROWING)),
+                    field,
+                    vector,
+                    None,
+                    depth,
+                )
+                .map_err(|e| open(&e))?;
                 fuse(&text, &near, req.rrf_k)
                     .into_iter()
                     .skip(req.offset)
@@ -1623,15 +1630,23 @@ pub fn search_page(
     let hits = o.hits(&req, Some(q.as_ref()))?;
     let (layout, searcher) = (&o.layout, &o.searcher);
     let open = |e: &dyn std::fmt::Display| o.error(e);
-    let total = searcher
-        .search(q.as_ref(), &tantivy::collector::Count)
-        .map_err(|e| open(&e))? as u64;
-    let mut facets = Vec::new();
-    if let Some(facet) = facet {
+    let Some(facet) = facet else {
+        let total = searcher
+            .search(q.as_ref(), &tantivy::collector::Count)
+            .map_err(|e| open(&e))? as u64;
+        return Ok(Page {
+            total,
+            hits,
+            facets: Vec::new(),
+        });
+    };
+    // The matches the values are counted in are the count too: one search, not two.
+    let matches = searcher
+        .search(q.as_ref(), &tantivy::collector::DocSetCollector)
+        .map_err(|e| open(&e))?;
+    let total = matches.len() as u64;
+    let facets = {
         let path: Vec<String> = facet.split('.').map(str::to_string).collect();
-        let matches = searcher
-            .search(q.as_ref(), &tantivy::collector::DocSetCollector)
-            .map_err(|e| open(&e))?;
         let mut counts: std::collections::HashMap<String, (Value, u64)> = Default::default();
         for addr in matches {
             let d: TantivyDocument = searcher.doc(addr).map_err(|e| open(&e))?;
@@ -1649,12 +1664,12 @@ pub fn search_page(
         }
         let mut listed: Vec<(String, (Value, u64))> = counts.into_iter().collect();
         listed.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then_with(|| a.0.cmp(&b.0)));
-        facets = listed
+        listed
             .into_iter()
             .take(FACET_VALUES)
             .map(|(_, v)| v)
-            .collect();
-    }
+            .collect()
+    };
     Ok(Page {
         total,
         hits,
@@ -1839,43 +1854,46 @@ fn cosine(bytes: &[u8], vector: &[f32], query_norm: f32) -> Option<f32> {
 }
 
 /// The documents with a vector in `field` (of `vector`'s length), best cosine first, at most
-/// `depth`; only those in `allowed` when given. An unfiltered ranking of many vectors goes
-/// through the vector codes beside the index at `dir` (`vectors.rs`), the rest is a scan of
-/// the fast column.
+/// `depth`; only those in `allowed` when given. An unfiltered ranking of many vectors is first
+/// narrowed through the vector codes beside the index (`codes`: its folder and how to narrow;
+/// `vectors.rs`); the documents left are scored exactly, from the fast column.
 fn cosine_ranking(
     searcher: &tantivy::Searcher,
-    dir: Option<&Path>,
+    codes: Option<(&Path, &vectors::Narrowing)>,
     field: &str,
     vector: &[f32],
     allowed: Option<&std::collections::HashSet<tantivy::DocAddress>>,
     depth: usize,
 ) -> tantivy::Result<Vec<(f32, tantivy::DocAddress)>> {
+    let narrowed = match (allowed, codes) {
+        (None, Some((dir, n))) => vectors::narrow(searcher, dir, field, vector, depth, n)?,
+        _ => None,
+    };
     let query_norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if let (None, Some(dir)) = (allowed, dir) {
-        let score = |bytes: &[u8]| cosine(bytes, vector, query_norm);
-        if let Some(ranked) = vectors::ranking(
-            searcher,
-            dir,
-            field,
-            vector,
-            depth,
-            &score,
-            &vectors::NARROWING,
-        )? {
-            return Ok(ranked);
-        }
-    }
     let mut scored: Vec<(f32, tantivy::DocAddress)> = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
         let ord = ord as u32;
-        let docs = segment
-            .doc_ids_alive()
-            .filter(|doc| allowed.is_none_or(|a| a.contains(&tantivy::DocAddress::new(ord, *doc))));
-        vectors::each_value(segment, field, docs, |docs, bytes| {
+        let mut score = |docs: &[tantivy::DocId], bytes: &[u8]| {
             if let Some(s) = cosine(bytes, vector, query_norm) {
                 scored.extend(docs.iter().map(|d| (s, tantivy::DocAddress::new(ord, *d))));
             }
-        })?;
+        };
+        match &narrowed {
+            // In segment order: this segment's run of them.
+            Some(chosen) => {
+                let docs = chosen
+                    .iter()
+                    .filter(|a| a.segment_ord == ord)
+                    .map(|a| a.doc_id);
+                vectors::each_value(segment, field, docs, &mut score)?
+            }
+            None => {
+                let docs = segment.doc_ids_alive().filter(|doc| {
+                    allowed.is_none_or(|a| a.contains(&tantivy::DocAddress::new(ord, *doc)))
+                });
+                vectors::each_value(segment, field, docs, &mut score)?
+            }
+        }
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     scored.truncate(depth);

@@ -1137,11 +1137,10 @@ fn vector_codes_rank_as_the_exact_scan_does_and_follow_the_segments() {
             .to_string()
     };
     let approximate = |q: &[f32]| {
-        let norm = q.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let score = |bytes: &[u8]| cosine(bytes, q, norm);
-        vectors::ranking(&searcher, &dir, "v", q, 10, &score, &narrowing)
+        vectors::narrow(&searcher, &dir, "v", q, 10, &narrowing)
             .unwrap()
-            .expect("the approximate path answers")
+            .expect("the approximate path answers");
+        cosine_ranking(&searcher, Some((&dir, &narrowing)), "v", q, None, 10).unwrap()
     };
     let queries = random_vectors(20, dims, 99);
     let mut found = 0;
@@ -1205,10 +1204,7 @@ fn vector_codes_rank_as_the_exact_scan_does_and_follow_the_segments() {
         min_vectors: 10_000,
         ..narrowing
     };
-    let score = |_: &[u8]| Some(0.0);
-    assert!(
-        vectors::ranking(&searcher, &dir, "v", &queries[0], 10, &score, &few)
-            .unwrap()
-            .is_none()
-    );
+    assert!(vectors::narrow(&searcher, &dir, "v", &queries[0], 10, &few)
+        .unwrap()
+        .is_none());
 }

@@ -5,8 +5,8 @@
 //! signs (one bit a dimension) and its values in 8 bits with a scale. An unfiltered search over
 //! many vectors ([`NARROWING`]) scans the signs (Hamming distance to the query's, the best
 //! tenth kept), weighs the survivors' signs with the query's values (the best 16,000 kept),
-//! re-ranks those by their 8-bit values and scores the best 50 (or the depth asked for, if
-//! more) exactly from the fast field, as the exact
+//! re-ranks those by their 8-bit values and hands the best 50 (or the depth asked for, if
+//! more) to be scored exactly from the fast field, as the exact
 //! path does: hits and scores are the cosine either way; only a document the narrowing missed
 //! can be absent. Deleted documents are skipped as the segment's alive set says.
 //!
@@ -124,6 +124,32 @@ fn f32_at(bytes: &[u8], at: usize) -> f32 {
     f32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
 }
 
+/// `v`'s signs as the codes keep them: bit `i % 8` of byte `i / 8` set where `v[i] > 0`
+/// (`out` is at least `v.len() / 8` bytes, rounded up).
+#[inline(always)]
+fn signs_of(v: &[f32], out: &mut [u8]) {
+    out.fill(0);
+    for (i, x) in v.iter().enumerate() {
+        if *x > 0.0 {
+            out[i / 8] |= 1 << (i % 8);
+        }
+    }
+}
+
+/// `v` in 8 bits as the codes keep it: each value divided by the scale (the largest magnitude
+/// / 127) and rounded into -127..=127; the scale (0 when `v` is all zeros, `out` then
+/// untouched).
+#[inline(always)]
+fn eight_bits(v: &[f32], out: &mut [i8]) -> f32 {
+    let scale = v.iter().fold(0f32, |m, x| m.max(x.abs())) / 127.0;
+    if scale > 0.0 {
+        for (o, x) in out.iter_mut().zip(v) {
+            *o = (x / scale).round().clamp(-127.0, 127.0) as i8;
+        }
+    }
+    scale
+}
+
 /// The file of `field`'s codes for `segment`.
 fn file_name(segment: &SegmentReader, field: &str) -> String {
     let hex: String = field.bytes().map(|b| format!("{b:02x}")).collect();
@@ -224,7 +250,7 @@ fn write_codes(
     out[12..16].copy_from_slice(&(max_doc as u32).to_le_bytes());
     let mut vector = vec![0f32; dims];
     let mut signs = vec![0u8; sb];
-    let mut values = vec![0u8; dims];
+    let mut values = vec![0i8; dims];
     each_value(segment, field, 0..segment.max_doc(), |docs, key| {
         if key.len() != dims * 4 {
             return;
@@ -233,24 +259,22 @@ fn write_codes(
             *v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
         }
         let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let most = vector.iter().fold(0f32, |m, x| m.max(x.abs()));
-        if !(norm.is_finite() && norm > 0.0 && most > 0.0) {
+        let scale = eight_bits(&vector, &mut values);
+        if !(norm.is_finite() && norm > 0.0 && scale > 0.0) {
             return;
         }
-        let scale = most / 127.0;
-        signs.fill(0);
-        for (i, x) in vector.iter().enumerate() {
-            if *x > 0.0 {
-                signs[i / 8] |= 1 << (i % 8);
-            }
-            values[i] = ((x / scale).round().clamp(-127.0, 127.0) as i8) as u8;
-        }
+        signs_of(&vector, &mut signs);
         for doc in docs {
             let doc = *doc as usize;
             out[HEADER + 4 * doc..][..4].copy_from_slice(&scale.to_le_bytes());
             out[HEADER + 4 * (max_doc + doc)..][..4].copy_from_slice(&(1.0 / norm).to_le_bytes());
             out[signs_at + doc * sb..][..sb].copy_from_slice(&signs);
-            out[values_at + doc * dims..][..dims].copy_from_slice(&values);
+            for (o, v) in out[values_at + doc * dims..][..dims]
+                .iter_mut()
+                .zip(&values)
+            {
+                *o = *v as u8;
+            }
         }
     })
 }
@@ -389,19 +413,18 @@ pub fn write_all(dir: &Path, index: &tantivy::Index, fields: &[String]) -> tanti
     Ok(())
 }
 
-/// The best `depth` documents by cosine to `query` among all those with `field`, through the
-/// codes; `None` when the exact scan should answer (few vectors, a deep ranking, vectors of
-/// another length). `score` computes the exact cosine of a document's stored bytes, as the
-/// exact path does.
-pub(super) fn ranking(
+/// The documents to score exactly for the best `depth` by cosine to `query` among all those
+/// with `field`, narrowed through the codes (stages 1 to 3: the best `n.exact`, or `depth`
+/// if more, by their 8-bit values), in segment and document order; `None` when the exact
+/// scan should answer (few vectors, a deep ranking, vectors of another length).
+pub(super) fn narrow(
     searcher: &Searcher,
     dir: &Path,
     field: &str,
     query: &[f32],
     depth: usize,
-    score: &dyn Fn(&[u8]) -> Option<f32>,
     n: &Narrowing,
-) -> tantivy::Result<Option<Vec<(f32, DocAddress)>>> {
+) -> tantivy::Result<Option<Vec<DocAddress>>> {
     let docs: u64 = searcher.num_docs();
     // (A distance is a u16, u16::MAX meaning no vector.)
     let long = query.len() >= u16::MAX as usize;
@@ -431,31 +454,12 @@ pub(super) fn ranking(
     let Some(eight) = candidates(&scan) else {
         return Ok(None);
     };
-
-    // 4. The exact cosine from the fast field.
-    let mut scored = Vec::with_capacity(eight.len());
-    let mut buf = Vec::new();
-    let readers = searcher.segment_readers();
-    let mut columns: Vec<Option<tantivy::columnar::BytesColumn>> = vec![None; readers.len()];
-    for (_, ord, doc) in eight {
-        let o = ord as usize;
-        if columns[o].is_none() {
-            columns[o] = readers[o].fast_fields().bytes(field)?;
-        }
-        let Some(column) = &columns[o] else { continue };
-        let Some(term) = column.term_ords(doc).next() else {
-            continue;
-        };
-        buf.clear();
-        if column.ord_to_bytes(term, &mut buf)? {
-            if let Some(s) = score(&buf) {
-                scored.push((s, DocAddress::new(ord, doc)));
-            }
-        }
-    }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    scored.truncate(depth);
-    Ok(Some(scored))
+    let mut chosen: Vec<DocAddress> = eight
+        .into_iter()
+        .map(|(_, ord, doc)| DocAddress::new(ord, doc))
+        .collect();
+    chosen.sort_unstable();
+    Ok(Some(chosen))
 }
 
 /// What stages 1 to 3 scan: the codes of every segment, each one's live documents, the query,
@@ -506,11 +510,7 @@ fn candidates_in(scan: &Scan<'_>) -> Option<Vec<(f32, u32, u32)>> {
 
     // 1. Hamming distance of each live document's signs to the query's.
     let mut q_signs = vec![0u8; sign_bytes(dims)];
-    for (i, x) in q.iter().enumerate() {
-        if *x > 0.0 {
-            q_signs[i / 8] |= 1 << (i % 8);
-        }
-    }
+    signs_of(&q, &mut q_signs);
     let q_words: Vec<u64> = q_signs
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
@@ -603,11 +603,9 @@ fn candidates_in(scan: &Scan<'_>) -> Option<Vec<(f32, u32, u32)>> {
     best(&mut weighed, n.weighed);
 
     // 3. The 8-bit values against the query's.
-    let q_scale = q.iter().fold(0f32, |m, x| m.max(x.abs())) / 127.0;
-    let q8: Vec<i16> = q
-        .iter()
-        .map(|x| (x / q_scale).round().clamp(-127.0, 127.0) as i16)
-        .collect();
+    let mut q8 = vec![0i8; dims];
+    eight_bits(&q, &mut q8);
+    let q8: Vec<i16> = q8.into_iter().map(i16::from).collect();
     // In segment and document order: the values are read front to back.
     weighed.sort_unstable_by_key(|(_, ord, doc)| (*ord, *doc));
     // Plain loops, not closures: a closure is a function of its own, compiled without the
